@@ -1,0 +1,29 @@
+# The two commands a newcomer needs: `make demo` (set up, run the ground-truth benchmark) and
+# `make test` (set up, run the tests). `make bench` runs the side-by-side speed benchmarks.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.featurelens-installed
+
+.PHONY: setup demo test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/featurelens benchmark --out featurelens-report
+
+test: setup
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) benchmarks/bench_gradients.py
+	$(PY) benchmarks/bench_agop.py
+
+clean:
+	rm -rf $(VENV) featurelens-report .pytest_cache

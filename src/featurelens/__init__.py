@@ -1,0 +1,22 @@
+"""featurelens: which features drive a model, can the explanation be trusted, and which features
+did the network learn. See README.md for a tour."""
+
+from . import datasets, explainers, learning, metrics
+from .explainers import Explainer, explainer, list_explainers
+from .explanation import Explanation, load_explanation
+from .models import Model
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Explainer",
+    "Explanation",
+    "Model",
+    "datasets",
+    "explainer",
+    "explainers",
+    "learning",
+    "list_explainers",
+    "load_explanation",
+    "metrics",
+]

@@ -1,0 +1,37 @@
+"""The one chunking utility: every expansion (IG steps, noise samples, AGOP batches, masks) goes
+through :func:`chunks`, which bounds the number of rows sent through a model at once.
+
+Expanded rows are ordered *expansion-major*: row ``r`` of an expansion of ``n_expand`` copies of
+``n`` samples is copy ``r // n`` of sample ``r % n``. :func:`expansion_index` gives both indices for
+one chunk so that a method can build only that chunk's inputs, never the whole expansion.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import torch
+
+DEFAULT_BATCH_SIZE = 1024
+
+
+def check_batch_size(batch_size: int | None) -> int:
+    """Validate ``batch_size`` (None means :data:`DEFAULT_BATCH_SIZE`)."""
+    if batch_size is None:
+        return DEFAULT_BATCH_SIZE
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int; got {batch_size!r}")
+    return batch_size
+
+
+def chunks(total: int, batch_size: int) -> Iterator[slice]:
+    """Yield consecutive slices covering ``range(total)``, each at most ``batch_size`` long."""
+    batch_size = check_batch_size(batch_size)
+    for start in range(0, total, batch_size):
+        yield slice(start, min(start + batch_size, total))
+
+
+def expansion_index(rows: slice, n: int, device: torch.device | str = "cpu"):
+    """For the expanded rows ``rows`` of ``n`` samples, return ``(copy_index, sample_index)``."""
+    r = torch.arange(rows.start, rows.stop, device=device)
+    return r // n, r % n

@@ -1,0 +1,121 @@
+"""The explainer base class and the registry that maps names to explainer classes."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import time
+
+import numpy as np
+import torch
+
+from ..explanation import Explanation
+from ..models import Model
+
+_REGISTRY: dict[str, type["Explainer"]] = {}
+
+
+def register(name: str):
+    """Class decorator: register an explainer class under ``name``."""
+
+    def decorate(cls):
+        if name in _REGISTRY:
+            raise ValueError(f"an explainer named {name!r} is already registered")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def list_explainers() -> list[str]:
+    """Names of all registered explainers, sorted."""
+    return sorted(_REGISTRY)
+
+
+def explainer_class(name: str) -> type["Explainer"]:
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string naming an explainer; got {type(name).__name__}")
+    if name not in _REGISTRY:
+        close = difflib.get_close_matches(name, _REGISTRY, n=3)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(
+            f"unknown explainer name {name!r}.{hint} Registered: {', '.join(list_explainers())}"
+        )
+    return _REGISTRY[name]
+
+
+def explainer(name: str, model, **params) -> "Explainer":
+    """Build the explainer registered as ``name`` for ``model`` with the given parameters.
+
+    >>> ex = explainer("integrated_gradients", net, n_steps=50)
+    >>> e = ex.explain(x, target=y)
+    """
+    cls = explainer_class(name)
+    allowed = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "model")]
+    unknown = [p for p in params if p not in allowed]
+    if unknown:
+        raise TypeError(
+            f"explainer {name!r} got unknown parameter(s) {', '.join(unknown)}; "
+            f"it accepts: {', '.join(allowed)}"
+        )
+    return cls(model, **params)
+
+
+class Explainer:
+    """Base class: validates inputs and targets, times the work, counts model calls and wraps the
+    result in an :class:`~featurelens.Explanation`.
+
+    Subclasses implement ``_attribute(x, target, outputs, **kwargs) -> (values, extra params)``
+    where ``x`` is a validated tensor on the model's device, ``target`` one long index per sample
+    and ``outputs`` the model's outputs on ``x`` when they were needed to pick targets (else None).
+    """
+
+    name = "explainer"
+    needs_gradients = True
+
+    def __init__(self, model, batch_size: int | None = None):
+        self.model = Model.wrap(model, batch_size=batch_size)
+        if self.needs_gradients:
+            self.model.require_gradients(f"explainer {self.name!r}")
+
+    def params(self) -> dict:
+        """The constructor parameters recorded in each explanation's provenance."""
+        return {"batch_size": self.model.batch_size}
+
+    def explain(self, x, target=None, **kwargs) -> Explanation:
+        """Attribute the model's ``target`` output for each sample of the batch ``x``.
+
+        ``x`` is a numpy array or tensor with the samples along the first axis; ``target`` is None
+        (the predicted class), an int, or one int per sample.
+        """
+        start = time.perf_counter()
+        calls_before = self.model.calls
+        xt = self.model.to_tensor(x)
+        if target is None:
+            outputs = self.model.predict(xt)
+            target_t = self.model.resolve_target(None, xt, outputs)
+        else:
+            # One row suffices to check the input shape and the number of outputs.
+            outputs = None
+            target_t = self.model.resolve_target(target, xt, self.model.predict(xt[:1]))
+        values, extra = self._attribute(xt, target_t, outputs=outputs, **kwargs)
+        if isinstance(values, torch.Tensor):
+            values = values.detach().cpu().numpy()
+        params = dict(self.params())
+        params.update(extra)
+        return Explanation(
+            values=np.asarray(values),
+            method=self.name,
+            params=params,
+            target=target_t.cpu().numpy(),
+            model_calls=self.model.calls - calls_before,
+            seconds=time.perf_counter() - start,
+        )
+
+    def _attribute(self, x: torch.Tensor, target: torch.Tensor, outputs: torch.Tensor, **kwargs):
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        return f"{type(self).__name__}({args})"

@@ -1,0 +1,364 @@
+"""Gradient attributions: saliency, input x gradient, integrated gradients, SmoothGrad, GradCAM,
+and the seeded random map that every method must beat.
+
+All of them reduce to batched input gradients from :class:`featurelens.models.Model`; expansions
+(IG path points, noise samples) are built chunk by chunk and never materialised whole.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .._batching import chunks
+from ._base import Explainer, register
+
+
+@register("saliency")
+class Saliency(Explainer):
+    """Saliency: the signed input gradient ``a = d f_t(x) / d x``.
+
+    Simonyan, Vedaldi, Zisserman, "Deep Inside Convolutional Networks", 2013, arXiv 1312.6034.
+    Unlike Captum (``abs=True`` by default) the raw signed gradient is the default; ``abs=True``
+    returns ``|d f_t / d x|``.
+    """
+
+    def __init__(self, model, abs: bool = False, batch_size: int | None = None):
+        super().__init__(model, batch_size)
+        self.abs = bool(abs)
+
+    def params(self):
+        return {**super().params(), "abs": self.abs}
+
+    def _attribute(self, x, target, outputs):
+        grad = self.model.gradient(x, target)
+        return (grad.abs() if self.abs else grad), {}
+
+
+@register("input_x_gradient")
+class InputXGradient(Explainer):
+    """Input x gradient: ``a = x * d f_t(x) / d x`` (elementwise).
+
+    Shrikumar, Greenside, Shcherbina, Kundaje, "Not Just a Black Box", 2016, arXiv 1605.01713.
+    For a linear model ``f(x) = w.x + b`` this is ``w * x``, which sums to ``f(x) - b``.
+    """
+
+    def _attribute(self, x, target, outputs):
+        return x * self.model.gradient(x, target), {}
+
+
+_IG_RULES = ("gausslegendre", "riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid")
+
+
+def integration_rule(method: str, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes ``alpha`` in [0, 1] and weights ``w`` with ``sum_k w_k g(alpha_k) ~ int_0^1 g``.
+
+    ``gausslegendre`` maps the Legendre nodes from [-1, 1] to [0, 1]; the Riemann rules use
+    ``n_steps`` equal intervals (left, right, middle points) or the trapezoid rule on
+    ``n_steps`` points. ``riemann`` is an alias of ``riemann_trapezoid``.
+    """
+    if method == "riemann":
+        method = "riemann_trapezoid"
+    if method not in _IG_RULES:
+        raise ValueError(f"method must be one of {', '.join(_IG_RULES)} (or 'riemann'); got {method!r}")
+    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
+        raise ValueError(f"n_steps must be a positive int; got {n_steps!r}")
+    if method == "gausslegendre":
+        nodes, weights = np.polynomial.legendre.leggauss(n_steps)
+        return 0.5 * (nodes + 1.0), 0.5 * weights
+    if method == "riemann_trapezoid":
+        if n_steps < 2:
+            raise ValueError(f"n_steps must be at least 2 for the trapezoid rule; got {n_steps}")
+        alphas = np.linspace(0.0, 1.0, n_steps)
+        weights = np.full(n_steps, 1.0 / (n_steps - 1))
+        weights[[0, -1]] *= 0.5
+        return alphas, weights
+    offset = {"riemann_left": 0.0, "riemann_right": 1.0, "riemann_middle": 0.5}[method]
+    return (np.arange(n_steps) + offset) / n_steps, np.full(n_steps, 1.0 / n_steps)
+
+
+def _broadcast_baseline(baseline, x: torch.Tensor, name: str = "baseline") -> torch.Tensor:
+    """A baseline given as None (zeros), a scalar, one input's shape, or the batch's shape."""
+    if baseline is None:
+        return torch.zeros_like(x)
+    if isinstance(baseline, (int, float)):
+        return torch.full_like(x, float(baseline))
+    b = torch.as_tensor(getattr(baseline, "values", baseline))
+    if not torch.is_floating_point(b):
+        raise TypeError(f"{name} must be floating point; got dtype {b.dtype}")
+    if not bool(torch.isfinite(b).all()):
+        raise ValueError(f"{name} contains NaN or inf values; expected finite numbers")
+    b = b.to(device=x.device, dtype=x.dtype)
+    if b.shape == x.shape[1:]:
+        b = b.expand_as(x)
+    if b.shape != x.shape:
+        raise ValueError(
+            f"{name} must be a scalar, shaped like one input {tuple(x.shape[1:])} or like the batch "
+            f"{tuple(x.shape)}; got shape {tuple(b.shape)}"
+        )
+    return b
+
+
+@register("integrated_gradients")
+class IntegratedGradients(Explainer):
+    """Integrated gradients along the straight path from a baseline ``x'`` to ``x``:
+
+    ``a_i = (x_i - x'_i) * int_0^1 d f_t(x' + alpha (x - x')) / d x_i  d alpha``,
+
+    with the integral by Gauss-Legendre (default, as Captum) or a Riemann rule on ``n_steps`` nodes.
+    Completeness says ``sum_i a_i = f_t(x) - f_t(x')``; each explanation's params hold the gap
+    ``sum(a) - (f(x) - f(x'))`` per sample (``completeness_gap``) and its largest relative value
+    (``max_relative_gap``, relative to ``|f(x) - f(x')|``).
+
+    Sundararajan, Taly, Yan, "Axiomatic Attribution for Deep Networks", ICML 2017, arXiv 1703.01365.
+
+    ``baseline``: None (zeros), a scalar, an array shaped like one input or like the batch; it can
+    also be passed to :meth:`explain` for one call.
+    """
+
+    def __init__(
+        self,
+        model,
+        n_steps: int = 50,
+        method: str = "gausslegendre",
+        baseline=None,
+        batch_size: int | None = None,
+    ):
+        super().__init__(model, batch_size)
+        self.alphas, self.weights = integration_rule(method, n_steps)
+        self.n_steps = int(n_steps)
+        self.method = "riemann_trapezoid" if method == "riemann" else method
+        self.baseline = baseline
+
+    def params(self):
+        return {**super().params(), "n_steps": self.n_steps, "method": self.method}
+
+    def _attribute(self, x, target, outputs, baseline=None):
+        base = _broadcast_baseline(self.baseline if baseline is None else baseline, x)
+        delta = x - base
+        alphas = torch.as_tensor(self.alphas, device=x.device, dtype=x.dtype)
+        weights = torch.as_tensor(self.weights, device=x.device, dtype=x.dtype)
+        view = (-1,) + (1,) * (x.ndim - 1)
+
+        def path_points(step, sample):
+            return base[sample] + alphas[step].view(view) * delta[sample]
+
+        avg_grad = self.model.expanded_gradient(x, target, self.n_steps, path_points, weights=weights)
+        attributions = delta * avg_grad
+        # Completeness diagnostic: two extra forward passes (x and the baseline).
+        f_x = outputs if outputs is not None else self.model.predict(x)
+        f_b = self.model.predict(base)
+        idx = target[:, None]
+        change = (f_x.gather(1, idx) - f_b.gather(1, idx)).squeeze(1).double()
+        gap = attributions.flatten(1).double().sum(1) - change
+        relative = gap.abs() / change.abs().clamp_min(1e-12)
+        return attributions, {
+            "baseline": "zeros" if (self.baseline is None and baseline is None) else "given",
+            "completeness_gap": gap.cpu().tolist(),
+            "max_relative_gap": float(relative.max()),
+        }
+
+
+_SMOOTHGRAD_VARIANTS = ("mean", "square", "var")
+
+
+@register("smoothgrad")
+class SmoothGrad(Explainer):
+    """SmoothGrad: the gradient averaged over noisy copies of the input,
+
+    ``a = (1/n) sum_k grad f_t(x + eps_k)``, ``eps_k ~ N(0, sigma^2)``, with
+    ``sigma = noise_level * (max(x) - min(x))`` computed **per sample** (relative to each input's
+    value range, as the paper recommends; Captum's ``stdevs`` is absolute). ``noise="absolute"``
+    makes ``noise_level`` the standard deviation itself. ``variant="square"`` averages squared
+    gradients (SmoothGrad-Squared), ``variant="var"`` returns their variance (VarGrad).
+
+    Smilkov, Thorat, Kim, Viegas, Wattenberg, "SmoothGrad: removing noise by adding noise", 2017,
+    arXiv 1706.03825. Noise is drawn from a torch Generator seeded with ``seed``: the same seed
+    gives the same map.
+    """
+
+    def __init__(
+        self,
+        model,
+        n_samples: int = 25,
+        noise_level: float = 0.15,
+        noise: str = "relative",
+        variant: str = "mean",
+        seed: int = 0,
+        batch_size: int | None = None,
+    ):
+        super().__init__(model, batch_size)
+        if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive int; got {n_samples!r}")
+        if not np.isfinite(noise_level) or noise_level < 0:
+            raise ValueError(f"noise_level must be a finite number >= 0; got {noise_level!r}")
+        if noise not in ("relative", "absolute"):
+            raise ValueError(f"noise must be 'relative' or 'absolute'; got {noise!r}")
+        if variant not in _SMOOTHGRAD_VARIANTS:
+            raise ValueError(f"variant must be one of {', '.join(_SMOOTHGRAD_VARIANTS)}; got {variant!r}")
+        self.n_samples = int(n_samples)
+        self.noise_level = float(noise_level)
+        self.noise = noise
+        self.variant = variant
+        self.seed = int(seed)
+
+    def params(self):
+        return {
+            **super().params(),
+            "n_samples": self.n_samples,
+            "noise_level": self.noise_level,
+            "noise": self.noise,
+            "variant": self.variant,
+            "seed": self.seed,
+        }
+
+    def noise_draws(self, x: torch.Tensor) -> torch.Tensor:
+        """The (n_samples, *x.shape) noise used by :meth:`explain` for this batch and seed."""
+        gen = torch.Generator(device=x.device).manual_seed(self.seed)
+        eps = torch.randn((self.n_samples,) + tuple(x.shape), generator=gen, device=x.device, dtype=x.dtype)
+        return eps * self.sigma(x)[None]
+
+    def sigma(self, x: torch.Tensor) -> torch.Tensor:
+        """Noise standard deviation per sample, broadcastable against ``x``."""
+        view = (-1,) + (1,) * (x.ndim - 1)
+        if self.noise == "absolute":
+            return torch.full((x.shape[0],), self.noise_level, device=x.device, dtype=x.dtype).view(view)
+        flat = x.flatten(1)
+        return (self.noise_level * (flat.max(1).values - flat.min(1).values)).view(view)
+
+    def _attribute(self, x, target, outputs):
+        eps = self.noise_draws(x)
+
+        def noisy(copy, sample):
+            return x[sample] + eps[copy, sample]
+
+        n = self.n_samples
+        if self.variant == "mean":
+            return self.model.expanded_gradient(x, target, n, noisy) / n, {}
+        square = self.model.expanded_gradient(x, target, n, noisy, transform=torch.square) / n
+        if self.variant == "square":
+            return square, {}
+        mean = self.model.expanded_gradient(x, target, n, noisy) / n
+        return square - mean.square(), {}
+
+
+_CONV_TYPES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
+
+
+def last_conv_layer(module: torch.nn.Module) -> tuple[str, torch.nn.Module]:
+    """The last convolution in registration order (usually the last one applied), with its name."""
+    convs = [(name, m) for name, m in module.named_modules() if isinstance(m, _CONV_TYPES)]
+    if not convs:
+        raise ValueError(
+            f"gradcam needs a convolutional layer, and model ({type(module).__name__}) has none; "
+            "pass layer= a module whose output is a (n, channels, *spatial) feature map, "
+            "or use another explainer"
+        )
+    return convs[-1]
+
+
+@register("gradcam")
+class GradCAM(Explainer):
+    """Grad-CAM: a class activation map from a convolutional layer's feature maps ``A_k``,
+
+    ``L = ReLU(sum_k alpha_k A_k)``, ``alpha_k = mean over positions of d f_t / d A_k``,
+
+    upsampled to the input's spatial size (bilinear by default) and returned with shape
+    ``(n, 1, *input spatial)``. Selvaraju et al., ICCV 2017, arXiv 1610.02391.
+
+    ``layer``: a module of the model or its name (``model.named_modules()``); default the last
+    convolution. ``relu=True`` follows the paper (Captum's default is ``relu_attributions=False``);
+    ``relu=False`` keeps the negative evidence. ``interpolate`` is a torch interpolation mode
+    ("bilinear", "nearest", ...; "linear"/"trilinear" for 1-D/3-D maps).
+    """
+
+    def __init__(
+        self,
+        model,
+        layer=None,
+        relu: bool = True,
+        interpolate: str = "bilinear",
+        batch_size: int | None = None,
+    ):
+        super().__init__(model, batch_size)
+        module = self.model.module
+        if module is None:
+            raise TypeError("gradcam needs model to be a torch.nn.Module (it hooks a layer)")
+        if layer is None:
+            self.layer_name, self.layer = last_conv_layer(module)
+        elif isinstance(layer, str):
+            named = dict(module.named_modules())
+            if layer not in named:
+                raise ValueError(f"layer {layer!r} is not a submodule name of the model; "
+                                 f"names include: {', '.join(list(named)[1:8])}")
+            self.layer_name, self.layer = layer, named[layer]
+        elif isinstance(layer, torch.nn.Module):
+            names = [n for n, m in module.named_modules() if m is layer]
+            if not names:
+                raise ValueError("layer must be a submodule of the model")
+            self.layer_name, self.layer = names[0], layer
+        else:
+            raise TypeError(f"layer must be None, a module name or a torch.nn.Module; got {type(layer).__name__}")
+        self.relu = bool(relu)
+        self.interpolate = interpolate
+
+    def params(self):
+        return {**super().params(), "layer": self.layer_name, "relu": self.relu, "interpolate": self.interpolate}
+
+    def _attribute(self, x, target, outputs):
+        maps = []
+        captured = []
+        handle = self.layer.register_forward_hook(lambda mod, inp, out: captured.append(out))
+        try:
+            with self.model.evaluating(), torch.enable_grad():
+                for s in chunks(x.shape[0], self.model.batch_size):
+                    captured.clear()
+                    out = self.model.forward(x[s])
+                    if len(captured) != 1:
+                        raise ValueError(
+                            f"gradcam layer {self.layer_name!r} ran {len(captured)} times in one forward "
+                            "pass; choose a layer that is applied exactly once"
+                        )
+                    act = captured[0]
+                    if act.ndim < 3:
+                        raise ValueError(
+                            f"gradcam layer {self.layer_name!r} outputs shape {tuple(act.shape)}; "
+                            "expected a feature map (n, channels, *spatial)"
+                        )
+                    (grad,) = torch.autograd.grad(out.gather(1, target[s, None]).sum(), act)
+                    spatial = tuple(range(2, act.ndim))
+                    weights = grad.mean(dim=spatial, keepdim=True)
+                    cam = (weights * act).sum(dim=1, keepdim=True).detach()
+                    maps.append(F.relu(cam) if self.relu else cam)
+        finally:
+            handle.remove()
+        cam = torch.cat(maps)
+        size = tuple(x.shape[2:])
+        if cam.shape[2:] != size:
+            if len(size) != cam.ndim - 2:
+                raise ValueError(
+                    f"cannot upsample a {cam.ndim - 2}-D map to input spatial shape {size}"
+                )
+            kwargs = {"align_corners": False} if self.interpolate in ("linear", "bilinear", "bicubic", "trilinear") else {}
+            cam = F.interpolate(cam, size=size, mode=self.interpolate, **kwargs)
+        return cam, {}
+
+
+@register("random")
+class RandomAttribution(Explainer):
+    """A seeded uniform random map in [0, 1), shaped like the input: the floor every method must
+    beat in a benchmark. It never calls the model's gradient (one forward row checks the shape)."""
+
+    needs_gradients = False
+
+    def __init__(self, model, seed: int = 0, batch_size: int | None = None):
+        super().__init__(model, batch_size)
+        self.seed = int(seed)
+
+    def params(self):
+        return {**super().params(), "seed": self.seed}
+
+    def _attribute(self, x, target, outputs):
+        rng = np.random.default_rng(self.seed)
+        return rng.random(tuple(x.shape)).astype(np.float32), {}

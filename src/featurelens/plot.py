@@ -1,0 +1,65 @@
+"""Matplotlib figures for explanations. Imported lazily, so that importing featurelens never pulls
+in a plotting backend."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _figure(ncols: int, nrows: int = 1, size: float = 2.2):
+    import matplotlib.pyplot as plt  # headless machines fall back to Agg on their own
+
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows), squeeze=False)
+    return fig, axes
+
+
+def image_map(values: np.ndarray) -> np.ndarray:
+    """Reduce an attribution batch to (n, h, w) maps: channels summed for (n, c, h, w)."""
+    v = np.asarray(values)
+    if v.ndim == 4:
+        return v.sum(axis=1)
+    if v.ndim == 3:
+        return v
+    raise ValueError(f"expected image-like values (n, h, w) or (n, c, h, w); got shape {v.shape}")
+
+
+def show_map(ax, m: np.ndarray, cmap: str = "RdBu_r", title: str | None = None):
+    """One heatmap with a symmetric colour scale for signed maps, [0, max] for non-negative ones."""
+    top = float(np.abs(m).max()) or 1.0
+    lo = -top if (m < 0).any() else 0.0
+    ax.imshow(m, cmap=cmap if lo < 0 else "magma", vmin=lo, vmax=top, interpolation="nearest")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title:
+        ax.set_title(title, fontsize=8)
+
+
+def plot_explanation(explanation, index=None, inputs=None, cmap="RdBu_r", ax=None, max_samples=8):
+    """Figure of an explanation: heatmaps for image-like values, a bar chart for tabular rows."""
+    values = np.asarray(explanation.values)
+    if values.ndim == 2:
+        i = 0 if index is None else int(index)
+        if ax is None:
+            fig, axes = _figure(1, size=4.0)
+            ax = axes[0, 0]
+        fig = ax.figure
+        row = values[i]
+        ax.bar(np.arange(row.size), row, color=np.where(row >= 0, "#c0392b", "#2e86c1"))
+        ax.set_xlabel("feature")
+        ax.set_ylabel("attribution")
+        ax.set_title(f"{explanation.method}, sample {i}", fontsize=9)
+        return fig
+    maps = image_map(values)
+    picks = np.arange(min(len(maps), max_samples)) if index is None else np.atleast_1d(index)
+    rows = 2 if inputs is not None else 1
+    fig, axes = _figure(len(picks), rows)
+    for col, i in enumerate(picks):
+        show_map(axes[-1, col], maps[i], cmap, f"{explanation.method} #{i}")
+        if inputs is not None:
+            x = image_map(np.asarray(getattr(inputs, "values", inputs)))[i]
+            axes[0, col].imshow(x, cmap="gray", interpolation="nearest")
+            axes[0, col].set_xticks([])
+            axes[0, col].set_yticks([])
+            axes[0, col].set_title(f"input #{i}", fontsize=8)
+    fig.tight_layout()
+    return fig
