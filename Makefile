@@ -19,7 +19,7 @@ demo: setup
 	$(VENV)/bin/featurelens benchmark --out featurelens-report
 
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest -q
 
 bench: setup
 	$(PY) benchmarks/bench_gradients.py

@@ -9,7 +9,11 @@ import torch
 
 def as_numpy(a, name: str) -> np.ndarray:
     """Turn a numpy array, torch tensor, array-like or Explanation into a numpy array."""
-    a = getattr(a, "values", a)
+    # torch.Tensor has a ``values`` method (sparse tensors), so check for tensors first.
+    if isinstance(a, torch.Tensor):
+        return a.detach().cpu().numpy()
+    if not isinstance(a, torch.Tensor) and not callable(getattr(a, "values", None)):
+        a = getattr(a, "values", a)  # an Explanation or a pandas object
     if isinstance(a, torch.Tensor):
         return a.detach().cpu().numpy()
     try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validation import as_numpy
+
 
 def _figure(ncols: int, nrows: int = 1, size: float = 2.2):
     import matplotlib.pyplot as plt  # headless machines fall back to Agg on their own
@@ -56,7 +58,7 @@ def plot_explanation(explanation, index=None, inputs=None, cmap="RdBu_r", ax=Non
     for col, i in enumerate(picks):
         show_map(axes[-1, col], maps[i], cmap, f"{explanation.method} #{i}")
         if inputs is not None:
-            x = image_map(np.asarray(getattr(inputs, "values", inputs)))[i]
+            x = image_map(as_numpy(inputs, "inputs"))[i]
             axes[0, col].imshow(x, cmap="gray", interpolation="nearest")
             axes[0, col].set_xticks([])
             axes[0, col].set_yticks([])

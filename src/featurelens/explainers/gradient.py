@@ -84,7 +84,8 @@ def _broadcast_baseline(baseline, x: torch.Tensor, name: str = "baseline") -> to
         return torch.zeros_like(x)
     if isinstance(baseline, (int, float)):
         return torch.full_like(x, float(baseline))
-    b = torch.as_tensor(getattr(baseline, "values", baseline))
+    # A tensor's ``values`` is a method (sparse tensors): only unwrap non-tensors (Explanation).
+    b = torch.as_tensor(baseline if isinstance(baseline, torch.Tensor) else getattr(baseline, "values", baseline))
     if not torch.is_floating_point(b):
         raise TypeError(f"{name} must be floating point; got dtype {b.dtype}")
     if not bool(torch.isfinite(b).all()):

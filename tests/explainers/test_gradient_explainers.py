@@ -1,0 +1,208 @@
+"""Gradient explainers against analytic identities."""
+
+import numpy as np
+import pytest
+import torch
+
+import featurelens as fl
+from featurelens.explainers.gradient import integration_rule
+
+
+def linear_model(d=5, k=3, seed=0):
+    torch.manual_seed(seed)
+    lin = torch.nn.Linear(d, k).double()
+    return lin, lin.weight.detach().numpy(), lin.bias.detach().numpy()
+
+
+def test_saliency_of_linear_model_is_its_weights():
+    net, w, _ = linear_model()
+    x = torch.randn(4, 5, dtype=torch.float64)
+    e = fl.explainer("saliency", net).explain(x, target=2)
+    np.testing.assert_allclose(e.values, np.tile(w[2], (4, 1)), atol=1e-12)
+    targets = np.array([0, 1, 2, 1])
+    e = fl.explainer("saliency", net).explain(x, target=targets)
+    np.testing.assert_allclose(e.values, w[targets], atol=1e-12)
+    np.testing.assert_array_equal(e.target, targets)
+    e = fl.explainer("saliency", net, abs=True).explain(-x, target=targets)
+    np.testing.assert_allclose(e.values, np.abs(w[targets]), atol=1e-12)
+
+
+def test_saliency_default_target_is_predicted_class():
+    net, w, b = linear_model()
+    x = torch.randn(6, 5, dtype=torch.float64)
+    predicted = (x.numpy() @ w.T + b).argmax(1)
+    e = fl.explainer("saliency", net).explain(x)
+    np.testing.assert_array_equal(e.target, predicted)
+    np.testing.assert_allclose(e.values, w[predicted], atol=1e-12)
+
+
+def test_input_x_gradient_of_linear_model_is_w_times_x():
+    net, w, b = linear_model()
+    x = np.random.default_rng(1).normal(size=(4, 5))
+    e = fl.explainer("input_x_gradient", net).explain(x, target=1)
+    np.testing.assert_allclose(e.values, w[1] * x, atol=1e-12)
+    # and it sums to f(x) - b for a linear model
+    np.testing.assert_allclose(e.values.sum(1), x @ w[1], atol=1e-12)
+
+
+def test_integrated_gradients_completeness_on_mlp(mlp):
+    x = torch.randn(8, 6, dtype=torch.float64) * 2
+    e = fl.explainer("integrated_gradients", mlp, n_steps=64).explain(x, target=1)
+    with torch.no_grad():
+        change = (mlp(x)[:, 1] - mlp(torch.zeros_like(x))[:, 1]).numpy()
+    gap = e.values.sum(1) - change
+    assert np.all(np.abs(gap) < 1e-3 * np.abs(change))
+    np.testing.assert_allclose(e.params["completeness_gap"], gap, atol=1e-10)
+    assert e.params["max_relative_gap"] == pytest.approx(np.max(np.abs(gap) / np.abs(change)), rel=1e-6)
+
+
+def test_integrated_gradients_given_baseline_and_rules_agree(mlp):
+    x = torch.randn(5, 6, dtype=torch.float64)
+    base = torch.full((6,), 0.3, dtype=torch.float64)
+    ex = fl.explainer("integrated_gradients", mlp, n_steps=64, baseline=base)
+    gl = ex.explain(x, target=0)
+    with torch.no_grad():
+        change = (mlp(x)[:, 0] - mlp(base[None])[:, 0]).numpy()
+    np.testing.assert_allclose(gl.values.sum(1), change, rtol=1e-4)
+    # A fine trapezoid rule converges to the same attributions as Gauss-Legendre.
+    tr = fl.explainer("integrated_gradients", mlp, n_steps=400, method="riemann", baseline=base).explain(x, target=0)
+    np.testing.assert_allclose(tr.values, gl.values, atol=1e-4)
+    # Baseline given per call overrides the constructor's.
+    zero = fl.explainer("integrated_gradients", mlp, n_steps=64).explain(x, target=0, baseline=base)
+    np.testing.assert_allclose(zero.values, gl.values, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["gausslegendre", "riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid"])
+def test_integration_rules_integrate_polynomials(method):
+    alphas, weights = integration_rule(method, 40)
+    assert weights.sum() == pytest.approx(1.0, abs=1e-12)
+    exact = 1 / 3  # int_0^1 a^2
+    tol = 1e-12 if method == "gausslegendre" else 3e-2
+    assert np.sum(weights * alphas**2) == pytest.approx(exact, abs=tol)
+
+
+def test_ig_is_independent_of_batch_size_and_chunks_are_bounded(mlp):
+    x = torch.randn(9, 6, dtype=torch.float64)
+    sizes = []
+    handle = mlp.register_forward_hook(lambda m, i, o: sizes.append(i[0].shape[0]))
+    try:
+        small = fl.explainer("integrated_gradients", mlp, n_steps=20, batch_size=7).explain(x, target=2)
+    finally:
+        handle.remove()
+    big = fl.explainer("integrated_gradients", mlp, n_steps=20).explain(x, target=2)
+    np.testing.assert_allclose(small.values, big.values, atol=1e-12)
+    assert max(sizes) <= 7
+    assert small.model_calls == sum(sizes)  # provenance counts every row through the model
+    assert small.model_calls >= 20 * 9
+
+
+def quadratic(x):
+    return (x**2).flatten(1).sum(1)
+
+
+def test_smoothgrad_of_quadratic_matches_noise_draws():
+    model = fl.Model(quadratic, accepts="torch")
+    x = torch.randn(3, 4, dtype=torch.float32)
+    ex = fl.explainer("smoothgrad", model, n_samples=30, noise_level=0.2, seed=3)
+    eps = ex.noise_draws(x)
+    e = ex.explain(x, target=0)
+    np.testing.assert_allclose(e.values, (2 * (x + eps.mean(0))).numpy(), atol=1e-5)
+    sq = fl.explainer("smoothgrad", model, n_samples=30, noise_level=0.2, seed=3, variant="square").explain(x, target=0)
+    np.testing.assert_allclose(sq.values, (4 * (x[None] + eps) ** 2).mean(0).numpy(), rtol=1e-5)
+    var = fl.explainer("smoothgrad", model, n_samples=30, noise_level=0.2, seed=3, variant="var").explain(x, target=0)
+    np.testing.assert_allclose(var.values, (2 * (x[None] + eps)).var(0, unbiased=False).numpy(), atol=1e-4)
+
+
+def test_smoothgrad_noise_is_relative_to_each_input_range_and_seeded():
+    model = fl.Model(quadratic, accepts="torch")
+    x = torch.stack([torch.linspace(0, 1, 400), torch.linspace(-5, 5, 400)])  # ranges 1 and 10
+    ex = fl.explainer("smoothgrad", model, n_samples=50, noise_level=0.1, seed=0)
+    eps = ex.noise_draws(x)
+    std = eps.std(dim=(0, 2))
+    assert std[0].item() == pytest.approx(0.1, rel=0.03)
+    assert std[1].item() == pytest.approx(1.0, rel=0.03)
+    again = fl.explainer("smoothgrad", model, n_samples=50, noise_level=0.1, seed=0).explain(x, target=0)
+    other = fl.explainer("smoothgrad", model, n_samples=50, noise_level=0.1, seed=1).explain(x, target=0)
+    np.testing.assert_array_equal(ex.explain(x, target=0).values, again.values)
+    assert not np.allclose(again.values, other.values)
+    absolute = fl.explainer("smoothgrad", model, n_samples=50, noise_level=0.1, noise="absolute").noise_draws(x)
+    assert absolute.std(dim=(0, 2))[1].item() == pytest.approx(0.1, rel=0.03)
+
+
+class ConvGAP(torch.nn.Module):
+    """conv -> global average pool -> linear: Grad-CAM equals the class activation map."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = torch.nn.Conv2d(1, 3, 3, padding=1)
+        self.head = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        a = self.conv(x)
+        return self.head(a.mean(dim=(2, 3)))
+
+
+def test_gradcam_equals_cam_for_global_average_pooling():
+    net = ConvGAP().double()
+    x = torch.randn(4, 1, 6, 6, dtype=torch.float64)
+    e = fl.explainer("gradcam", net, relu=False).explain(x, target=1)
+    with torch.no_grad():
+        act = net.conv(x)
+        w = net.head.weight[1]
+        cam = (w.view(1, 3, 1, 1) * act).sum(1, keepdim=True) / 36.0
+    assert e.params["layer"] == "conv"
+    np.testing.assert_allclose(e.values, cam.numpy(), atol=1e-12)
+    relu = fl.explainer("gradcam", net).explain(x, target=1)
+    np.testing.assert_allclose(relu.values, np.maximum(cam.numpy(), 0), atol=1e-12)
+
+
+def test_gradcam_upsamples_to_input_size_and_picks_last_conv(small_cnn):
+    x = torch.randn(3, 1, 8, 8)
+    e = fl.explainer("gradcam", small_cnn).explain(x)
+    assert e.values.shape == (3, 1, 8, 8)
+    assert e.params["layer"] == "2"  # the second of two convolutions
+    assert (e.values >= 0).all()
+    first = fl.explainer("gradcam", small_cnn, layer="0").explain(x)
+    assert not np.allclose(first.values, e.values)
+
+
+def test_random_map_is_seeded_uniform(small_cnn):
+    x = torch.randn(50, 1, 8, 8)
+    a = fl.explainer("random", small_cnn, seed=4).explain(x).values
+    b = fl.explainer("random", small_cnn, seed=4).explain(x).values
+    c = fl.explainer("random", small_cnn, seed=5).explain(x).values
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+    assert a.shape == x.shape and a.min() >= 0 and a.max() < 1
+    assert a.mean() == pytest.approx(0.5, abs=0.02)
+
+
+def test_train_mode_is_restored_and_dropout_is_off_during_explain():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(5, 32), torch.nn.ReLU(), torch.nn.Dropout(0.5), torch.nn.Linear(32, 2))
+    net.train()
+    x = torch.randn(4, 5)
+    a = fl.explainer("saliency", net).explain(x, target=0).values
+    b = fl.explainer("saliency", net).explain(x, target=0).values
+    np.testing.assert_array_equal(a, b)  # dropout would make these differ
+    assert net.training and all(m.training for m in net.modules())
+
+
+def test_numpy_callable_gets_predicted_targets():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    clf = LogisticRegression().fit(X, y)
+    e = fl.explainer("random", clf.predict_proba).explain(X[:10])
+    np.testing.assert_array_equal(e.target, clf.predict(X[:10]))
+    assert e.model_calls == 10
+
+
+def test_torch_callable_is_differentiable():
+    model = fl.Model(lambda x: (x**2).sum(1), accepts="torch")
+    x = np.array([[1.0, -2.0], [0.5, 3.0]])
+    e = fl.explainer("saliency", model).explain(x)
+    np.testing.assert_allclose(e.values, 2 * x, atol=1e-6)
