@@ -11,12 +11,13 @@ code runs on a GPU.
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Callable
 
 import numpy as np
 import torch
 
-from ._batching import check_batch_size, chunks, expansion_index
+from ._batching import check_batch_size, chunks, default_rows, expansion_index
 from ._validation import as_numpy, check_floating
 
 
@@ -32,6 +33,8 @@ class Model:
         operations, is differentiable too.
     batch_size
         The most rows sent through the model in one call (memory bound for every expansion).
+        None (default): chunks of at most 1024 rows and at most 2**19 input elements
+        (:func:`featurelens._batching.default_rows`), so that large inputs go in smaller chunks.
     device
         Where inputs go. Default: the device of the module's first parameter (CPU otherwise).
     accepts
@@ -57,6 +60,7 @@ class Model:
         self.function = model
         self.accepts = "torch" if self.module is not None else accepts
         self.batch_size = check_batch_size(batch_size)
+        self.auto_batch = batch_size is None  # chunk rows also bounded by input size (chunk_rows)
         if device is None:
             param = next(iter(self.module.parameters()), None) if self.module is not None else None
             device = param.device if param is not None else torch.device("cpu")
@@ -73,6 +77,7 @@ class Model:
         if isinstance(model, Model):
             if batch_size is not None:
                 model.batch_size = check_batch_size(batch_size)
+                model.auto_batch = False
             return model
         return cls(model, batch_size=batch_size)
 
@@ -123,16 +128,26 @@ class Model:
         return t.to(device=self.device, dtype=self.dtype)
 
     # -- forward ----------------------------------------------------------------------------
-    def _call(self, x: torch.Tensor) -> torch.Tensor:
-        """One forward pass of at most batch_size rows; outputs as a (rows, classes) tensor."""
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """One forward pass of at most batch_size validated rows, as a (rows, classes) tensor.
+
+        Errors the model raises on the input are re-raised as a ValueError naming x's shape.
+        """
         self.calls += x.shape[0]
-        if self.accepts == "torch":
-            out = self.function(x)
-        else:
-            out = self.function(x.detach().cpu().numpy())
-            out = torch.as_tensor(np.asarray(out), device=x.device).to(self.dtype)
+        try:
+            if self.accepts == "torch":
+                out = self.function(x)
+            else:
+                out = self.function(x.detach().cpu().numpy())
+        except (RuntimeError, ValueError) as err:
+            raise ValueError(
+                f"x has shape {tuple(x.shape)} (samples first), and the model failed on it: {err}"
+            ) from err
         if not isinstance(out, torch.Tensor):
-            raise TypeError(f"model must return a tensor or array; got {type(out).__name__}")
+            try:
+                out = torch.as_tensor(np.asarray(out, dtype=np.float64), device=x.device).to(self.dtype)
+            except (TypeError, ValueError) as err:
+                raise TypeError(f"model must return a tensor or an array of numbers; got {type(out).__name__}") from err
         if out.ndim == 1:
             out = out[:, None]
         if out.ndim != 2 or out.shape[0] != x.shape[0]:
@@ -142,21 +157,19 @@ class Model:
             )
         return out
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Forward pass of a validated batch; wraps shape errors of the model in a clear message."""
-        try:
-            return self._call(x)
-        except (RuntimeError, ValueError) as err:
-            if "model must" in str(err):
-                raise
-            raise ValueError(
-                f"x has shape {tuple(x.shape)} (samples first), and the model failed on it: {err}"
-            ) from err
+    def chunk_rows(self, x: torch.Tensor, batch_size: int | None = None) -> int:
+        """Rows per chunk for inputs shaped like ``x``: ``batch_size`` when given, else the model's
+        ``batch_size``, further bounded by input size when the model's was not given."""
+        if batch_size is not None:
+            return check_batch_size(batch_size)
+        if self.auto_batch:
+            return min(self.batch_size, default_rows(math.prod(x.shape[1:])))
+        return self.batch_size
 
     def predict(self, x, batch_size: int | None = None) -> torch.Tensor:
         """Outputs for a batch, computed in chunks without gradients, as a (n, classes) tensor."""
         x = x if isinstance(x, torch.Tensor) else self.to_tensor(x)
-        bs = batch_size or self.batch_size
+        bs = self.chunk_rows(x, batch_size)
         with self.evaluating(), torch.no_grad():
             return torch.cat([self.forward(x[s]) for s in chunks(x.shape[0], bs)])
 
@@ -223,7 +236,7 @@ class Model:
     def gradient(self, x: torch.Tensor, target: torch.Tensor, batch_size: int | None = None) -> torch.Tensor:
         """Per-sample input gradients of the target outputs, in chunks of at most batch_size rows."""
         self.require_gradients("this method")
-        bs = batch_size or self.batch_size
+        bs = self.chunk_rows(x, batch_size)
         grads = torch.empty_like(x)
         with self.evaluating():
             for s in chunks(x.shape[0], bs):
@@ -245,23 +258,54 @@ class Model:
         ``make_rows(copy_index, sample_index)`` builds the inputs of one chunk of the expansion
         (for example the IG path points or noisy copies) so that the whole ``n_expand * n`` batch is
         never materialised. Returns ``sum_e weights[e] * transform(grad(make_rows(e, i)))`` per
-        sample ``i``, shaped like ``x``.
+        sample ``i``, shaped like ``x`` (like ``transform``'s output per row when it changes the
+        shape, e.g. a stack of ``g`` and ``g**2``).
         """
         self.require_gradients("this method")
-        bs = batch_size or self.batch_size
+        bs = self.chunk_rows(x, batch_size)
         n = x.shape[0]
-        total = torch.zeros_like(x)
+        total = None
+
+        def accumulate(part):
+            nonlocal total
+            total = part if total is None else total.add_(part)
+
         with self.evaluating():
-            for rows in chunks(n_expand * n, bs):
-                copy_idx, sample_idx = expansion_index(rows, n, x.device)
-                grad, _ = self._target_gradient(make_rows(copy_idx, sample_idx), target[sample_idx])
-                if transform is not None:
-                    grad = transform(grad)
-                if weights is not None:
-                    grad = grad * weights[copy_idx].view(-1, *([1] * (grad.ndim - 1)))
-                total.index_add_(0, sample_idx, grad)
+            if bs >= n:
+                # Chunks of whole copies: the sum over copies is a reshape and a reduction, not a
+                # scatter (index_add_ on CPU is slow, and very slow when threads are contended).
+                per_chunk = bs // n
+                for copies in chunks(n_expand, per_chunk):
+                    first, k = copies.start, copies.stop - copies.start
+                    copy_idx, sample_idx = expansion_index(slice(first * n, (first + k) * n), n, x.device)
+                    grad, _ = self._target_gradient(make_rows(copy_idx, sample_idx), target.repeat(k))
+                    if transform is not None:
+                        grad = transform(grad)
+                    grad = grad.view(k, n, *grad.shape[1:])
+                    if weights is None:
+                        accumulate(grad.sum(0))
+                    else:
+                        accumulate(torch.tensordot(weights[first : first + k], grad, dims=1))
+            else:
+                # One copy of the batch spans several chunks: split each copy's samples into equal
+                # parts of at most bs rows and add each part to its slice of the total.
+                parts = -(-n // bs)
+                size = -(-n // parts)
+                for copy in range(n_expand):
+                    for s in chunks(n, size):
+                        sample_idx = torch.arange(s.start, s.stop, device=x.device)
+                        copy_idx = torch.full_like(sample_idx, copy)
+                        grad, _ = self._target_gradient(make_rows(copy_idx, sample_idx), target[s])
+                        if transform is not None:
+                            grad = transform(grad)
+                        if weights is not None:
+                            grad = grad * weights[copy]
+                        if total is None:
+                            total = grad.new_zeros((n,) + tuple(grad.shape[1:]))
+                        total[s] += grad
         return total
 
     def __repr__(self) -> str:
         kind = type(self.function).__name__
-        return f"Model({kind}, device={self.device}, batch_size={self.batch_size})"
+        bs = "auto" if self.auto_batch else self.batch_size
+        return f"Model({kind}, device={self.device}, batch_size={bs})"

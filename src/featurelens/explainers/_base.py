@@ -81,7 +81,8 @@ class Explainer:
 
     def params(self) -> dict:
         """The constructor parameters recorded in each explanation's provenance."""
-        return {"batch_size": self.model.batch_size}
+        # None: automatic chunking (at most 1024 rows and 2**19 input elements per chunk).
+        return {"batch_size": None if self.model.auto_batch else self.model.batch_size}
 
     def explain(self, x, target=None, **kwargs) -> Explanation:
         """Attribute the model's ``target`` output for each sample of the batch ``x``.

@@ -147,9 +147,16 @@ class IntegratedGradients(Explainer):
 
         avg_grad = self.model.expanded_gradient(x, target, self.n_steps, path_points, weights=weights)
         attributions = delta * avg_grad
-        # Completeness diagnostic: two extra forward passes (x and the baseline).
-        f_x = outputs if outputs is not None else self.model.predict(x)
-        f_b = self.model.predict(base)
+        # Completeness diagnostic: extra forward rows for x (unless known) and the baseline, in one
+        # call; a baseline shared by all samples (zeros, a scalar, one input) is evaluated once.
+        n = x.shape[0]
+        base_rows = base[:1] if bool((base == base[:1]).all()) else base
+        if outputs is None:
+            f_both = self.model.predict(torch.cat([x, base_rows]))
+            f_x, f_b = f_both[:n], f_both[n:]
+        else:
+            f_x, f_b = outputs, self.model.predict(base_rows)
+        f_b = f_b.expand(n, -1)
         idx = target[:, None]
         change = (f_x.gather(1, idx) - f_b.gather(1, idx)).squeeze(1).double()
         gap = attributions.flatten(1).double().sum(1) - change
@@ -237,11 +244,13 @@ class SmoothGrad(Explainer):
         n = self.n_samples
         if self.variant == "mean":
             return self.model.expanded_gradient(x, target, n, noisy) / n, {}
-        square = self.model.expanded_gradient(x, target, n, noisy, transform=torch.square) / n
         if self.variant == "square":
-            return square, {}
-        mean = self.model.expanded_gradient(x, target, n, noisy) / n
-        return square - mean.square(), {}
+            return self.model.expanded_gradient(x, target, n, noisy, transform=torch.square) / n, {}
+        # VarGrad: E[g^2] - E[g]^2 from one pass over the noisy copies (g and g^2 stacked).
+        both = self.model.expanded_gradient(
+            x, target, n, noisy, transform=lambda g: torch.stack([g, g.square()], dim=1)
+        ) / n
+        return both[:, 1] - both[:, 0].square(), {}
 
 
 _CONV_TYPES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
@@ -313,7 +322,7 @@ class GradCAM(Explainer):
         handle = self.layer.register_forward_hook(lambda mod, inp, out: captured.append(out))
         try:
             with self.model.evaluating(), torch.enable_grad():
-                for s in chunks(x.shape[0], self.model.batch_size):
+                for s in chunks(x.shape[0], self.model.chunk_rows(x)):
                     captured.clear()
                     out = self.model.forward(x[s])
                     if len(captured) != 1:
