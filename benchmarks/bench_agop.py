@@ -27,10 +27,7 @@ Writes benchmarks/results/agop.md and agop.json.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -40,6 +37,7 @@ import numpy as np
 import torch
 
 import featurelens as fl
+from _common import environment, load_average
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N = 10_000
@@ -106,30 +104,6 @@ def timed(fn, repeats: int) -> tuple[float, list[float], object]:
         result = fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times), times, result
-
-
-def environment() -> dict:
-    cpu = platform.processor() or "unknown"
-    with contextlib.suppress(OSError):
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return {
-        "torch": torch.__version__,
-        "featurelens": fl.__version__,
-        "python": platform.python_version(),
-        "threads": torch.get_num_threads(),
-        "cpu": cpu,
-        "logical_cpus": os.cpu_count(),
-        "platform": platform.platform(),
-    }
-
-
-def load_average():
-    with contextlib.suppress(OSError, AttributeError):
-        return [round(v, 2) for v in os.getloadavg()]
-    return None
 
 
 def main(argv=None) -> int:

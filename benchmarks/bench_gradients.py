@@ -26,8 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -39,6 +37,7 @@ import torch
 import torch.nn.functional as F
 
 import featurelens as fl
+from _common import environment, load_average
 from featurelens._batching import default_rows
 
 try:
@@ -305,31 +304,6 @@ def bench_model(label: str, model: torch.nn.Module, x: torch.Tensor, repeats: in
     return rows_out
 
 
-def environment(threads: int) -> dict:
-    cpu = platform.processor() or "unknown"
-    with contextlib.suppress(OSError):
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return {
-        "torch": torch.__version__,
-        "captum": captum.__version__,
-        "featurelens": fl.__version__,
-        "python": platform.python_version(),
-        "threads": threads,
-        "cpu": cpu,
-        "logical_cpus": os.cpu_count(),
-        "platform": platform.platform(),
-    }
-
-
-def load_average() -> list[float] | None:
-    with contextlib.suppress(OSError, AttributeError):
-        return [round(v, 2) for v in os.getloadavg()]
-    return None
-
-
 def markdown(rows: list[dict], env: dict, meta: dict) -> str:
     lines = [
         "# Gradient attributions: featurelens vs Captum",
@@ -380,7 +354,7 @@ def main(argv=None) -> int:
     global BATCH
     if args.quick:
         BATCH = 64
-    env = environment(torch.get_num_threads())
+    env = environment(captum=captum.__version__)
     print(f"torch {env['torch']}, captum {env['captum']}, {env['threads']} threads, {env['cpu']}", flush=True)
     load_before = load_average()
     start = time.perf_counter()

@@ -1,0 +1,39 @@
+"""What every benchmark script records about the machine it ran on."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+
+import torch
+
+import featurelens as fl
+
+
+def environment(**extra) -> dict:
+    """Versions, torch threads and CPU model; ``extra`` adds entries (e.g. a reference library's
+    version)."""
+    cpu = platform.processor() or "unknown"
+    with contextlib.suppress(OSError):
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "torch": torch.__version__,
+        "featurelens": fl.__version__,
+        "python": platform.python_version(),
+        "threads": torch.get_num_threads(),
+        "cpu": cpu,
+        "logical_cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        **extra,
+    }
+
+
+def load_average() -> list[float] | None:
+    """The 1/5/15-minute load averages: timings on a busy machine are not comparable."""
+    with contextlib.suppress(OSError, AttributeError):
+        return [round(v, 2) for v in os.getloadavg()]
+    return None
