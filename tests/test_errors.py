@@ -82,3 +82,10 @@ def test_bad_parameters(name, params, message, small_cnn):
 def test_bad_baseline_shape(small_cnn):
     with pytest.raises(ValueError, match=r"baseline must be a scalar, shaped like one input \(1, 8, 8\)"):
         fl.explainer("integrated_gradients", small_cnn, baseline=np.zeros((3, 3), np.float32)).explain(torch.randn(2, 1, 8, 8))
+
+
+def test_nan_baseline(small_cnn):
+    base = np.zeros((1, 8, 8), np.float32)
+    base[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="baseline contains NaN or inf"):
+        fl.explainer("integrated_gradients", small_cnn).explain(torch.randn(2, 1, 8, 8), baseline=base)

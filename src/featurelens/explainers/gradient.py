@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from .._batching import chunks
+from .._validation import check_floating
 from ._base import Explainer, register
 
 
@@ -86,10 +87,7 @@ def _broadcast_baseline(baseline, x: torch.Tensor, name: str = "baseline") -> to
         return torch.full_like(x, float(baseline))
     # A tensor's ``values`` is a method (sparse tensors): only unwrap non-tensors (Explanation).
     b = torch.as_tensor(baseline if isinstance(baseline, torch.Tensor) else getattr(baseline, "values", baseline))
-    if not torch.is_floating_point(b):
-        raise TypeError(f"{name} must be floating point; got dtype {b.dtype}")
-    if not bool(torch.isfinite(b).all()):
-        raise ValueError(f"{name} contains NaN or inf values; expected finite numbers")
+    check_floating(b, name)
     b = b.to(device=x.device, dtype=x.dtype)
     if b.shape == x.shape[1:]:
         b = b.expand_as(x)
