@@ -205,3 +205,29 @@ def test_bad_backend_raises():
     a, m = _random_case()
     with pytest.raises(ValueError, match="backend.*'fast'"):
         emd_score(a, m, backend="fast")
+
+
+def test_pooled_emd_stays_within_its_documented_bound():
+    rng = np.random.default_rng(3)
+    a = np.abs(rng.normal(size=(6, 8, 8)))
+    a[:3, :, :4] = 0.0  # partly empty maps too
+    masks = rng.random((6, 8, 8)) < 0.2
+    masks[:, 0, 0] = True
+    exact = emd_score(a, masks)
+    for p in (2, 4):
+        pooled = emd_score(a, masks, pool=p)
+        bound = np.sqrt(2) * (p - 1) / np.sqrt(2 * 64)
+        assert np.all(np.abs(pooled - exact) <= bound + 1e-12)
+    # Maps that put all mass on the mask's block centres give the same plan pooled or not: a
+    # single pixel attribution at distance 4 (two 2x2 blocks) from a single-pixel mask.
+    one = np.zeros((1, 8, 8)); one[0, 0, 0] = 1.0
+    mask = np.zeros((1, 8, 8), bool); mask[0, 0, 4] = True
+    assert emd_score(one, mask, pool=2)[0] == pytest.approx(1 - 4 / np.sqrt(128))
+    np.testing.assert_array_equal(emd_score(a, masks, pool=1), exact)
+
+
+def test_pool_must_divide_the_image():
+    with pytest.raises(ValueError, match="pool must divide the image size; got pool=3 for 8x8"):
+        emd_score(np.ones((1, 8, 8)), np.ones((1, 8, 8), bool), pool=3)
+    with pytest.raises(ValueError, match="pool must be a positive int"):
+        emd_score(np.ones((1, 8, 8)), np.ones((1, 8, 8), bool), pool=0)

@@ -66,7 +66,7 @@ def iou_at_k(attributions, ground_truth) -> np.ndarray:
     return out
 
 
-def emd_score(attributions, ground_truth, *, backend: str = "auto") -> np.ndarray:
+def emd_score(attributions, ground_truth, *, backend: str = "auto", pool: int = 1) -> np.ndarray:
     """Earth mover's distance score between ``|a|`` and the mask, as in XAI-TRIS.
 
     Both ``|a|`` and the mask are normalised to sum 1 and compared with the exact optimal transport
@@ -87,19 +87,36 @@ def emd_score(attributions, ground_truth, *, backend: str = "auto") -> np.ndarra
             triggers a ``RuntimeWarning``). ``"auto"`` picks POT when it can be imported, else scipy.
             Both are exact (they agree to about 1e-10).
 
+        pool: ``1`` (default) solves the exact problem on pixels. ``pool = p > 1`` sums ``|a|`` and the
+            mask over ``p x p`` blocks first and transports between block centres (distances still in
+            pixels, the score still normalised by ``sqrt(2 * H * W)``): a dense 64x64 map then costs
+            about 25 ms (``p = 2``) instead of seconds. Moving every unit of mass to its block
+            centre shifts it by at most ``(p - 1) / sqrt(2)`` pixels, so the pooled EMD differs from
+            the exact one by at most ``sqrt(2) (p - 1)`` pixels, and the score by at most
+            ``sqrt(2) (p - 1) / sqrt(2 * H * W)`` (0.016 for ``p = 2`` on 64x64). H and W must be
+            multiples of ``p``.
+
     The transport problem is restricted to the supports: sources are the pixels with ``|a| > 0``,
     sinks the mask pixels.
     """
     if backend not in _EMD_BACKENDS:
         raise ValueError(f"backend must be one of {_EMD_BACKENDS}; got {backend!r}")
+    if isinstance(pool, bool) or not isinstance(pool, (int, np.integer)) or pool < 1:
+        raise ValueError(f"pool must be a positive int; got {pool!r}")
     a, m = _prepare(attributions, ground_truth)
+    norm = np.sqrt(2.0 * a.shape[1] * a.shape[2])  # of the original image, whatever the pooling
+    if pool > 1:
+        n, h, w = a.shape
+        if h % pool or w % pool:
+            raise ValueError(f"pool must divide the image size; got pool={pool} for {h}x{w} maps")
+        a = a.reshape(n, h // pool, pool, w // pool, pool).sum(axis=(2, 4))
+        m = m.reshape(n, h // pool, pool, w // pool, pool).sum(axis=(2, 4))
     height, width = a.shape[1], a.shape[2]
     solve = _emd_solver(backend)
     flat_a = a.reshape(a.shape[0], -1)
-    flat_m = m.reshape(m.shape[0], -1)
-    norm = np.sqrt(2.0 * height * width)
+    flat_m = m.reshape(m.shape[0], -1).astype(np.float64)  # mask pixels per block (1 unpooled)
     if solve is _emd_scipy and a.shape[0]:
-        largest = int(((flat_a > 0).sum(axis=1) * flat_m.sum(axis=1)).max())
+        largest = int(((flat_a > 0).sum(axis=1) * (flat_m > 0).sum(axis=1)).max())
         if largest > _SCIPY_SLOW_VARIABLES:
             warnings.warn(
                 f"emd_score is solving transport problems with up to {largest} variables through "
@@ -116,8 +133,8 @@ def emd_score(attributions, ground_truth, *, backend: str = "auto") -> np.ndarra
             continue
         mass = flat_a[i, src]
         mass = mass / mass.sum()
-        target = np.full(dst.size, 1.0 / dst.size)
-        cost = _pixel_distances(height, width, src, dst)
+        target = flat_m[i, dst] / flat_m[i, dst].sum()
+        cost = pool * _pixel_distances(height, width, src, dst)  # block centres, in pixels
         out[i] = 1.0 - solve(mass, target, cost) / norm
     return out
 
