@@ -71,8 +71,9 @@ class _AGOPAccumulator:
                 diag = (g * g).sum(0)
                 self.sum_diag = diag if self.sum_diag is None else self.sum_diag + diag
                 if self.full:
-                    outer = g.T @ g
-                    self.sum_outer = outer if self.sum_outer is None else self.sum_outer + outer
+                    if self.sum_outer is None:
+                        self.sum_outer = g.new_zeros((g.shape[1], g.shape[1]))
+                    self.sum_outer.addmm_(g.T, g)  # in place: no d x d temporary per chunk
                 self.count += xb.shape[0]
 
 
