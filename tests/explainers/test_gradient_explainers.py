@@ -206,3 +206,30 @@ def test_torch_callable_is_differentiable():
     x = np.array([[1.0, -2.0], [0.5, 3.0]])
     e = fl.explainer("saliency", model).explain(x)
     np.testing.assert_allclose(e.values, 2 * x, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["saliency", "integrated_gradients", "gradcam", "smoothgrad"])
+def test_several_targets_per_sample_in_one_call(name, small_cnn):
+    x = torch.randn(4, 1, 8, 8)
+    targets = np.array([[0, 1], [1, 0], [1, 1], [0, 0]])
+    params = {"n_steps": 16} if name == "integrated_gradients" else {}
+    if name == "smoothgrad":
+        params = {"n_samples": 3, "noise_level": 0.0}  # no noise: each pair equals saliency
+    both = fl.explainer(name, small_cnn, **params).explain(x, target=targets)
+    assert both.values.shape == (4, 2, 1, 8, 8)
+    np.testing.assert_array_equal(both.target, targets)
+    for j in range(2):
+        one = fl.explainer(name, small_cnn, **params).explain(x, target=targets[:, j])
+        np.testing.assert_allclose(both.values[:, j], one.values, rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match=r"shape \(n, k\) = \(4, k >= 1\); got shape \(3, 2\)"):
+        fl.explainer(name, small_cnn, **params).explain(x, target=targets[:3])
+
+
+def test_several_targets_with_a_per_sample_baseline(small_cnn):
+    x = torch.randn(3, 1, 8, 8)
+    base = np.random.default_rng(0).normal(size=(3, 1, 8, 8)).astype(np.float32)
+    targets = np.array([[0, 1]] * 3)
+    ex = fl.explainer("integrated_gradients", small_cnn, n_steps=16)
+    both = ex.explain(x, target=targets, baseline=base)
+    one = ex.explain(x, target=1, baseline=base)
+    np.testing.assert_allclose(both.values[:, 1], one.values, rtol=1e-5, atol=1e-7)

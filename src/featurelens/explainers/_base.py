@@ -9,6 +9,7 @@ import time
 import numpy as np
 import torch
 
+from .._validation import as_numpy
 from ..explanation import Explanation
 from ..models import Model
 
@@ -88,11 +89,30 @@ class Explainer:
         """Attribute the model's ``target`` output for each sample of the batch ``x``.
 
         ``x`` is a numpy array or tensor with the samples along the first axis; ``target`` is None
-        (the predicted class), an int, or one int per sample.
+        (the predicted class), an int, one int per sample, or an ``(n, k)`` int array for ``k``
+        targets per sample in one call: the values then have shape ``(n, k, *x.shape[1:])`` and
+        ``Explanation.target`` shape ``(n, k)`` (each (sample, target) pair is one row of an
+        expanded batch, so memory stays bounded by ``batch_size``).
         """
         start = time.perf_counter()
         calls_before = self.model.calls
         xt = self.model.to_tensor(x)
+        per_sample = None
+        if target is not None and not isinstance(target, (int, np.integer)):
+            t = as_numpy(target, "target")
+            if t.ndim == 2:
+                if t.shape[0] != xt.shape[0] or t.shape[1] < 1:
+                    raise ValueError(
+                        f"target with several targets per sample must have shape (n, k) = "
+                        f"({xt.shape[0]}, k >= 1); got shape {t.shape}"
+                    )
+                per_sample = t.shape[1]
+                # Each (sample, target) pair becomes a row: the explainers see a plain batch.
+                xt = xt.repeat_interleave(per_sample, dim=0)
+                target = t.reshape(-1)
+                if getattr(kwargs.get("baseline"), "ndim", 0) == xt.ndim:
+                    base = torch.as_tensor(as_numpy(kwargs["baseline"], "baseline"))
+                    kwargs["baseline"] = base.repeat_interleave(per_sample, dim=0) if base.shape[0] == t.shape[0] else base
         if target is None:
             outputs = self.model.predict(xt)
             target_t = self.model.resolve_target(None, xt, outputs)
@@ -103,13 +123,17 @@ class Explainer:
         values, extra = self._attribute(xt, target_t, outputs=outputs, **kwargs)
         if isinstance(values, torch.Tensor):
             values = values.detach().cpu().numpy()
+        target_np = target_t.cpu().numpy()
+        if per_sample is not None:
+            values = np.asarray(values).reshape(-1, per_sample, *np.shape(values)[1:])
+            target_np = target_np.reshape(-1, per_sample)
         params = dict(self.params())
         params.update(extra)
         return Explanation(
             values=np.asarray(values),
             method=self.name,
             params=params,
-            target=target_t.cpu().numpy(),
+            target=target_np,
             model_calls=self.model.calls - calls_before,
             seconds=time.perf_counter() - start,
         )
