@@ -2,6 +2,7 @@
 did the network learn. See README.md for a tour."""
 
 from . import datasets, explainers, learning, metrics
+from . import games
 from .explainers import Explainer, explainer, list_explainers
 from .explanation import Explanation, load_explanation
 from .models import Model
@@ -15,6 +16,7 @@ __all__ = [
     "datasets",
     "explainer",
     "explainers",
+    "games",
     "learning",
     "list_explainers",
     "load_explanation",

@@ -7,5 +7,6 @@ from featurelens.datasets.xai_tris import (
     XAITrisDataset,
     xai_tris,
 )
+from featurelens.datasets.games import SparseGame, sparse_game
 
-__all__ = ["xai_tris", "XAITrisDataset", "XAI_TRIS_SNR", "SCENARIOS", "BACKGROUNDS"]
+__all__ = ["sparse_game", "SparseGame", "xai_tris", "XAITrisDataset", "XAI_TRIS_SNR", "SCENARIOS", "BACKGROUNDS"]

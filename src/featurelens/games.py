@@ -1,0 +1,379 @@
+"""Games: set functions over ``n`` players, the value functions of black-box explainers.
+
+A :class:`Game` maps a boolean mask matrix ``masks`` of shape ``(q, n)`` (row ``r`` is a coalition
+``S_r``: ``masks[r, i]`` is True when player ``i`` is in ``S_r``) to ``q`` float64 values
+``v(S_1), ..., v(S_q)`` and counts how many mask rows it evaluated (``calls``).
+
+Evaluation is batched, and every game evaluates through one hook, its *executor*:
+
+``executor(evaluate_chunk, masks, chunk_size) -> values``
+    ``evaluate_chunk`` maps a ``(m, n)`` bool numpy array with ``m <= chunk_size`` to ``m`` float64
+    values; ``masks`` is the validated ``(q, n)`` bool array; the executor returns the ``q`` values
+    in the order of the rows of ``masks``. The default, :func:`local_executor`, evaluates the chunks
+    given by :func:`featurelens._batching.chunks` one after the other in this process. Another
+    executor (a pool of processes, a cluster) may evaluate the chunks in any order and anywhere, as
+    long as it returns the values in row order; ``evaluate_chunk`` is a bound method of the game,
+    so it can be pickled whenever the game can.
+
+:class:`MaskedModel` builds the game of one model on one input ``x``: a kept player keeps its
+input values and a dropped player is replaced by a baseline value, or averaged over background rows
+(the interventional, or marginal, expectation).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import torch
+
+from ._batching import check_batch_size, chunks
+from ._validation import as_numpy, check_floating
+from .models import Model
+
+__all__ = ["Game", "FunctionGame", "MaskedModel", "local_executor"]
+
+Executor = Callable[[Callable[[np.ndarray], np.ndarray], np.ndarray, int], np.ndarray]
+
+
+def local_executor(evaluate_chunk: Callable[[np.ndarray], np.ndarray], masks: np.ndarray, chunk_size: int) -> np.ndarray:
+    """The default executor: evaluate ``masks`` in consecutive chunks of at most ``chunk_size`` rows,
+    one after the other, and concatenate the values (float64, in row order)."""
+    parts = [evaluate_chunk(masks[s]) for s in chunks(masks.shape[0], chunk_size)]
+    if not parts:
+        return np.zeros(0, dtype=np.float64)
+    return np.concatenate(parts)
+
+
+def _check_n_players(n_players) -> int:
+    if isinstance(n_players, (bool, np.bool_)) or not isinstance(n_players, (int, np.integer)) or n_players < 1:
+        raise ValueError(f"n_players must be a positive int; got {n_players!r}")
+    return int(n_players)
+
+
+class Game:
+    """A set function over ``n_players`` players, evaluated on boolean mask matrices.
+
+    ``game(masks)`` takes ``masks`` of shape ``(q, n_players)`` (numpy or torch), bool or integer
+    0/1 (converted to bool), and returns the ``q`` values ``v(S_r)`` as a float64 numpy array. A
+    1-D mask of length ``n_players`` is accepted as one row and gives an array of shape ``(1,)``.
+    Anything else raises a ValueError/TypeError naming ``masks``.
+
+    Subclasses implement ``_evaluate(masks) -> values`` for a ``(m, n)`` bool chunk with
+    ``m <= chunk_size``; :meth:`__call__` validates the masks, sends them through ``executor`` (see
+    the module docstring for the protocol), checks that there is one finite value per row and adds
+    the number of rows to ``calls``.
+
+    Parameters
+    ----------
+    n_players
+        The number of players ``n``.
+    chunk_size
+        The most mask rows per call of ``_evaluate`` (None: 1024).
+    executor
+        ``executor(evaluate_chunk, masks, chunk_size) -> values``; None: :func:`local_executor`.
+    """
+
+    def __init__(self, n_players: int, chunk_size: int | None = None, executor: Executor | None = None):
+        self.n_players = _check_n_players(n_players)
+        self.chunk_size = check_batch_size(chunk_size)
+        if executor is not None and not callable(executor):
+            raise TypeError(
+                "executor must be a callable executor(evaluate_chunk, masks, chunk_size) -> values; "
+                f"got {type(executor).__name__}"
+            )
+        self.executor = executor if executor is not None else local_executor
+        self.calls = 0  # mask rows evaluated since construction
+
+    # -- to implement -----------------------------------------------------------------------
+    def _evaluate(self, masks: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- evaluation -------------------------------------------------------------------------
+    def check_masks(self, masks) -> np.ndarray:
+        """Validate ``masks`` and return them as a C-contiguous ``(q, n_players)`` bool numpy array."""
+        n = self.n_players
+        expected = f"expected a bool (or integer 0/1) array of shape (q, {n}) (n_players = {n})"
+        if isinstance(masks, torch.Tensor):
+            arr = masks.detach().cpu().numpy()
+        else:
+            arr = np.asarray(masks)
+        if arr.ndim == 1 and arr.shape[0] == n:
+            arr = arr[None, :]
+        if arr.ndim != 2 or arr.shape[1] != n:
+            raise ValueError(f"masks has shape {arr.shape}; {expected}")
+        if arr.dtype == np.bool_:
+            return np.ascontiguousarray(arr)
+        if arr.dtype.kind in "iu":
+            if arr.size and not bool(((arr == 0) | (arr == 1)).all()):
+                bad = arr[(arr != 0) & (arr != 1)][0]
+                raise ValueError(f"masks holds the integer {bad}; {expected}")
+            return np.ascontiguousarray(arr.astype(bool))
+        raise TypeError(f"masks has dtype {arr.dtype}; {expected}")
+
+    def _evaluate_chunk(self, masks: np.ndarray) -> np.ndarray:
+        """``_evaluate`` on one chunk, with its output checked to hold one number per row."""
+        out = self._evaluate(masks)
+        values = as_numpy(out, "values")
+        if values.shape != (masks.shape[0],):
+            raise ValueError(
+                f"the game must return one value per mask row, shape ({masks.shape[0]},); "
+                f"got shape {values.shape}"
+            )
+        if values.dtype.kind not in "biuf":
+            raise TypeError(f"the game must return numbers; got values of dtype {values.dtype}")
+        return values.astype(np.float64, copy=False)
+
+    def __call__(self, masks) -> np.ndarray:
+        """Values ``v(S_r)`` of the coalitions given by the rows of ``masks``, shape ``(q,)``, float64."""
+        masks = self.check_masks(masks)
+        q = masks.shape[0]
+        values = np.asarray(self.executor(self._evaluate_chunk, masks, self.chunk_size), dtype=np.float64)
+        if values.shape != (q,):
+            raise ValueError(f"the executor must return {q} values, shape ({q},); got shape {values.shape}")
+        finite = np.isfinite(values)
+        if not bool(finite.all()):
+            rows = np.flatnonzero(~finite)
+            raise ValueError(
+                f"the game returned NaN or inf for {rows.size} of {q} mask rows (first rows "
+                f"{rows[:5].tolist()}); expected finite values"
+            )
+        self.calls += q
+        return values
+
+    def grand(self) -> float:
+        """``v(N)``, the value of the coalition of all players (one evaluation)."""
+        return float(self(np.ones((1, self.n_players), dtype=bool))[0])
+
+    def empty(self) -> float:
+        """``v({})``, the value of the empty coalition (one evaluation)."""
+        return float(self(np.zeros((1, self.n_players), dtype=bool))[0])
+
+    @staticmethod
+    def from_function(
+        fn: Callable, n_players: int, batch_size: int | None = None, executor: Executor | None = None
+    ) -> "FunctionGame":
+        """Wrap ``fn``, a function mapping a ``(m, n_players)`` bool numpy array to ``m`` values
+        (numpy, torch or a list), as a Game evaluated in chunks of at most ``batch_size`` rows."""
+        return FunctionGame(fn, n_players, batch_size=batch_size, executor=executor)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n_players={self.n_players}, calls={self.calls})"
+
+
+class FunctionGame(Game):
+    """A Game around a plain function ``fn(masks: (m, n) bool ndarray) -> (m,) values``."""
+
+    def __init__(self, fn: Callable, n_players: int, batch_size: int | None = None, executor: Executor | None = None):
+        if not callable(fn):
+            raise TypeError(f"fn must be a callable mapping (q, n) bool masks to q values; got {type(fn).__name__}")
+        super().__init__(n_players, chunk_size=batch_size, executor=executor)
+        self.fn = fn
+
+    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+        return self.fn(masks)
+
+
+class MaskedModel(Game):
+    """The game of a model on one input: ``v(S)`` is the target output when only the players in
+    ``S`` keep their values in ``x``.
+
+    With a baseline ``z`` (a scalar or an array shaped like ``x``; 0.0 when neither ``baseline`` nor
+    ``background`` is given)::
+
+        v(S) = f(x_S, z_{not S})[target]
+
+    With background rows ``b_1..b_B`` (shape ``(B, *x.shape)``), the interventional (marginal)
+    expectation of Janzing, Minorics & Bloebaum (2020, arXiv:1910.13413), the value function of
+    KernelSHAP (Lundberg & Lee, 2017, arXiv:1705.07874)::
+
+        v(S) = (1/B) sum_j f(x_S, b_{j, not S})[target]
+
+    Parameters
+    ----------
+    model
+        Anything :meth:`featurelens.models.Model.wrap` accepts: a torch module, a numpy callable such
+        as sklearn's ``predict_proba``, or a Model (e.g. one around a torch callable).
+    x
+        One input, shape ``input_shape`` (e.g. ``(d,)`` or ``(C, H, W)``). A leading axis of size 1
+        is taken as a batch axis and dropped when ``groups`` or ``background`` have the shape of
+        ``x[0]``; otherwise, when both readings are possible, ``x`` is read as one input, and only if
+        the model fails on ``x[None]`` as a batch of one.
+    baseline
+        The value of dropped input elements: a scalar or an array shaped like ``x``.
+    background
+        Rows that fill dropped elements, shape ``(B, *input_shape)``; not together with ``baseline``.
+    groups
+        Int array shaped like ``x`` assigning each input element to a player ``0..n-1`` (superpixels,
+        patches, tokens, columns); every label must occur. None: every input element is a player.
+    target
+        The output that is the game's value: None (the predicted class on ``x``, resolved once at
+        construction) or an int.
+    batch_size
+        The most rows sent through the model at once (passed to ``Model.wrap``); with background,
+        a chunk holds ``max(1, batch_size // B)`` masks, so ``masks x B`` rows stay within it.
+    executor
+        See :class:`Game`.
+
+    Attributes
+    ----------
+    calls
+        Mask rows evaluated. ``model_calls``: rows this game sent through the model for those
+        evaluations (``calls * B`` with background, ``calls`` otherwise); the one forward pass at
+        construction (for ``target``) is counted by ``model.calls`` only.
+    """
+
+    def __init__(
+        self,
+        model,
+        x,
+        baseline=None,
+        background=None,
+        groups=None,
+        target=None,
+        batch_size: int | None = None,
+        executor: Executor | None = None,
+    ):
+        if baseline is not None and background is not None:
+            raise ValueError(
+                "give either baseline (a fixed fill value) or background (rows to average over), not both; "
+                f"got baseline of type {type(baseline).__name__} and background of type {type(background).__name__}"
+            )
+        self.model = Model.wrap(model, batch_size)
+        xt = self._check_x(x)
+        groups_arr = None if groups is None else as_numpy(groups, "groups")
+        bg = None if background is None else self.model.to_tensor(background, "background")
+
+        # Decide whether a leading axis of size 1 is a batch axis, then run the target forward pass.
+        squeezable = xt.ndim >= 2 and xt.shape[0] == 1
+        batch_axis = None
+        if squeezable:
+            if groups_arr is not None and groups_arr.shape in (tuple(xt.shape), tuple(xt.shape[1:])):
+                batch_axis = groups_arr.shape == tuple(xt.shape[1:])
+            elif bg is not None and bg.ndim in (xt.ndim, xt.ndim + 1):
+                batch_axis = bg.ndim == xt.ndim
+        if batch_axis is None and squeezable:
+            try:
+                out = self.model.predict(xt[None])
+                batch_axis = False
+            except ValueError:
+                out = self.model.predict(xt)
+                batch_axis = True
+        else:
+            out = self.model.predict(xt[None] if not batch_axis else xt)
+        if batch_axis:
+            xt = xt[0]
+        self.input_shape = tuple(xt.shape)
+        self.x = xt
+        numel = xt.numel()
+        if target is None:
+            self.target = int(out[0].argmax())
+        else:
+            self.target = int(self.model.resolve_target(target, xt[None], outputs=out)[0])
+
+        # Players.
+        if groups_arr is None:
+            n_players = numel
+            self.groups = None
+            self._groups_flat = None
+        else:
+            self.groups = self._check_groups(groups_arr)
+            n_players = int(self.groups.max()) + 1
+            self._groups_flat = torch.from_numpy(self.groups.reshape(-1).astype(np.int64)).to(self.model.device)
+
+        # Fill values.
+        self.background = None
+        self.baseline = None
+        if bg is not None:
+            if tuple(bg.shape[1:]) != self.input_shape:
+                raise ValueError(
+                    f"background must have shape (B, *x.shape) = (B, {', '.join(map(str, self.input_shape))}); "
+                    f"got shape {tuple(bg.shape)}"
+                )
+            self.background = bg
+            self._fill = bg.reshape(bg.shape[0], numel)  # (B, D)
+            n_background = bg.shape[0]
+        else:
+            self.baseline = self._check_baseline(0.0 if baseline is None else baseline)
+            self._fill = self.baseline.reshape(1, numel)  # (1, D)
+            n_background = 1
+        self.n_background = n_background
+
+        # Chunking: at most `rows` model rows per forward; a chunk of masks expands to masks x B rows.
+        self.rows_per_forward = self.model.chunk_rows(xt[None], batch_size)
+        super().__init__(n_players, chunk_size=max(1, self.rows_per_forward // n_background), executor=executor)
+        self.model_calls = 0
+
+    # -- validation -------------------------------------------------------------------------
+    def _check_x(self, x) -> torch.Tensor:
+        if isinstance(x, torch.Tensor):
+            check_floating(x, "x")
+            t = x.detach()
+        else:
+            arr = as_numpy(x, "x")
+            check_floating(arr, "x")
+            t = torch.from_numpy(np.ascontiguousarray(arr))
+        if t.ndim == 0:
+            raise ValueError("x must be one input, shape (d,) or (C, H, W) etc.; got a scalar")
+        return t.to(device=self.model.device, dtype=self.model.dtype)
+
+    def _check_groups(self, groups: np.ndarray) -> np.ndarray:
+        if groups.shape != self.input_shape:
+            raise ValueError(
+                f"groups must have the shape of x, {self.input_shape}; got shape {groups.shape}"
+            )
+        if groups.dtype.kind not in "iu":
+            raise TypeError(f"groups must be an int array of player labels 0..n-1; got dtype {groups.dtype}")
+        if groups.min() < 0:
+            raise ValueError(f"groups must hold player labels 0..n-1; got the negative label {groups.min()}")
+        labels = np.unique(groups)
+        n = int(groups.max()) + 1
+        if labels.size != n:
+            missing = np.setdiff1d(np.arange(n), labels)
+            raise ValueError(
+                f"groups must use every label 0..{n - 1} (one per player); labels "
+                f"{missing[:10].tolist()}{' ...' if missing.size > 10 else ''} are missing"
+            )
+        return groups
+
+    def _check_baseline(self, baseline) -> torch.Tensor:
+        if isinstance(baseline, torch.Tensor):
+            arr = baseline.detach().cpu().numpy()
+        else:
+            arr = np.asarray(baseline)
+        if arr.dtype.kind not in "iuf":
+            raise TypeError(f"baseline must be a number or an array of numbers; got dtype {arr.dtype}")
+        arr = arr.astype(np.float64)
+        check_floating(arr, "baseline")
+        if arr.ndim == len(self.input_shape) + 1 and arr.shape[0] == 1:
+            arr = arr[0]
+        if arr.ndim == 0:
+            arr = np.full(self.input_shape, float(arr))
+        if arr.shape != self.input_shape:
+            raise ValueError(
+                f"baseline must be a scalar or an array shaped like x, {self.input_shape}; got shape {arr.shape}"
+            )
+        return torch.from_numpy(arr).to(device=self.model.device, dtype=self.model.dtype)
+
+    # -- evaluation -------------------------------------------------------------------------
+    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+        m = masks.shape[0]
+        keep = torch.from_numpy(masks).to(self.model.device)
+        if self._groups_flat is not None:
+            keep = keep[:, self._groups_flat]  # (m, D): player mask expanded to input elements
+        x_flat = self.x.reshape(1, 1, -1)
+        # (m, B, D) hybrid inputs x_S with the fill rows on the dropped elements.
+        rows = torch.where(keep[:, None, :], x_flat, self._fill[None, :, :])
+        rows = rows.reshape(m * self.n_background, *self.input_shape)
+        out = self.model.predict(rows, batch_size=self.rows_per_forward)
+        self.model_calls += rows.shape[0]
+        # Average in float64 so a float32 model's B outputs do not lose precision in the sum.
+        values = out[:, self.target].double().reshape(m, self.n_background).mean(dim=1)
+        return values.detach().cpu().numpy()
+
+    def __repr__(self) -> str:
+        fill = f"background={self.n_background} rows" if self.background is not None else "baseline"
+        return (
+            f"MaskedModel(n_players={self.n_players}, input_shape={self.input_shape}, {fill}, "
+            f"target={self.target}, calls={self.calls})"
+        )
