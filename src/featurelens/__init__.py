@@ -3,8 +3,10 @@ did the network learn. See README.md for a tour."""
 
 from . import datasets, explainers, learning, metrics
 from . import games
+from . import interactions
 from .explainers import Explainer, explainer, list_explainers
 from .explanation import Explanation, load_explanation
+from .interactions import Interactions
 from .models import Model
 
 __version__ = "0.1.0"
@@ -12,11 +14,13 @@ __version__ = "0.1.0"
 __all__ = [
     "Explainer",
     "Explanation",
+    "Interactions",
     "Model",
     "datasets",
     "explainer",
     "explainers",
     "games",
+    "interactions",
     "learning",
     "list_explainers",
     "load_explanation",

@@ -1,0 +1,446 @@
+"""The :class:`Interactions` container and :func:`exact`.
+
+Terms are a sparse dict ``{T: value}`` whose keys are sorted tuples of distinct players (``()`` is
+the constant). The terms live either in a *basis*, in which they define a surrogate of the game,
+
+* Moebius (AND basis): ``v(S) = sum_T a(T) [T subset of S]``,
+* Fourier (parity / Walsh-Hadamard basis): ``v(S) = sum_K F(K) (-1)^{|K & S|}``,
+
+or in an interaction *index* (Shapley and Banzhaf values, SII, BII, k-SII, STII, FSII, FBII),
+derived from the Moebius coefficients by the closed forms of Grabisch (1997), Sundararajan et al.
+(2020, arXiv:1902.05622) and Tsai, Yeh & Ravikumar (2023, arXiv:2203.00870), as collected by
+Kang et al. (2025, SPEX, arXiv:2502.13870). An index is a summary, not a basis: it is not invertible
+to the game, so only basis terms predict, score and convert.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+from itertools import permutations
+
+import numpy as np
+import scipy.sparse
+
+from ..explanation import _jsonable
+from ..games import Game
+
+__all__ = ["BASES", "INDEX_NAMES", "Interactions", "exact", "load_interactions"]
+
+#: Terms in a basis define a surrogate of the game (predict, r2, to any index).
+BASES = ("fourier", "mobius")
+#: Every name an Interactions may carry: the two bases, then the interaction indices.
+INDEX_NAMES = BASES + ("shapley", "banzhaf", "sii", "bii", "k-sii", "stii", "fsii", "fbii")
+#: Indices of single players only; ``max_order`` is ignored for them (always 1).
+_VALUES = ("shapley", "banzhaf")
+
+_FORMAT = "featurelens.interactions/1"
+#: The largest dense array :meth:`Interactions.dense` builds for order >= 3.
+_DENSE_LIMIT = 2**24
+#: The largest (masks x terms) block :meth:`Interactions.predict` holds at once.
+_PREDICT_BLOCK = 2**22
+
+
+def _transforms():
+    # Loaded on first use: featurelens.interactions.transforms is only needed for conversions.
+    return importlib.import_module(".transforms", __package__)
+
+
+def _check_index(index) -> str:
+    if not isinstance(index, str) or index not in INDEX_NAMES:
+        raise ValueError(f"index must be one of {list(INDEX_NAMES)}; got {index!r}")
+    return index
+
+
+def _check_order(value, name: str, allow_none: bool = True, low: int = 0):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low:
+        expected = f"an int >= {low}" + (" or None" if allow_none else "")
+        raise ValueError(f"{name} must be {expected}; got {value!r}")
+    return int(value)
+
+
+def _check_terms(terms, n_players: int) -> dict:
+    """Validate ``terms`` and return a clean copy with tuple-of-int keys and float values."""
+    if not isinstance(terms, dict):
+        raise TypeError(f"terms must be a dict {{tuple of players: value}}; got {type(terms).__name__}")
+    clean = {}
+    for key, value in terms.items():
+        ok = isinstance(key, tuple) and all(
+            isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)) for p in key
+        )
+        if ok:
+            key = tuple(int(p) for p in key)
+            ok = all(0 <= p < n_players for p in key) and all(a < b for a, b in zip(key, key[1:]))
+        if not ok:
+            raise ValueError(
+                f"terms keys must be sorted tuples of distinct players in 0..{n_players - 1} "
+                f"(n_players = {n_players}); got the key {key!r}"
+            )
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"terms[{key!r}] must be a real number; got {type(value).__name__}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"terms[{key!r}] is {value}; expected a finite number")
+        clean[key] = value
+    return clean
+
+
+def _label(key: tuple) -> str:
+    return "×".join(str(p) for p in key) if key else "∅"
+
+
+class Interactions:
+    """Sparse interaction terms in a basis (``"fourier"``, ``"mobius"``) or an index.
+
+    Parameters
+    ----------
+    terms
+        ``{T: value}``; ``T`` a sorted tuple of distinct players in ``0..n_players-1``, ``()`` the
+        constant. Copied; the object does not change afterwards (``terms`` returns a copy).
+    index
+        One of :data:`INDEX_NAMES`: ``"fourier"``, ``"mobius"``, ``"shapley"``, ``"banzhaf"``,
+        ``"sii"``, ``"bii"``, ``"k-sii"``, ``"stii"``, ``"fsii"``, ``"fbii"``.
+    n_players
+        The number of players ``n``.
+    max_order
+        The largest order the terms were computed to (None: all orders).
+    queries
+        Game (model) evaluations spent to obtain the terms.
+    params
+        Free provenance (JSON-able values are kept by :meth:`save`).
+    """
+
+    def __init__(self, terms: dict, index: str, n_players: int, max_order: int | None = None,
+                 queries: int = 0, params: dict | None = None):
+        self._index = _check_index(index)
+        self._n = _check_order(n_players, "n_players", allow_none=False, low=1)
+        self._terms = _check_terms(terms, self._n)
+        self._max_order = _check_order(max_order, "max_order")
+        self._queries = _check_order(queries, "queries", allow_none=False)
+        if params is not None and not isinstance(params, dict):
+            raise TypeError(f"params must be a dict or None; got {type(params).__name__}")
+        self._params = dict(params or {})
+        self._incidence = None  # built on the first predict
+
+    # -- read-only attributes ---------------------------------------------------------------
+    @property
+    def index(self) -> str:
+        return self._index
+
+    @property
+    def n_players(self) -> int:
+        return self._n
+
+    @property
+    def max_order(self) -> int | None:
+        return self._max_order
+
+    @property
+    def queries(self) -> int:
+        """Game (model) evaluations spent to obtain these terms."""
+        return self._queries
+
+    @property
+    def params(self) -> dict:
+        return dict(self._params)
+
+    @property
+    def terms(self) -> dict:
+        """A copy of the terms ``{tuple of players: value}``."""
+        return dict(self._terms)
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def __getitem__(self, key) -> float:
+        """The value of one term (0.0 when absent); ``key`` a tuple of players in any order."""
+        return self._terms.get(tuple(sorted(int(p) for p in key)), 0.0)
+
+    def __repr__(self) -> str:
+        return (
+            f"Interactions(index={self._index!r}, n_players={self._n}, n_terms={len(self._terms)}, "
+            f"max_order={self._max_order}, queries={self._queries})"
+        )
+
+    # -- conversion -------------------------------------------------------------------------
+    def to(self, index: str, max_order: int | None = None) -> "Interactions":
+        """These interactions in another basis or index, as a new Interactions (same ``queries``).
+
+        From ``"fourier"`` or ``"mobius"`` to any name in :data:`INDEX_NAMES`, through
+        :func:`featurelens.interactions.transforms.convert`; ``max_order`` is the order of the
+        target index (ignored for ``"shapley"`` and ``"banzhaf"``). An index is not invertible to a
+        basis, so from any other index only to the same index (and order).
+        """
+        index = _check_index(index)
+        max_order = _check_order(max_order, "max_order")
+        if self._index not in BASES:
+            same_order = max_order is None or max_order == self._max_order
+            if index != self._index or not same_order:
+                raise ValueError(
+                    f"cannot convert {self._index!r} interactions to {index!r}"
+                    f"{'' if max_order is None else f' of max_order {max_order}'}: an interaction index "
+                    f"is not invertible to a basis; convert from the 'mobius' or 'fourier' terms instead, "
+                    f"e.g. exact(game, index='mobius').to({index!r})"
+                )
+            return Interactions(self._terms, self._index, self._n, self._max_order, self._queries, self._params)
+        order = None if index in _VALUES else max_order
+        terms = _transforms().convert(dict(self._terms), self._index, index, self._n, max_order=order)
+        if index in _VALUES:
+            order = 1
+        params = dict(self._params, converted_from=self._index)
+        return Interactions(terms, index, self._n, order, self._queries, params)
+
+    # -- surrogate --------------------------------------------------------------------------
+    def _check_basis(self, what: str) -> None:
+        if self._index not in BASES:
+            raise ValueError(
+                f"{what} needs terms in a basis ('fourier' or 'mobius'); these are {self._index!r} "
+                f"interactions, an index that does not reconstruct the game. Compute the basis terms "
+                f"(e.g. exact(game, index='mobius')) and {what} on those; .to('mobius') works on a basis only"
+            )
+
+    def predict(self, masks) -> np.ndarray:
+        """The surrogate's values on ``masks`` ``(q, n)`` bool, shape ``(q,)`` float64.
+
+        Moebius: ``v(S) = sum_T a(T) [T subset of S]``; Fourier: ``v(S) = sum_K F(K) (-1)^{|K & S|}``.
+        ``|K & S|`` for all terms at once is ``masks @ incidence.T`` with the sparse ``(terms, n)``
+        0/1 incidence matrix. Other indices raise a ValueError.
+        """
+        self._check_basis("predict")
+        # Game.check_masks only reads n_players: reuse it so that masks are checked one way.
+        masks = Game.check_masks(self, masks)
+        if self._incidence is None:
+            keys = [k for k in self._terms if k]
+            sizes = np.array([len(k) for k in keys], dtype=np.int64)
+            rows = np.repeat(np.arange(len(keys)), sizes)
+            cols = np.array([p for k in keys for p in k], dtype=np.int64)
+            inc = scipy.sparse.csr_matrix(
+                (np.ones(cols.size), (rows, cols)), shape=(len(keys), self._n), dtype=np.float64
+            )
+            coef = np.array([self._terms[k] for k in keys], dtype=np.float64)
+            self._incidence = (inc, sizes, coef)
+        inc, sizes, coef = self._incidence
+        q = masks.shape[0]
+        out = np.full(q, self._terms.get((), 0.0), dtype=np.float64)
+        if coef.size == 0 or q == 0:
+            return out
+        step = max(1, _PREDICT_BLOCK // coef.size)
+        for start in range(0, q, step):
+            block = masks[start:start + step].astype(np.float64)
+            # (terms, n) @ (n, m) -> (terms, m) overlap counts, exact small integers in float64.
+            counts = np.rint(np.asarray(inc @ block.T)).astype(np.int64)
+            if self._index == "mobius":
+                basis = (counts == sizes[:, None]).astype(np.float64)
+            else:
+                basis = 1.0 - 2.0 * (counts & 1)
+            out[start:start + step] += coef @ basis
+        return out
+
+    def r2(self, game, n_masks: int = 1000, seed=0) -> float:
+        """Faithfulness ``R^2 = 1 - ||y - y_hat||^2 / ||y - mean(y)||^2`` on ``n_masks`` uniform masks.
+
+        Each bit of each mask is Bernoulli(1/2) from ``numpy.random.default_rng(seed)`` (``seed`` an
+        int or a Generator); ``y`` are the game's values (``n_masks`` evaluations of ``game``, not
+        added to ``queries``), ``y_hat`` the surrogate's (:meth:`predict`). As in SPEX (Kang et al.,
+        2025, arXiv:2502.13870). A constant ``y`` gives 1.0 when predicted exactly, else 0.0 (as
+        scikit-learn's ``r2_score``). Fourier and Moebius terms only.
+        """
+        self._check_basis("r2")
+        if not callable(game) or getattr(game, "n_players", None) is None:
+            raise TypeError(f"game must be a featurelens Game with n_players; got {type(game).__name__}")
+        if game.n_players != self._n:
+            raise ValueError(
+                f"game has n_players = {game.n_players}; these interactions have n_players = {self._n}"
+            )
+        n_masks = _check_order(n_masks, "n_masks", allow_none=False, low=2)
+        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        masks = rng.random((n_masks, self._n)) < 0.5
+        y = np.asarray(game(masks), dtype=np.float64)
+        resid = float(np.sum((y - self.predict(masks)) ** 2))
+        total = float(np.sum((y - y.mean()) ** 2))
+        if total == 0.0:
+            scale = max(1.0, float(np.abs(y).max())) ** 2 * n_masks
+            return 1.0 if resid <= 1e-24 * scale else 0.0
+        return 1.0 - resid / total
+
+    # -- summaries --------------------------------------------------------------------------
+    def top(self, k: int = 10, order: int | None = None) -> list:
+        """The ``k`` terms with the largest ``|value|`` (the constant ``()`` excluded), as a list of
+        ``(tuple, value)``, largest first (ties: lower order, then lexicographic); ``order``
+        restricts them to terms of that many players."""
+        k = _check_order(k, "k", allow_none=False, low=1)
+        order = _check_order(order, "order", low=1)
+        items = [(t, v) for t, v in self._terms.items() if t and (order is None or len(t) == order)]
+        items.sort(key=lambda tv: (-abs(tv[1]), len(tv[0]), tv[0]))
+        return items[:k]
+
+    def dense(self, order: int = 1):
+        """The order-``order`` terms as a dense symmetric array.
+
+        ``order=0``: the constant (a float); ``1``: shape ``(n,)``; ``2``: ``(n, n)``, symmetric with
+        a zero diagonal; ``k >= 3``: shape ``(n,) * k``, symmetric under any permutation of the axes
+        and zero wherever two indices coincide (refused above 2^24 entries).
+        """
+        order = _check_order(order, "order", allow_none=False)
+        if order == 0:
+            return float(self._terms.get((), 0.0))
+        n = self._n
+        if n**order > _DENSE_LIMIT:
+            raise ValueError(
+                f"order={order} with n_players={n} gives a dense array of {n}^{order} entries, above the "
+                f"limit of {_DENSE_LIMIT}; use .terms or .top(k, order={order}) instead"
+            )
+        out = np.zeros((n,) * order, dtype=np.float64)
+        keys = [t for t in self._terms if len(t) == order]
+        if not keys:
+            return out
+        idx = np.array(keys, dtype=np.int64)  # (m, order)
+        vals = np.array([self._terms[t] for t in keys], dtype=np.float64)
+        for perm in permutations(range(order)):
+            out[tuple(idx[:, list(perm)].T)] = vals
+        return out
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> str:
+        """Write to ``path`` (``.npz`` appended when missing); returns the path.
+
+        Arrays: ``players`` ``(m, L)`` int64, each row one term's players padded with -1, ``lengths``
+        ``(m,)`` and ``values`` ``(m,)``; ``meta`` a JSON string (format, index, n_players,
+        max_order, queries, params). Read back by :func:`load_interactions` without pickle.
+        """
+        path = os.fspath(path)
+        if not path.endswith(".npz"):
+            path += ".npz"
+        keys = list(self._terms)
+        lengths = np.array([len(t) for t in keys], dtype=np.int64)
+        width = int(lengths.max()) if keys else 0
+        players = np.full((len(keys), width), -1, dtype=np.int64)
+        for r, t in enumerate(keys):
+            players[r, : len(t)] = t
+        values = np.array([self._terms[t] for t in keys], dtype=np.float64)
+        meta = {
+            "format": _FORMAT,
+            "index": self._index,
+            "n_players": self._n,
+            "max_order": self._max_order,
+            "queries": self._queries,
+            "params": _jsonable(self._params),
+        }
+        np.savez_compressed(
+            path, players=players, lengths=lengths, values=values, meta=np.array(json.dumps(meta))
+        )
+        return path
+
+    # -- plots ------------------------------------------------------------------------------
+    def plot_top(self, k: int = 20, ax=None):
+        """Bar chart of the :meth:`top` ``k`` terms (labels like ``"3×7"``, red positive, blue
+        negative); returns the matplotlib Figure."""
+        from ..plot import _figure
+
+        items = self.top(k)
+        if ax is None:
+            _, axes = _figure(1, size=4.0)
+            ax = axes[0, 0]
+        values = np.array([v for _, v in items], dtype=np.float64)
+        ax.bar(np.arange(len(items)), values, color=np.where(values >= 0, "#c0392b", "#2e86c1"))
+        ax.set_xticks(np.arange(len(items)))
+        ax.set_xticklabels([_label(t) for t, _ in items], rotation=90, fontsize=7)
+        ax.axhline(0.0, color="black", linewidth=0.5)
+        ax.set_ylabel("value")
+        ax.set_title(f"top {len(items)} {self._index} terms", fontsize=9)
+        return ax.figure
+
+    def plot_network(self, ax=None, k: int = 30):
+        """The top ``k`` pairwise terms as a circular network: players are nodes on a circle (size
+        by ``|order-1 value|`` when there are any), one line per pair with width proportional to
+        ``|value|``, red positive and blue negative; returns the matplotlib Figure."""
+        from ..plot import _figure
+
+        pairs = self.top(k, order=2)
+        if ax is None:
+            _, axes = _figure(1, size=5.0)
+            ax = axes[0, 0]
+        n = self._n
+        angle = np.pi / 2 - 2 * np.pi * np.arange(n) / n
+        xy = np.stack([np.cos(angle), np.sin(angle)], axis=1)
+        biggest = max((abs(v) for _, v in pairs), default=1.0) or 1.0
+        for (i, j), v in pairs:
+            ax.plot(
+                xy[[i, j], 0], xy[[i, j], 1], color="#c0392b" if v >= 0 else "#2e86c1",
+                linewidth=0.5 + 5.0 * abs(v) / biggest, alpha=0.8, zorder=1, solid_capstyle="round",
+            )
+        first = self.dense(1)
+        top1 = float(np.abs(first).max())
+        sizes = 40.0 + (200.0 * np.abs(first) / top1 if top1 > 0 else 0.0)
+        ax.scatter(xy[:, 0], xy[:, 1], s=sizes, color="#dddddd", edgecolors="black", linewidths=0.5, zorder=2)
+        if n <= 64:
+            for p in range(n):
+                ax.text(1.12 * xy[p, 0], 1.12 * xy[p, 1], str(p), ha="center", va="center", fontsize=7)
+        ax.set_xlim(-1.3, 1.3)
+        ax.set_ylim(-1.3, 1.3)
+        ax.set_aspect("equal")
+        ax.set_axis_off()
+        ax.set_title(f"{len(pairs)} pairwise {self._index} terms", fontsize=9)
+        return ax.figure
+
+
+def load_interactions(path: str | os.PathLike) -> Interactions:
+    """Read interactions written by :meth:`Interactions.save` (``allow_pickle=False``)."""
+    path = os.fspath(path)
+    if not os.path.exists(path) and os.path.exists(path + ".npz"):
+        path += ".npz"
+    with np.load(path, allow_pickle=False) as data:
+        if any(name not in data for name in ("players", "lengths", "values", "meta")):
+            raise ValueError(
+                f"path {path!r} is not saved featurelens interactions (no 'players'/'lengths'/'values'/'meta')"
+            )
+        meta = json.loads(str(data["meta"]))
+        if meta.get("format") != _FORMAT:
+            raise ValueError(f"path {path!r} has format {meta.get('format')!r}; expected {_FORMAT!r}")
+        players, lengths, values = data["players"], data["lengths"], data["values"]
+    terms = {tuple(int(p) for p in row[:m]): float(v) for row, m, v in zip(players, lengths, values)}
+    return Interactions(
+        terms, meta["index"], meta["n_players"], max_order=meta["max_order"], queries=meta["queries"],
+        params=meta["params"],
+    )
+
+
+def exact(game, index: str = "mobius", max_order: int | None = None, tol: float | None = None) -> Interactions:
+    """Exact interactions of ``game`` from all ``2^n`` coalition values.
+
+    The table ``v(S)`` of every coalition (:func:`transforms.game_table`, ``n <= 20``) gives the
+    Moebius coefficients ``a(T) = sum_{S subset of T} (-1)^{|T|-|S|} v(S)`` (or, for
+    ``index="fourier"``, ``F(K) = 2^{-n} sum_S (-1)^{|K & S|} v(S)``), then ``index`` through
+    :func:`transforms.convert` with ``max_order`` (ignored for ``"shapley"``/``"banzhaf"``).
+
+    ``tol``: transform coefficients with ``|value| <= tol`` are dropped before conversion; None means
+    ``1e-12 * max|v(S)|``, which removes only the transform's rounding noise. ``queries`` is the
+    number of game evaluations spent (``2^n``).
+    """
+    index = _check_index(index)
+    max_order = _check_order(max_order, "max_order")
+    if not isinstance(game, Game):
+        raise TypeError(f"game must be a featurelens Game; got {type(game).__name__}")
+    n = game.n_players
+    tr = _transforms()
+    before = game.calls
+    table = np.asarray(tr.game_table(game), dtype=np.float64)
+    queries = game.calls - before
+    if tol is None:
+        tol = 1e-12 * float(np.abs(table).max()) if table.size else 0.0
+    elif isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
+        raise ValueError(f"tol must be a non-negative number or None; got {tol!r}")
+    basis = "fourier" if index == "fourier" else "mobius"
+    coef = tr.fourier_transform(table) if basis == "fourier" else tr.mobius_transform(table)
+    terms = tr.table_to_terms(coef, tol=float(tol))
+    order = None if index in _VALUES else max_order
+    if index != basis or order is not None:
+        terms = tr.convert(terms, basis, index, n, max_order=order)
+    if index in _VALUES:
+        order = 1
+    params = {"method": "exact", "tol": float(tol)}
+    return Interactions(terms, index, n, max_order=order, queries=queries, params=params)
