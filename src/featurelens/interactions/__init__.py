@@ -12,8 +12,9 @@ from __future__ import annotations
 import importlib
 
 from ._interactions import BASES, INDEX_NAMES, Interactions, exact, load_interactions
+from .spex import spex
 
-__all__ = ["BASES", "INDEX_NAMES", "Interactions", "exact", "load_interactions", "transforms"]
+__all__ = ["BASES", "INDEX_NAMES", "Interactions", "exact", "load_interactions", "spex", "transforms"]
 
 
 def __getattr__(name):
