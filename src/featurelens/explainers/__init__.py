@@ -1,6 +1,6 @@
 """Explainers, one module per family; importing this package registers them all."""
 
 from ._base import Explainer, explainer, explainer_class, list_explainers, register
-from . import gradient, agop, shapley  # noqa: F401  (registration side effect)
+from . import gradient, agop, shapley, spex  # noqa: F401  (registration side effect)
 
 __all__ = ["Explainer", "explainer", "explainer_class", "list_explainers", "register"]

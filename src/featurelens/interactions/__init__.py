@@ -13,8 +13,9 @@ import importlib
 
 from ._interactions import BASES, INDEX_NAMES, Interactions, exact, load_interactions
 from .spex import spex
+from .proxy_spex import proxy_spex
 
-__all__ = ["BASES", "INDEX_NAMES", "Interactions", "exact", "load_interactions", "spex", "transforms"]
+__all__ = ["BASES", "INDEX_NAMES", "Interactions", "exact", "load_interactions", "proxy_spex", "spex", "transforms"]
 
 
 def __getattr__(name):

@@ -1,0 +1,119 @@
+"""SPEX attributions of black-box models: Shapley (or Banzhaf) values of sparse Fourier interactions.
+
+For each sample the explainer plays the game :class:`featurelens.games.MaskedModel` (as the
+Shapley explainers of :mod:`featurelens.explainers.shapley` do), recovers its sparse Fourier
+spectrum with :func:`featurelens.interactions.spex` (Kang et al., ICML 2025, arXiv:2502.13870),
+converts it to Moebius coefficients and from those to the Shapley values
+``SV_i = sum_{T ni i} a(T) / |T|`` (or the Banzhaf values ``BV_i = sum_{T ni i} a(T) / 2^{|T|-1}``).
+
+Registered name: ``spex``. ``explain(x)`` returns values shaped like ``x``, each element carrying
+its player's value (with ``groups``, every element of a group holds the group's value), as in
+:mod:`featurelens.explainers.shapley`; :meth:`Spex.explain_players` gives one value per player and
+:meth:`Spex.explain_interactions` the per-sample Fourier :class:`~featurelens.interactions.Interactions`.
+
+The Shapley values of the surrogate satisfy efficiency with respect to the surrogate; when SPEX
+recovers the spectrum exactly (a Fourier-sparse game of degree ``<= max_order``) they are the game's
+Shapley values and ``sum_i phi_i = v(N) - v(empty)`` holds for the game itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..interactions.spex import spex as _spex
+# Private helpers of shapley.py, imported rather than copied: the per-sample MaskedModel loop and
+# the int/seed validation.
+from .shapley import _ShapleyExplainer, _check_int, _check_seed
+from ._base import register
+
+__all__ = ["Spex"]
+
+_INDICES = ("shapley", "banzhaf")
+_DECODERS = ("soft", "hard")
+
+
+@register("spex")
+class Spex(_ShapleyExplainer):
+    """Shapley or Banzhaf values from SPEX's sparse Fourier interactions of each sample's game.
+
+    Parameters
+    ----------
+    model
+        A torch module or a numpy/torch callable (no gradients needed).
+    baseline, background, groups
+        The value function and the players, see :class:`featurelens.games.MaskedModel`.
+    budget
+        Game evaluations per sample for :func:`featurelens.interactions.spex` (None: its default,
+        15,000 with ``b <= 8``); too small a budget raises its ValueError (naming the minimum).
+    max_order
+        The degree bound ``t`` of the recovered Fourier terms (default 5).
+    decoder
+        ``"soft"`` (default) or ``"hard"`` BCH decoding of the delays.
+    index
+        ``"shapley"`` (default) or ``"banzhaf"``: the values derived from the interactions.
+    seed
+        Int or numpy Generator for SPEX's random subsampling matrices; an int gives the same
+        matrices for every sample and every call.
+    batch_size, progress
+        As for ``exact_shapley``.
+
+    Provenance (``Explanation.params``): the constructor settings plus, per sample,
+    ``game_evaluations`` (SPEX's queries plus the 2 evaluations of ``v(empty)`` and ``v(N)``
+    reported in ``base_values``/``full_values``), ``spex_queries``, ``b``, ``t``, ``decoder`` and
+    ``n_terms`` (recovered Fourier terms, constant included). The surrogate's r2 is not computed
+    (it would cost extra evaluations; use ``explain_interactions(x)[i].r2(game)``).
+    """
+
+    def __init__(self, model, baseline=None, background=None, groups=None, budget=None, max_order: int = 5,
+                 decoder: str = "soft", index: str = "shapley", seed=0, batch_size=None,
+                 progress: bool | None = None):
+        super().__init__(model, baseline=baseline, background=background, groups=groups, batch_size=batch_size,
+                         progress=progress)
+        self.budget = None if budget is None else _check_int(budget, "budget", 1)
+        self.max_order = _check_int(max_order, "max_order", 1)
+        if decoder not in _DECODERS:
+            raise ValueError(f"decoder must be one of {_DECODERS}; got {decoder!r}")
+        self.decoder = decoder
+        if index not in _INDICES:
+            raise ValueError(f"index must be one of {_INDICES}; got {index!r}")
+        self.index = index
+        self.seed = _check_seed(seed)
+        self._interactions: list = []
+        self._info: list = []
+
+    def params(self) -> dict:
+        seed = self.seed if not isinstance(self.seed, np.random.Generator) else "generator"
+        return {**super().params(), "budget": self.budget, "max_order": self.max_order, "decoder": self.decoder,
+                "index": self.index, "seed": seed}
+
+    def _rng(self):
+        # An int seed is passed as is (same matrices for every sample); a Generator advances.
+        return self.seed
+
+    def _player_values(self, game, rng):
+        n = game.n_players
+        inter = _spex(game, budget=self.budget, max_order=self.max_order, decoder=self.decoder,
+                      seed=0 if rng is None else rng)
+        values = inter.to(self.index).terms
+        phi = np.array([values.get((i,), 0.0) for i in range(n)], dtype=np.float64)
+        ends = game(np.stack([np.zeros(n, dtype=bool), np.ones(n, dtype=bool)]))
+        self._interactions.append(inter)
+        p = inter.params
+        self._info.append({"spex_queries": inter.queries, "b": p["b"], "t": p["t"], "decoder": p["decoder"],
+                           "n_terms": p["n_terms"]})
+        return phi, float(ends[0]), float(ends[1]), inter.queries + 2
+
+    def _attribute(self, x, target, outputs=None):
+        self._interactions = []
+        self._info = []
+        values, extra = super()._attribute(x, target, outputs=outputs)
+        for key in ("spex_queries", "b", "t", "decoder", "n_terms"):
+            extra[key] = [info[key] for info in self._info]
+        extra["interactions_index"] = "fourier"
+        return values, extra
+
+    def explain_interactions(self, x, target=None) -> list:
+        """The per-sample Fourier :class:`~featurelens.interactions.Interactions` recovered by SPEX
+        (one per sample, or per (sample, target) pair for ``(n, k)`` targets, in row order)."""
+        self.explain(x, target=target)
+        return list(self._interactions)
