@@ -24,6 +24,7 @@ test: setup
 bench: setup
 	$(PY) benchmarks/bench_gradients.py
 	$(PY) benchmarks/bench_agop.py
+	$(PY) benchmarks/bench_shapley.py
 
 clean:
 	rm -rf $(VENV) featurelens-report .pytest_cache

@@ -30,10 +30,18 @@ def check_batch_size(batch_size: int | None) -> int:
     return batch_size
 
 
-def default_rows(row_numel: int) -> int:
-    """Rows per chunk when no batch_size is given: at most :data:`DEFAULT_BATCH_SIZE` rows and at
-    most :data:`DEFAULT_CHUNK_ELEMENTS` input elements, but at least one row."""
-    return max(1, min(DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_ELEMENTS // max(1, int(row_numel))))
+#: Row cap of forward-only chunks (no autograd graph is kept, so activations are freed layer by
+#: layer): black-box games with background rows send tens of thousands of small rows, and per-call
+#: overhead dominated at 1024 rows (benchmarks/bench_shapley.py).
+DEFAULT_FORWARD_ROWS = 16384
+
+
+def default_rows(row_numel: int, forward_only: bool = False) -> int:
+    """Rows per chunk when no batch_size is given: at most :data:`DEFAULT_BATCH_SIZE` rows
+    (:data:`DEFAULT_FORWARD_ROWS` for forward-only passes) and at most
+    :data:`DEFAULT_CHUNK_ELEMENTS` input elements, but at least one row."""
+    cap = DEFAULT_FORWARD_ROWS if forward_only else DEFAULT_BATCH_SIZE
+    return max(1, min(cap, DEFAULT_CHUNK_ELEMENTS // max(1, int(row_numel))))
 
 
 def chunks(total: int, batch_size: int) -> Iterator[slice]:

@@ -300,7 +300,7 @@ class MaskedModel(Game):
         self.n_background = n_background
 
         # Chunking: at most `rows` model rows per forward; a chunk of masks expands to masks x B rows.
-        self.rows_per_forward = self.model.chunk_rows(xt[None], batch_size)
+        self.rows_per_forward = self.model.chunk_rows(xt[None], batch_size, forward_only=True)
         super().__init__(n_players, chunk_size=max(1, self.rows_per_forward // n_background), executor=executor)
         self.model_calls = 0
 

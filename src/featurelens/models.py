@@ -68,6 +68,7 @@ class Model:
         param = next(iter(self.module.parameters()), None) if self.module is not None else None
         self.dtype = param.dtype if param is not None and param.is_floating_point() else torch.float32
         self.calls = 0  # rows sent through the model since construction
+        self._eval_depth = 0  # nesting of evaluating() contexts
 
     # -- construction helpers ---------------------------------------------------------------
     @classmethod
@@ -97,14 +98,22 @@ class Model:
     @contextlib.contextmanager
     def evaluating(self):
         """Put the module in eval mode and restore every submodule's previous flag afterwards."""
-        if self.module is None:
-            yield
+        if self.module is None or self._eval_depth > 0:
+            # Nested calls (an explainer's many chunked passes) reuse the outer context: walking
+            # every submodule costs tens of microseconds per call.
+            self._eval_depth += 1
+            try:
+                yield
+            finally:
+                self._eval_depth -= 1
             return
         flags = [(m, m.training) for m in self.module.modules()]
         self.module.eval()
+        self._eval_depth += 1
         try:
             yield
         finally:
+            self._eval_depth -= 1
             for m, flag in flags:
                 m.training = flag
 
@@ -157,19 +166,20 @@ class Model:
             )
         return out
 
-    def chunk_rows(self, x: torch.Tensor, batch_size: int | None = None) -> int:
+    def chunk_rows(self, x: torch.Tensor, batch_size: int | None = None, forward_only: bool = False) -> int:
         """Rows per chunk for inputs shaped like ``x``: ``batch_size`` when given, else the model's
-        ``batch_size``, further bounded by input size when the model's was not given."""
+        ``batch_size`` when one was given, else :func:`featurelens._batching.default_rows` (bounded
+        by input size; a larger row cap for ``forward_only`` passes, which keep no graph)."""
         if batch_size is not None:
             return check_batch_size(batch_size)
         if self.auto_batch:
-            return min(self.batch_size, default_rows(math.prod(x.shape[1:])))
+            return default_rows(math.prod(x.shape[1:]), forward_only=forward_only)
         return self.batch_size
 
     def predict(self, x, batch_size: int | None = None) -> torch.Tensor:
         """Outputs for a batch, computed in chunks without gradients, as a (n, classes) tensor."""
         x = x if isinstance(x, torch.Tensor) else self.to_tensor(x)
-        bs = self.chunk_rows(x, batch_size)
+        bs = self.chunk_rows(x, batch_size, forward_only=True)
         with self.evaluating(), torch.no_grad():
             return torch.cat([self.forward(x[s]) for s in chunks(x.shape[0], bs)])
 

@@ -120,7 +120,8 @@ class Explainer:
             # One row suffices to check the input shape and the number of outputs.
             outputs = None
             target_t = self.model.resolve_target(target, xt, self.model.predict(xt[:1]))
-        values, extra = self._attribute(xt, target_t, outputs=outputs, **kwargs)
+        with self.model.evaluating():  # once for the whole call, not once per chunk
+            values, extra = self._attribute(xt, target_t, outputs=outputs, **kwargs)
         if isinstance(values, torch.Tensor):
             values = values.detach().cpu().numpy()
         target_np = target_t.cpu().numpy()

@@ -39,6 +39,7 @@ from itertools import combinations
 import numpy as np
 import torch
 
+from .._linalg import lstsq
 from ..games import MaskedModel
 from ..interactions.transforms import all_masks
 from ._base import Explainer, register
@@ -350,7 +351,7 @@ class KernelShap(_SampledShapley):
         a = z[:, :-1] - z[:, -1:]
         y = values[2:] - v0 - z[:, -1] * delta
         sw = np.sqrt(w)
-        head = np.linalg.lstsq(a * sw[:, None], y * sw, rcond=None)[0]
+        head = lstsq(a * sw[:, None], y * sw)
         phi = np.append(head, delta - head.sum())
         return phi, v0, vn, values.size
 

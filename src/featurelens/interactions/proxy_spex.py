@@ -28,7 +28,8 @@ import time
 import numpy as np
 
 from ._interactions import Interactions
-from .spex import _check_int, _fourier_design, fourier_refit
+from .._linalg import lstsq
+from .spex import _check_int, _fourier_design
 
 __all__ = ["proxy_spex", "proxy_fourier", "tree_fourier", "GBT_DEFAULTS", "ENERGY", "DEFAULT_BUDGET",
            "minimum_budget"]
@@ -207,7 +208,7 @@ def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, **gb
 
     t_refit = time.perf_counter()
     design = _fourier_design(masks, keys)  # (budget, terms) of (-1)^{|K & m|}, via a sparse incidence
-    coef = fourier_refit(design, values)
+    coef = lstsq(design, values)
     refit_seconds = time.perf_counter() - t_refit
     terms = {k: float(c) for k, c in zip(keys, coef)}
     params = {

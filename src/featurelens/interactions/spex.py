@@ -37,6 +37,8 @@ import time
 import numpy as np
 import scipy.sparse
 
+from .._linalg import lstsq
+
 from ._interactions import Interactions
 from .bch import BCHCode
 
@@ -127,19 +129,6 @@ def _signatures(D: np.ndarray, K: np.ndarray) -> np.ndarray:
     """``(-1)^{D k}`` for each row ``k`` of ``K``: shape ``(q, p+1)``."""
     par = (K.astype(np.float64) @ D.T.astype(np.float64)).astype(np.int64) & 1
     return 1.0 - 2.0 * par
-
-
-def fourier_refit(design: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Least-squares coefficients of a tall, thin design matrix, on one BLAS thread.
-
-    Why one thread: with torch's OpenMP pool loaded, multi-threaded OpenBLAS was measured 25-80x
-    slower on this problem shape (5 s instead of 0.06-0.2 s), and threads gain nothing here.
-    """
-    from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        coef, *_ = np.linalg.lstsq(design, values, rcond=None)
-    return coef
 
 
 def _fourier_design(masks: np.ndarray, keys: list) -> np.ndarray:
@@ -255,7 +244,7 @@ def spex(game, budget=None, max_order: int = 5, decoder: str = "soft", seed=0) -
     # Least-squares refit of the recovered support (plus the constant) on all the queries made.
     keys = sorted(set(found) | {()}, key=lambda k: (len(k), k))
     X = _fourier_design(flat, keys)
-    coef = fourier_refit(X, values)
+    coef = lstsq(X, values)
     terms = {k: float(v) for k, v in zip(keys, coef)}
     decode_seconds = prep + time.perf_counter() - t_dec
     params = {
