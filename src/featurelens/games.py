@@ -87,7 +87,7 @@ class Game:
 
     # -- to implement -----------------------------------------------------------------------
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
+        raise NotImplementedError  # pragma: no cover - abstract
 
     # -- evaluation -------------------------------------------------------------------------
     def check_masks(self, masks) -> np.ndarray:
