@@ -25,6 +25,7 @@ bench: setup
 	$(PY) benchmarks/bench_gradients.py
 	$(PY) benchmarks/bench_agop.py
 	$(PY) benchmarks/bench_shapley.py
+	$(PY) benchmarks/bench_spex.py
 
 clean:
 	rm -rf $(VENV) featurelens-report .pytest_cache
