@@ -37,3 +37,15 @@ def load_average() -> list[float] | None:
     with contextlib.suppress(OSError, AttributeError):
         return [round(v, 2) for v in os.getloadavg()]
     return None
+
+
+def write_results(out, name: str, table: str, data: dict) -> None:
+    """Write ``name.md`` (the Markdown table) and ``name.json`` (everything measured) into ``out``."""
+    import json
+    from pathlib import Path
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.md").write_text(table)
+    (out / f"{name}.json").write_text(json.dumps(data, indent=2))
+    print(f"wrote {out / (name + '.md')} and {out / (name + '.json')}")

@@ -27,7 +27,6 @@ Writes benchmarks/results/agop.md and agop.json.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -37,7 +36,7 @@ import numpy as np
 import torch
 
 import featurelens as fl
-from _common import environment, load_average
+from _common import environment, load_average, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N = 10_000
@@ -229,10 +228,7 @@ def main(argv=None) -> int:
     table = "\n".join(lines)
     print()
     print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "agop.md").write_text(table)
-    (args.out / "agop.json").write_text(json.dumps({"environment": env, "run": meta, "rows": rows}, indent=2))
-    print(f"wrote {args.out / 'agop.md'} and {args.out / 'agop.json'}")
+    write_results(args.out, "agop", table, {"environment": env, "run": meta, "rows": rows})
     return 0
 
 

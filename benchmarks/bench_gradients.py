@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import statistics
 import sys
 import time
@@ -37,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 import featurelens as fl
-from _common import environment, load_average
+from _common import environment, load_average, write_results
 from featurelens._batching import default_rows
 
 try:
@@ -370,10 +369,7 @@ def main(argv=None) -> int:
     print()
     print(table)
     if not args.quick:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "gradients.md").write_text(table)
-        (args.out / "gradients.json").write_text(json.dumps({"environment": env, "run": meta, "rows": rows}, indent=2))
-        print(f"wrote {args.out / 'gradients.md'} and {args.out / 'gradients.json'}")
+        write_results(args.out, "gradients", table, {"environment": env, "run": meta, "rows": rows})
     return 0
 
 

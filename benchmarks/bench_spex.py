@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import json
 import statistics
 import sys
 import time
@@ -46,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 import featurelens as fl
-from _common import environment, load_average
+from _common import environment, load_average, write_results
 
 try:
     import shapiq
@@ -240,10 +239,7 @@ def main(argv=None) -> int:
     print()
     print(table)
     if not args.quick:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "spex.md").write_text(table)
-        (args.out / "spex.json").write_text(json.dumps({"environment": env, "run": meta, "rows": rows}, indent=2))
-        print(f"wrote {args.out / 'spex.md'} and {args.out / 'spex.json'}")
+        write_results(args.out, "spex", table, {"environment": env, "run": meta, "rows": rows})
     return 0
 
 
