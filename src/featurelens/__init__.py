@@ -1,7 +1,8 @@
 """featurelens: which features drive a model, can the explanation be trusted, and which features
 did the network learn. See README.md for a tour."""
 
-from . import datasets, explainers, learning, metrics
+from . import datasets, explainers, learning, metrics, selection
+from ._audit import audit
 from . import games
 from . import interactions
 from .explainers import Explainer, explainer, list_explainers
@@ -16,6 +17,7 @@ __all__ = [
     "Explanation",
     "Interactions",
     "Model",
+    "audit",
     "datasets",
     "explainer",
     "explainers",
@@ -25,4 +27,5 @@ __all__ = [
     "list_explainers",
     "load_explanation",
     "metrics",
+    "selection",
 ]

@@ -1,4 +1,4 @@
-"""The command line: ``featurelens benchmark ...`` (also ``python -m featurelens``).
+"""The command line: ``featurelens benchmark | diagnose | select | audit`` (also ``python -m featurelens``).
 
 ``main(argv=None)`` returns the exit code: 0 on success, 2 for a usage error (an unknown
 scenario, background, model or method name, a bad number), 1 when the run itself fails.
@@ -120,7 +120,27 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                        help="data sets run in parallel (default: one per CPU core)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    # The other commands live beside the code they drive: each module has
+    # add_arguments(parser) and run(args) -> exit code.
+    for name, module in _COMMANDS.items():
+        command = _command_module(module)
+        command.add_arguments(sub.add_parser(name, help=command.HELP, description=command.DESCRIPTION))
     return parser
+
+
+# command name -> module (relative to featurelens) with HELP, DESCRIPTION, add_arguments, run
+_COMMANDS = {
+    "diagnose": "learning._diagnose_cli",
+    "select": "selection._cli",
+    "audit": "_audit_cli",
+}
+
+
+def _command_module(module: str):
+    import importlib
+
+    return importlib.import_module(f"featurelens.{module}")
 
 
 def _plus_minus() -> str:
@@ -175,6 +195,8 @@ def main(argv=None) -> int:
         return 2
     if args.command == "benchmark":
         return _benchmark(args)
+    if args.command in _COMMANDS:
+        return _command_module(_COMMANDS[args.command]).run(args)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

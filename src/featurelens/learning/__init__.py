@@ -1,5 +1,30 @@
-"""Feature-learning tools: the AGOP and its training-time tracker."""
+"""Feature-learning diagnostics: the AGOP and its tracker, the Neural Feature Ansatz, Recursive
+Feature Machines, representation similarity and geometry, neural collapse, Mahalanobis++ OOD
+scores and a training monitor."""
 
 from .agop import AGOPTracker, agop
+from .collapse import neural_collapse
+from .monitor import EigengapDetector, Monitor, train_with_monitor
+from .nfa import layer_agops, nfa
+from .ood import MahalanobisOOD
+from .rfm import RFMClassifier, RFMRegressor
+from .similarity import CKAAccumulator, cka, compression_discrimination, effective_rank, linear_probe
 
-__all__ = ["agop", "AGOPTracker"]
+__all__ = [
+    "agop",
+    "AGOPTracker",
+    "nfa",
+    "layer_agops",
+    "RFMRegressor",
+    "RFMClassifier",
+    "cka",
+    "CKAAccumulator",
+    "effective_rank",
+    "linear_probe",
+    "compression_discrimination",
+    "neural_collapse",
+    "MahalanobisOOD",
+    "Monitor",
+    "EigengapDetector",
+    "train_with_monitor",
+]

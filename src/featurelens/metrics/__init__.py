@@ -1,5 +1,48 @@
-"""Metrics for explanations: localization against planted ground truth."""
+"""Metrics for explanations and representations.
 
-from featurelens.metrics.localization import emd_score, iou_at_k, precision_at_k
+- localization against planted ground truth: precision_at_k, iou_at_k, emd_score, relevance_mass,
+  relevance_rank_accuracy
+- faithfulness: deletion_curve, insertion_curve, faithfulness_correlation, infidelity
+- robustness: max_sensitivity, avg_sensitivity, local_lipschitz
+- complexity: sparseness, complexity
+- randomisation: model_randomization
+- OOD detection scores: auroc, fpr_at_tpr
+"""
 
-__all__ = ["precision_at_k", "iou_at_k", "emd_score"]
+from featurelens.metrics.complexity import complexity, sparseness
+from featurelens.metrics.faithfulness import (
+    deletion_curve,
+    faithfulness_correlation,
+    infidelity,
+    insertion_curve,
+)
+from featurelens.metrics.localization import (
+    emd_score,
+    iou_at_k,
+    precision_at_k,
+    relevance_mass,
+    relevance_rank_accuracy,
+)
+from featurelens.metrics.ood import auroc, fpr_at_tpr
+from featurelens.metrics.randomization import model_randomization
+from featurelens.metrics.robustness import avg_sensitivity, local_lipschitz, max_sensitivity
+
+__all__ = [
+    "precision_at_k",
+    "iou_at_k",
+    "emd_score",
+    "relevance_mass",
+    "relevance_rank_accuracy",
+    "deletion_curve",
+    "insertion_curve",
+    "faithfulness_correlation",
+    "infidelity",
+    "max_sensitivity",
+    "avg_sensitivity",
+    "local_lipschitz",
+    "sparseness",
+    "complexity",
+    "model_randomization",
+    "auroc",
+    "fpr_at_tpr",
+]

@@ -303,3 +303,11 @@ def _emd_scipy(a: np.ndarray, b: np.ndarray, cost: np.ndarray) -> float:
     if res.status != 0:
         raise RuntimeError(f"scipy's linprog failed on the EMD problem: {res.message}")
     return float(res.fun)
+
+
+def relevance_mass(*args, **kwargs):  # PLACEHOLDER: being written
+    raise NotImplementedError("relevance_mass")
+
+
+def relevance_rank_accuracy(*args, **kwargs):  # PLACEHOLDER: being written
+    raise NotImplementedError("relevance_rank_accuracy")

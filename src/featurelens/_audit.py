@@ -1,0 +1,7 @@
+"""Audit of explainers.
+
+PLACEHOLDER: being written; replace this module."""
+
+def audit(*args, **kwargs):
+    raise NotImplementedError('audit')
+

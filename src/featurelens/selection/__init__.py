@@ -1,0 +1,22 @@
+"""Feature selection as scikit-learn selectors (``SelectorMixin``): every selector exposes
+``scores_`` (higher = more important), ``ranking_`` (1 = best) and selects exactly ``k`` features
+when ``k`` is given; ``stability`` measures how a selection varies over bootstrap resamples."""
+
+from .agop import AGOPSelector
+from .minkowski import MinkowskiWeightedSelector
+from .minshap import MinShapSelector
+from .nbse import NBSE
+from .sand import SAND, NoiseGainLayer
+from .siofs import SIOFS
+from .stability import stability
+
+__all__ = [
+    "SAND",
+    "NoiseGainLayer",
+    "SIOFS",
+    "NBSE",
+    "MinkowskiWeightedSelector",
+    "MinShapSelector",
+    "AGOPSelector",
+    "stability",
+]

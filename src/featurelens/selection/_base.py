@@ -1,0 +1,114 @@
+"""The one base class of featurelens's selectors.
+
+A selector computes one score per feature (higher = more important), ranks the features by it and
+keeps the ``k`` best. Subclasses implement :meth:`ScoreSelector._compute_scores` and, when they
+choose a number of features themselves (``k=None``), :meth:`ScoreSelector._default_support`.
+
+The base class gives every selector the same behaviour: scikit-learn's ``SelectorMixin`` surface
+(``get_support``, ``transform``, ``inverse_transform``, ``get_feature_names_out``), numpy arrays
+or pandas DataFrames in (a DataFrame in gives a DataFrame out of ``transform``), and clear errors
+for NaN, a ``y`` of the wrong length and a ``k`` larger than the number of features.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+__all__ = ["ScoreSelector", "rank_scores", "top_k_mask"]
+
+
+def rank_scores(scores: np.ndarray) -> np.ndarray:
+    """Ranks 1..d with 1 for the highest score; ties keep the lower feature index first."""
+    order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")
+    ranking = np.empty(len(order), dtype=int)
+    ranking[order] = np.arange(1, len(order) + 1)
+    return ranking
+
+
+def top_k_mask(scores: np.ndarray, k: int) -> np.ndarray:
+    """Boolean mask of the k highest scores (exactly k, ties by lower index)."""
+    mask = np.zeros(len(scores), dtype=bool)
+    mask[np.argsort(-np.asarray(scores, dtype=float), kind="stable")[:k]] = True
+    return mask
+
+
+class ScoreSelector(SelectorMixin, BaseEstimator):
+    """Base class: subclasses set ``_requires_y`` and implement ``_compute_scores(X, y)``.
+
+    Learned state after ``fit``: ``scores_`` (float, higher = more important), ``ranking_`` (1 =
+    best), ``support_`` (bool mask), ``n_features_in_`` and, for DataFrames, ``feature_names_in_``.
+    """
+
+    #: Whether ``fit`` needs ``y`` (False for unsupervised selectors, which ignore it).
+    _requires_y = True
+
+    # -- to implement -------------------------------------------------------------------------
+    def _compute_scores(self, X: np.ndarray, y: np.ndarray | None) -> np.ndarray:
+        raise NotImplementedError
+
+    def _default_support(self, scores: np.ndarray) -> np.ndarray:
+        """The selection when ``k`` is None; by default every feature with a positive score."""
+        return scores > 0
+
+    # -- shared machinery ---------------------------------------------------------------------
+    def _check_k(self, n_features: int) -> None:
+        k = getattr(self, "k", None)
+        if k is None:
+            return
+        if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"k must be a positive integer or None, got {k!r}")
+        if k > n_features:
+            raise ValueError(
+                f"k={k} is larger than the number of features of X ({n_features}); "
+                f"expected 1 <= k <= {n_features}"
+            )
+
+    def _validate_fit_input(self, X, y):
+        if self._requires_y:
+            if y is None:
+                raise ValueError(f"{type(self).__name__} is supervised: fit(X, y) needs y, got y=None")
+            n_rows = X.shape[0] if hasattr(X, "shape") else len(X)
+            y_len = len(y) if hasattr(y, "__len__") else None
+            if y_len is not None and y_len != n_rows:
+                raise ValueError(
+                    f"y has {y_len} entries but X has {n_rows} rows; expected one target per row of X"
+                )
+            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
+            return X, y
+        X = validate_data(self, X, dtype=np.float64)
+        return X, None
+
+    def fit(self, X, y=None):
+        """Score the features of ``X`` (and ``y`` for supervised selectors) and select."""
+        X, y = self._validate_fit_input(X, y)
+        self._check_k(X.shape[1])
+        scores = np.asarray(self._compute_scores(X, y), dtype=float)
+        if scores.shape != (X.shape[1],):
+            raise RuntimeError(f"{type(self).__name__} produced scores of shape {scores.shape}")
+        self.scores_ = scores
+        self.ranking_ = rank_scores(scores)
+        k = getattr(self, "k", None)
+        self.support_ = top_k_mask(scores, k) if k is not None else np.asarray(self._default_support(scores), bool)
+        return self
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "support_")
+        return self.support_
+
+    def transform(self, X):
+        """Keep the selected columns; a DataFrame in gives a DataFrame with those columns out."""
+        check_is_fitted(self, "support_")
+        if hasattr(X, "iloc") and hasattr(X, "columns"):
+            validate_data(self, X, reset=False, dtype=None, ensure_all_finite="allow-nan")
+            return X.iloc[:, np.flatnonzero(self.support_)]
+        return super().transform(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = self._requires_y
+        return tags
