@@ -51,3 +51,13 @@ def test_list_explainers_has_the_contract_names():
         "saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "gradcam",
         "agop_local", "agop_global", "agop_weighted", "random",
     } <= names
+
+
+def test_extra_arrays_survive_save_and_load(tmp_path):
+    rng = np.random.default_rng(0)
+    coefficients = rng.normal(size=(2, 3, 4))
+    e = fl.Explanation(rng.normal(size=(2, 3)), "demo", extra={"coefficients": coefficients, "steps": [1, 2]})
+    back = fl.load_explanation(e.save(tmp_path / "e"))
+    assert set(back.extra) == {"coefficients", "steps"}
+    np.testing.assert_array_equal(back.extra["coefficients"], coefficients)
+    np.testing.assert_array_equal(back.extra["steps"], [1, 2])

@@ -51,6 +51,10 @@ class Explanation:
         Rows sent through the model to produce this explanation.
     seconds
         Wall-clock time of the explanation.
+    extra
+        Further named arrays a method returns beside ``values`` (for example WAM's wavelet
+        coefficient gradients, or MinShap's per-permutation contributions); saved with the
+        explanation.
     """
 
     values: np.ndarray
@@ -59,9 +63,11 @@ class Explanation:
     target: np.ndarray | None = None
     model_calls: int = 0
     seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.values = np.asarray(self.values)
+        self.extra = {str(k): np.asarray(v) for k, v in (self.extra or {}).items()}
         if self.target is not None:
             self.target = np.asarray(self.target)
 
@@ -94,6 +100,8 @@ class Explanation:
         arrays = {"values": self.values, "meta": np.array(json.dumps(meta))}
         if self.target is not None:
             arrays["target"] = self.target
+        for name, array in self.extra.items():
+            arrays[f"extra/{name}"] = array
         np.savez_compressed(path, **arrays)
         return path
 
@@ -123,6 +131,7 @@ def load_explanation(path: str | os.PathLike) -> Explanation:
             raise ValueError(f"path {path!r} has format {meta.get('format')!r}; expected {_FORMAT!r}")
         values = data["values"]
         target = data["target"] if "target" in data else None
+        extra = {key[len("extra/"):]: data[key] for key in data.files if key.startswith("extra/")}
     return Explanation(
         values=values,
         method=meta["method"],
@@ -130,4 +139,5 @@ def load_explanation(path: str | os.PathLike) -> Explanation:
         target=target,
         model_calls=meta["model_calls"],
         seconds=meta["seconds"],
+        extra=extra,
     )
