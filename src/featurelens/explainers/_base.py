@@ -70,6 +70,9 @@ class Explainer:
     Subclasses implement ``_attribute(x, target, outputs, **kwargs) -> (values, extra params)``
     where ``x`` is a validated tensor on the model's device, ``target`` one long index per sample
     and ``outputs`` the model's outputs on ``x`` when they were needed to pick targets (else None).
+    Arrays that belong in :attr:`Explanation.extra` (one row per sample, like ``values``) go in
+    the extra params under the key ``"arrays"`` (a dict name -> array); the base class moves them
+    to ``Explanation.extra`` and reshapes them like ``values`` for ``(n, k)`` targets.
     """
 
     name = "explainer"
@@ -128,6 +131,13 @@ class Explainer:
         if per_sample is not None:
             values = np.asarray(values).reshape(-1, per_sample, *np.shape(values)[1:])
             target_np = target_np.reshape(-1, per_sample)
+        arrays = {}
+        extra = dict(extra)
+        for name, array in extra.pop("arrays", {}).items():
+            array = array.detach().cpu().numpy() if isinstance(array, torch.Tensor) else np.asarray(array)
+            if per_sample is not None:
+                array = array.reshape(-1, per_sample, *array.shape[1:])
+            arrays[name] = array
         params = dict(self.params())
         params.update(extra)
         return Explanation(
@@ -137,6 +147,7 @@ class Explainer:
             target=target_np,
             model_calls=self.model.calls - calls_before,
             seconds=time.perf_counter() - start,
+            extra=arrays,
         )
 
     def _attribute(self, x: torch.Tensor, target: torch.Tensor, outputs: torch.Tensor, **kwargs):

@@ -19,6 +19,8 @@ Registered names:
 * ``permutation_shap``: marginal contributions averaged along permutations drawn in antithetic
   pairs (a permutation and its reverse; Mitchell, Cooper, Frank & Holmes 2022, "Sampling
   permutations for Shapley value estimation", arXiv 2104.12199).
+* ``minshap``: the same permutations, the minimum instead of the mean of each player's marginal
+  contributions (Zheng & Raskutti 2026, arXiv 2604.15107), for direct effects.
 
 Output layout: ``explain(x)`` returns values shaped like ``x``; every input element carries the
 full value of its player. With ``groups`` that means all elements of a group hold the same number,
@@ -44,7 +46,7 @@ from ..games import MaskedModel
 from ..interactions.transforms import all_masks
 from ._base import Explainer, register
 
-__all__ = ["ExactShapley", "KernelShap", "PermutationShap"]
+__all__ = ["ExactShapley", "KernelShap", "MinShap", "PermutationShap"]
 
 
 def _check_int(value, name: str, minimum: int) -> int:
@@ -98,8 +100,9 @@ class _ShapleyExplainer(Explainer):
             self.model, x_row, baseline=self.baseline, background=self.background, groups=self.groups, target=target
         )
 
-    def _player_values(self, game: MaskedModel, rng) -> tuple[np.ndarray, float, float, int]:
-        """Return ``(phi (n,), v(empty), v(N), game evaluations)`` for one game."""
+    def _player_values(self, game: MaskedModel, rng) -> tuple:
+        """Return ``(phi (n,), v(empty), v(N), game evaluations)`` for one game, optionally followed
+        by a dict of further per-player arrays (they reach ``Explanation.extra``)."""
         raise NotImplementedError  # pragma: no cover - abstract
 
     def _rng(self):
@@ -109,18 +112,20 @@ class _ShapleyExplainer(Explainer):
         rng = self._rng()
         n_samples = x.shape[0]
         maps, base, full, evals = [], [], [], []
+        side_maps: dict[str, list] = {}
         n_players = None
         from tqdm.auto import tqdm
 
         show = sys.stderr.isatty() if self.progress is None else self.progress
         for i in tqdm(range(n_samples), desc=self.name, disable=not show or n_samples < 2, leave=False, unit="sample"):
             game = self._game(x[i], int(target[i]))
-            phi, v0, vn, used = self._player_values(game, rng)
+            phi, v0, vn, used, *side = self._player_values(game, rng)
             n_players = game.n_players
-            if game.groups is None:
-                maps.append(phi.reshape(game.input_shape))
-            else:
-                maps.append(phi[game.groups])
+            spread = (lambda v: v.reshape(game.input_shape)) if game.groups is None else (lambda v: v[game.groups])
+            maps.append(spread(phi))
+            # Optional per-player side results (a dict), spread over the input like phi.
+            for name, player_values in (side[0] if side else {}).items():
+                side_maps.setdefault(name, []).append(spread(player_values))
             base.append(v0)
             full.append(vn)
             evals.append(used)
@@ -131,6 +136,8 @@ class _ShapleyExplainer(Explainer):
             "full_values": [float(f) for f in full],
             "game_evaluations": [int(e) for e in evals],
         }
+        if side_maps:
+            extra["arrays"] = {name: np.stack(m).reshape(x.shape) for name, m in side_maps.items()}
         return values, extra
 
     def explain_players(self, x, target=None) -> np.ndarray:
@@ -386,13 +393,15 @@ class PermutationShap(_SampledShapley):
     def _minimum_reason(self, n):
         return "empty and full coalitions plus the n - 1 interior coalitions of each of 2 antithetic permutations"
 
-    def _player_values(self, game, rng):
+    def _contributions(self, game, rng) -> tuple[np.ndarray, float, float, int]:
+        """Marginal contributions along antithetic permutations: ``(deltas, v0, vn, evaluations)``
+        with ``deltas[p, i] = v(Pre_p(i) + i) - v(Pre_p(i))``, shape ``(n_permutations, n)``."""
         n = game.n_players
         budget = self._budget(n)
         ends = game(np.stack([np.zeros(n, dtype=bool), np.ones(n, dtype=bool)]))
         v0, vn = float(ends[0]), float(ends[1])
         if n == 1:
-            return np.array([vn - v0]), v0, vn, 2
+            return np.array([[vn - v0]]), v0, vn, 2
         n_perm = max(2, ((budget - 2) // (n - 1)) // 2 * 2)
         half = np.argsort(rng.random((n_perm // 2, n)), axis=1)
         perms = np.empty((n_perm, n), dtype=np.int64)
@@ -405,8 +414,63 @@ class PermutationShap(_SampledShapley):
         inner = game(masks.reshape(-1, n)).reshape(n_perm, n - 1)
         chain = np.concatenate([np.full((n_perm, 1), v0), inner, np.full((n_perm, 1), vn)], axis=1)
         gains = np.diff(chain, axis=1)  # gains[p, j]: contribution of the player at position j
-        phi = np.take_along_axis(gains, position, axis=1).mean(axis=0)
-        return phi, v0, vn, 2 + n_perm * (n - 1)
+        return np.take_along_axis(gains, position, axis=1), v0, vn, 2 + n_perm * (n - 1)
+
+    def _player_values(self, game, rng):
+        deltas, v0, vn, used = self._contributions(game, rng)
+        return deltas.mean(axis=0), v0, vn, used
 
     def params(self):
         return {**super().params(), "antithetic": True}
+
+
+@register("minshap")
+class MinShap(PermutationShap):
+    """MinShap: the minimum, instead of the mean, of each player's marginal contributions over
+    sampled permutations (Zheng & Raskutti 2026, "MinShap: A Modified Shapley Value Approach for
+    Feature Selection", arXiv 2604.15107)::
+
+        minshap_i = min_pi [ v(Pre_pi(i) + i) - v(Pre_pi(i)) ]      (Shapley: the mean over pi)
+
+    A player whose contribution vanishes for some coalition of the others (its effect runs only
+    through other players, or it is a dummy) gets ``minshap_i <= 0``; one with a direct positive
+    effect in every context keeps ``minshap_i > 0``. With ``statistic="min_abs"`` the minimum of
+    ``|contribution|`` is returned instead: the smallest effect size a player shows in any sampled
+    context, whatever its sign. The permutations are those of ``permutation_shap`` (antithetic
+    pairs, same ``budget`` and ``seed`` semantics), so with the same seed the two explainers see
+    the same coalitions.
+
+    The minimum over sampled permutations is an upper bound of the minimum over all of them; it
+    decreases (weakly) as the budget grows, unlike the mean, which converges. The explanation's
+    ``extra`` holds ``"shapley"`` (the mean over the same permutations, an unbiased Shapley
+    estimate) and ``"max"`` (the largest contribution), both shaped like ``values``.
+
+    The paper's feature-selection procedure (a global game of the model's loss, per-permutation
+    tests combined into p-values) is :class:`featurelens.selection.MinShapSelector`; this
+    explainer is the local (one prediction) version.
+
+    Parameters
+    ----------
+    model, baseline, background, groups, batch_size, progress, budget, seed
+        As for ``permutation_shap``.
+    statistic
+        ``"min"`` (default) or ``"min_abs"``.
+    """
+
+    _STATISTICS = ("min", "min_abs")
+
+    def __init__(self, model, baseline=None, background=None, groups=None, budget=None, seed=0, batch_size=None,
+                 progress: bool | None = None, statistic: str = "min"):
+        super().__init__(model, baseline=baseline, background=background, groups=groups, budget=budget, seed=seed,
+                         batch_size=batch_size, progress=progress)
+        if statistic not in self._STATISTICS:
+            raise ValueError(f"statistic must be one of {self._STATISTICS}; got {statistic!r}")
+        self.statistic = statistic
+
+    def params(self):
+        return {**super().params(), "statistic": self.statistic}
+
+    def _player_values(self, game, rng):
+        deltas, v0, vn, used = self._contributions(game, rng)
+        values = deltas.min(axis=0) if self.statistic == "min" else np.abs(deltas).min(axis=0)
+        return values, v0, vn, used, {"shapley": deltas.mean(axis=0), "max": deltas.max(axis=0)}
