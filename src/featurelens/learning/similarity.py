@@ -1,24 +1,458 @@
-"""Representation similarity and geometry.
+"""Representation similarity and geometry: CKA (linear in feature space, RBF through Gram
+matrices, biased and debiased, exact minibatch accumulation), effective rank, per-layer
+compression/discrimination and a linear probe.
 
-PLACEHOLDER: being written; replace this module."""
+All functions take feature matrices (n samples x d features) as numpy arrays or torch tensors; a
+tensor with more than two dimensions is flattened to (n, -1). Sums of outer products are
+accumulated in float64.
+"""
 
-def cka(*args, **kwargs):
-    raise NotImplementedError('cka')
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .._validation import as_numpy, check_floating
+
+_KERNELS = ("linear", "rbf")
+_RANK_METHODS = ("roy", "rankme")
+
+
+def _features(a, name: str, min_rows: int = 1) -> np.ndarray:
+    """Validated float64 copy-or-view of a feature matrix, shaped (n, d)."""
+    arr = as_numpy(a, name)
+    check_floating(arr, name)
+    if arr.ndim < 2:
+        raise ValueError(
+            f"{name} must be a feature matrix of shape (n_samples, n_features); got shape {arr.shape}"
+        )
+    arr = arr.reshape(arr.shape[0], -1)
+    if arr.shape[0] < min_rows:
+        raise ValueError(f"{name} needs at least {min_rows} rows; got {arr.shape[0]}")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} has no features; got shape {arr.shape}")
+    return np.asarray(arr, dtype=np.float64)
+
+
+def _pair(A, B, min_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    A = _features(A, "A")
+    B = _features(B, "B")
+    if A.shape[0] != B.shape[0]:
+        raise ValueError(
+            f"A and B must have the same number of rows (the same samples); got {A.shape[0]} and {B.shape[0]}"
+        )
+    if A.shape[0] < min_rows:
+        raise ValueError(f"A and B need at least {min_rows} rows for this estimator; got {A.shape[0]}")
+    return A, B
+
+
+# ---------------------------------------------------------------------------------------------
+# HSIC estimators from sufficient statistics
+#
+# K = X X^T and L = Y Y^T are the linear-kernel Gram matrices of the n rows of X (n x p) and
+# Y (n x q). Write a_i = ||x_i||^2 = K_ii and b_i = ||y_i||^2 = L_ii, s_x = X^T 1 (column sums),
+# s_y = Y^T 1, and K~ = K - diag(a), L~ = L - diag(b) (zeroed diagonals).
+#
+# Biased HSIC (Gretton et al. 2005), up to the factor 1/(n-1)^2 that cancels in CKA:
+#     tr(K H L H) = || (X - 1 m_x^T)^T (Y - 1 m_y^T) ||_F^2 = || X^T Y - s_x s_y^T / n ||_F^2.
+#
+# Unbiased HSIC (Song et al. 2012), with the three Gram-matrix terms rewritten in feature space:
+#     HSIC_1 = [ tr(K~ L~) + (1^T K~ 1)(1^T L~ 1) / ((n-1)(n-2)) - 2/(n-2) 1^T K~ L~ 1 ] / (n (n-3))
+#   * tr(K~ L~) = tr(KL) - tr(K diag b) - tr(diag a L) + sum a_i b_i = ||X^T Y||_F^2 - sum_i a_i b_i
+#     (tr(KL) = ||X^T Y||_F^2, and tr(K diag b) = sum a_i b_i = tr(diag a L)).
+#   * 1^T K~ 1 = 1^T X X^T 1 - sum a_i = ||s_x||^2 - sum_i a_i.
+#   * K~ 1 = X s_x - a, so 1^T K~ L~ 1 = (X s_x - a)^T (Y s_y - b)
+#       = s_x^T (X^T Y) s_y - s_x^T (X^T b) - (Y^T a)^T s_y + a^T b.
+# Every term is a sum over rows of per-row quantities (X^T Y, X^T X, Y^T Y, s_x, s_y, X^T a,
+# X^T b, Y^T a, Y^T b, sum a, sum b, sum a b, sum a^2, sum b^2), so the estimator can be
+# accumulated over minibatches exactly, and no n x n matrix is ever formed. For centred X and Y
+# (s = 0) it reduces to ||X^T Y||^2 - n/(n-2) a^T b + (sum a)(sum b)/((n-1)(n-2)), the form in
+# Kornblith et al.'s notebook. HSIC_1 of linear kernels is invariant to translating the rows
+# (it is a U-statistic of differences), which lets the accumulator subtract any fixed shift, e.g.
+# the first batch's mean, to limit cancellation; the tests check this against Gram matrices.
+# ---------------------------------------------------------------------------------------------
+
+
+def _hsic1(n: int, tr_kl: float, sum_ab: float, one_k_one: float, one_l_one: float, one_kl_one: float) -> float:
+    """Unbiased HSIC from the feature-space terms above (tr_kl = tr(KL), undiagonalised)."""
+    tr_kl_tilde = tr_kl - sum_ab
+    return (
+        tr_kl_tilde + one_k_one * one_l_one / ((n - 1) * (n - 2)) - 2.0 / (n - 2) * one_kl_one
+    ) / (n * (n - 3))
 
 
 class CKAAccumulator:
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError('CKAAccumulator')
+    """Linear CKA over data seen in minibatches, exactly equal to the full-data value.
+
+    Feed the same rows of two representations batch by batch (``update(A_batch, B_batch)``), then
+    ``compute()``. The accumulator keeps float64 sums over rows: A^T B (p x q), A^T A, B^T B, the
+    column sums, and, for the debiased estimator, the row-norm terms derived in the module comments.
+    Both estimators are *exact*: the result equals ``cka(A, B, kernel="linear", debiased=...)`` on
+    the concatenated rows (up to floating-point rounding) whatever the batch sizes, including
+    batches of fewer than 4 rows. This differs from the minibatch CKA of Nguyen, Raghu and Kornblith
+    (2021, arXiv 2010.15327), which averages unbiased HSIC over batches and estimates a different
+    (batch-size dependent) quantity. Memory is O(p q + p^2 + q^2), independent of n.
+
+    To limit cancellation in the uncentred sums, every row is shifted by the mean of the first
+    batch (any fixed shift leaves both estimators unchanged).
+
+    Kornblith, Norouzi, Lee, Hinton, "Similarity of Neural Network Representations Revisited",
+    ICML 2019, arXiv 1905.00414; Song, Smola, Gretton, Bedo, Borgwardt, "Feature Selection via
+    Dependence Maximization", JMLR 2012 (unbiased HSIC).
+
+    Parameters
+    ----------
+    debiased : bool
+        Use the unbiased HSIC estimator (needs at least 4 rows in total) in ``compute()``; both
+        estimators' statistics are always kept, so ``compute(debiased=False)`` also works.
+    """
+
+    def __init__(self, debiased: bool = True):
+        self.debiased = bool(debiased)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every row seen so far."""
+        self.n_samples_ = 0
+        self._shift = None
+        self._s = {}
+
+    def update(self, A, B) -> "CKAAccumulator":
+        """Add the rows of A (n, p) and B (n, q); row i of A and row i of B are the same sample."""
+        A, B = _pair(A, B, min_rows=1)
+        if self._shift is None:
+            self._shift = (A.mean(0), B.mean(0))
+            p, q = A.shape[1], B.shape[1]
+            z = np.zeros
+            self._s = {
+                "xy": z((p, q)), "xx": z((p, p)), "yy": z((q, q)), "sx": z(p), "sy": z(q),
+                "xa": z(p), "xb": z(p), "ya": z(q), "yb": z(q),
+                "a": 0.0, "b": 0.0, "ab": 0.0, "aa": 0.0, "bb": 0.0,
+            }
+        elif (A.shape[1], B.shape[1]) != (self._shift[0].shape[0], self._shift[1].shape[0]):
+            raise ValueError(
+                f"A and B must keep their numbers of features across batches; expected "
+                f"({self._shift[0].shape[0]}, {self._shift[1].shape[0]}), got ({A.shape[1]}, {B.shape[1]})"
+            )
+        X = A - self._shift[0]
+        Y = B - self._shift[1]
+        s = self._s
+        s["xy"] += X.T @ Y
+        s["xx"] += X.T @ X
+        s["yy"] += Y.T @ Y
+        s["sx"] += X.sum(0)
+        s["sy"] += Y.sum(0)
+        # The row-norm terms cost O(n (p + q)); keeping them always lets one pass give both estimators.
+        a = np.einsum("ij,ij->i", X, X)
+        b = np.einsum("ij,ij->i", Y, Y)
+        s["xa"] += X.T @ a
+        s["xb"] += X.T @ b
+        s["ya"] += Y.T @ a
+        s["yb"] += Y.T @ b
+        s["a"] += a.sum()
+        s["b"] += b.sum()
+        s["ab"] += a @ b
+        s["aa"] += a @ a
+        s["bb"] += b @ b
+        self.n_samples_ += A.shape[0]
+        return self
+
+    def _hsic_terms(self, debiased: bool) -> tuple[float, float, float]:
+        """(HSIC(K, L), HSIC(K, K), HSIC(L, L)) for the rows seen."""
+        s, n = self._s, self.n_samples_
+        if not debiased:
+            cxy = s["xy"] - np.outer(s["sx"], s["sy"]) / n
+            cxx = s["xx"] - np.outer(s["sx"], s["sx"]) / n
+            cyy = s["yy"] - np.outer(s["sy"], s["sy"]) / n
+            return float(np.sum(cxy * cxy)), float(np.sum(cxx * cxx)), float(np.sum(cyy * cyy))
+        sx, sy = s["sx"], s["sy"]
+        hxy = _hsic1(
+            n, float(np.sum(s["xy"] * s["xy"])), s["ab"], sx @ sx - s["a"], sy @ sy - s["b"],
+            sx @ s["xy"] @ sy - sx @ s["xb"] - s["ya"] @ sy + s["ab"],
+        )
+        hxx = _hsic1(
+            n, float(np.sum(s["xx"] * s["xx"])), s["aa"], sx @ sx - s["a"], sx @ sx - s["a"],
+            sx @ s["xx"] @ sx - 2.0 * (sx @ s["xa"]) + s["aa"],
+        )
+        hyy = _hsic1(
+            n, float(np.sum(s["yy"] * s["yy"])), s["bb"], sy @ sy - s["b"], sy @ sy - s["b"],
+            sy @ s["yy"] @ sy - 2.0 * (sy @ s["yb"]) + s["bb"],
+        )
+        return float(hxy), float(hxx), float(hyy)
+
+    def compute(self, debiased: bool | None = None) -> float:
+        """CKA = HSIC(K, L) / sqrt(HSIC(K, K) HSIC(L, L)) over every row added so far.
+
+        ``debiased`` overrides the constructor's choice for this call (None: keep it), so one pass
+        over the data gives both the biased and the debiased value.
+        """
+        debiased = self.debiased if debiased is None else bool(debiased)
+        need = 4 if debiased else 2
+        if self.n_samples_ < need:
+            raise ValueError(
+                f"{'debiased' if debiased else 'biased'} CKA needs at least {need} samples; "
+                f"got {self.n_samples_}"
+                + (" (the unbiased HSIC divides by n - 3)" if debiased else "")
+            )
+        hxy, hxx, hyy = self._hsic_terms(debiased)
+        return _ratio(hxy, hxx, hyy, debiased)
 
 
-def effective_rank(*args, **kwargs):
-    raise NotImplementedError('effective_rank')
+def _ratio(hxy: float, hxx: float, hyy: float, debiased: bool) -> float:
+    if not debiased:
+        for h, name in ((hxx, "A"), (hyy, "B")):
+            if h <= 0.0:
+                raise ValueError(f"{name} has zero variance (every row is the same); CKA is undefined")
+        return hxy / math.sqrt(hxx * hyy)
+    if hxx <= 0.0 or hyy <= 0.0:
+        # The unbiased self-HSIC can be <= 0 for constant features or for very few samples.
+        warnings.warn(
+            f"the unbiased HSIC of {'A' if hxx <= 0.0 else 'B'} with itself is not positive "
+            f"({min(hxx, hyy):.3g}): constant features or too few samples; debiased CKA is undefined (NaN)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return float("nan")
+    return hxy / math.sqrt(hxx * hyy)
 
 
-def linear_probe(*args, **kwargs):
-    raise NotImplementedError('linear_probe')
+def _rbf_gram(X: np.ndarray, sigma, median_factor: float, name: str) -> np.ndarray:
+    sq = np.einsum("ij,ij->i", X, X)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (X @ X.T), 0.0)
+    np.fill_diagonal(d2, 0.0)
+    if sigma is None:
+        iu = np.triu_indices(X.shape[0], k=1)
+        med = float(np.median(np.sqrt(d2[iu])))
+        if med <= 0.0:
+            raise ValueError(
+                f"the median pairwise distance of {name} is 0 (most rows are identical); "
+                f"pass sigma= explicitly"
+            )
+        sigma = median_factor * med
+    return np.exp(-d2 / (2.0 * float(sigma) ** 2))
 
 
-def compression_discrimination(*args, **kwargs):
-    raise NotImplementedError('compression_discrimination')
+def _gram_hsic(K: np.ndarray, L: np.ndarray, debiased: bool) -> float:
+    """HSIC of two Gram matrices: tr(K H L H) (biased, unnormalised) or the unbiased HSIC_1."""
+    n = K.shape[0]
+    if not debiased:
+        Kc = K - K.mean(0, keepdims=True) - K.mean(1, keepdims=True) + K.mean()
+        return float(np.sum(Kc * L))  # tr(HKH L) = tr(KHLH)
+    Kt = K - np.diag(np.diag(K))
+    Lt = L - np.diag(np.diag(L))
+    k1, l1 = Kt.sum(1), Lt.sum(1)
+    return float(_hsic1(n, float(np.sum(Kt * Lt)), 0.0, k1.sum(), l1.sum(), float(k1 @ l1)))
 
+
+def cka(A, B, kernel: str = "linear", debiased: bool = True, sigma=None, median_factor: float = 1.0) -> float:
+    """Centred kernel alignment between two representations of the same n samples.
+
+        CKA(K, L) = HSIC(K, L) / sqrt(HSIC(K, K) HSIC(L, L)),   K = k(A, A), L = l(B, B)
+
+    Linear kernel (K = A A^T): with column-centred A_c, B_c the biased value is
+    ``||A_c^T B_c||_F^2 / (||A_c^T A_c||_F ||B_c^T B_c||_F)``, computed in feature space
+    (O(n p q) work, O(p q + p^2 + q^2) memory; no n x n matrix). ``debiased=True`` replaces HSIC by
+    the unbiased estimator of Song et al. (2012), also evaluated in feature space through row norms
+    and column sums (derivation in the module source); the normalising factors (1/(n-1)^2,
+    1/(n(n-3))) cancel. Biased CKA of independent data is far from 0 when d is not small against n;
+    the debiased value is close to 0.
+
+    RBF kernel: K_ij = exp(-||a_i - a_j||^2 / (2 sigma^2)) through n x n Gram matrices, with
+    ``sigma = median_factor * median_{i<j} ||a_i - a_j||`` chosen separately for A and B when
+    ``sigma`` is None (an explicit ``sigma`` is used for both).
+
+    Kornblith, Norouzi, Lee, Hinton, "Similarity of Neural Network Representations Revisited",
+    ICML 2019, arXiv 1905.00414; Song et al., JMLR 2012 (unbiased HSIC); Nguyen, Raghu, Kornblith,
+    2021, arXiv 2010.15327 (debiased CKA).
+
+    Parameters
+    ----------
+    A, B : (n, p) and (n, q) arrays or tensors, rows = the same samples (extra dims are flattened).
+    kernel : "linear" or "rbf".
+    debiased : bool, default True. Needs n >= 4.
+    sigma : float or None, RBF bandwidth (absolute); None = median heuristic.
+    median_factor : float, multiplies the median distance when ``sigma`` is None.
+
+    Returns
+    -------
+    float in [-1, 1] (biased: [0, 1]); 1 for representations equal up to an orthogonal transform
+    and isotropic scaling (linear kernel). NaN with a RuntimeWarning when a debiased self-HSIC is not
+    positive.
+
+    For data too large for memory, feed batches to :class:`CKAAccumulator` (exact for the linear
+    kernel).
+    """
+    if kernel not in _KERNELS:
+        raise ValueError(f"kernel must be one of {_KERNELS}; got {kernel!r}")
+    A, B = _pair(A, B, min_rows=1)
+    need = 4 if debiased else 2
+    if A.shape[0] < need:
+        raise ValueError(
+            f"{'debiased' if debiased else 'biased'} CKA needs at least {need} samples (rows of A and B); "
+            f"got {A.shape[0]}"
+        )
+    if kernel == "linear":
+        acc = CKAAccumulator(debiased=debiased)
+        acc.update(A, B)  # one batch: the shift is the exact column mean
+        return acc.compute()
+    if sigma is not None and not (np.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a positive finite number or None; got {sigma!r}")
+    if not (np.isfinite(median_factor) and median_factor > 0):
+        raise ValueError(f"median_factor must be a positive finite number; got {median_factor!r}")
+    K = _rbf_gram(A, sigma, median_factor, "A")
+    L = _rbf_gram(B, sigma, median_factor, "B")
+    return _ratio(_gram_hsic(K, L, debiased), _gram_hsic(K, K, debiased), _gram_hsic(L, L, debiased), debiased)
+
+
+def effective_rank(A, method: str = "roy", center: bool = False, eps: float = 1e-7) -> float:
+    """Effective rank of a feature matrix from the entropy of its normalised singular values.
+
+        erank = exp(-sum_i p_i log p_i),   p_i = sigma_i / sum_j sigma_j   ("roy")
+                                           p_i = sigma_i / ||sigma||_1 + eps  ("rankme")
+
+    Singular values sigma_i of A (n, d) itself (not of its covariance: sigma, not sigma^2), of the
+    column-centred A when ``center=True`` (default False, as both papers). "roy" treats 0 log 0 = 0
+    and lies in [1, rank A]; a rank-r matrix with r equal singular values gives exactly r.
+    "rankme" adds eps = 1e-7 to every p_i as RankMe does (a smooth, slightly different value).
+
+    Roy & Vetterli, "The effective rank: a measure of effective dimensionality", EUSIPCO 2007;
+    Garrido, Balestriero, Najman, LeCun, "RankMe: Assessing the downstream performance of pretrained
+    self-supervised representations by their rank", ICML 2023, arXiv 2210.02885.
+    """
+    if method not in _RANK_METHODS:
+        raise ValueError(f"method must be one of {_RANK_METHODS}; got {method!r}")
+    if not (np.isfinite(eps) and eps >= 0):
+        raise ValueError(f"eps must be a non-negative finite number; got {eps!r}")
+    X = _features(A, "A")
+    if center:
+        X = X - X.mean(0)
+    import scipy.linalg
+
+    s = scipy.linalg.svdvals(X)
+    total = s.sum()
+    if not total > 0.0:
+        raise ValueError("A has no non-zero singular value (all zeros after centring?); effective rank is undefined")
+    p = s / total
+    if method == "rankme":
+        p = p + eps
+    else:
+        # Round-off leaves ~1e-16 relative singular values where the exact ones are 0.
+        p = p[s > s.max() * max(X.shape) * np.finfo(np.float64).eps]
+    p = p[p > 0]
+    return float(np.exp(-np.sum(p * np.log(p))))
+
+
+def _labels(y, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
+    """(classes, integer codes) of a label vector of length n."""
+    arr = as_numpy(y, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d vector of class labels; got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"{name} must have one label per row of the features; got {arr.shape[0]} labels for {n} rows")
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or inf labels; expected class labels")
+    classes, codes = np.unique(arr, return_inverse=True)
+    return classes, codes.reshape(-1)
+
+
+def _class_stats(H: np.ndarray, codes: np.ndarray, n_classes: int):
+    """(class means (C, d), class counts, within-class residuals H - mu_{y_i}) in float64."""
+    counts = np.bincount(codes, minlength=n_classes).astype(np.float64)
+    import scipy.sparse
+
+    # A sparse one-hot product sums each class's rows in O(n d), without a loop over classes.
+    onehot = scipy.sparse.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))), shape=(n_classes, len(codes)))
+    sums = np.asarray(onehot @ H)
+    means = sums / counts[:, None]
+    return means, counts, H - means[codes]
+
+
+def compression_discrimination(features_by_layer, y) -> dict:
+    """Within-class compression and between-class discrimination of each layer's features.
+
+        compression_l    = tr(Sigma_W) / tr(Sigma_B)
+        discrimination_l = max_{k != l} cos(mu_k, mu_l)
+
+    Sigma_W = (1/n) sum_i (h_i - mu_{y_i})(h_i - mu_{y_i})^T, Sigma_B = (1/C) sum_c (mu_c - mu)(mu_c - mu)^T
+    with mu the mean of the class means; the cosines use the *uncentred* class means mu_c, as in
+    Wang et al. Smaller is better for both: features collapse onto their class means
+    (compression -> 0) and class means separate (discrimination falls, towards -1/(C-1) for a
+    centred simplex). Wang, Li, Yaras, Zhu, Balzano, Hu, Qu, "Understanding Deep Representation
+    Learning via Layerwise Feature Compression and Discrimination", 2023, arXiv 2311.02960.
+
+    Parameters
+    ----------
+    features_by_layer : dict {name: (n, d_l) array} or a list of arrays (keys 0, 1, ...).
+    y : (n,) class labels, at least two classes.
+
+    Returns
+    -------
+    dict {name: {"compression": float, "discrimination": float}} in the input's order.
+    """
+    if isinstance(features_by_layer, dict):
+        items = list(features_by_layer.items())
+    elif isinstance(features_by_layer, (list, tuple)):
+        items = list(enumerate(features_by_layer))
+    else:
+        raise TypeError(
+            f"features_by_layer must be a dict {{layer name: features}} or a list of feature matrices; "
+            f"got {type(features_by_layer).__name__}"
+        )
+    if not items:
+        raise ValueError("features_by_layer is empty; expected at least one layer")
+    out = {}
+    for name, feats in items:
+        H = _features(feats, f"features_by_layer[{name!r}]")
+        classes, codes = _labels(y, H.shape[0])
+        if len(classes) < 2:
+            raise ValueError(f"y must contain at least 2 classes; got {len(classes)}")
+        means, _, resid = _class_stats(H, codes, len(classes))
+        centred = means - means.mean(0)
+        tr_w = float(np.einsum("ij,ij->", resid, resid)) / H.shape[0]
+        tr_b = float(np.einsum("ij,ij->", centred, centred)) / len(classes)
+        norms = np.linalg.norm(means, axis=1)
+        if np.any(norms == 0):
+            cos_max = float("nan")  # a zero class mean has no direction
+        else:
+            cos = (means @ means.T) / np.outer(norms, norms)
+            cos_max = float(cos[~np.eye(len(classes), dtype=bool)].max())
+        out[name] = {
+            "compression": tr_w / tr_b if tr_b > 0 else float("inf"),
+            "discrimination": cos_max,
+        }
+    return out
+
+
+def linear_probe(H, y, test_size: float = 0.25, seed: int = 0, C: float = 1.0, max_iter: int = 1000) -> float:
+    """Held-out accuracy of a linear probe on frozen features.
+
+    A stratified split (``test_size`` of the rows held out, ``seed``), features standardised with
+    the training rows' mean and standard deviation, then multinomial logistic regression
+    (scikit-learn, L2 penalty ``C``, L-BFGS) on the training rows; returns the accuracy on the
+    held-out rows. Alain & Bengio, "Understanding intermediate layers using linear classifier
+    probes", 2016, arXiv 1610.01644.
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X = _features(H, "H")
+    classes, codes = _labels(y, X.shape[0])
+    if len(classes) < 2:
+        raise ValueError(f"y must contain at least 2 classes; got {len(classes)}")
+    if not (0.0 < test_size < 1.0):
+        raise ValueError(f"test_size must be a fraction in (0, 1); got {test_size!r}")
+    counts = np.bincount(codes)
+    stratify = codes if counts.min() >= 2 else None
+    try:
+        Xtr, Xte, ytr, yte = train_test_split(X, codes, test_size=test_size, random_state=seed, stratify=stratify)
+    except ValueError as err:
+        raise ValueError(f"cannot split {X.shape[0]} rows with test_size={test_size}: {err}") from err
+    if len(np.unique(ytr)) < 2:
+        raise ValueError("the training split holds a single class; use more rows or a smaller test_size")
+    clf = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=max_iter))
+    clf.fit(Xtr, ytr)
+    return float(np.mean(clf.predict(Xte) == yte))
