@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 __all__ = ["ScoreSelector", "rank_scores", "top_k_mask"]
 
@@ -71,10 +71,14 @@ class ScoreSelector(SelectorMixin, BaseEstimator):
     def _validate_fit_input(self, X, y):
         if self._requires_y:
             if y is None:
-                raise ValueError(f"{type(self).__name__} is supervised: fit(X, y) needs y, got y=None")
-            n_rows = X.shape[0] if hasattr(X, "shape") else len(X)
-            y_len = len(y) if hasattr(y, "__len__") else None
-            if y_len is not None and y_len != n_rows:
+                raise ValueError(
+                    f"{type(self).__name__} is supervised and requires y to be passed, but the target y is None"
+                )
+            try:  # _num_samples also reads array-likes without __len__ (sklearn's _NotAnArray)
+                n_rows, y_len = _num_samples(X), _num_samples(y)
+            except TypeError:
+                n_rows, y_len = None, None
+            if y_len is not None and n_rows is not None and y_len != n_rows:
                 raise ValueError(
                     f"y has {y_len} entries but X has {n_rows} rows; expected one target per row of X"
                 )
