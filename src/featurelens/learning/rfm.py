@@ -1,13 +1,611 @@
-"""Recursive Feature Machines.
+"""Recursive Feature Machines (RFM): kernel ridge regression with a learned Mahalanobis metric.
 
-PLACEHOLDER: being written; replace this module."""
+RFM alternates two steps, starting from ``M = I``:
 
-class RFMRegressor:
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError('RFMRegressor')
+1. kernel ridge regression with a Mahalanobis kernel, ``alpha = (K_M(X, X) + reg I)^{-1} Y`` and
+   ``f(x) = K_M(x, X) alpha``, where
+
+   - Laplace:  ``K_M(x, z) = exp(-||x - z||_M / L)``,
+   - Gaussian: ``K_M(x, z) = exp(-||x - z||_M^2 / (2 L^2))``,  ``||u||_M = sqrt(u^T M u)``;
+
+2. the AGOP update ``G = (1/n) sum_i J(x_i)^T J(x_i)`` (``J`` the outputs x d Jacobian of ``f``),
+   then ``M <- normalize(G^power)``.
+
+Radhakrishnan, Beaglehole, Pandit, Belkin, "Mechanism for feature learning in neural networks and
+backpropagation-free machine learning models", Science 2024, arXiv 2212.13881. The defaults
+(Laplace kernel, bandwidth 10, reg 1e-3, 5 iterations, max-normalised AGOP used as M) are those of
+the reference code and of xRFM (Beaglehole, Holzmueller, Radhakrishnan, Belkin, 2025,
+arXiv 2508.10053): xRFM's kernel uses ``sqrtM = (G / max G)^{1/2}`` as a feature map, i.e. the
+Mahalanobis matrix ``G / max G``, which is ``power=1, normalize="max"`` here.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+import warnings
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._batching import chunks
+from .._validation import check_floating
+
+__all__ = ["RFMRegressor", "RFMClassifier"]
+
+_KERNELS = ("laplace", "gaussian")
+_NORMALIZE = ("max", "trace", None)
+#: Distances below this count as zero: the Laplace kernel is not differentiable there, so such
+#: pairs are left out of the gradient (the sample itself always is, by index).
+_EPS_DIST = 1e-10
+#: Elements of one kernel/gradient chunk when no batch_size is given (64 MiB in float64).
+_CHUNK_ELEMENTS = 2**23
 
 
-class RFMClassifier:
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError('RFMClassifier')
+def _check_real(value, name, *, low, low_inclusive, expected):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be {expected}; got {value!r}")
+    if value < low or (value == low and not low_inclusive):
+        raise ValueError(f"{name} must be {expected}; got {value!r}")
+    return float(value)
 
+
+def _check_device(device) -> torch.device:
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda'; got {device!r}") from err
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} was requested but CUDA is not available; use device='cpu'")
+    if dev.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
+        raise ValueError(f"device={device!r} was requested but MPS is not available; use device='cpu'")
+    return dev
+
+
+class _BaseRFM(BaseEstimator):
+    """Shared machinery of :class:`RFMRegressor` and :class:`RFMClassifier`."""
+
+    def __init__(
+        self,
+        kernel="laplace",
+        bandwidth=10.0,
+        reg=1e-3,
+        iters=5,
+        diag=False,
+        power=1.0,
+        normalize="max",
+        centering=False,
+        val_size=0.2,
+        agop_samples=None,
+        batch_size=None,
+        seed=0,
+        device="cpu",
+    ):
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.reg = reg
+        self.iters = iters
+        self.diag = diag
+        self.power = power
+        self.normalize = normalize
+        self.centering = centering
+        self.val_size = val_size
+        self.agop_samples = agop_samples
+        self.batch_size = batch_size
+        self.seed = seed
+        self.device = device
+
+    # ------------------------------------------------------------------ parameter checks
+    def _check_params(self):
+        if not isinstance(self.kernel, str) or self.kernel not in _KERNELS:
+            raise ValueError(f"kernel must be one of {_KERNELS}; got {self.kernel!r}")
+        _check_real(self.bandwidth, "bandwidth", low=0.0, low_inclusive=False, expected="a finite number > 0")
+        _check_real(self.reg, "reg", low=0.0, low_inclusive=True, expected="a finite number >= 0")
+        if isinstance(self.iters, bool) or not isinstance(self.iters, numbers.Integral) or self.iters < 0:
+            raise ValueError(f"iters must be an int >= 0; got {self.iters!r}")
+        if not isinstance(self.diag, (bool, np.bool_)):
+            raise TypeError(f"diag must be a bool; got {self.diag!r}")
+        if not isinstance(self.centering, (bool, np.bool_)):
+            raise TypeError(f"centering must be a bool; got {self.centering!r}")
+        if isinstance(self.power, bool) or not isinstance(self.power, numbers.Real) or float(self.power) not in (1.0, 0.5):
+            raise ValueError(f"power must be 1 or 0.5 (the AGOP or its matrix square root); got {self.power!r}")
+        if self.normalize not in _NORMALIZE:
+            raise ValueError(f"normalize must be one of 'max', 'trace' or None; got {self.normalize!r}")
+        vs = self.val_size
+        if vs is not None:
+            if isinstance(vs, bool) or not isinstance(vs, numbers.Real):
+                raise ValueError(f"val_size must be None, a fraction in (0, 1) or an int >= 1; got {vs!r}")
+            if isinstance(vs, numbers.Integral):
+                if vs < 1:
+                    raise ValueError(f"val_size must be None, a fraction in (0, 1) or an int >= 1; got {vs!r}")
+            elif not 0.0 < vs < 1.0:
+                raise ValueError(f"val_size must be None, a fraction in (0, 1) or an int >= 1; got {vs!r}")
+        for name in ("agop_samples", "batch_size"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1):
+                raise ValueError(f"{name} must be None or an int >= 1; got {v!r}")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral)):
+            raise ValueError(f"seed must be None or an int; got {self.seed!r}")
+        return _check_device(self.device)
+
+    # ------------------------------------------------------------------ kernel algebra
+    def _rows(self, n_cols: int, width: int) -> int:
+        """Rows per chunk: ``batch_size`` if given, else a bound on chunk elements."""
+        if self.batch_size is not None:
+            return int(self.batch_size)
+        return max(1, _CHUNK_ELEMENTS // max(1, n_cols * width))
+
+    @staticmethod
+    def _metric_parts(X: torch.Tensor, M: torch.Tensor):
+        """``X M`` and the squared M-norms of the rows of X (M is a (d,) vector when diagonal)."""
+        XM = X * M if M.ndim == 1 else X @ M
+        return XM, (X * XM).sum(1)
+
+    def _dist2(self, Xb, XbM, sqb, Z, sqz):
+        """Squared Mahalanobis distances ``||x - z||_M^2`` between the rows of Xb and Z."""
+        d2 = sqb[:, None] + sqz[None, :] - 2.0 * (XbM @ Z.T)
+        return d2.clamp_(min=0.0)
+
+    def _kernel_from_d2(self, d2: torch.Tensor) -> torch.Tensor:
+        L = float(self.bandwidth)
+        if self.kernel == "laplace":
+            return torch.exp(-torch.sqrt(d2) / L)
+        return torch.exp(-d2 / (2.0 * L * L))
+
+    def _gram(self, X: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
+        """``K_M(X, X)`` built chunk by chunk into one n x n matrix (the solve needs all of it)."""
+        n = X.shape[0]
+        XM, sq = self._metric_parts(X, M)
+        K = torch.empty(n, n, dtype=X.dtype, device=X.device)
+        for rows in chunks(n, self._rows(n, 3)):
+            K[rows] = self._kernel_from_d2(self._dist2(X[rows], XM[rows], sq[rows], X, sq))
+        # Exactly 1 on the diagonal: the expansion of ||x - x||^2 leaves rounding residue.
+        K.diagonal().fill_(1.0)
+        return K
+
+    def _solve(self, K: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+        """``(K + reg I)^{-1} Y`` by Cholesky; LU when K + reg I is not numerically positive
+        definite. ``reg`` is never changed behind the user's back: a singular system is an error."""
+        A = K.clone()
+        A.diagonal().add_(float(self.reg))
+        L, info = torch.linalg.cholesky_ex(A)
+        if int(info) == 0:
+            return torch.cholesky_solve(Y, L)
+        sol, info = torch.linalg.solve_ex(A, Y)
+        if int(info) != 0 or not bool(torch.isfinite(sol).all()):
+            raise ValueError(
+                f"the kernel system K + reg*I is singular with reg={self.reg!r}; "
+                "expected a larger reg (e.g. 1e-3) or fewer duplicate rows in X"
+            )
+        return sol
+
+    def _predict_raw(self, X: torch.Tensor, Z: torch.Tensor, M: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
+        """``f(X) = K_M(X, Z) alpha`` chunk by chunk, shape (n, outputs)."""
+        ZM, sqz = self._metric_parts(Z, M)
+        XM, sqx = self._metric_parts(X, M)
+        out = torch.empty(X.shape[0], alpha.shape[1], dtype=X.dtype, device=X.device)
+        for rows in chunks(X.shape[0], self._rows(Z.shape[0], 3)):
+            out[rows] = self._kernel_from_d2(self._dist2(X[rows], XM[rows], sqx[rows], Z, sqz)) @ alpha
+        return out
+
+    def _grad_chunks(self, X, Z, M, alpha, self_index=None):
+        """Yield ``(rows, H)`` with ``H`` (rows, outputs, d) such that ``grad f_c(x_i) = s M h_ic``.
+
+        Laplace: ``h_ic = sum_j alpha_jc K_ij / ||x_i - z_j||_M (z_j - x_i)``, ``s = 1/L``;
+        Gaussian: ``h_ic = sum_j alpha_jc K_ij (z_j - x_i)``, ``s = 1/L^2``. Written as
+        ``Q (alpha_c * Z) - (Q alpha_c) x_i`` it is one matmul per chunk, no loop over samples.
+        ``self_index[i]`` is the column of x_i in Z (its own term is dropped: the Laplace kernel has
+        no gradient at distance 0, and the Gaussian term is 0 there anyway).
+        """
+        n_z, d = Z.shape
+        c = alpha.shape[1]
+        ZM, sqz = self._metric_parts(Z, M)
+        XM, sqx = self._metric_parts(X, M)
+        AZ = (alpha[:, :, None] * Z[:, None, :]).reshape(n_z, c * d)
+        for rows in chunks(X.shape[0], self._rows(n_z, c * d + 3)):
+            d2 = self._dist2(X[rows], XM[rows], sqx[rows], Z, sqz)
+            if self.kernel == "laplace":
+                dist = torch.sqrt(d2)
+                Q = torch.exp(-dist / float(self.bandwidth))
+                Q = torch.where(dist > _EPS_DIST, Q / dist.clamp(min=_EPS_DIST), torch.zeros_like(Q))
+            else:
+                Q = self._kernel_from_d2(d2)
+            if self_index is not None:
+                r = torch.arange(rows.stop - rows.start, device=X.device)
+                Q[r, self_index[rows]] = 0.0
+            H = (Q @ AZ).reshape(-1, c, d) - (Q @ alpha)[:, :, None] * X[rows][:, None, :]
+            yield rows, H
+
+    def _scale(self) -> float:
+        L = float(self.bandwidth)
+        return 1.0 / L if self.kernel == "laplace" else 1.0 / (L * L)
+
+    def _gradients(self, X, Z, M, alpha, self_index=None) -> torch.Tensor:
+        """Per-sample Jacobians of the predictor, shape (n, outputs, d)."""
+        out = torch.empty(X.shape[0], alpha.shape[1], X.shape[1], dtype=X.dtype, device=X.device)
+        s = self._scale()
+        for rows, H in self._grad_chunks(X, Z, M, alpha, self_index):
+            out[rows] = s * (H * M if M.ndim == 1 else H @ M)  # M symmetric: (M h)^T = h^T M
+        return out
+
+    def _agop(self, X, Z, M, alpha, self_index) -> torch.Tensor:
+        """``G = (1/n) sum_i J_i^T J_i`` (minus ``sum_c gbar_c gbar_c^T`` when centering), in
+        float64. Because ``J_i = s H_i M``, ``G = s^2 M (1/n sum_i H_i^T H_i) M``: the d x d
+        products with M are done once, not per sample."""
+        n, d = X.shape
+        c = alpha.shape[1]
+        dev = X.device
+        acc = torch.zeros(d if self.diag else (d, d), dtype=torch.float64, device=dev)
+        hsum = torch.zeros(c, d, dtype=torch.float64, device=dev)
+        for _, H in self._grad_chunks(X, Z, M, alpha, self_index):
+            Hf = H.reshape(-1, d).to(torch.float64)
+            if self.diag:
+                acc += (Hf * Hf).sum(0)
+            else:
+                acc += Hf.T @ Hf
+            hsum += H.to(torch.float64).sum(0)
+        acc /= n
+        if self.centering:
+            mean = hsum / n  # per-output mean gradient (before the M factor)
+            acc -= (mean * mean).sum(0) if self.diag else mean.T @ mean
+        M64 = M.to(torch.float64)
+        G = M64 * acc * M64 if self.diag else M64 @ acc @ M64
+        return G * self._scale() ** 2
+
+    def _next_M(self, G: torch.Tensor) -> torch.Tensor | None:
+        """``normalize(G^power)``; None when G is zero (a constant predictor has no features)."""
+        if self.diag:
+            G = G.clamp(min=0.0)
+            P = G if float(self.power) == 1.0 else torch.sqrt(G)
+        else:
+            G = 0.5 * (G + G.T)
+            if float(self.power) == 1.0:
+                P = G
+            else:
+                w, U = torch.linalg.eigh(G)
+                P = (U * w.clamp(min=0.0).sqrt()) @ U.T
+                P = 0.5 * (P + P.T)
+        if self.normalize == "max":
+            scale = float(P.abs().max())
+            if scale <= 0.0 or not math.isfinite(scale):
+                return None
+            P = P / scale
+        elif self.normalize == "trace":
+            tr = float(P.sum() if self.diag else P.diagonal().sum())
+            if tr <= 0.0 or not math.isfinite(tr):
+                return None
+            P = P * (P.shape[0] / tr)
+        elif float(P.abs().max()) <= 0.0:
+            return None
+        return P
+
+    # ------------------------------------------------------------------ fit
+    def _encode_targets(self, y: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _val_key(self, pred: torch.Tensor, Y: torch.Tensor, y_raw) -> tuple[tuple, dict]:  # pragma: no cover
+        raise NotImplementedError
+
+    def _fit(self, X, y, X_val, y_val):
+        device = self._check_params()
+        X, y = validate_data(
+            self, X, y, dtype=[np.float64, np.float32], multi_output=self._multi_output,
+            ensure_all_finite=False, y_numeric=not isinstance(self, ClassifierMixin),
+        )
+        check_floating(X, "X")
+        if not isinstance(self, ClassifierMixin):
+            y = np.asarray(y, dtype=np.float64)
+            check_floating(y, "y")
+        n, d = X.shape
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be given together; got only "
+                             + ("X_val" if y_val is None else "y_val"))
+        Y = self._encode_targets(y)  # (n, outputs) float64
+        rng = np.random.default_rng(self.seed)
+
+        if X_val is not None:
+            Xv = np.asarray(X_val) if not hasattr(X_val, "iloc") else X_val
+            if getattr(Xv, "ndim", 0) != 2 or Xv.shape[1] != d:
+                raise ValueError(
+                    f"X_val has {Xv.shape[1] if getattr(Xv, 'ndim', 0) == 2 else 'not 2-d'} features, but "
+                    f"{type(self).__name__} is expecting {d} features as input (a 2-d array like X)"
+                )
+            Xv = validate_data(self, X_val, reset=False, dtype=X.dtype, ensure_all_finite=False)
+            check_floating(Xv, "X_val")
+            yv = np.asarray(y_val)
+            if yv.shape[0] != Xv.shape[0]:
+                raise ValueError(f"y_val must have one entry per row of X_val ({Xv.shape[0]}); got {yv.shape[0]}")
+            if not isinstance(self, ClassifierMixin):
+                yv = yv.astype(np.float64)
+                check_floating(yv, "y_val")
+            Yv = self._encode_targets(yv, fitted=True)
+            Xt, Yt = X, Y
+            self.val_source_ = "given"
+        elif self.val_size is not None:
+            n_val = int(self.val_size) if isinstance(self.val_size, numbers.Integral) else math.ceil(self.val_size * n)
+            if n_val >= n:
+                raise ValueError(
+                    f"val_size={self.val_size!r} leaves no training rows out of n_samples = {n} "
+                    f"({n} sample{'s' if n != 1 else ''}); expected more samples, a smaller val_size or val_size=None"
+                )
+            perm = rng.permutation(n)
+            val_idx, tr_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+            Xt, Yt, Xv, Yv, yv = X[tr_idx], Y[tr_idx], X[val_idx], Y[val_idx], y[val_idx]
+            self.val_source_ = "split"
+        else:
+            Xt, Yt, Xv, Yv, yv = X, Y, None, None, None
+            self.val_source_ = "none"
+
+        dtype = torch.float64 if X.dtype == np.float64 else torch.float32
+        tX = torch.as_tensor(Xt, dtype=dtype, device=device)
+        tY = torch.as_tensor(Yt, dtype=dtype, device=device)
+        tXv = None if Xv is None else torch.as_tensor(Xv, dtype=dtype, device=device)
+        tYv = None if Yv is None else torch.as_tensor(Yv, dtype=dtype, device=device)
+        nt = tX.shape[0]
+        if self.agop_samples is not None and self.agop_samples < nt:
+            agop_idx = np.sort(rng.choice(nt, size=int(self.agop_samples), replace=False))
+        else:
+            agop_idx = np.arange(nt)
+        agop_idx_t = torch.as_tensor(agop_idx, device=device)
+
+        M = torch.ones(d, dtype=torch.float64, device=device) if self.diag else torch.eye(d, dtype=torch.float64, device=device)
+        history, best = [], None
+        for t in range(int(self.iters) + 1):
+            start = time.perf_counter()
+            Mw = M.to(dtype)
+            alpha = self._solve(self._gram(tX, Mw), tY)
+            # Training predictions without another kernel product: K alpha = Y - reg alpha.
+            train_pred = tY - float(self.reg) * alpha
+            record = {"iter": t, "train_mse": float(((train_pred - tY) ** 2).mean())}
+            key = None
+            if tXv is not None:
+                val_pred = self._predict_raw(tXv, tX, Mw, alpha)
+                key, scores = self._val_key(val_pred, tYv, yv)
+                record.update(scores)
+            if best is None or (key is not None and key < best[0]):
+                best = (key, t, M.clone(), alpha.clone())
+            stop = t == int(self.iters)
+            if not stop:
+                G = self._agop(tX[agop_idx_t], tX, Mw, alpha, agop_idx_t)
+                new_M = self._next_M(G)
+                if new_M is None:
+                    warnings.warn(
+                        f"the AGOP is zero at iteration {t} (the predictor is constant); stopping after "
+                        f"{t + 1} of {int(self.iters) + 1} fits", RuntimeWarning, stacklevel=3,
+                    )
+                    stop = True
+                else:
+                    M = new_M
+            record["seconds"] = time.perf_counter() - start
+            history.append(record)
+            if stop:
+                break
+        if tXv is None:  # no validation data: the last iterate is the model
+            best = (None, t, M.clone(), alpha)
+        _, self.best_iter_, M_best, alpha_best = best
+        M_best = M_best.to(torch.float64).cpu().numpy()
+        self.M_ = np.diag(M_best) if self.diag else M_best
+        self.feature_importances_ = np.diag(self.M_).copy()
+        self.alphas_ = alpha_best.cpu().numpy()
+        self.X_fit_ = np.ascontiguousarray(Xt)
+        self.history_ = history
+        self.n_iter_ = len(history) - 1
+        return self
+
+    # ------------------------------------------------------------------ predict / gradients
+    def _tensors(self, X):
+        check_is_fitted(self, "alphas_")
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], ensure_all_finite=False)
+        check_floating(X, "X")
+        device = _check_device(self.device)
+        dtype = torch.as_tensor(self.X_fit_[:0]).dtype
+        tX = torch.as_tensor(np.asarray(X, dtype=self.X_fit_.dtype), dtype=dtype, device=device)
+        Z = torch.as_tensor(self.X_fit_, device=device)
+        M = np.diag(self.M_).copy() if self.diag else self.M_
+        tM = torch.as_tensor(M, dtype=dtype, device=device)
+        alpha = torch.as_tensor(self.alphas_, device=device)
+        return tX, Z, tM, alpha
+
+    def _decision(self, X) -> np.ndarray:
+        tX, Z, M, alpha = self._tensors(X)
+        return self._predict_raw(tX, Z, M, alpha).cpu().numpy()
+
+    def gradients(self, X) -> np.ndarray:
+        """Jacobians of the fitted predictor at the rows of X, shape (n, outputs, d).
+
+        Laplace: ``grad f(x) = (1/L) sum_j alpha_j K_M(x, z_j) M (z_j - x) / ||x - z_j||_M`` (terms
+        with ``||x - z_j||_M < 1e-10`` are dropped: the kernel has no gradient there);
+        Gaussian: ``grad f(x) = (1/L^2) sum_j alpha_j K_M(x, z_j) M (z_j - x)``. For the
+        classifier the outputs are the regression outputs before :meth:`predict_proba`.
+        """
+        tX, Z, M, alpha = self._tensors(X)
+        return self._gradients(tX, Z, M, alpha).cpu().numpy()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+
+class RFMRegressor(RegressorMixin, _BaseRFM):
+    """Recursive Feature Machine regressor (scikit-learn estimator).
+
+    Alternates kernel ridge regression ``alpha = (K_M(X, X) + reg I)^{-1} y`` with the AGOP update
+    ``M <- normalize(((1/n) sum_i J(x_i)^T J(x_i))^power)``, for ``iters`` updates from ``M = I``
+    (``iters + 1`` kernel fits), and keeps the iterate with the lowest validation MSE.
+    Radhakrishnan et al., Science 2024, arXiv 2212.13881; xRFM: Beaglehole et al. 2025,
+    arXiv 2508.10053.
+
+    Parameters
+    ----------
+    kernel : {"laplace", "gaussian"}
+        ``exp(-||x - z||_M / L)`` or ``exp(-||x - z||_M^2 / (2 L^2))``.
+    bandwidth : float > 0
+        ``L`` above (default 10, as in the reference code and xRFM).
+    reg : float >= 0
+        Ridge added to the kernel matrix's diagonal. Never changed by ``fit``: a singular system
+        raises a ValueError.
+    iters : int >= 0
+        Number of AGOP updates of M (``iters=0`` is plain kernel ridge regression, ``M = I``).
+    diag : bool
+        Learn a diagonal M only (the diagonal of the AGOP), d numbers instead of d x d.
+    power : 1 or 0.5
+        ``M`` is the AGOP (1, as in the original RFM and xRFM) or its matrix square root (0.5, as
+        in the grokking code of Mallinar et al. 2024, arXiv 2407.20199), via an eigendecomposition.
+    normalize : {"max", "trace", None}
+        Applied after the power: divide by the largest entry (max entry 1), scale to trace d (the
+        trace of the initial ``M = I``, so the bandwidth keeps its scale), or leave the AGOP's
+        own scale (``1/n`` average of the Jacobian outer products).
+    centering : bool
+        Subtract each output's mean gradient over the AGOP samples before the outer products:
+        ``G = (1/n) sum_i (J_i - Jbar)^T (J_i - Jbar)`` (used by the grokking code).
+    val_size : None, float in (0, 1) or int >= 1
+        Size of the internal validation split (drawn with ``seed``) on which the best iterate is
+        kept. Not used when ``fit`` receives ``X_val, y_val`` (then all of X trains, and
+        ``val_source_`` says "given"). ``None`` without ``X_val``: no validation, the last iterate
+        is kept.
+    agop_samples : None or int >= 1
+        Compute the AGOP on this many training rows drawn with ``seed`` (None: all of them).
+    batch_size : None or int >= 1
+        Rows per chunk of the kernel, prediction and gradient computations (None: chunks of about
+        8 million elements); bounds memory, does not change results.
+    seed : int or None
+        Seeds the validation split and the AGOP subsample.
+    device : str or torch.device
+        Where the torch computations run ("cpu", "cuda", ...).
+
+    Attributes
+    ----------
+    M_ : (d, d) ndarray
+        The Mahalanobis matrix of the kept iterate (diagonal when ``diag``).
+    feature_importances_ : (d,) ndarray
+        ``diag(M_)``.
+    alphas_ : (n_fit, outputs) ndarray
+        Kernel ridge coefficients of the kept iterate.
+    X_fit_ : (n_fit, d) ndarray
+        The training rows (the rows not held out for validation).
+    history_ : list of dict
+        Per kernel fit: ``iter``, ``train_mse``, and with validation ``val_mse`` and ``val_r2``;
+        ``seconds`` (solve, validation and the AGOP update that follows).
+    best_iter_ : int
+        Iteration of the kept iterate (``M`` after ``best_iter_`` AGOP updates).
+    val_source_ : {"split", "given", "none"}
+        Where the validation data came from.
+    """
+
+    _multi_output = True
+
+    def _encode_targets(self, y, fitted=False):
+        y = np.asarray(y, dtype=np.float64)
+        if not fitted:
+            self._y_ndim = y.ndim
+        return y[:, None] if y.ndim == 1 else y
+
+    def _val_key(self, pred, Y, y_raw):
+        err = ((pred - Y) ** 2).to(torch.float64)
+        mse = float(err.mean())
+        var = ((Y - Y.mean(0)) ** 2).to(torch.float64).mean(0)
+        r2 = float((1.0 - err.mean(0) / var.clamp(min=1e-300)).mean()) if bool((var > 0).all()) else float("nan")
+        return (mse,), {"val_mse": mse, "val_r2": r2}
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Fit on (X, y); ``X_val, y_val`` (optional) select the best iterate instead of the
+        internal ``val_size`` split."""
+        return self._fit(X, y, X_val, y_val)
+
+    def predict(self, X) -> np.ndarray:
+        """``f(X) = K_M(X, X_fit_) alphas_``; shape (n,) for a 1-d y, else (n, outputs)."""
+        out = self._decision(X)
+        return out[:, 0] if self._y_ndim == 1 else out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = True
+        return tags
+
+
+class RFMClassifier(ClassifierMixin, _BaseRFM):
+    """Recursive Feature Machine classifier: :class:`RFMRegressor` on coded labels.
+
+    Two classes: one output with targets -1/+1; C > 2 classes: one-hot 0/1 targets, C outputs.
+    The AGOP sums the outer products of all outputs' gradients. The best iterate is the one with
+    the highest validation accuracy (ties: lower MSE to the coded targets).
+    ``predict`` returns the label of the largest output (binary: ``f > 0``).
+    ``predict_proba`` clips and normalises the regression outputs (no calibration):
+    binary ``p(+) = clip((1 + f) / 2, 0, 1)``; C > 2 ``p_k = max(f_k, 0) / sum_j max(f_j, 0)``,
+    and ``softmax(f)`` on the rows where every output is <= 0. Both maps are increasing in each
+    output, so the most probable class is the predicted one.
+    Radhakrishnan et al., Science 2024, arXiv 2212.13881.
+
+    Parameters and attributes are those of :class:`RFMRegressor`, plus ``classes_``; its
+    ``history_`` records ``val_accuracy`` and ``val_mse``.
+    """
+
+    _multi_output = False
+
+    def _encode_targets(self, y, fitted=False):
+        if not fitted:
+            check_classification_targets(y)
+            self.classes_, idx = np.unique(y, return_inverse=True)
+            if len(self.classes_) < 2:
+                raise ValueError(
+                    f"y must hold at least 2 classes; got 1 class ({self.classes_[0]!r})"
+                )
+        else:
+            known = np.isin(y, self.classes_)
+            if not known.all():
+                raise ValueError(
+                    f"y_val holds labels not seen in y: {np.unique(np.asarray(y)[~known])[:5].tolist()}; "
+                    f"expected labels among {self.classes_.tolist()}"
+                )
+            idx = np.searchsorted(self.classes_, y)
+        idx = np.asarray(idx).ravel()
+        if len(self.classes_) == 2:
+            return (2.0 * idx - 1.0)[:, None]
+        Y = np.zeros((idx.shape[0], len(self.classes_)))
+        Y[np.arange(idx.shape[0]), idx] = 1.0
+        return Y
+
+    def _labels_index(self, raw: torch.Tensor) -> torch.Tensor:
+        return (raw[:, 0] > 0).long() if raw.shape[1] == 1 else raw.argmax(1)
+
+    def _val_key(self, pred, Y, y_raw):
+        acc = float((self._labels_index(pred) == self._labels_index(Y)).double().mean())
+        mse = float(((pred - Y) ** 2).to(torch.float64).mean())
+        return (-acc, mse), {"val_accuracy": acc, "val_mse": mse}
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Fit on (X, y); ``X_val, y_val`` (optional) select the best iterate instead of the
+        internal ``val_size`` split."""
+        return self._fit(X, y, X_val, y_val)
+
+    def decision_function(self, X) -> np.ndarray:
+        """The regression outputs: shape (n,) for two classes (> 0 means ``classes_[1]``), else
+        (n, C)."""
+        out = self._decision(X)
+        return out[:, 0] if out.shape[1] == 1 else out
+
+    def predict(self, X) -> np.ndarray:
+        raw = torch.as_tensor(self._decision(X))
+        return self.classes_[self._labels_index(raw).numpy()]
+
+    def predict_proba(self, X) -> np.ndarray:
+        raw = self._decision(X)
+        if raw.shape[1] == 1:
+            p1 = np.clip((1.0 + raw[:, 0]) / 2.0, 0.0, 1.0)
+            return np.stack([1.0 - p1, p1], axis=1)
+        pos = np.maximum(raw, 0.0)
+        total = pos.sum(1, keepdims=True)
+        soft = np.exp(raw - raw.max(1, keepdims=True))
+        soft /= soft.sum(1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(total > 0, pos / np.where(total > 0, total, 1.0), soft)
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
