@@ -305,9 +305,78 @@ def _emd_scipy(a: np.ndarray, b: np.ndarray, cost: np.ndarray) -> float:
     return float(res.fun)
 
 
-def relevance_mass(*args, **kwargs):  # PLACEHOLDER: being written
-    raise NotImplementedError("relevance_mass")
+# --------------------------------------------------------------------------------------------------
+# relevance mass and rank accuracy (Arras et al. 2022)
+
+_MASS_MODES = ("positive", "abs", "signed")
 
 
-def relevance_rank_accuracy(*args, **kwargs):  # PLACEHOLDER: being written
-    raise NotImplementedError("relevance_rank_accuracy")
+def _flat_pair(attributions, masks) -> tuple[np.ndarray, np.ndarray]:
+    """(a as float64 (N, D), mask as bool (N, D)); a mask without the channel axis of an image
+    batch (N, H, W) / (N, 1, H, W) is spread over the channels."""
+    a = _to_numpy(attributions, "a").astype(np.float64, copy=False)
+    m = _to_numpy(masks, "masks")
+    if a.ndim < 2:
+        raise ValueError(f"a must be a batch with the samples first, shape (n, ...); got shape {a.shape}")
+    if m.shape != a.shape:
+        if a.ndim == 4 and m.shape in ((a.shape[0],) + a.shape[2:], (a.shape[0], 1) + a.shape[2:]):
+            m = np.broadcast_to(m.reshape(a.shape[0], 1, *a.shape[2:]), a.shape)
+        else:
+            raise ValueError(
+                f"masks must have the shape of a {a.shape} (or of its spatial map); got shape {m.shape}"
+            )
+    if not np.all(np.isfinite(a)):
+        raise ValueError("a contains NaN or inf values; expected finite numbers")
+    if m.dtype != bool:
+        if not np.all((m == 0) | (m == 1)):
+            raise ValueError("masks must be boolean or hold only 0 and 1; got other values")
+        m = m.astype(bool)
+    n = a.shape[0]
+    return a.reshape(n, -1), m.reshape(n, -1)
+
+
+def relevance_mass(a, masks, *, mode: str = "positive") -> np.ndarray:
+    """Relevance mass accuracy: the share of the relevance that falls inside the mask.
+
+    ``R_in / R_total`` with ``R = sum of r_i`` over the mask / the whole input, per sample (Arras,
+    Osman & Samek 2022, Information Fusion 81, arXiv:2003.07258). ``mode`` picks ``r``:
+    ``"positive"`` (default, the paper: ``max(a, 0)``), ``"abs"`` (``|a|``; Quantus
+    ``RelevanceMassAccuracy(abs=True)``) or ``"signed"`` (``a`` itself; Quantus's default
+    ``abs=False``, whose ratio can leave [0, 1]). Normalising ``a`` does not change the ratio. NaN
+    where the mask is empty or the total is 0. Returns float64 (n,).
+    """
+    if mode not in _MASS_MODES:
+        raise ValueError(f"mode must be one of {_MASS_MODES}; got {mode!r}")
+    v, m = _flat_pair(a, masks)
+    if mode == "positive":
+        v = np.maximum(v, 0.0)
+    elif mode == "abs":
+        v = np.abs(v)
+    inside = (v * m).sum(axis=1)
+    total = v.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = inside / total
+    out[(m.sum(axis=1) == 0) | (total == 0)] = np.nan
+    return out
+
+
+def relevance_rank_accuracy(a, masks, *, abs: bool = False) -> np.ndarray:
+    """Relevance rank accuracy: the share of the K highest-ranked elements that lie in the mask.
+
+    ``|top_K(a) ∩ GT| / K`` with ``K = |GT|`` per sample (Arras, Osman & Samek 2022, Information
+    Fusion 81, arXiv:2003.07258); ranks by the signed ``a`` as in Quantus's
+    ``RelevanceRankAccuracy`` (default ``abs=False``), by ``|a|`` with ``abs=True``. Ties are broken
+    by the smaller flat index (stable sort; Quantus's unstable sort may differ only on ties). NaN
+    where the mask is empty. Returns float64 (n,).
+    """
+    v, m = _flat_pair(a, masks)
+    if abs:
+        v = np.abs(v)
+    k = m.sum(axis=1)
+    order = np.argsort(-v, axis=1, kind="stable")
+    hits = np.take_along_axis(m, order, axis=1)
+    top = np.arange(v.shape[1])[None, :] < k[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (hits & top).sum(axis=1) / k.astype(np.float64)
+    out[k == 0] = np.nan
+    return out

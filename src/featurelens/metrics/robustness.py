@@ -1,15 +1,104 @@
-"""Robustness metrics.
+"""Robustness metrics: does the explanation stay put when the input moves a little?
 
-PLACEHOLDER: being written; replace this module."""
+Each metric takes a featurelens explainer (``fl.explainer(name, model, ...)``), a batch ``x``
+(samples first) and ``target`` (None = the predicted class of the clean input, kept for the noisy
+copies; an int; or one int per sample). The ``n_samples`` noisy copies of every sample are
+explained in ONE batched ``explain`` call on the expanded batch (n_samples * n rows,
+copy-major), which the explainer chunks through the Model's batching.
 
-def max_sensitivity(*args, **kwargs):
-    raise NotImplementedError('max_sensitivity')
+Noise: uniform in the L-inf ball of radius ``r_i = radius * (max x_i - min x_i)`` around each
+sample (``relative=True``, default: the scale follows the data, as SmoothGrad's noise does), or
+``r_i = radius`` (``relative=False``; Quantus's ``MaxSensitivity`` adds U(-0.2, 0.2), i.e.
+``radius=0.2, relative=False``). The draws are
+:func:`featurelens.metrics._perturb.uniform_draws` of ``seed``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..explainers._base import Explainer
+from . import _perturb as P
+
+__all__ = ["max_sensitivity", "avg_sensitivity", "local_lipschitz"]
 
 
-def avg_sensitivity(*args, **kwargs):
-    raise NotImplementedError('avg_sensitivity')
+def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions):
+    if not isinstance(explainer, Explainer):
+        raise TypeError(
+            "explainer must be a featurelens Explainer, e.g. fl.explainer('saliency', model); "
+            f"got {type(explainer).__name__}"
+        )
+    radius = P.check_positive_float(radius, "radius")
+    n_samples = P.check_positive_int(n_samples, "n_samples")
+    seed = P.check_seed(seed)
+    m = explainer.model
+    xt = m.to_tensor(x, "x")
+    n = xt.shape[0]
+    t = m.resolve_target(target, xt)
+    if attributions is None:
+        a = explainer.explain(xt, target=t.cpu().numpy()).values
+    else:
+        a = P.attributions_array(attributions, "attributions")
+    if a.ndim < 1 or a.shape[0] != n:
+        raise ValueError(f"attributions must hold one map per sample ({n}); got shape {a.shape}")
+    a = np.asarray(a, dtype=np.float64).reshape(n, -1)
+    r = radius * (P.input_range(xt) if relative else torch.ones(n, device=xt.device))
+    noise = np.stack(list(P.uniform_draws(seed, n_samples, tuple(xt.shape), r.double().cpu().numpy())))
+    noise_t = torch.as_tensor(noise, device=xt.device).to(xt.dtype)
+    x_noisy = (xt.unsqueeze(0) + noise_t).reshape(n_samples * n, *xt.shape[1:])
+    e = explainer.explain(x_noisy, target=t.repeat(n_samples).cpu().numpy())
+    a_noisy = np.asarray(e.values, dtype=np.float64).reshape(n_samples, n, -1)
+    if a_noisy.shape[2] != a.shape[1]:
+        raise ValueError(
+            f"attributions have {a.shape[1]} values per sample but the explainer returns {a_noisy.shape[2]}"
+        )
+    return a, a_noisy, noise.reshape(n_samples, n, -1)
 
 
-def local_lipschitz(*args, **kwargs):
-    raise NotImplementedError('local_lipschitz')
+def _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions):
+    a, a_noisy, _ = _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions)
+    num = np.linalg.norm(a_noisy - a[None], axis=2)  # (n_samples, n)
+    den = np.linalg.norm(a, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return num / den[None]
 
+
+def max_sensitivity(
+    explainer, x, target=None, radius=0.1, n_samples=10, seed=0, *, relative=True, attributions=None
+):
+    """Max-sensitivity (Yeh, Hsieh, Suggala, Inouye & Ravikumar 2019, NeurIPS, arXiv:1901.09392).
+
+    ``SENS_max(x) = max_j ||a(x + u_j) - a(x)||_2 / ||a(x)||_2`` over ``n_samples`` noise draws
+    ``u_j`` uniform in the L-inf ball (see the module docstring); norms over the flattened map
+    (Frobenius), normalised by ``||a(x)||`` as in Quantus's ``MaxSensitivity``. Lower is more
+    robust. ``attributions`` (optional) replaces ``a(x)``; by default the explainer computes it.
+    NaN for an all-zero map. Returns float64 (n,).
+    """
+    return _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions).max(0)
+
+
+def avg_sensitivity(
+    explainer, x, target=None, radius=0.1, n_samples=10, seed=0, *, relative=True, attributions=None
+):
+    """Average sensitivity (Yeh et al. 2019, arXiv:1901.09392): as :func:`max_sensitivity` with the
+    mean over the noise draws instead of the maximum,
+    ``SENS_avg(x) = mean_j ||a(x + u_j) - a(x)||_2 / ||a(x)||_2``. Returns float64 (n,)."""
+    return _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions).mean(0)
+
+
+def local_lipschitz(
+    explainer, x, target=None, radius=0.1, n_samples=10, seed=0, *, relative=True, attributions=None
+):
+    """Local Lipschitz estimate (Alvarez-Melis & Jaakkola 2018, arXiv:1806.08049).
+
+    ``L(x) = max_j ||a(x + u_j) - a(x)||_2 / ||u_j||_2`` over ``n_samples`` points of the L-inf
+    ball around ``x`` (uniform draws, see the module docstring; the paper maximises over the ball,
+    this is the sampled estimate). Unnormalised: in attribution units per input unit. Quantus's
+    ``LocalLipschitzEstimate`` uses Gaussian noise and max-normalised maps instead. Lower is more
+    robust. Returns float64 (n,).
+    """
+    a, a_noisy, noise = _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions)
+    num = np.linalg.norm(a_noisy - a[None], axis=2)
+    return (num / np.linalg.norm(noise, axis=2)).max(0)

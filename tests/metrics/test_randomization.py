@@ -1,0 +1,68 @@
+"""Model-parameter randomisation: planted cases where the answer is known."""
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import spearmanr
+
+import featurelens as fl
+
+M = fl.metrics
+
+
+def test_saliency_of_a_linear_model_follows_the_new_weights():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 3).double()
+    before = {k: v.clone() for k, v in lin.state_dict().items()}
+    x = np.random.default_rng(0).normal(size=(4, 8))
+    r = M.model_randomization("saliency", lin, x, target=1, seed=3)
+    # The user's model is untouched.
+    for k, v in lin.state_dict().items():
+        assert torch.equal(v, before[k])
+    # Reference: the re-initialised layer under seed + 1; saliency of output 1 is its weight row.
+    ref = torch.nn.Linear(8, 3).double()
+    ref.load_state_dict(before)
+    torch.manual_seed(4)
+    ref.reset_parameters()
+    rho = spearmanr(np.abs(before["weight"][1].numpy()), np.abs(ref.weight[1].detach().numpy()))[0]
+    assert r["layers"] == [""]
+    np.testing.assert_allclose(r["similarity"], np.full((1, 4), rho), atol=1e-12)
+    np.testing.assert_allclose(r["last"], rho, atol=1e-12)
+
+
+def test_model_independent_explainer_scores_one(small_cnn):
+    # The seeded random map does not depend on the weights: every layer's similarity is 1.
+    x = np.random.default_rng(1).normal(size=(3, 1, 8, 8)).astype(np.float32)
+    r = M.model_randomization("random", small_cnn, x, explainer_params={"seed": 0})
+    assert r["layers"] == ["6", "2", "0"]  # top down: the Linear, then the convolutions
+    np.testing.assert_allclose(r["similarity"], 1.0)
+    assert r["similarity"].shape == (3, 3) and r["mean"].shape == (3,) and r["average"].shape == (3,)
+
+
+def test_global_random_state_is_kept(small_cnn):
+    x = np.random.default_rng(1).normal(size=(2, 1, 8, 8)).astype(np.float32)
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    M.model_randomization("saliency", small_cnn, x)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_independent_order_equals_one_layer_at_a_time(small_cnn):
+    x = np.random.default_rng(2).normal(size=(2, 1, 8, 8)).astype(np.float32)
+    r = M.model_randomization("saliency", small_cnn, x, layer_order="independent", seed=5)
+    top = M.model_randomization("saliency", small_cnn, x, seed=5)
+    # The first step of both orders randomises only the top layer.
+    np.testing.assert_allclose(r["similarity"][0], top["similarity"][0])
+
+
+def test_errors(small_cnn):
+    x = np.zeros((2, 1, 8, 8), np.float32)
+    with pytest.raises(ValueError, match="unknown explainer name"):
+        M.model_randomization("salincy", small_cnn, x)
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
+        M.model_randomization("saliency", lambda z: z, x)
+    with pytest.raises(ValueError, match="layer_order must be one of"):
+        M.model_randomization("saliency", small_cnn, x, layer_order="bottom_up")
+    with pytest.raises(TypeError, match="seed must be an int"):
+        M.model_randomization("saliency", small_cnn, x, seed="0")
