@@ -1,0 +1,448 @@
+"""Loading a model file and a data file for ``featurelens audit``, without running untrusted code.
+
+Models
+------
+- **TorchScript** (``torch.jit.save``; a zip archive with a ``code/`` folder): ``torch.jit.load``.
+  TorchScript is executed by torch's own interpreter, not by unpickling Python objects.
+- **A torch state dict** (``torch.save(model.state_dict(), f)``): read with
+  ``torch.load(weights_only=True)`` (tensors and plain containers only) into a built-in
+  architecture named by ``architecture`` (:data:`featurelens.bench.models.MODELS`).
+- **skops** (``skops.io.dump``): ``skops.io.load`` with the default trusted types; a file holding
+  other types is refused unless ``trust=True``, and the refusal lists them.
+- **joblib / pickle** (and a whole torch module saved with ``torch.save(model)``): unpickling runs
+  whatever code the file names, so these load only with ``trust=True`` (``--trust-model-file``).
+
+Data
+----
+``.npy`` and ``.npz`` (``allow_pickle=False``), ``.csv`` and ``.parquet`` (pandas; parquet needs
+pyarrow or fastparquet). Rows are samples; the data must be numeric, finite and non-empty.
+
+Every problem raises :class:`LoadError`, whose ``exit_code`` is 2 for a usage problem (a missing
+flag or option, an unsupported file type) and 1 for a file that cannot be used (corrupt,
+mismatched, non-numeric).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import zipfile
+
+import numpy as np
+
+__all__ = ["LoadError", "load_model", "load_data", "load_labels", "check_model_data", "as_callable"]
+
+TORCH_SUFFIXES = (".pt", ".pth", ".ts", ".torchscript", ".jit")
+PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle", ".sav")
+SKOPS_SUFFIXES = (".skops",)
+DATA_SUFFIXES = (".npy", ".npz", ".csv", ".parquet", ".pq")
+
+_WHY_PICKLE = (
+    "unpickling runs whatever code the file names, so a model file from an untrusted source can "
+    "take over this machine"
+)
+
+
+class LoadError(ValueError):
+    """A model or data file that cannot be loaded; ``exit_code`` 2 = usage, 1 = bad file."""
+
+    def __init__(self, message: str, exit_code: int = 1):
+        super().__init__(message)
+        self.exit_code = int(exit_code)
+
+
+# ------------------------------------------------------------------------------------------------
+# models
+
+
+def _suffix(path: str) -> str:
+    return os.path.splitext(path)[1].lower()
+
+
+def _zip_names(path: str) -> list[str] | None:
+    if not zipfile.is_zipfile(path):
+        return None
+    try:
+        with zipfile.ZipFile(path) as z:
+            return z.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return None
+
+
+def _is_torchscript(names: list[str] | None) -> bool:
+    # torch.jit.save writes <archive>/code/... and <archive>/constants.pkl; torch.save does not.
+    return bool(names) and any("/code/" in n or n.endswith("constants.pkl") for n in names)
+
+
+def _is_torch_save(names: list[str] | None) -> bool:
+    return bool(names) and any(n.endswith("data.pkl") for n in names)
+
+
+def _state_dict(obj):
+    """The state dict inside a loaded checkpoint (a dict of tensors, possibly under a key), or None."""
+    import torch
+
+    if isinstance(obj, dict) and obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
+        return obj
+    if isinstance(obj, dict):
+        for key in ("state_dict", "model_state_dict", "model"):
+            inner = obj.get(key)
+            if isinstance(inner, dict) and inner and all(isinstance(v, torch.Tensor) for v in inner.values()):
+                return inner
+    return None
+
+
+def _build_architecture(path: str, state: dict, architecture: str, image_size: int | None):
+    from .bench.models import IMAGE_SIZES, MODELS, build_model
+
+    name = architecture.lower()
+    if name not in MODELS:
+        raise LoadError(
+            f"--architecture {architecture!r} is not a built-in architecture; expected one of "
+            f"{', '.join(MODELS)}",
+            exit_code=2,
+        )
+    sizes = IMAGE_SIZES if image_size is None else (image_size,)
+    errors = []
+    for size in sizes:
+        try:
+            model = build_model(name, image_size=size, seed=0)
+        except ValueError as err:
+            raise LoadError(str(err), exit_code=2) from err
+        try:
+            model.load_state_dict(state, strict=True)
+        except RuntimeError as err:
+            errors.append(f"{size}x{size}: {str(err).splitlines()[0]} {' '.join(str(err).split()[-12:])}")
+            continue
+        model.eval()
+        return model, f"state dict {os.path.basename(path)} in architecture {name} ({size}x{size})"
+    raise LoadError(
+        f"the weights in {path} do not fit architecture {name!r} "
+        f"({' or '.join(f'{s}x{s}' for s in sizes)}): " + "; ".join(errors)
+    )
+
+
+def _load_torch(path: str, names, architecture, image_size, trust: bool):
+    import torch
+
+    if _is_torchscript(names):
+        try:
+            model = torch.jit.load(path, map_location="cpu")
+        except Exception as err:  # torch raises RuntimeError and friends for broken archives
+            raise LoadError(f"cannot read {path} as a TorchScript file: {err}") from err
+        model.eval()
+        return model, f"TorchScript {os.path.basename(path)}"
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        # weights_only refuses anything but tensors and plain containers: this file holds Python
+        # objects (e.g. a whole module saved with torch.save(model)).
+        if not trust:
+            raise LoadError(
+                f"refusing to load {path}: it holds pickled Python objects (e.g. a whole module "
+                f"saved with torch.save(model)), not just weights, and {_WHY_PICKLE}. Save the "
+                "model as TorchScript (torch.jit.script(model).save(FILE)) or as a state dict "
+                "(torch.save(model.state_dict(), FILE)) with --architecture, or pass "
+                "--trust-model-file if you trust where the file came from.",
+                exit_code=2,
+            ) from err
+        try:
+            obj = torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as err2:
+            raise LoadError(f"cannot read {path} as a torch file: {err2}") from err2
+    except Exception as err:
+        raise LoadError(f"cannot read {path} as a torch file (corrupt or not a torch.save file): {err}") from err
+    if isinstance(obj, torch.nn.Module):
+        obj.eval()
+        return obj, f"torch module {os.path.basename(path)} (trusted pickle)"
+    state = _state_dict(obj)
+    if state is None:
+        raise LoadError(
+            f"{path} holds a {type(obj).__name__}, not a model: expected a TorchScript file, a state "
+            "dict (a dict of tensors) or, with --trust-model-file, a pickled module"
+        )
+    if architecture is None:
+        raise LoadError(
+            f"{path} holds a state dict (weights only, {len(state)} tensors); name the network they "
+            "belong to with --architecture (one of the built-in llr, mlp, cnn), or save the model "
+            "as TorchScript (torch.jit.script(model).save(FILE))",
+            exit_code=2,
+        )
+    return _build_architecture(path, state, architecture, image_size)
+
+
+def _load_skops(path: str, trust: bool):
+    import skops.io as sio
+
+    try:
+        untrusted = sio.get_untrusted_types(file=path)
+    except Exception as err:
+        raise LoadError(f"cannot read {path} as a skops file (corrupt or not skops.io.dump output): {err}") from err
+    if untrusted and not trust:
+        raise LoadError(
+            f"refusing to load {path}: it holds types that skops does not trust by default "
+            f"({', '.join(untrusted)}); loading them could run their code. Check that they are "
+            "what you expect, then pass --trust-model-file.",
+            exit_code=2,
+        )
+    try:
+        model = sio.load(path, trusted=list(untrusted) if untrusted else None)
+    except Exception as err:
+        raise LoadError(f"cannot load {path} with skops: {err}") from err
+    return model, f"skops {os.path.basename(path)}"
+
+
+def _load_pickle(path: str, trust: bool):
+    if not trust:
+        raise LoadError(
+            f"refusing to load {path}: it is a pickle/joblib file, and {_WHY_PICKLE}. Pass "
+            "--trust-model-file only if you trust where the file came from, or save a "
+            "scikit-learn model with skops (skops.io.dump(model, 'model.skops')) and a torch model "
+            "as TorchScript or a state dict, which load without running code.",
+            exit_code=2,
+        )
+    import joblib
+
+    try:
+        model = joblib.load(path)  # joblib also reads plain pickle files
+    except Exception as err:
+        raise LoadError(f"cannot unpickle {path} (corrupt or not a joblib/pickle file): {err}") from err
+    return model, f"joblib/pickle {os.path.basename(path)} (trusted)"
+
+
+def load_model(path, architecture: str | None = None, image_size: int | None = None, trust: bool = False):
+    """Load a model file; returns ``(model, description)``.
+
+    The format comes from the content where it can (TorchScript and torch.save archives are zip
+    files with known entries) and from the extension otherwise: ``.skops`` for skops,
+    ``.joblib``/``.pkl``/``.pickle``/``.sav`` for pickles. See the module docstring for what is
+    refused and why. ``image_size`` (8 or 64) picks the built-in architecture's input size;
+    None tries both.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise LoadError(f"model file {path} does not exist", exit_code=2)
+    suffix = _suffix(path)
+    names = _zip_names(path)
+    if suffix in SKOPS_SUFFIXES:
+        return _load_skops(path, trust)
+    if _is_torchscript(names) or _is_torch_save(names) or suffix in TORCH_SUFFIXES:
+        return _load_torch(path, names, architecture, image_size, trust)
+    if suffix in PICKLE_SUFFIXES:
+        return _load_pickle(path, trust)
+    with open(path, "rb") as f:
+        head = f.read(2)
+    if head[:1] == b"\x80":  # pickle protocol 2+ opcode PROTO
+        return _load_pickle(path, trust)
+    raise LoadError(
+        f"cannot tell the format of model file {path}; expected TorchScript or a torch state dict "
+        f"({', '.join(TORCH_SUFFIXES)}), skops (.skops) or, with --trust-model-file, joblib/pickle "
+        f"({', '.join(PICKLE_SUFFIXES)})",
+        exit_code=2,
+    )
+
+
+def as_callable(model):
+    """What :class:`featurelens.models.Model` accepts: a torch module as is; a scikit-learn
+    estimator as its ``predict_proba`` (classifiers, (n, classes)) or ``predict`` (regressors);
+    any other callable as is."""
+    import torch
+
+    if isinstance(model, torch.nn.Module) or not hasattr(model, "predict"):
+        if not callable(model):
+            raise TypeError(
+                f"model must be a torch.nn.Module, a scikit-learn estimator or a callable; got {type(model).__name__}"
+            )
+        return model
+    method = model.predict_proba if hasattr(model, "predict_proba") else model.predict
+    names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        return method
+
+    def predict(x):
+        # A model fitted on a DataFrame warns on plain arrays; give it the column names it knows.
+        import pandas as pd
+
+        return method(pd.DataFrame(np.asarray(x).reshape(len(x), -1), columns=list(names)))
+
+    return predict
+
+
+def check_model_data(model, X: np.ndarray, data_path: str = "the data") -> None:
+    """Raise :class:`LoadError` when the model cannot take rows shaped like ``X``'s."""
+    n_in = getattr(model, "n_features_in_", None)
+    if n_in is not None:
+        d = int(np.prod(X.shape[1:]))
+        if d != int(n_in):
+            raise LoadError(
+                f"the model expects {int(n_in)} features per row (n_features_in_), but {data_path} "
+                f"has {d} per row (shape {X.shape})"
+            )
+    from .models import Model
+
+    try:
+        Model(as_callable(model)).predict(X[: min(2, len(X))])
+    except (ValueError, TypeError, RuntimeError) as err:
+        raise LoadError(
+            f"the model cannot take the rows of {data_path} (each of shape {X.shape[1:]}): {err}. "
+            "Check that the data file belongs to this model (number of features, --input-shape)."
+        ) from err
+
+
+# ------------------------------------------------------------------------------------------------
+# data
+
+
+def _finite_float(X: np.ndarray, path: str) -> np.ndarray:
+    if X.dtype == object or X.dtype.kind not in "biuf":
+        raise LoadError(f"{path} must hold numbers; got an array of dtype {X.dtype}")
+    if X.ndim < 2:
+        if X.ndim == 1:
+            raise LoadError(
+                f"{path} holds a 1-D array of shape {X.shape}; expected rows of samples, shape (n, features) "
+                "or (n, channels, ...). For one feature per sample reshape it to (n, 1)"
+            )
+        raise LoadError(f"{path} holds a scalar; expected rows of samples, shape (n, features)")
+    if X.shape[0] == 0 or X.size == 0:
+        raise LoadError(f"{path} is empty (shape {X.shape}); expected at least one row with features")
+    X = X.astype(np.float32, copy=False)
+    bad = ~np.isfinite(X)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise LoadError(
+            f"{path} contains {int(bad.sum())} NaN or inf value(s) (the first at index {where}); "
+            "expected finite numbers (impute or drop those rows first)"
+        )
+    return X
+
+
+def _read_table(path: str, suffix: str):
+    import pandas as pd
+
+    if suffix == ".csv":
+        try:
+            return pd.read_csv(path)
+        except pd.errors.EmptyDataError as err:
+            raise LoadError(f"{path} is empty; expected a header row and at least one data row") from err
+        except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as err:
+            raise LoadError(f"cannot parse {path} as CSV: {err}") from err
+    try:
+        return pd.read_parquet(path)
+    except ImportError as err:
+        raise LoadError(
+            f"reading {path} needs a parquet engine, and neither pyarrow nor fastparquet is installed: "
+            "pip install pyarrow (or save the data as .npy, .npz or .csv)"
+        ) from err
+    except Exception as err:
+        raise LoadError(f"cannot read {path} as a parquet file: {err}") from err
+
+
+def _npz_arrays(path: str) -> dict:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except ValueError as err:
+        raise LoadError(f"{path} holds Python objects (dtype object), which are not loaded: {err}") from err
+    except (zipfile.BadZipFile, OSError, EOFError) as err:
+        raise LoadError(f"cannot read {path} as a .npz archive (corrupt?): {err}") from err
+
+
+def load_data(path, labels: str | None = None, input_shape=None):
+    """Load a data file; returns ``(X float32 (n, ...), y or None, feature names or None)``.
+
+    ``labels``: a column name (CSV, parquet: removed from the features), an array name inside a
+    ``.npz``, or the path of a ``.npy``/``.csv`` file with one label per row. ``input_shape``: the
+    shape of one sample (e.g. ``(1, 8, 8)``) to reshape flat rows into.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise LoadError(f"data file {path} does not exist", exit_code=2)
+    suffix = _suffix(path)
+    y = None
+    names = None
+    if suffix not in DATA_SUFFIXES:
+        raise LoadError(
+            f"unsupported data file type {suffix or '(no extension)'!r} for {path}; expected one of "
+            f"{', '.join(DATA_SUFFIXES)}",
+            exit_code=2,
+        )
+    if suffix == ".npy":
+        try:
+            X = np.load(path, allow_pickle=False)
+        except ValueError as err:
+            raise LoadError(f"cannot read {path} as a numeric .npy array (corrupt, or it holds Python objects): {err}") from err
+        except (OSError, EOFError) as err:
+            raise LoadError(f"cannot read {path} as a .npy file (corrupt?): {err}") from err
+    elif suffix == ".npz":
+        arrays = _npz_arrays(path)
+        if labels is not None and labels in arrays:
+            y = arrays.pop(labels)
+            labels = None
+        if not arrays:
+            raise LoadError(f"{path} holds no arrays (besides the labels); expected the inputs")
+        key = next((k for k in ("X", "x", "data", "inputs") if k in arrays), None)
+        if key is None:
+            if len(arrays) > 1:
+                raise LoadError(
+                    f"{path} holds several arrays ({', '.join(arrays)}); name the inputs 'X' (and pass "
+                    "the labels' name with --labels)"
+                )
+            key = next(iter(arrays))
+        X = arrays[key]
+    else:
+        table = _read_table(path, suffix)
+        if labels is not None and labels in table.columns:
+            y = table.pop(labels).to_numpy()
+            labels = None
+        if table.shape[0] == 0 or table.shape[1] == 0:
+            raise LoadError(f"{path} is empty (rows x columns = {table.shape[0]} x {table.shape[1]}); expected data")
+        numeric = table.select_dtypes(include="number")
+        other = [str(c) for c in table.columns if c not in numeric.columns]
+        if other:
+            shown = ", ".join(repr(c) for c in other[:5]) + (" ..." if len(other) > 5 else "")
+            raise LoadError(
+                f"{path} has non-numeric column(s) {shown}; expected numbers only (encode categorical "
+                "columns first, or name the label column with --labels)"
+            )
+        names = [str(c) for c in table.columns]
+        X = table.to_numpy()
+    X = _finite_float(np.asarray(X), path)
+    if input_shape is not None:
+        shape = tuple(int(s) for s in input_shape)
+        if int(np.prod(shape)) != int(np.prod(X.shape[1:])):
+            raise LoadError(
+                f"--input-shape {'x'.join(map(str, shape))} has {int(np.prod(shape))} elements, but each row of "
+                f"{path} has {int(np.prod(X.shape[1:]))} (shape {X.shape[1:]})",
+                exit_code=2,
+            )
+        X = X.reshape((X.shape[0],) + shape)
+    if labels is not None:
+        y = load_labels(labels, path, names)
+    if y is not None:
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise LoadError(f"the labels must be one per row of {path} ({X.shape[0]}); got shape {y.shape}")
+    return X, y, names
+
+
+def load_labels(labels: str, data_path: str, columns=None) -> np.ndarray:
+    """Labels from a ``.npy`` file or a one-column ``.csv`` file (``labels`` is a path)."""
+    if not os.path.isfile(labels):
+        where = f" (columns: {', '.join(columns[:10])}{' ...' if len(columns) > 10 else ''})" if columns else ""
+        raise LoadError(
+            f"--labels {labels!r} is neither a file nor a column/array of {data_path}{where}", exit_code=2
+        )
+    suffix = _suffix(labels)
+    if suffix == ".npy":
+        try:
+            y = np.load(labels, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as err:
+            raise LoadError(f"cannot read labels file {labels}: {err}") from err
+    elif suffix == ".csv":
+        table = _read_table(labels, ".csv")
+        if table.shape[1] != 1:
+            raise LoadError(f"labels file {labels} must have one column; got {table.shape[1]}")
+        y = table.iloc[:, 0].to_numpy()
+    else:
+        raise LoadError(f"labels file {labels} must be .npy or .csv; got {suffix!r}", exit_code=2)
+    return np.asarray(y).reshape(-1) if np.ndim(y) == 2 and 1 in np.shape(y) else np.asarray(y)
