@@ -101,16 +101,14 @@ def get_wavelet(wavelet) -> Wavelet:
     return Wavelet(w.name, tuple(w.dec_lo), tuple(w.dec_hi), tuple(w.rec_lo), tuple(w.rec_hi), bool(w.orthogonal))
 
 
-def max_level(spatial_shape, wavelet) -> int:
-    """The largest useful number of levels: the largest ``J`` with ``(L - 1) * 2**J <= min(size)``
-    for filters of length ``L`` (``pywt.dwt_max_level``'s rule; deeper levels only see the
-    boundary wrap-around). For Haar it is ``floor(log2(min(size)))``."""
-    w = get_wavelet(wavelet)
+def max_level(spatial_shape, wavelet=None) -> int:
+    """The largest number of levels: the one at which the smallest axis's approximation is down
+    to a single coefficient, ``ceil(log2(min(size)))`` (``floor(log2)`` for powers of two, then it
+    is ``pywt.dwt_max_level`` for Haar). Periodization keeps every level exact and orthogonal; for
+    longer filters pywt warns earlier (from ``(L - 1) * 2**J > size``) that all coefficients of
+    the deeper levels see the wrap-around. ``wavelet`` is accepted for symmetry and unused."""
     size = min(int(s) for s in spatial_shape)
-    level = 0
-    while (w.length - 1) * 2 ** (level + 1) <= size:
-        level += 1
-    return level
+    return max(0, (size - 1).bit_length())
 
 
 def level_shapes(spatial_shape, levels: int) -> list[tuple]:
