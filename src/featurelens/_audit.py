@@ -85,6 +85,7 @@ class AuditTable(list):
     ranking_rule: str = RANKING_RULE
     report: str | None = None
     explanations: dict = {}
+    notes: list = []
 
 
 # ------------------------------------------------------------------------------------------------
@@ -581,7 +582,9 @@ def audit(
         DataFrame when pandas can be imported. Either way best first, one row per method, with
         ``rank``, ``method``, ``status``, the metric means, ``faithfulness_rank``,
         ``robustness_rank``, ``seconds``, ``model_calls`` and ``reason``; the DataFrame's
-        ``attrs`` (the list's attributes) hold ``verdict``, ``ranking_rule`` and ``report``.
+        ``attrs`` (the list's attributes) hold ``verdict``, ``ranking_rule``, ``report`` and
+        ``notes`` (metrics that failed or did not apply, warnings); the list also has
+        ``explanations`` (method -> Explanation).
     """
     start = time.perf_counter()
     X, y, masks_all, idx = _check_inputs(X, y, ground_truth, n_explain, seed)
@@ -676,7 +679,7 @@ def audit(
             os.fspath(out), ranked, verdict, notes, settings, curves, explanations, x, masks, t,
             per_sample, total, model,
         )
-    return _as_table(ranked, verdict, report_path, explanations, as_frame)
+    return _as_table(ranked, verdict, report_path, explanations, as_frame, notes)
 
 
 _ROW_KEYS = ("rank", "method", "status") + tuple(k for k, _, _ in COLUMNS) + (
@@ -691,7 +694,7 @@ def _clean_rows(rows):
     return out
 
 
-def _as_table(rows, verdict, report_path, explanations, as_frame):
+def _as_table(rows, verdict, report_path, explanations, as_frame, notes):
     rows = _clean_rows(rows)
     if as_frame is not False:
         try:
@@ -702,12 +705,14 @@ def _as_table(rows, verdict, report_path, explanations, as_frame):
         else:
             frame = pd.DataFrame(rows, columns=list(_ROW_KEYS))
             frame["rank"] = frame["rank"].astype("Int64")
-            frame.attrs.update({"verdict": verdict, "ranking_rule": RANKING_RULE, "report": report_path})
+            frame.attrs.update({"verdict": verdict, "ranking_rule": RANKING_RULE, "report": report_path,
+                                "notes": list(notes)})
             return frame
     table = AuditTable(rows)
     table.verdict = verdict
     table.report = report_path
     table.explanations = explanations
+    table.notes = list(notes)
     return table
 
 
