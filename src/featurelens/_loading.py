@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import warnings
 import zipfile
 
 import numpy as np
@@ -127,7 +128,10 @@ def _load_torch(path: str, names, architecture, image_size, trust: bool):
 
     if _is_torchscript(names):
         try:
-            model = torch.jit.load(path, map_location="cpu")
+            with warnings.catch_warnings():
+                # torch 2.13 deprecates TorchScript in favour of torch.export, but still loads it.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                model = torch.jit.load(path, map_location="cpu")
         except Exception as err:  # torch raises RuntimeError and friends for broken archives
             raise LoadError(f"cannot read {path} as a TorchScript file: {err}") from err
         model.eval()
