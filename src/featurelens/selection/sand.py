@@ -1,13 +1,302 @@
-"""SAND selector.
+"""SAND: one-shot selection of exactly ``k`` features with an additive-noise input layer.
 
-PLACEHOLDER: being written; replace this module."""
+Pad, Hammoud, Dia, Maamari & Dunbar, "SAND: One-Shot Feature Selection with Additive Noise
+Distortion", ICML 2025, arXiv 2505.03923.
 
-class SAND:
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError('SAND')
+During training every input passes through the noise-gain layer
+
+    x~_i = a_i x_i + (1 - a_i) z_i,   z_i ~ N(0, sigma^2) i.i.d. per sample and feature,
+
+with the gains kept on the sphere ``sum_i a_i^2 = k`` by normalisation inside the forward pass
+(no penalty term). A feature whose gain grows gets less noise and becomes more useful, so the
+network pushes its gain further up; the constraint pushes the others down. The gains polarise:
+``k`` of them end near 1 and the rest near 0. At inference the layer is the elementwise scale
+``a * x`` (no noise).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import torch
+from sklearn.utils.multiclass import type_of_target
+
+from ._base import ScoreSelector
+
+__all__ = ["NoiseGainLayer", "SAND"]
 
 
-class NoiseGainLayer:
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError('NoiseGainLayer')
+class NoiseGainLayer(torch.nn.Module):
+    """The SAND input layer: ``x~ = a * x + (1 - a) * z``, ``z ~ N(0, sigma^2)`` (training only).
 
+    The gains are a function of free parameters ``w`` (initialised to ``sqrt(k / n)``, which is
+    already on the constraint):
+
+        a = sqrt(k) * c / ||c||_2,   c = min(|w|, 1)
+
+    so ``sum_i a_i^2 = k`` holds by construction in every forward pass (Pad et al. 2025, arXiv
+    2505.03923, eq. 3 with alpha = 2; clip-then-normalise as in the authors' code, so a gain may
+    exceed 1 slightly). The authors also write ``a`` back into ``w`` after each step, which keeps the
+    clip at 1 meaningful; call :meth:`project_` after ``optimizer.step()`` to do the same (SAND's
+    trainer does). In ``eval()`` mode the layer is the elementwise scale ``a * x``.
+
+    Parameters
+    ----------
+    n_features
+        Width of the input (the last axis of ``x``).
+    k
+        The number of features to keep, ``1 <= k <= n_features``.
+    sigma
+        Standard deviation of the noise (inputs are expected to be standardised; default 1.5 as in
+        the paper, which found accuracy insensitive to sigma in [1, 3]).
+    """
+
+    def __init__(self, n_features: int, k: int, sigma: float = 1.5):
+        super().__init__()
+        if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) or n_features < 1:
+            raise ValueError(f"n_features must be a positive int; got {n_features!r}")
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= n_features:
+            raise ValueError(f"k must be an int with 1 <= k <= n_features={n_features}; got {k!r}")
+        if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real) or not sigma >= 0 or not math.isfinite(sigma):
+            raise ValueError(f"sigma must be a finite number >= 0; got {sigma!r}")
+        self.n_features = int(n_features)
+        self.k = int(k)
+        self.sigma = float(sigma)
+        self.w = torch.nn.Parameter(torch.full((self.n_features,), math.sqrt(self.k / self.n_features)))
+
+    def gains(self) -> torch.Tensor:
+        """The gains ``a`` (differentiable in ``w``), ``sum(a**2) == k``."""
+        c = self.w.abs().clamp(max=1.0)
+        # A tiny floor keeps the gradient finite if every w collapsed to 0 (never seen in practice).
+        return math.sqrt(self.k) * c / c.norm().clamp_min(1e-12)
+
+    @torch.no_grad()
+    def project_(self) -> None:
+        """Write the normalised gains back into ``w`` (the authors' projection step)."""
+        self.w.copy_(self.gains())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.n_features:
+            raise ValueError(f"x has {x.shape[-1]} features on its last axis; expected {self.n_features}")
+        a = self.gains().to(x.dtype)
+        if not self.training or self.sigma == 0:
+            return x * a
+        return x * a + (1 - a) * (self.sigma * torch.randn_like(x))
+
+    def extra_repr(self) -> str:
+        return f"n_features={self.n_features}, k={self.k}, sigma={self.sigma}"
+
+
+def _check_positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive int; got {value!r}")
+    return int(value)
+
+
+def _check_positive_float(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0 or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
+    return float(value)
+
+
+class SAND(ScoreSelector):
+    """Select exactly ``k`` features by training a network behind a :class:`NoiseGainLayer`.
+
+    The inputs are standardised (zero mean, unit variance per feature; a constant feature is only
+    centred, so it stays 0 and carries no information), then a small MLP (or ``module``) is trained
+    behind the noise-gain layer ``x~ = a * x + (1 - a) * z``, ``z ~ N(0, sigma^2)``, ``sum a_i^2 = k``
+    with Adam (cross-entropy for classification, mean squared error on the standardised target for
+    regression). ``scores_`` are the final gains ``a`` (higher = more important; the gains of the
+    ``k`` selected features end near 1, the others near 0), and the ``k`` largest are selected.
+
+    Pad, Hammoud, Dia, Maamari & Dunbar, "SAND: One-Shot Feature Selection with Additive Noise
+    Distortion", ICML 2025, arXiv 2505.03923. As in the paper, the selection is the top-k gains (the
+    authors' code ranks by gain times the norm of the first-layer weights; with polarised gains
+    both give the same set).
+
+    Parameters
+    ----------
+    k
+        The number of features to select (required: SAND trains for exactly ``k``).
+    sigma
+        Noise standard deviation in units of the standardised features (paper default 1.5).
+    hidden
+        Widths of the hidden ReLU layers of the default MLP.
+    epochs, lr, batch_size
+        Adam training schedule: full passes over the data, the initial learning rate (annealed to 0
+        by a cosine schedule) and rows per step.
+    weight_decay
+        L2 weight decay of the network behind the layer (not of the gains); it stops the network
+        from fitting chance correlations of noise features, which otherwise keeps a few of their
+        gains at 0.1-0.3 instead of near 0.
+    module
+        Optional torch module placed after the noise-gain layer instead of the default MLP; it maps
+        ``(batch, d)`` float32 inputs to ``(batch, n_classes)`` logits or ``(batch, 1)`` / ``(batch,)``
+        regression outputs. It is deep-copied, so the given module is not trained in place.
+    task
+        "auto" (classification for binary/multiclass targets, regression for continuous ones),
+        "classification" or "regression".
+    seed
+        Seeds the network initialisation, the noise and the batch order.
+    device
+        Torch device for training.
+    progress
+        Show a progress bar over epochs.
+
+    Attributes
+    ----------
+    gains_ : ndarray (d,)
+        The final gains (``sum gains_**2 == k``); equal to ``scores_``.
+    history_ : dict
+        ``"loss"``: mean training loss per epoch; ``"gains"``: gains after each epoch, (epochs, d).
+    network_ : torch.nn.Sequential
+        The trained ``NoiseGainLayer`` followed by the network (in eval mode, for standardised
+        inputs ``(X - mean_) / scale_``).
+    mean_, scale_ : ndarray (d,)
+        The standardisation.
+    classes_ : ndarray
+        The class labels (classification only).
+    """
+
+    def __init__(
+        self,
+        k: int = 10,
+        sigma: float = 1.5,
+        hidden=(64,),
+        epochs: int = 150,
+        lr: float = 1e-2,
+        weight_decay: float = 3e-3,
+        batch_size: int = 128,
+        module=None,
+        task: str = "auto",
+        seed: int = 0,
+        device="cpu",
+        progress: bool = False,
+    ):
+        self.k = k
+        self.sigma = sigma
+        self.hidden = hidden
+        self.epochs = epochs
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.module = module
+        self.task = task
+        self.seed = seed
+        self.device = device
+        self.progress = progress
+
+    def _check_params(self):
+        if self.k is None:
+            raise ValueError("k must be a positive integer for SAND (it trains for exactly k features); got None")
+        epochs = _check_positive_int(self.epochs, "epochs")
+        batch_size = _check_positive_int(self.batch_size, "batch_size")
+        lr = _check_positive_float(self.lr, "lr")
+        sigma = self.sigma
+        if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real) or not sigma >= 0 or not math.isfinite(sigma):
+            raise ValueError(f"sigma must be a finite number >= 0; got {sigma!r}")
+        hidden = tuple(self.hidden) if self.hidden is not None else ()
+        for h in hidden:
+            _check_positive_int(h, "each width in hidden")
+        if self.task not in ("auto", "classification", "regression"):
+            raise ValueError(f"task must be 'auto', 'classification' or 'regression'; got {self.task!r}")
+        if self.module is not None and not isinstance(self.module, torch.nn.Module):
+            raise TypeError(f"module must be a torch.nn.Module or None; got {type(self.module).__name__}")
+        wd = self.weight_decay
+        if isinstance(wd, bool) or not isinstance(wd, numbers.Real) or not wd >= 0 or not math.isfinite(wd):
+            raise ValueError(f"weight_decay must be a finite number >= 0; got {wd!r}")
+        return epochs, batch_size, lr, float(sigma), hidden, float(wd)
+
+    def _resolve_task(self, y) -> str:
+        if self.task != "auto":
+            return self.task
+        kind = type_of_target(y, input_name="y", raise_unknown=True)
+        if kind in ("binary", "multiclass"):
+            return "classification"
+        if kind == "continuous":
+            return "regression"
+        raise ValueError(f"y must be a 1-D vector of class labels or of real values; got type_of_target(y)={kind!r}")
+
+    def _compute_scores(self, X, y):
+        epochs, batch_size, lr, sigma, hidden, weight_decay = self._check_params()
+        n, d = X.shape
+        self.task_ = self._resolve_task(y)
+        self.mean_ = X.mean(axis=0)
+        std = X.std(axis=0)
+        # A constant column is only centred: it is then all zeros and can never earn a gain.
+        self.scale_ = np.where(std > 0, std, 1.0)
+        Xs = (X - self.mean_) / self.scale_
+
+        if self.task_ == "classification":
+            self.classes_, yi = np.unique(y, return_inverse=True)
+            n_out = len(self.classes_)
+            target = torch.as_tensor(yi, dtype=torch.long)
+            loss_fn = torch.nn.CrossEntropyLoss()
+        else:
+            yf = np.asarray(y, dtype=np.float64).ravel()
+            y_std = yf.std()
+            # The regression target is standardised so that lr and the loss scale do not depend on units.
+            target = torch.as_tensor((yf - yf.mean()) / (y_std if y_std > 0 else 1.0), dtype=torch.float32)
+            n_out = 1
+            loss_fn = torch.nn.MSELoss()
+
+        device = torch.device(self.device)
+        gen = torch.Generator().manual_seed(int(self.seed))
+        # Network initialisation and noise use the global RNG; fork it so fitting does not disturb
+        # the caller's random state and the same seed gives the same gains.
+        with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
+            torch.manual_seed(int(self.seed))
+            layer = NoiseGainLayer(d, int(self.k), sigma)
+            if self.module is not None:
+                import copy
+
+                body = copy.deepcopy(self.module)
+            else:
+                layers, width = [], d
+                for h in hidden:
+                    layers += [torch.nn.Linear(width, h), torch.nn.ReLU()]
+                    width = h
+                layers.append(torch.nn.Linear(width, n_out))
+                body = torch.nn.Sequential(*layers)
+            net = torch.nn.Sequential(layer, body).to(device=device, dtype=torch.float32)
+            # Weight decay on the network only (never on the gains, whose scale the constraint
+            # fixes): an unregularised MLP fits chance correlations of the noise features, which
+            # keeps some of their gains near 0.1-0.3. The cosine schedule lets the gains settle
+            # (Adam's steps on noise features are a random walk of size ~lr).
+            opt = torch.optim.Adam(
+                [{"params": layer.parameters()}, {"params": body.parameters(), "weight_decay": weight_decay}], lr=lr
+            )
+            sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+            xt = torch.as_tensor(Xs, dtype=torch.float32, device=device)
+            target = target.to(device)
+            losses, gains = [], []
+            epoch_iter = range(epochs)
+            if self.progress:
+                from tqdm.auto import tqdm
+
+                epoch_iter = tqdm(epoch_iter, desc="SAND", leave=False)
+            net.train()
+            for _ in epoch_iter:
+                order = torch.randperm(n, generator=gen).to(device)
+                total = 0.0
+                for start in range(0, n, batch_size):
+                    idx = order[start : start + batch_size]
+                    out = net(xt[idx])
+                    if self.task_ == "regression":
+                        out = out.reshape(-1)
+                    loss = loss_fn(out, target[idx])
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    opt.step()
+                    layer.project_()
+                    total += float(loss.detach()) * idx.numel()
+                losses.append(total / n)
+                sched.step()
+                gains.append(layer.gains().detach().cpu().double().numpy())
+            net.eval()
+        self.network_ = net
+        self.history_ = {"loss": np.asarray(losses), "gains": np.stack(gains)}
+        self.gains_ = gains[-1].copy()
+        return self.gains_
