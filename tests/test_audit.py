@@ -248,3 +248,25 @@ def test_bad_input(kwargs, error, match):
     y = args.pop("y")
     with pytest.raises(error, match=match):
         fl.audit(model, X, y, progress=False, **args)
+
+
+def test_ranking_rule_on_hand_made_scores():
+    def r(method, ins, corr, sens, status="ok"):
+        return {"method": method, "status": status, "insertion_minus_deletion": ins,
+                "faithfulness_correlation": corr, "avg_sensitivity": sens, "reason": ""}
+
+    rows = [r("A", 0.5, 0.9, 0.3), r("B", 0.6, 0.8, 0.1), r("C", 0.1, 0.2, 0.0),
+            r("random", 0.0, 0.0, 0.5), r("D", float("nan"), float("nan"), float("nan"), "failed")]
+    ranked = _audit._rank_rows(rows)
+    # A and B both have mean faithfulness rank (2 + 1) / 2 = 1.5; B is more robust (0.1 < 0.3).
+    assert [x["method"] for x in ranked] == ["B", "A", "C", "random", "D"]
+    assert [x["rank"] for x in ranked] == [1, 2, 3, 4, None]
+    assert ranked[0]["faithfulness_rank"] == ranked[1]["faithfulness_rank"] == 1.5
+    _audit._reasons(ranked)
+    assert _audit._verdict(ranked).startswith("Trust B most") and "3 of 3 methods beat" in _audit._verdict(ranked)
+    rows = [r("A", 0.5, 0.9, 0.3), r("random", 0.9, 0.95, 0.5)]
+    ranked = _audit._rank_rows(rows)
+    _audit._reasons(ranked)
+    assert ranked[0]["method"] == "random"
+    assert "Not more faithful than the random map" in ranked[1]["reason"]
+    assert _audit._verdict(ranked).startswith("No method beats the random map")
