@@ -91,12 +91,12 @@ def faithfulness_correlation(
     model,
     x,
     a,
-    target=None,
     n_subsets=100,
     subset_size=None,
     seed=0,
     baseline=0.0,
     *,
+    target=None,
     groups=None,
     blur_sigma=None,
 ):
@@ -110,6 +110,8 @@ def faithfulness_correlation(
 
     Args:
         subset_size: regions per subset; None means a quarter of the regions (at least one).
+        target: keyword-only (the contract's positional order is ``n_subsets, subset_size, seed,
+            baseline``); None = the predicted class, an int, or one int per sample.
         seed: the subsets are :func:`featurelens.metrics._perturb.subset_draws` of ``seed``.
         baseline, groups, blur_sigma: see :func:`deletion_curve`.
 
