@@ -270,3 +270,18 @@ def test_ranking_rule_on_hand_made_scores():
     assert ranked[0]["method"] == "random"
     assert "Not more faithful than the random map" in ranked[1]["reason"]
     assert _audit._verdict(ranked).startswith("No method beats the random map")
+
+
+def test_sensitivity_pair_equals_the_public_metrics():
+    # The audit explains the noisy copies once for both robustness scores; they must equal
+    # fl.metrics.avg_sensitivity / max_sensitivity on the same draws.
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    x = np.random.default_rng(2).normal(size=(6, 5)).astype(np.float32)
+    ex = fl.explainer("saliency", net)
+    t = np.array([0, 1, 2, 0, 1, 2])
+    a = ex.explain(x, target=t).values
+    avg, mx = _audit._sensitivity_pair(ex, x, t, 0.1, 4, 3, a)
+    np.testing.assert_allclose(avg, fl.metrics.avg_sensitivity(ex, x, target=t, radius=0.1, n_samples=4, seed=3))
+    np.testing.assert_allclose(mx, fl.metrics.max_sensitivity(ex, x, target=t, radius=0.1, n_samples=4, seed=3))
+    assert (mx >= avg).all() and (avg > 0).all()

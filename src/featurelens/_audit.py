@@ -211,7 +211,8 @@ def choose_methods(model: Model, x_shape: tuple, methods=None):
             chosen.append(name)
     for name in registered:
         if name not in chosen and name not in skipped and name != "random":
-            skipped[name] = _NOT_BY_DEFAULT.get(
+            why = _not_applicable(name, model, x_shape)
+            skipped[name] = why or _NOT_BY_DEFAULT.get(
                 name, "needs gradients, and the model is not differentiable" if explainer_class(name).needs_gradients
                 else "black-box; the model has gradients, so the gradient methods are audited (request it with methods=)"
             )
@@ -361,12 +362,10 @@ def _score(name, ex, model, x, a, raw, t, masks, settings, notes) -> tuple[dict,
     if res is not None:
         scores["faithfulness_correlation"] = np.asarray(res, dtype=np.float64).reshape(-1)
     if settings["robustness_samples"] > 0:
-        for key, fn in (("avg_sensitivity", M.avg_sensitivity), ("max_sensitivity", M.max_sensitivity)):
-            res = attempt(key, lambda fn=fn: _call(
-                fn, ex, x, target=t, radius=settings["radius"], n_samples=settings["robustness_samples"], seed=seed,
-                attributions=a))
-            if res is not None:
-                scores[key] = np.asarray(res, dtype=np.float64).reshape(-1)
+        res = attempt("avg_sensitivity/max_sensitivity", lambda: _sensitivity_pair(
+            ex, x, t, settings["radius"], settings["robustness_samples"], seed, a))
+        if res is not None:
+            scores["avg_sensitivity"], scores["max_sensitivity"] = res
     for key, fn in (("sparseness", M.sparseness), ("complexity", M.complexity)):
         res = attempt(key, lambda fn=fn: fn(a))
         if res is not None:
@@ -384,6 +383,25 @@ def _score(name, ex, model, x, a, raw, t, masks, settings, notes) -> tuple[dict,
             if res is not None:
                 scores[key] = np.asarray(res, dtype=np.float64).reshape(-1)
     return scores, curves
+
+
+def _sensitivity_pair(ex, x, t, radius, n_samples, seed, a):
+    """(avg_sensitivity, max_sensitivity) per sample from ONE set of re-explained noisy copies:
+    both are the mean and the max over the same draws, so explaining the copies twice would only
+    double the cost. Falls back to the two public metrics when the shared step is unavailable."""
+    from .metrics import robustness as R
+
+    shared = getattr(R, "_sensitivities", None)
+    if shared is not None:
+        try:
+            s = np.asarray(shared(ex, x, t, radius, n_samples, seed, True, a), dtype=np.float64)
+        except TypeError:
+            s = None
+        if s is not None and s.shape == (n_samples, len(x)):
+            return s.mean(0), s.max(0)
+    kwargs = dict(target=t, radius=radius, n_samples=n_samples, seed=seed, attributions=a)
+    return (np.asarray(_call(R.avg_sensitivity, ex, x, **kwargs), dtype=np.float64).reshape(-1),
+            np.asarray(_call(R.max_sensitivity, ex, x, **kwargs), dtype=np.float64).reshape(-1))
 
 
 def _randomization(fn, name, model, x, t, seed, kwargs, a):
@@ -533,6 +551,7 @@ def audit(
     randomization: bool = True,
     batch_size: int | None = None,
     as_frame: bool | None = None,
+    feature_names=None,
 ):
     """Run every applicable explainer on ``X``, score and rank the maps, optionally write a report.
 
@@ -585,6 +604,8 @@ def audit(
     n_explain, seed, progress
         Samples audited (a seeded subset when X has more), the seed of every stochastic part, a
         progress bar over methods (None: only on a terminal).
+    feature_names
+        Names of the columns of tabular X for the report (default: a DataFrame's columns).
     as_frame
         True: a pandas DataFrame; False: an :class:`AuditTable` (list of dicts); None (default): a
         DataFrame when pandas can be imported. Either way best first, one row per method, with
@@ -595,7 +616,16 @@ def audit(
         ``explanations`` (method -> Explanation).
     """
     start = time.perf_counter()
+    if feature_names is None and hasattr(X, "columns"):
+        feature_names = [str(c) for c in X.columns]
     X, y, masks_all, idx = _check_inputs(X, y, ground_truth, n_explain, seed)
+    if feature_names is not None:
+        feature_names = [str(f) for f in feature_names]
+        if X.ndim != 2 or len(feature_names) != X.shape[1]:
+            raise ValueError(
+                f"feature_names must name the {X.shape[1] if X.ndim == 2 else 'columns'} columns of a tabular "
+                f"X (shape {X.shape}); got {len(feature_names)} names"
+            )
     steps = _check_int(steps, "steps")
     n_subsets = _check_int(n_subsets, "n_subsets", 2)
     if subset_size is not None:
@@ -685,7 +715,7 @@ def audit(
     if out is not None:
         report_path = _write_report(
             os.fspath(out), ranked, verdict, notes, settings, curves, explanations, x, masks, t,
-            per_sample, total, model,
+            per_sample, total, model, feature_names,
         )
     return _as_table(ranked, verdict, report_path, explanations, as_frame, notes)
 
@@ -825,7 +855,8 @@ def _json_ready(v):
     return repr(v)
 
 
-def _write_report(out, rows, verdict, notes, settings, curves, explanations, x, masks, t, per_sample, total, model):
+def _write_report(out, rows, verdict, notes, settings, curves, explanations, x, masks, t, per_sample, total, model,
+                  feature_names=None):
     from . import __version__
     from .report import Cell, HTMLReport
 
@@ -866,18 +897,20 @@ def _write_report(out, rows, verdict, notes, settings, curves, explanations, x, 
     ] + [Cell("seconds")]
     best = {}
     for key, _, d in present:
-        vals = [r[key] for r in clean if r["status"] == "ok" and _finite(r.get(key))]
+        vals = [r[key] for r in clean if r["status"] == "ok" and r["method"] != "random" and _finite(r.get(key))]
         if vals and d:
             best[key] = max(vals) if d > 0 else min(vals)
     body = []
     for r in clean:
+        if r["status"] == "n/a":
+            continue  # listed with the reason below the table
         row = [Cell("" if r["rank"] is None else str(r["rank"])), Cell(r["method"], "text")]
         for key, _, d in present:
             v = r.get(key)
             if r["status"] != "ok" or not _finite(v):
                 row.append(Cell("n/a" if r["status"] == "ok" else r["status"], "na"))
             else:
-                row.append(Cell(_fmt(v), "best" if key in best and v == best[key] else ""))
+                row.append(Cell(_fmt(v), "best" if key in best and v == best[key] and r["method"] != "random" else ""))
         row.append(Cell(_fmt(r.get("seconds"), 2) if r["status"] == "ok" else "", ""))
         body.append(row)
     page.add_table([header], body)
@@ -889,12 +922,16 @@ def _write_report(out, rows, verdict, notes, settings, curves, explanations, x, 
         "small",
     )
     page.add_heading("Why each method ranks where it does")
-    page.add_list([f"{r['method']}: {r['reason']}" for r in clean])
+    page.add_list([f"{r['method']}: {r['reason']}" for r in clean if r["status"] != "n/a"])
+    not_run = [f"{r['method']}: {r['reason']}" for r in clean if r["status"] == "n/a"]
+    if not_run:
+        page.add_heading("Registered explainers not run", 3)
+        page.add_list(not_run)
     ok = [r["method"] for r in clean if r["status"] == "ok" and r["method"] in explanations]
     figures = {}
     if ok:
         try:
-            figures["maps.png"] = _maps_figure(x, masks, explanations, ok)
+            figures["maps.png"] = _maps_figure(x, masks, explanations, ok, feature_names)
         except Exception as err:  # a figure that cannot be drawn must not lose the report
             notes.append(f"example maps figure failed ({type(err).__name__}: {err})")
     if any(curves.values()):

@@ -119,7 +119,7 @@ def run(args) -> int:
         model, description = load_model(
             args.model, architecture=args.architecture, image_size=args.image_size, trust=args.trust_model_file
         )
-        X, y, _ = load_data(args.data, labels=args.labels, input_shape=args.input_shape)
+        X, y, names = load_data(args.data, labels=args.labels, input_shape=args.input_shape)
         check_model_data(model, X, args.data)
     except LoadError as err:
         return _error(str(err), err.exit_code)
@@ -148,6 +148,7 @@ def run(args) -> int:
         table = audit(
             model, X, y, methods=args.methods, out=args.out, n_explain=args.n_explain, seed=args.seed,
             progress=False if args.no_progress else None, target=target,
+            feature_names=names if names is not None and X.ndim == 2 else None,
         )
     except (ValueError, TypeError) as err:
         return _error(str(err), 1)
