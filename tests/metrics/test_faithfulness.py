@@ -208,3 +208,23 @@ def test_errors(images):
         M.infidelity(model, x, a, seed=1.5)
     with pytest.raises(ValueError, match="baseline='blur' needs images"):
         M.deletion_curve(lambda z: z[:, :2], np.ones((2, 5), np.float32), np.ones((2, 5)), baseline="blur")
+
+
+def test_chunking_and_model_kinds_do_not_change_values(images):
+    model, x, a, t = images
+    ref_c, ref_auc = M.deletion_curve(model, x, a, target=t, steps=5)
+    # batch_size 3 < n = 4: one copy of the batch per block, split over two chunks.
+    small = fl.models.Model(model, batch_size=3)
+    c, auc = M.deletion_curve(small, x, a, target=t, steps=5)
+    np.testing.assert_allclose(c, ref_c, atol=1e-6)
+    r1 = M.faithfulness_correlation(model, x, a, 6, 9, 1, target=t)
+    r2 = M.faithfulness_correlation(small, x, a, 6, 9, 1, target=t)
+    np.testing.assert_allclose(r1, r2, atol=1e-6)
+    # A numpy callable (black box) gives the same curve as the module.
+    def numpy_model(z):
+        with torch.no_grad():
+            return model(torch.from_numpy(z)).numpy()
+    c_np, _ = M.deletion_curve(numpy_model, x, a, target=t, steps=5)
+    np.testing.assert_allclose(c_np, ref_c, atol=1e-6)
+    # target None = the predicted class, which is t here.
+    np.testing.assert_allclose(M.deletion_curve(model, x, a, steps=5)[0], ref_c, atol=1e-6)
