@@ -457,6 +457,10 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
     Radhakrishnan et al., Science 2024, arXiv 2212.13881; xRFM: Beaglehole et al. 2025,
     arXiv 2508.10053.
 
+    Memory: the n x n kernel matrix and its Cholesky factor (2 n^2 numbers of X's dtype) plus
+    chunks of about ``batch_size`` x n; float64 inputs compute in float64, float32 inputs in
+    float32 (xrfm's ``xRFM`` always converts to float32).
+
     Parameters
     ----------
     kernel : {"laplace", "gaussian"}
@@ -479,7 +483,9 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
         own scale (``1/n`` average of the Jacobian outer products).
     centering : bool
         Subtract each output's mean gradient over the AGOP samples before the outer products:
-        ``G = (1/n) sum_i (J_i - Jbar)^T (J_i - Jbar)`` (used by the grokking code).
+        ``G = (1/n) sum_i (J_i - Jbar)^T (J_i - Jbar)`` (used by the grokking code). xrfm's
+        ``center_grads`` subtracts one mean over all outputs and samples of each AGOP batch; the
+        two agree for one output and one batch.
     val_size : None, float in (0, 1) or int >= 1
         Size of the internal validation split (drawn with ``seed``) on which the best iterate is
         kept. Not used when ``fit`` receives ``X_val, y_val`` (then all of X trains, and
