@@ -231,3 +231,23 @@ def test_usage_errors_of_the_parser(capsys):
 
 def test_module_docstring_names_the_refused_formats():
     assert "trust=True" in _loading.__doc__ and "weights_only=True" in _loading.__doc__
+
+
+class ScaledSum:
+    """A tiny estimator type that skops does not trust by default."""
+
+    def __init__(self, scale=2.0):
+        self.scale = scale
+
+    def predict(self, X):
+        return self.scale * np.asarray(X).sum(1)
+
+
+def test_skops_with_untrusted_types_needs_the_flag(tmp_path):
+    sio = pytest.importorskip("skops.io")
+    sio.dump(ScaledSum(3.0), tmp_path / "custom.skops")
+    with pytest.raises(LoadError, match=r"types that skops does not trust .*ScaledSum.*--trust-model-file") as info:
+        load_model(tmp_path / "custom.skops")
+    assert info.value.exit_code == 2
+    model, _ = load_model(tmp_path / "custom.skops", trust=True)
+    np.testing.assert_allclose(model.predict(np.ones((2, 4))), [12.0, 12.0])
