@@ -285,3 +285,17 @@ def test_sensitivity_pair_equals_the_public_metrics():
     np.testing.assert_allclose(avg, fl.metrics.avg_sensitivity(ex, x, target=t, radius=0.1, n_samples=4, seed=3))
     np.testing.assert_allclose(mx, fl.metrics.max_sensitivity(ex, x, target=t, radius=0.1, n_samples=4, seed=3))
     assert (mx >= avg).all() and (avg > 0).all()
+
+
+def test_one_channel_gradcam_maps_on_two_channel_signals():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv1d(2, 3, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+                              torch.nn.Linear(3 * 16, 2))
+    X = np.random.default_rng(0).normal(size=(6, 2, 16)).astype(np.float32)
+    table = fl.audit(net, X, methods=["gradcam", "random"], n_explain=4, progress=False, robustness_samples=2,
+                     randomization=False, n_subsets=10, as_frame=False)
+    assert table.notes == []
+    gc = next(r for r in table if r["method"] == "gradcam")
+    assert table.explanations["gradcam"].values.shape == (4, 1, 16)
+    assert np.isfinite(gc["avg_sensitivity"]) and gc["max_sensitivity"] >= gc["avg_sensitivity"]
+    assert np.isfinite(gc["insertion_minus_deletion"])

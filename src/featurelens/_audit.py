@@ -362,8 +362,9 @@ def _score(name, ex, model, x, a, raw, t, masks, settings, notes) -> tuple[dict,
     if res is not None:
         scores["faithfulness_correlation"] = np.asarray(res, dtype=np.float64).reshape(-1)
     if settings["robustness_samples"] > 0:
+        # The explainer's own maps (e.g. gradcam's one channel), which its noisy re-explanations match.
         res = attempt("avg_sensitivity/max_sensitivity", lambda: _sensitivity_pair(
-            ex, x, t, settings["radius"], settings["robustness_samples"], seed, a))
+            ex, x, t, settings["radius"], settings["robustness_samples"], seed, raw))
         if res is not None:
             scores["avg_sensitivity"], scores["max_sensitivity"] = res
     for key, fn in (("sparseness", M.sparseness), ("complexity", M.complexity)):
