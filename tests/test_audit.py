@@ -33,6 +33,7 @@ def planted_llr(data):
 
 @pytest.fixture(scope="module")
 def linear_audit(tmp_path_factory):
+    pytest.importorskip("pandas")  # the table comes back as a DataFrame
     data = xai_tris("linear", "white", image_size=8, n_samples=64, seed=0)
     model = planted_llr(data)
     out = tmp_path_factory.mktemp("audit") / "report"
@@ -194,6 +195,7 @@ def test_targets_map_labels_through_classes():
 
 
 def test_a_failing_metric_or_explainer_is_reported_not_fatal(monkeypatch):
+    pytest.importorskip("pandas")
     def broken(a):
         raise RuntimeError("boom")
 

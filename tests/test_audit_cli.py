@@ -133,6 +133,7 @@ def test_unknown_model_format(tmp_path):
 
 
 def test_csv_npz_and_labels(files, tmp_path):
+    pytest.importorskip("pandas")  # CSV and parquet are read with pandas
     X = files["X"]
     header = ",".join(f"f{i}" for i in range(5)) + ",label\n"
     body = "".join(",".join(f"{v:.6f}" for v in row) + f",{lab}\n" for row, lab in zip(X, files["y"]))
@@ -161,6 +162,7 @@ def test_csv_npz_and_labels(files, tmp_path):
     ],
 )
 def test_corrupt_data_files_get_clear_errors(tmp_path, name, content, match):
+    pytest.importorskip("pandas")  # CSV and parquet are read with pandas
     path = tmp_path / name
     path.write_bytes(content)
     with pytest.raises(LoadError, match=match) as info:

@@ -176,7 +176,10 @@ def _load_torch(path: str, names, architecture, image_size, trust: bool):
 
 
 def _load_skops(path: str, trust: bool):
-    import skops.io as sio
+    try:
+        import skops.io as sio
+    except ImportError as err:
+        raise LoadError(f"reading {path} needs skops: pip install skops") from err
 
     try:
         untrusted = sio.get_untrusted_types(file=path)
@@ -321,7 +324,12 @@ def _finite_float(X: np.ndarray, path: str) -> np.ndarray:
 
 
 def _read_table(path: str, suffix: str):
-    import pandas as pd
+    try:
+        import pandas as pd
+    except ImportError as err:
+        raise LoadError(
+            f"reading {path} needs pandas: pip install pandas (or save the data as .npy or .npz)"
+        ) from err
 
     if suffix == ".csv":
         try:
