@@ -118,8 +118,10 @@ def test_synthesis_adjoint_is_the_transpose_of_the_explicit_synthesis_matrix(wav
         columns.append(wt.waverec(parts, wavelet, spatial, ndim).reshape(-1))
     S = torch.stack(columns, dim=1)
     g = _random((1, 1) + spatial, seed=4)
-    adjoint = torch.cat([a.reshape(-1) for a in wt.synthesis_adjoint(g, wavelet, levels, ndim)])
-    np.testing.assert_allclose(adjoint.numpy(), (S.T @ g.reshape(-1)).numpy(), atol=1e-12)
+    want = (S.T @ g.reshape(-1)).numpy()
+    for fn in (wt.synthesis_adjoint, wt.synthesis_adjoint_autograd):
+        adjoint = torch.cat([a.reshape(-1) for a in fn(g, wavelet, levels, ndim)])
+        np.testing.assert_allclose(adjoint.numpy(), want, atol=1e-12, err_msg=fn.__name__)
 
 
 @pytest.mark.parametrize("spatial", [(16,), (8, 16), (8, 8, 8)])
