@@ -28,9 +28,9 @@ xrfm.RFM (given float64 tensors) with featurelens given float64.
   ridge fit (``torch.cdist``, ``exp``, Cholesky solve) on the same rows.
 
 Times are wall-clock seconds of ``fit`` (median of ``--repeats`` runs after a small warm-up), all in
-one process with the same torch thread count.
+one process with the same thread budget (torch, BLAS and OpenMP; default 1).
 
-Usage: .venv/bin/python benchmarks/bench_rfm.py [--repeats 1] [--threads 2]
+Usage: .venv/bin/python benchmarks/bench_rfm.py [--repeats 1] [--threads 1]
 Writes benchmarks/results/rfm.md and rfm.json.
 """
 
@@ -223,12 +223,18 @@ def run_case(name, repeats, have_xrfm):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=1, help="timed fits per method (median; default 1)")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch, BLAS and OpenMP threads for every method (default 1: stable timings on a "
+                             "shared machine; 2 uses both cores of the reference machine)")
     parser.add_argument("--data", nargs="+", default=["friedman1", "breast_cancer", "digits"])
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
+    # The same thread budget for numpy/scipy BLAS (KernelRidge) and OpenMP (HistGradientBoosting).
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=args.threads)
     try:
         import xrfm
 
@@ -259,7 +265,7 @@ def main(argv=None) -> int:
         "# Recursive Feature Machines: featurelens vs xrfm, KernelRidge and HistGradientBoosting",
         "",
         f"torch {env['torch']}, featurelens {env['featurelens']}, xrfm {xrfm_version}, Python {env['python']}; "
-        f"{env['threads']} torch threads on {env['cpu']} ({env['logical_cpus']} logical CPUs). Fit time: median of "
+        f"{env['threads']} thread(s) (torch, BLAS, OpenMP) on {env['cpu']} ({env['logical_cpus']} logical CPUs). Fit time: median of "
         f"{args.repeats} run(s) after a warm-up on 200 rows. Load average {meta['load_before']} before, "
         f"{meta['load_after']} after; total {meta['seconds']:.0f} s.",
         "",
