@@ -113,3 +113,12 @@ def test_errors():
 @parametrize_with_checks([NBSE()])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("d,k", [(23, 7), (40, 9), (17, 16)])
+def test_bins_are_balanced(d, k):
+    X = np.random.default_rng(d).normal(size=(80, d)) @ np.random.default_rng(k).normal(size=(d, d))
+    s = NBSE(k=k).fit(X)
+    sizes = np.bincount(s.bins_, minlength=k)
+    assert len(sizes) == k and sizes.max() - sizes.min() <= 1
+    assert s.get_support().sum() == k and len(set(s.bins_[s.get_support()])) == k

@@ -162,7 +162,7 @@ class NBSE(ScoreSelector):
        Bethe Hessian splits the features cleanly in two (a ferro/antiferromagnetic ordering) but
        does not order many groups reliably; recursive two-way cuts do (a planted-group test with
        up to 12 groups). ``bins_`` holds each feature's bin (-1 for constant columns); bin sizes
-       differ by at most one or two.
+       differ by at most one.
     5. Representative of a bin: its most central feature, the one with the largest mean |corr| to
        the other members of the bin (ties: lower index).
 
