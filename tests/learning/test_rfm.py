@@ -420,3 +420,14 @@ def test_M_matches_xrfm(iters, diag, centering):
     ours = RFMRegressor(bandwidth=5.0, iters=iters, diag=diag, centering=centering, val_size=None).fit(X, y)
     expected = Ms[-1].numpy()
     np.testing.assert_allclose(ours.M_, np.diag(expected) if diag else expected, atol=1e-6)
+
+
+def test_translation_invariance_on_offset_data():
+    # K_M and its gradients depend on x - z only; rows far from the origin must not lose precision
+    X, y = small_problem(n=40)
+    X_new = np.random.default_rng(4).normal(size=(6, 4))
+    ref = RFMRegressor(iters=2, bandwidth=3.0).fit(X, y)
+    off = RFMRegressor(iters=2, bandwidth=3.0).fit(X + 1e6, y)
+    np.testing.assert_allclose(off.M_, ref.M_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(off.predict(X_new + 1e6), ref.predict(X_new), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(off.gradients(X_new + 1e6), ref.gradients(X_new), rtol=1e-5, atol=1e-8)

@@ -356,9 +356,13 @@ class _BaseRFM(BaseEstimator):
             self.val_source_ = "none"
 
         dtype = torch.float64 if X.dtype == np.float64 else torch.float32
-        tX = torch.as_tensor(Xt, dtype=dtype, device=device)
+        # Kernels and gradients depend on differences x - z only: centring the rows on the training
+        # mean keeps ||x||_M^2 + ||z||_M^2 - 2 x^T M z from cancelling catastrophically on offset data.
+        self._shift = np.asarray(Xt, dtype=np.float64).mean(0)
+        shift = torch.as_tensor(self._shift, dtype=dtype, device=device)
+        tX = torch.as_tensor(Xt, dtype=dtype, device=device) - shift
         tY = torch.as_tensor(Yt, dtype=dtype, device=device)
-        tXv = None if Xv is None else torch.as_tensor(Xv, dtype=dtype, device=device)
+        tXv = None if Xv is None else torch.as_tensor(Xv, dtype=dtype, device=device) - shift
         tYv = None if Yv is None else torch.as_tensor(Yv, dtype=dtype, device=device)
         nt = tX.shape[0]
         if self.agop_samples is not None and self.agop_samples < nt:
@@ -420,8 +424,9 @@ class _BaseRFM(BaseEstimator):
         check_floating(X, "X")
         device = _check_device(self.device)
         dtype = torch.as_tensor(self.X_fit_[:0]).dtype
-        tX = torch.as_tensor(np.asarray(X, dtype=self.X_fit_.dtype), dtype=dtype, device=device)
-        Z = torch.as_tensor(self.X_fit_, device=device)
+        shift = torch.as_tensor(self._shift, dtype=dtype, device=device)
+        tX = torch.as_tensor(np.asarray(X, dtype=self.X_fit_.dtype), dtype=dtype, device=device) - shift
+        Z = torch.as_tensor(self.X_fit_, device=device) - shift
         M = np.diag(self.M_).copy() if self.diag else self.M_
         tM = torch.as_tensor(M, dtype=dtype, device=device)
         alpha = torch.as_tensor(self.alphas_, device=device)
