@@ -138,12 +138,16 @@ def test_cka_errors(pair):
         cka(A[:, 0], B)
     with pytest.raises(TypeError, match="floating-point"):
         cka(A.astype(int), B)
-    with pytest.raises(ValueError, match="zero variance"):
-        cka(np.ones((10, 3)), B[:10], debiased=False)
+    for debiased in (False, True):
+        with pytest.raises(ValueError, match="A has zero variance"):
+            cka(np.ones((10, 3)), B[:10], debiased=debiased)
+        with pytest.raises(ValueError, match="B has zero variance"):  # a mean that rounds
+            cka(A[:10], np.full((10, 3), 0.1), debiased=debiased)
     with pytest.raises(ValueError, match="sigma must be"):
         cka(A, B, kernel="rbf", sigma=-1.0)
-    with pytest.warns(RuntimeWarning, match="not positive"):
-        assert np.isnan(cka(np.ones((10, 3)), B[:10], debiased=True))
+    acc = CKAAccumulator().update(np.full((3, 2), 0.3), B[:3]).update(np.full((3, 2), 0.3), B[3:6])
+    with pytest.raises(ValueError, match="A has zero variance"):
+        acc.compute()
 
 
 def test_effective_rank_planted_spectrum():

@@ -196,6 +196,13 @@ class CKAAccumulator:
                 f"got {self.n_samples_}"
                 + (" (the unbiased HSIC divides by n - 3)" if debiased else "")
             )
+        s, n = self._s, self.n_samples_
+        for name, key_a, key_s, shift in (("A", "a", "sx", self._shift[0]), ("B", "b", "sy", self._shift[1])):
+            # tr of the centred second moment, against the data's total energy: a relative spread
+            # below 1e-10 is rounding noise around constant rows (e.g. a mean that is off by an ulp).
+            spread = s[key_a] - s[key_s] @ s[key_s] / n
+            if spread <= 1e-20 * (s[key_a] + n * float(shift @ shift)):
+                raise ValueError(f"{name} has zero variance (every row is the same); CKA is undefined")
         hxy, hxx, hyy = self._hsic_terms(debiased)
         return _ratio(hxy, hxx, hyy, debiased)
 
@@ -207,10 +214,11 @@ def _ratio(hxy: float, hxx: float, hyy: float, debiased: bool) -> float:
                 raise ValueError(f"{name} has zero variance (every row is the same); CKA is undefined")
         return hxy / math.sqrt(hxx * hyy)
     if hxx <= 0.0 or hyy <= 0.0:
-        # The unbiased self-HSIC can be <= 0 for constant features or for very few samples.
+        # The unbiased HSIC is an inner product of U-centred Gram matrices, so the self-terms are
+        # >= 0; 0 means a degenerate (e.g. constant) representation, and round-off can push it below.
         warnings.warn(
             f"the unbiased HSIC of {'A' if hxx <= 0.0 else 'B'} with itself is not positive "
-            f"({min(hxx, hyy):.3g}): constant features or too few samples; debiased CKA is undefined (NaN)",
+            f"({min(hxx, hyy):.3g}): a degenerate representation; debiased CKA is undefined (NaN)",
             RuntimeWarning,
             stacklevel=3,
         )
@@ -277,9 +285,11 @@ def cka(A, B, kernel: str = "linear", debiased: bool = True, sigma=None, median_
 
     Returns
     -------
-    float in [-1, 1] (biased: [0, 1]); 1 for representations equal up to an orthogonal transform
-    and isotropic scaling (linear kernel). NaN with a RuntimeWarning when a debiased self-HSIC is not
-    positive.
+    float in [-1, 1] (biased: [0, 1]; the unbiased HSIC is an inner product of U-centred Gram
+    matrices, so Cauchy-Schwarz bounds the debiased value too); 1 for representations equal up to
+    an orthogonal transform and isotropic scaling (linear kernel). A representation with zero
+    variance raises ValueError; NaN with a RuntimeWarning if a debiased self-HSIC is still not
+    positive (a degenerate configuration).
 
     For data too large for memory, feed batches to :class:`CKAAccumulator` (exact for the linear
     kernel).
