@@ -121,3 +121,27 @@ def test_errors_and_params():
     with pytest.raises(ValueError, match="ridge must be"):
         MahalanobisOOD(ridge=-1.0).fit(H, y)
     assert MahalanobisOOD(normalize=False, ridge=0.5).get_params() == {"normalize": False, "ridge": 0.5, "batch_size": None}
+
+
+def test_normalisation_catches_low_norm_ood():
+    """Mueller & Hein's failure case, planted: in-distribution norms vary widely (log-normal), OOD
+    rows are small vectors in random directions. Plain Mahalanobis ranks them as in-distribution;
+    Mahalanobis++ (l2-normalised) does not."""
+    rng = np.random.default_rng(0)
+    C, d = 4, 16
+    mu = rng.normal(size=(C, d))
+    mu /= np.linalg.norm(mu, axis=1, keepdims=True)
+
+    def in_dist(m):
+        y = rng.integers(0, C, m)
+        r = np.exp(0.8 * rng.normal(size=(m, 1)))
+        return r * (mu[y] + rng.normal(size=(m, d)) / d**0.5), y
+
+    H, y = in_dist(800)
+    test_in, _ = in_dist(500)
+    u = rng.normal(size=(500, d))
+    test_out = 0.3 * u / np.linalg.norm(u, axis=1, keepdims=True)
+    plus = MahalanobisOOD(normalize=True).fit(H, y)
+    plain = MahalanobisOOD(normalize=False).fit(H, y)
+    assert auroc(plus.score(test_in), plus.score(test_out)) > 0.95
+    assert auroc(plain.score(test_in), plain.score(test_out)) < 0.6
