@@ -245,3 +245,16 @@ def test_linear_probe_planted():
 def test_public_names():
     assert fl.learning.cka is cka
     assert scipy.stats is not None
+
+
+def test_debiased_cka_is_bounded_even_for_tiny_n():
+    # The unbiased HSIC is an inner product of U-centred Gram matrices: |CKA| <= 1 (Cauchy-Schwarz).
+    rng = np.random.default_rng(7)
+    values = []
+    for n in (4, 5, 6, 9):
+        for _ in range(25):
+            A, B = rng.normal(size=(n, 3)), rng.normal(size=(n, 2))
+            values.append(cka(A, B, debiased=True))
+    values = np.array(values)
+    assert np.all(np.abs(values) <= 1 + 1e-12)
+    assert values.min() < -0.3  # debiased CKA does go negative (biased CKA cannot)
