@@ -113,8 +113,8 @@ class SAND(ScoreSelector):
 
     Pad, Hammoud, Dia, Maamari & Dunbar, "SAND: One-Shot Feature Selection with Additive Noise
     Distortion", ICML 2025, arXiv 2505.03923. As in the paper, the selection is the top-k gains (the
-    authors' code ranks by gain times the norm of the first-layer weights; with polarised gains
-    both give the same set).
+    authors' code ranks by gain times the norm of the first-layer weights; once the gains have
+    polarised, the top-k gains are the features the network keeps).
 
     Parameters
     ----------
