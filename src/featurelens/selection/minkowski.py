@@ -146,6 +146,11 @@ class MinkowskiWeightedSelector(ScoreSelector):
     of the clustering and get score 0 (the lowest rank; never NaN). With ``k=None`` the selection
     is every feature whose score exceeds the uniform weight 1 / (number of non-constant features).
 
+    Caveat (inherent to the method): a quasi-constant column (e.g. a border pixel of the digits
+    data, non-zero in 0.1-0.5% of the rows) has a tiny within-cluster dispersion for p < 2 and so a
+    large weight; drop such columns first (e.g. ``VarianceThreshold`` on the raw data) when they
+    are not wanted.
+
     ``center="approx"`` uses the authors' shortcut for the cluster centre (median for p < 1.5, mean
     otherwise); ``center="exact"`` uses :func:`minkowski_center` (bisection; 30-60x slower).
     ``n_clusters=None`` uses 3 clusters (FS-MWK++ needs a number of clusters; pass the one you
