@@ -400,7 +400,14 @@ def test_constructor_stores_parameters_only():
 
 
 # ---------------------------------------------------------------------------- scikit-learn, xrfm
-@parametrize_with_checks([RFMRegressor(iters=1), RFMClassifier(iters=1)])
+@parametrize_with_checks(
+    [
+        RFMRegressor(iters=1),
+        RFMClassifier(iters=1),
+        RFMRegressor(iters=1, kernel="gaussian", diag=True, power=0.5, normalize="trace", centering=True, val_size=None),
+        RFMClassifier(iters=1, diag=True, power=0.5, agop_samples=5),
+    ]
+)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -431,3 +438,27 @@ def test_translation_invariance_on_offset_data():
     np.testing.assert_allclose(off.M_, ref.M_, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(off.predict(X_new + 1e6), ref.predict(X_new), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(off.gradients(X_new + 1e6), ref.gradients(X_new), rtol=1e-5, atol=1e-8)
+
+
+def test_modular_addition_generalises_with_block_circulant_M():
+    # Case study of Mallinar et al. 2024 (arXiv 2407.20199): (a + b) mod p from concatenated one-hots,
+    # Gaussian kernel, M = AGOP^(1/2), centred gradients. Plain kernel ridge (iteration 0) cannot
+    # generalise; after the AGOP updates every held-out pair is right, and each p x p block of M
+    # is circulant, M[i, j] = c((i - j) mod p).
+    p = 23
+    a, b = np.divmod(np.arange(p * p), p)
+    X = np.zeros((p * p, 2 * p))
+    X[np.arange(p * p), a] = 1.0
+    X[np.arange(p * p), p + b] = 1.0
+    y = (a + b) % p
+    perm = np.random.default_rng(0).permutation(p * p)
+    tr, te = perm[: int(0.7 * p * p)], perm[int(0.7 * p * p):]
+    kw = dict(kernel="gaussian", bandwidth=2.5, reg=1e-6, power=0.5, centering=True, normalize=None, val_size=None)
+    assert RFMClassifier(iters=0, **kw).fit(X[tr], y[tr]).score(X[te], y[te]) < 0.1
+    rfm = RFMClassifier(iters=30, **kw).fit(X[tr], y[tr])
+    assert rfm.score(X[te], y[te]) == 1.0
+    diff = (np.arange(p)[:, None] - np.arange(p)[None, :]) % p
+    for block in (rfm.M_[:p, :p], rfm.M_[:p, p:], rfm.M_[p:, p:]):
+        circulant = np.array([block[diff == k].mean() for k in range(p)])[diff]
+        assert np.linalg.norm(block - circulant) < 0.1 * np.linalg.norm(block)
+    assert np.linalg.norm(rfm.M_[:p, p:]) > 0.1 * np.linalg.norm(rfm.M_[:p, :p])  # the inputs interact
