@@ -497,7 +497,8 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
         ``val_source_`` says "given"). ``None`` without ``X_val``: no validation, the last iterate
         is kept.
     agop_samples : None or int >= 1
-        Compute the AGOP on this many training rows drawn with ``seed`` (None: all of them).
+        Compute the AGOP on at most this many training rows, drawn with ``seed`` without
+        replacement (None, or a number >= the training rows: all of them).
     batch_size : None or int >= 1
         Rows per chunk of the kernel, prediction and gradient computations (None: chunks of about
         8 million elements); bounds memory, does not change results.
