@@ -33,6 +33,14 @@ def test_refined_density_mean_ignores_outliers():
     np.testing.assert_allclose(c, S[keep].mean(axis=0))
 
 
+def test_refined_density_mean_blocked_rows_match_full_matrix():
+    # 2100 rows: the row medians are computed in two blocks (2^22 // 2100 = 1997 rows each).
+    S = np.random.default_rng(2).standard_t(3, size=(2100, 2))
+    D = np.abs(S[:, None, :] - S[None, :, :]).sum(axis=2)
+    keep = np.argsort(np.median(D, axis=1), kind="stable")[:630]
+    np.testing.assert_allclose(refined_density_mean(S, 0.3), S[keep].mean(axis=0))
+
+
 def _intrusion_by_lists(X, y, alpha):
     """The algorithm step by step with Python lists, as written in the reference sheet."""
     classes = np.unique(y)
