@@ -172,6 +172,10 @@ class NBSE(ScoreSelector):
     the number of non-constant columns). So the top-k are the representatives, ordered by how much
     of their bin they stand for. ``k=None`` uses ceil(sqrt(number of non-constant features)) bins.
 
+    Cost: the d x d correlation matrix (dense, float64) and dense symmetric eigenproblems (one
+    BLAS thread) of the feature graph and its parts, O(d^3 log k) at most; about 0.6 s for
+    d = 300 and 12 s for d = 1280, k = 384 on a busy 2-core machine.
+
     Usatyuk, Sapozhnikov, Egorov, 2026, arXiv 2604.24692 (NBSE; steps 4-5 reconstructed, the
     paper's binning rule is not published); Dall'Amico, Couillet, Tremblay, 2021, arXiv 2103.03561
     (Bethe Hessian at the Nishimori temperature).
