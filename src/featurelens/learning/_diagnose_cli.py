@@ -1,16 +1,238 @@
-"""PLACEHOLDER for the ``featurelens diagnose`` command: being written; replace this module.
+"""The ``featurelens diagnose`` command: grokking modular addition with the training monitor on.
 
 The contract with featurelens.cli: HELP, DESCRIPTION, add_arguments(parser), run(args) -> int.
 """
 
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+
+from ._grokking import DEFAULTS
+
 HELP = "train a small network on modular addition with the training monitor and write a report"
-DESCRIPTION = HELP
+DESCRIPTION = (
+    "Train a two-layer network with quadratic activation, f(x) = V (W x)^2, on (a + b) mod p "
+    "(one-hot operands, full-batch AdamW, MSE on one-hot labels) on the CPU until it groks or the "
+    "step budget ends, with featurelens.learning.Monitor recording the NFA correlation, effective "
+    "ranks, neural collapse and the rolling-window spectrum of the weight updates, whose eigengap "
+    "detector announces grokking. Writes PNG curves, the first-layer Gram matrix W^T W and its "
+    "AGOP as images, results.json and index.html into --out, and prints a summary. "
+    f"Defaults: p={DEFAULTS['p']}, width {DEFAULTS['width']}, training fraction "
+    f"{DEFAULTS['train_fraction']}, lr {DEFAULTS['lr']}, weight decay {DEFAULTS['weight_decay']}, "
+    f"at most {DEFAULTS['steps']} steps (about a minute on 2 cores)."
+)
+
+DEFAULT_OUT = "featurelens-diagnose"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a non-negative finite number, got {text!r}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return value
 
 
 def add_arguments(parser) -> None:
-    pass
+    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"report folder (default: {DEFAULT_OUT})")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
+    parser.add_argument("--steps", type=_positive_int, default=DEFAULTS["steps"], metavar="N",
+                        help=f"most training steps (default {DEFAULTS['steps']}; training stops "
+                        "300 steps after test accuracy reaches 99%%)")
+    parser.add_argument("--weight-decay", type=_non_negative_float, default=DEFAULTS["weight_decay"], metavar="F",
+                        help=f"AdamW weight decay (default {DEFAULTS['weight_decay']}; 0 gives the no-grokking control)")
+    parser.add_argument("--p", type=_positive_int, default=DEFAULTS["p"], metavar="P",
+                        help=f"the modulus (default {DEFAULTS['p']})")
+    parser.add_argument("--width", type=_positive_int, default=DEFAULTS["width"], metavar="N",
+                        help=f"hidden units (default {DEFAULTS['width']})")
+    parser.add_argument("--train-fraction", type=_fraction, default=DEFAULTS["train_fraction"], metavar="F",
+                        help=f"fraction of the p^2 pairs used for training (default {DEFAULTS['train_fraction']})")
+    parser.add_argument("--lr", type=_non_negative_float, default=DEFAULTS["lr"], metavar="F",
+                        help=f"AdamW learning rate (default {DEFAULTS['lr']})")
+    parser.add_argument("--probe-every", type=_positive_int, default=50, metavar="N",
+                        help="steps between AGOP/NFA/rank/collapse measurements (default 50)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    return buf.getvalue()
+
+
+def _curves(monitor, summary):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(13, 6.4), layout="constrained")
+    panels = [
+        ("accuracy", [("train_accuracy", "model", "train"), ("test_accuracy", "model", "test")], False),
+        ("NFA correlation corr(W^T W, AGOP^1/2)", [("nfa", layer, f"layer {layer}") for layer in monitor.layers], False),
+        ("effective rank of W", [("erank_weights", layer, f"layer {layer}") for layer in monitor.layers], False),
+        (f"update eigengap sigma_{monitor.k}/sigma_{monitor.k + 1} (window {monitor.window})",
+         [("update_gap", layer, f"layer {layer}") for layer in monitor._keys], True),
+        ("train loss (MSE)", [("loss", "model", "loss")], True),
+        ("NC1 of the hidden features", [("nc1", list(monitor.layers)[-1], "nc1")], True),
+    ]
+    present = {(r["metric"], r["layer"]) for r in monitor.records}
+    for i, (title, lines, log) in enumerate(panels):
+        ax = fig.add_subplot(2, 3, i + 1)
+        for metric, layer, label in lines:
+            if (metric, layer) in present:
+                s, v = monitor.series(metric, layer)
+                ax.plot(s, v, label=label, lw=1.1)
+        if log:
+            ax.set_yscale("log")
+        if summary["fired_step"] is not None:
+            ax.axvline(summary["fired_step"], color="crimson", ls="--", lw=1, label=f"detector fired ({summary['fired_step']})")
+        if summary["grok_step"] is not None:
+            ax.axvline(summary["grok_step"], color="k", ls=":", lw=1, label=f"test acc >= 0.9 ({summary['grok_step']})")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("step", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=6)
+    return fig
+
+
+def _matrices(model, X, p):
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    from .nfa import layer_agops, matrix_power_psd
+
+    W = model[0].weight.detach().double().numpy()
+    A = layer_agops(model, X, layers=["0"])["0"]
+    fig = Figure(figsize=(9, 4.2), layout="constrained")
+    pairs = ((W.T @ W, "W^T W (first layer)"), (matrix_power_psd(A, 0.5), "AGOP^1/2 (first layer input)"))
+    for i, (M, title) in enumerate(pairs):
+        ax = fig.add_subplot(1, 2, i + 1)
+        M = M - np.diag(np.diag(M))  # the diagonal dominates; without it the circulant blocks show
+        title += ", diagonal set to 0"
+        lim = np.abs(M).max() or 1.0
+        im = ax.imshow(M, cmap="RdBu_r", vmin=-lim, vmax=lim)
+        ax.set_title(title, fontsize=9)
+        ax.axhline(p - 0.5, color="k", lw=0.5)
+        ax.axvline(p - 0.5, color="k", lw=0.5)
+        ax.set_xticks([0, p, 2 * p - 1], ["a=0", "b=0", f"b={p - 1}"], fontsize=7)
+        ax.set_yticks([0, p, 2 * p - 1], ["a=0", "b=0", f"b={p - 1}"], fontsize=7)
+        fig.colorbar(im, ax=ax, shrink=0.8)
+    return fig, W, A
+
+
+def diagnose(out=DEFAULT_OUT, seed=0, steps=DEFAULTS["steps"], weight_decay=DEFAULTS["weight_decay"],
+             p=DEFAULTS["p"], width=DEFAULTS["width"], train_fraction=DEFAULTS["train_fraction"],
+             lr=DEFAULTS["lr"], probe_every=50, progress=None) -> dict:
+    """Run the grokking experiment with the monitor and write the report folder; returns the
+    summary written to results.json."""
+    from ..report import HTMLReport
+    from ._grokking import run_grokking
+
+    monitor, model, (Xtr, ytr, Xte, yte), summary = run_grokking(
+        p=p, width=width, train_fraction=train_fraction, lr=lr, weight_decay=weight_decay, steps=steps,
+        seed=seed, probe_every=probe_every, progress=progress,
+    )
+    os.makedirs(out, exist_ok=True)
+    files = {}
+    curves = _png(_curves(monitor, summary))
+    files["curves"] = "curves.png"
+    mats_fig, W, A = _matrices(model, Xtr, p)
+    mats = _png(mats_fig)
+    files["matrices"] = "gram_agop.png"
+    monitor_png = _png(monitor.plot())
+    files["monitor"] = "monitor.png"
+    for name, data in ((files["curves"], curves), (files["matrices"], mats), (files["monitor"], monitor_png)):
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    from .nfa import nfa_from_agop
+
+    summary["final_nfa"] = {}
+    for layer in monitor.layers:
+        try:
+            summary["final_nfa"][layer] = float(monitor.series("nfa", layer)[1][-1])
+        except ValueError:
+            pass
+    summary["final_nfa_first_layer_train"] = nfa_from_agop(model[0], A)
+    summary["detector"] = {
+        "watches": f"update_gap of layer {monitor._detect_key()!r}",
+        "window": monitor.window, "k": monitor.k,
+        **{k: getattr(monitor.detector, k) for k in ("threshold", "patience", "warmup", "baseline", "direction", "min_scale")},
+    }
+    summary["files"] = files
+    history = os.path.join(out, "history.csv")
+    monitor.history.to_csv(history, index=False) if hasattr(monitor.history, "to_csv") else None
+    files["history"] = "history.csv"
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+    files["results"] = "results.json"
+
+    page = HTMLReport("featurelens diagnose: grokking modular addition",
+                      f"p={p}, width {width}, train fraction {train_fraction}, AdamW lr {lr}, weight decay {weight_decay}, seed {seed}")
+    page.add_definitions([
+        ("steps run", summary["steps_run"]),
+        ("grok step (test accuracy >= 0.9)", summary["grok_step"]),
+        ("eigengap detector fired at", summary["fired_step"]),
+        ("fired before grokking", summary["fired_before_grok"]),
+        ("final train / test accuracy", f"{summary['final_train_accuracy']:.3f} / {summary['final_test_accuracy']:.3f}"),
+        ("final NFA correlation (first layer)", f"{summary['final_nfa_first_layer_train']:.3f}"),
+        ("seconds", f"{summary['seconds']:.1f}"),
+    ])
+    page.add_image(curves, "training curves", "Accuracy, NFA correlation, effective rank, update eigengap, loss and NC1 "
+                   "over training; dashed: the eigengap detector's firing step; dotted: test accuracy reaching 0.9.")
+    page.add_image(mats, "W^T W and AGOP", "The learned first-layer Gram matrix and the square root of the AGOP with "
+                   "respect to the one-hot input (Neural Feature Ansatz); circulant blocks mean Fourier features.")
+    page.add_image(monitor_png, "monitor.plot()", "monitor.plot(): every recorded series.")
+    page.add_paragraph(f"The detector watches {summary['detector']['watches']}; it fires when the log gap stays more than "
+                       f"{monitor.detector.threshold} robust standard deviations above the median of its previous "
+                       f"{monitor.detector.baseline} values for {monitor.detector.patience} consecutive steps.")
+    page.save(os.path.join(out, "index.html"))
+    files["report"] = "index.html"
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+    return summary
 
 
 def run(args) -> int:
-    print("featurelens diagnose: not implemented yet")
-    return 1
+    try:
+        summary = diagnose(
+            out=args.out, seed=args.seed, steps=args.steps, weight_decay=args.weight_decay, p=args.p,
+            width=args.width, train_fraction=args.train_fraction, lr=args.lr, probe_every=args.probe_every,
+            progress=False if args.no_progress else None,
+        )
+    except ValueError as err:
+        print(f"featurelens diagnose: error: {err}", file=sys.stderr)
+        return 2
+    g, f = summary["grok_step"], summary["fired_step"]
+    print(f"modular addition p={summary['p']}, width {summary['width']}, weight decay {summary['weight_decay']}, "
+          f"seed {summary['seed']}: {summary['steps_run']} steps in {summary['seconds']:.1f} s")
+    print(f"  train accuracy {summary['final_train_accuracy']:.3f}, test accuracy {summary['final_test_accuracy']:.3f}")
+    print(f"  grokked (test accuracy >= 0.9) at step: {g if g is not None else 'not within the budget'}")
+    print(f"  eigengap detector fired at step: {f if f is not None else 'never'}"
+          + (f" ({g - f} steps before grokking)" if f is not None and g is not None and f < g else ""))
+    print(f"  NFA correlation of the first layer: {summary['final_nfa_first_layer_train']:.3f}")
+    print(f"report: {os.path.abspath(os.path.join(args.out, 'index.html'))}")
+    return 0

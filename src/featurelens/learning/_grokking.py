@@ -57,3 +57,77 @@ def quadratic_network(p: int, width: int, seed: int = 0, init_scale: float = 1.0
 def accuracy(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
     with torch.no_grad():
         return float((model(X).argmax(1) == y).float().mean())
+
+
+#: The defaults of ``featurelens diagnose`` and benchmarks/bench_grokking.py.
+DEFAULTS = dict(p=31, width=256, train_fraction=0.5, lr=3e-3, weight_decay=1.0, steps=3000)
+
+
+def run_grokking(
+    p: int = DEFAULTS["p"],
+    width: int = DEFAULTS["width"],
+    train_fraction: float = DEFAULTS["train_fraction"],
+    lr: float = DEFAULTS["lr"],
+    weight_decay: float = DEFAULTS["weight_decay"],
+    steps: int = DEFAULTS["steps"],
+    seed: int = 0,
+    metrics=None,
+    probe_every: int = 50,
+    eval_every: int = 10,
+    grok_threshold: float = 0.9,
+    extra_steps: int = 300,
+    progress: bool | None = False,
+    monitor_kwargs: dict | None = None,
+):
+    """Full-batch AdamW training of the quadratic network on modular addition (MSE on one-hot
+    labels), with a :class:`featurelens.learning.Monitor` recording every step, until the test
+    accuracy has stayed at or above 0.99 for ``extra_steps`` steps or ``steps`` run out.
+
+    Returns ``(monitor, model, data, summary)``; ``summary`` holds the grok step (first logged step
+    with test accuracy >= ``grok_threshold``), the detector's firing step and the final accuracies.
+    """
+    import time
+
+    from .monitor import METRICS, Monitor, train_with_monitor
+
+    torch.manual_seed(seed)
+    Xtr, ytr, Xte, yte = modular_addition(p, train_fraction, seed)
+    model = quadratic_network(p, width, seed)
+    kwargs = dict(every=1, window=20, k=1, probe_every=probe_every, detect_layer="0")
+    kwargs.update(monitor_kwargs or {})
+    monitor = Monitor(model, Xtr, ytr.numpy(), metrics=metrics or METRICS, **kwargs)
+    solved_at = []
+
+    def stop_when(mon, t):
+        if not solved_at and mon.records and _last(mon, "test_accuracy") >= 0.99:
+            solved_at.append(t)
+        return bool(solved_at) and t - solved_at[0] >= extra_steps
+
+    start = time.perf_counter()
+    train_with_monitor(
+        model, Xtr, ytr, steps, X_test=Xte, y_test=yte, loss="mse", lr=lr, weight_decay=weight_decay,
+        monitor=monitor, eval_every=eval_every, seed=seed, progress=progress, stop_when=stop_when,
+    )
+    seconds = time.perf_counter() - start
+    steps_, test = monitor.series("test_accuracy")
+    _, train = monitor.series("train_accuracy")
+    hit = np.flatnonzero(test >= grok_threshold)
+    summary = {
+        "p": p, "width": width, "train_fraction": train_fraction, "lr": lr, "weight_decay": weight_decay,
+        "seed": seed, "steps_run": int(steps_[-1]), "budget": steps,
+        "grok_step": int(steps_[hit[0]]) if hit.size else None,
+        "fired_step": monitor.fired_step,
+        "final_train_accuracy": float(train[-1]), "final_test_accuracy": float(test[-1]),
+        "seconds": seconds,
+    }
+    g, f = summary["grok_step"], summary["fired_step"]
+    summary["fired_before_grok"] = bool(f is not None and g is not None and f < g)
+    summary["lead_steps"] = (g - f) if (f is not None and g is not None) else None
+    return monitor, model, (Xtr, ytr, Xte, yte), summary
+
+
+def _last(monitor, metric):
+    for r in reversed(monitor.records):
+        if r["metric"] == metric:
+            return r["value"]
+    return float("nan")

@@ -1,0 +1,169 @@
+"""The training monitor: window spectra against numpy's SVD, probe metrics against the direct
+functions, the eigengap detector on planted and stationary series, the tidy history and errors."""
+
+import numpy as np
+import pytest
+import torch
+
+import featurelens as fl
+from featurelens.learning.monitor import EigengapDetector, Monitor, train_with_monitor
+from featurelens.learning.nfa import nfa
+
+
+def _net(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 3)).double()
+
+
+def _data(n=60, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, 5, generator=gen, dtype=torch.float64)
+    y = (X[:, 0] > 0).long() + (X[:, 1] > 0.5).long()
+    return X, y
+
+
+def _train(net, mon, X, y, steps, lr=0.05):
+    """Plain SGD; returns the first-layer and last-layer weights before each recorded step, and the gradients."""
+    opt = torch.optim.SGD(net.parameters(), lr=lr)
+    weights, grads = [net[0].weight.detach().clone().double()], []
+    for _ in range(steps):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(X), y).backward()
+        opt.step()
+        if mon.step():
+            weights.append(net[0].weight.detach().clone().double())
+            grads.append(net[0].weight.grad.detach().clone().double())
+    return weights, grads
+
+
+def test_update_and_gradient_window_spectra_equal_numpy_svd():
+    X, y = _data()
+    net = _net()
+    mon = Monitor(net, X, y, every=2, window=4, k=2, metrics=("updates", "gradients"), detector=None)
+    weights, grads = _train(net, mon, X, y, steps=20)
+    # every=2: the window holds the last 4 differences between consecutive recorded snapshots
+    ups = np.stack([(b - a).numpy().ravel() for a, b in zip(weights[:-1], weights[1:])][-4:])
+    ref = np.linalg.svd(ups, compute_uv=False)
+    steps, sv_list = zip(*mon.spectra["update:0"])
+    assert steps[-1] == 20 and steps[0] == 8  # first full window after 4 records (steps 2, 4, 6, 8)
+    np.testing.assert_allclose(sv_list[-1], ref, rtol=1e-7, atol=1e-9 * ref[0])
+    s, gap = mon.series("update_gap", "0")
+    assert gap[-1] == pytest.approx(ref[1] / ref[2], rel=1e-6)
+    _, kstar = mon.series("update_kstar", "0")
+    assert kstar[-1] == np.argmax(ref[:-1] / ref[1:]) + 1
+    g_ref = np.linalg.svd(np.stack([g.numpy().ravel() for g in grads[-4:]]), compute_uv=False)
+    np.testing.assert_allclose(mon.spectra["grad:0"][-1][1], g_ref, rtol=1e-7, atol=1e-9 * g_ref[0])
+    # the pseudo-layer "all" stacks both layers' flattened weights side by side
+    assert mon.series("update_sv1", "all")[1][-1] >= mon.series("update_sv1", "0")[1][-1]
+
+
+def test_probe_metrics_equal_the_direct_functions():
+    X, y = _data()
+    net = _net(1)
+    mon = Monitor(net, X, y.numpy(), every=1, probe_every=5, metrics=("agop", "nfa", "rank", "collapse"))
+    _train(net, mon, X, y, steps=10)
+    direct = nfa(net, X)
+    for layer in ("0", "2"):
+        steps, values = mon.series("nfa", layer)
+        assert list(steps) == [5, 10]
+        assert values[-1] == pytest.approx(direct[layer], abs=1e-10)
+        A = fl.learning.layer_agops(net, X, layers=[layer])[layer]
+        assert mon.series("agop_trace", layer)[1][-1] == pytest.approx(np.trace(A), rel=1e-10)
+    W = net[0].weight.detach().numpy()
+    try:
+        expected = fl.learning.effective_rank(W)
+    except NotImplementedError:
+        pytest.skip("effective_rank is not available in this build")
+    assert mon.series("erank_weights", "0")[1][-1] == pytest.approx(expected, rel=1e-10)
+    H = torch.tanh(net[0](X)).detach().numpy()  # the input of the last layer: penultimate features
+    nc = fl.learning.neural_collapse(H, y.numpy(), W=net[2].weight.detach().numpy())
+    assert mon.series("nc1", "2")[1][-1] == pytest.approx(nc["nc1"], rel=1e-8)
+
+
+def test_history_is_tidy_and_plot_returns_one_figure():
+    X, y = _data()
+    net = _net()
+    mon = Monitor(net, X, y, every=1, window=3, probe_every=4, metrics=("nfa", "updates"))
+    _train(net, mon, X, y, steps=8)
+    h = mon.history
+    rows = h.to_dict("records") if hasattr(h, "to_dict") else h
+    assert set(rows[0]) == {"step", "layer", "metric", "value"}
+    assert {r["metric"] for r in rows} >= {"nfa", "update_gap", "update_sv1"}
+    assert sum(1 for r in rows if r["metric"] == "nfa") == 2 * 2  # two layers at steps 4 and 8
+    fig = mon.plot()
+    assert len(fig.axes) >= 2
+
+
+def test_detector_fires_on_a_planted_regime_change_and_not_on_stationary_noise():
+    rng = np.random.default_rng(0)
+    n, change = 600, 300
+    base = np.exp(np.log(2.0) + 0.15 * rng.standard_normal(n))
+    shifted = base.copy()
+    shifted[change:] *= 4.0  # the gap jumps to a new regime
+    det = EigengapDetector()
+    fired = det.run(shifted)
+    assert fired is not None and change <= fired <= change + det.patience + 5
+    for seed in range(5):  # stationary log-normal noise: no false alarm
+        noise = np.exp(np.log(2.0) + 0.3 * np.random.default_rng(seed + 1).standard_normal(1000))
+        assert EigengapDetector().run(noise) is None
+    # one outlying update stays in a window of 20 updates for 20 steps: a plateau shorter than
+    # the patience does not fire
+    spike = base.copy()
+    spike[400:420] *= 10.0
+    assert EigengapDetector(patience=25).run(spike) is None
+    down = base.copy()
+    down[change:] /= 4.0
+    assert EigengapDetector().run(down) is None  # direction "up" ignores a drop
+    assert EigengapDetector(direction="down").run(down) is not None
+
+
+def test_train_with_monitor_logs_accuracy_and_matches_a_manual_loop():
+    X, y = _data(80)
+    net = _net(2)
+    mon = train_with_monitor(net, X[:60], y[:60], steps=12, X_test=X[60:], y_test=y[60:], lr=1e-2,
+                             monitor=Monitor(net, X[:60], y[:60], metrics=("updates",), window=3), eval_every=4)
+    s, acc = mon.series("test_accuracy")
+    assert list(s) == [4, 8, 12]
+    with torch.no_grad():
+        assert acc[-1] == pytest.approx(float((net(X[60:]).argmax(1) == y[60:]).double().mean()))
+    # the same loop by hand (full-batch AdamW from the same init) reaches the same weights
+    ref = _net(2)
+    opt = torch.optim.AdamW(ref.parameters(), lr=1e-2, weight_decay=0.0)
+    for _ in range(12):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(ref(X[:60]), y[:60]).backward()
+        opt.step()
+    np.testing.assert_allclose(net[0].weight.detach().numpy(), ref[0].weight.detach().numpy(), atol=1e-12)
+
+
+def test_errors_name_the_argument():
+    X, y = _data()
+    net = _net()
+    with pytest.raises(ValueError, match="every must be an int >= 1; got 0"):
+        Monitor(net, X, every=0)
+    with pytest.raises(ValueError, match=r"y_probe must hold one label per row of X_probe \(60\); got shape \(59,\)"):
+        Monitor(net, X, y[:-1])
+    bad = X.clone()
+    bad[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="X_probe contains NaN"):
+        Monitor(net, bad)
+    with pytest.raises(ValueError, match="no Linear or Conv2d layer named 'conv1'"):
+        Monitor(net, X, layers=["conv1"])
+    with pytest.raises(ValueError, match="metrics: unknown"):
+        Monitor(net, X, metrics=("nfa", "cka"))
+    with pytest.raises(ValueError, match="window must be an int >= k"):
+        Monitor(net, X, window=2, k=2)
+    with pytest.raises(ValueError, match="probe_every must be a positive multiple of every"):
+        Monitor(net, X, every=2, probe_every=3)
+    with pytest.raises(ValueError, match="detect_layer must be"):
+        Monitor(net, X, detect_layer="fc")
+    with pytest.raises(ValueError, match="needs y_probe"):
+        Monitor(net, X, metrics=("collapse",))
+    with pytest.raises(ValueError, match="value must be a positive finite number"):
+        EigengapDetector().update(0, float("nan"))
+    with pytest.raises(ValueError, match="direction must be"):
+        EigengapDetector(direction="sideways")
+    with pytest.raises(ValueError, match="patience must be an int >= 1"):
+        EigengapDetector(patience=0)
+    with pytest.raises(ValueError, match="metric 'nfa' has not been recorded"):
+        Monitor(net, X).series("nfa")
