@@ -136,6 +136,8 @@ def test_errors():
         SIOFS(k=2).fit(X, np.zeros(60))
     with pytest.raises(ValueError, match=r"alpha must be a number in \(0, 1\], got 1.5"):
         SIOFS(k=2, alpha=1.5).fit(X, y)
+    with pytest.raises(ValueError, match="SIOFS needs class labels in y .* got a continuous target"):
+        SIOFS(k=2).fit(X, np.linspace(0, 1, 60))
     with pytest.raises(ValueError, match="requires y to be passed"):
         SIOFS(k=2).fit(X)
 

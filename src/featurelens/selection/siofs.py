@@ -17,6 +17,7 @@ import numbers
 
 import numpy as np
 from scipy.spatial.distance import cdist
+from sklearn.utils.multiclass import type_of_target
 
 from ._base import ScoreSelector
 
@@ -155,7 +156,7 @@ class SIOFS(ScoreSelector):
     ``intrusion_`` holds minus the Fisher score (so that ``scores_ = -intrusion_`` still holds).
     ``n_intrusion_rows_`` counts the (class, class) intrusion rows behind the degrees.
     With ``k=None`` the selection is the features whose intrusion degree is below the median one.
-    Needs at least two classes.
+    Needs class labels with at least two classes (a continuous target is refused).
 
     ``alpha`` in (0, 1] is the density fraction of the refined density mean (the authors
     grid-search 0.05..0.95). The algorithm is reconstructed from the authors' MATLAB code
@@ -175,6 +176,11 @@ class SIOFS(ScoreSelector):
         a = self.alpha
         if not isinstance(a, numbers.Real) or isinstance(a, bool) or not (0 < a <= 1):
             raise ValueError(f"alpha must be a number in (0, 1], got {a!r}")
+        kind = type_of_target(y, raise_unknown=True)  # sklearn's 'Unknown label type' error
+        if kind not in ("binary", "multiclass"):
+            raise ValueError(
+                f"SIOFS needs class labels in y (a binary or multiclass target), got a {kind} target"
+            )
         classes, yi = np.unique(y, return_inverse=True)
         if len(classes) < 2:
             raise ValueError(f"y must hold at least 2 classes for SIOFS, got 1 class ({classes[0]!r})")
