@@ -443,7 +443,7 @@ def test_translation_invariance_on_offset_data():
 def test_modular_addition_generalises_with_block_circulant_M():
     # Case study of Mallinar et al. 2024 (arXiv 2407.20199): (a + b) mod p from concatenated one-hots,
     # Gaussian kernel, M = AGOP^(1/2), centred gradients. Plain kernel ridge (iteration 0) cannot
-    # generalise; after the AGOP updates every held-out pair is right, and each p x p block of M
+    # generalise; after 20 AGOP updates every held-out pair is right, and each p x p block of M
     # is circulant, M[i, j] = c((i - j) mod p).
     p = 23
     a, b = np.divmod(np.arange(p * p), p)
@@ -455,7 +455,7 @@ def test_modular_addition_generalises_with_block_circulant_M():
     tr, te = perm[: int(0.7 * p * p)], perm[int(0.7 * p * p):]
     kw = dict(kernel="gaussian", bandwidth=2.5, reg=1e-6, power=0.5, centering=True, normalize=None, val_size=None)
     assert RFMClassifier(iters=0, **kw).fit(X[tr], y[tr]).score(X[te], y[te]) < 0.1
-    rfm = RFMClassifier(iters=30, **kw).fit(X[tr], y[tr])
+    rfm = RFMClassifier(iters=20, **kw).fit(X[tr], y[tr])  # 100% from about 15 updates on
     assert rfm.score(X[te], y[te]) == 1.0
     diff = (np.arange(p)[:, None] - np.arange(p)[None, :]) % p
     for block in (rfm.M_[:p, :p], rfm.M_[:p, p:], rfm.M_[p:, p:]):
