@@ -63,10 +63,12 @@ def test_probe_metrics_equal_the_direct_functions():
     mon = Monitor(net, X, y.numpy(), every=1, probe_every=5, metrics=("agop", "nfa", "rank", "collapse"))
     _train(net, mon, X, y, steps=10)
     direct = nfa(net, X)
+    off = nfa(net, X, measure="pearson_offdiag")
     for layer in ("0", "2"):
         steps, values = mon.series("nfa", layer)
         assert list(steps) == [5, 10]
         assert values[-1] == pytest.approx(direct[layer], abs=1e-10)
+        assert mon.series("nfa_offdiag", layer)[1][-1] == pytest.approx(off[layer], abs=1e-10)
         A = fl.learning.layer_agops(net, X, layers=[layer])[layer]
         assert mon.series("agop_trace", layer)[1][-1] == pytest.approx(np.trace(A), rel=1e-10)
     W = net[0].weight.detach().numpy()
@@ -78,6 +80,31 @@ def test_probe_metrics_equal_the_direct_functions():
     H = torch.tanh(net[0](X)).detach().numpy()  # the input of the last layer: penultimate features
     nc = fl.learning.neural_collapse(H, y.numpy(), W=net[2].weight.detach().numpy())
     assert mon.series("nc1", "2")[1][-1] == pytest.approx(nc["nc1"], rel=1e-8)
+
+
+def test_conv_layers_and_a_cadence_above_one():
+    torch.manual_seed(4)
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 3, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(3 * 4 * 4, 2))
+    X = torch.randn(12, 1, 6, 6, generator=torch.Generator().manual_seed(5))
+    y = torch.arange(12) % 2
+    mon = Monitor(net, X, y, every=3, probe_every=6, window=2, metrics=("nfa", "updates"))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    snapshots = [net[0].weight.detach().clone().double()]
+    for t in range(1, 7):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(X), y).backward()
+        opt.step()
+        mon.step()
+        if t % 3 == 0:
+            snapshots.append(net[0].weight.detach().clone().double())
+    assert mon.series("nfa", "0")[0].tolist() == [6]
+    assert mon.series("nfa", "0")[1][0] == pytest.approx(nfa(net, X, layers=["0"])["0"], abs=1e-6)
+    # the window holds the two updates 3 steps apart: w3 - w0 and w6 - w3 (the kernel, flattened)
+    ups = np.stack([(snapshots[1] - snapshots[0]).numpy().ravel(), (snapshots[2] - snapshots[1]).numpy().ravel()])
+    ref = np.linalg.svd(ups, compute_uv=False)
+    (step, sv), = mon.spectra["update:0"]
+    assert step == 6
+    np.testing.assert_allclose(sv, ref, rtol=1e-6)
 
 
 def test_history_is_tidy_and_plot_returns_one_figure():

@@ -93,7 +93,8 @@ def _curves(monitor, summary):
     fig.subplots_adjust(left=0.05, right=0.98, bottom=0.08, top=0.95, wspace=0.22, hspace=0.35)
     panels = [
         ("accuracy", [("train_accuracy", "model", "train"), ("test_accuracy", "model", "test")], False),
-        ("NFA correlation corr(W^T W, AGOP^1/2)", [("nfa", layer, f"layer {layer}") for layer in monitor.layers], False),
+        ("NFA correlation corr(W^T W, AGOP^1/2)", [("nfa", layer, f"layer {layer}") for layer in monitor.layers]
+         + [("nfa_offdiag", layer, f"layer {layer}, off-diagonal") for layer in monitor.layers], False),
         ("effective rank of W", [("erank_weights", layer, f"layer {layer}") for layer in monitor.layers], False),
         (f"update eigengap sigma_{monitor.k}/sigma_{monitor.k + 1} (window {monitor.window})",
          [("update_gap", layer, f"layer {layer}") for layer in monitor._keys], True),
@@ -179,6 +180,12 @@ def diagnose(out=DEFAULT_OUT, seed=0, steps=DEFAULTS["steps"], weight_decay=DEFA
         except ValueError:
             pass
     summary["final_nfa_first_layer_train"] = nfa_from_agop(model[0], A)
+    summary["final_nfa_offdiag_first_layer_train"] = nfa_from_agop(model[0], A, measure="pearson_offdiag")
+    try:
+        first_nfa = monitor.series("nfa_offdiag", "0")[1]
+        summary["nfa_offdiag_first_layer_first_probe"] = float(first_nfa[0])
+    except ValueError:
+        pass
     summary["detector"] = {
         "watches": f"update_gap of layer {monitor._detect_key()!r}",
         "window": monitor.window, "k": monitor.k,
@@ -200,7 +207,8 @@ def diagnose(out=DEFAULT_OUT, seed=0, steps=DEFAULTS["steps"], weight_decay=DEFA
         ("eigengap detector fired at", summary["fired_step"]),
         ("fired before grokking", summary["fired_before_grok"]),
         ("final train / test accuracy", f"{summary['final_train_accuracy']:.3f} / {summary['final_test_accuracy']:.3f}"),
-        ("final NFA correlation (first layer)", f"{summary['final_nfa_first_layer_train']:.3f}"),
+        ("final NFA correlation (first layer): all entries / off-diagonal",
+         f"{summary['final_nfa_first_layer_train']:.3f} / {summary['final_nfa_offdiag_first_layer_train']:.3f}"),
         ("seconds", f"{summary['seconds']:.1f}"),
     ])
     page.add_image(curves, "training curves", "Accuracy, NFA correlation, effective rank, update eigengap, loss and NC1 "
@@ -235,6 +243,7 @@ def run(args) -> int:
     print(f"  grokked (test accuracy >= 0.9) at step: {g if g is not None else 'not within the budget'}")
     print(f"  eigengap detector fired at step: {f if f is not None else 'never'}"
           + (f" ({g - f} steps before grokking)" if f is not None and g is not None and f < g else ""))
-    print(f"  NFA correlation of the first layer: {summary['final_nfa_first_layer_train']:.3f}")
+    print(f"  NFA correlation of the first layer: {summary['final_nfa_first_layer_train']:.3f} "
+          f"(off-diagonal entries: {summary['final_nfa_offdiag_first_layer_train']:.3f})")
     print(f"report: {os.path.abspath(os.path.join(args.out, 'index.html'))}")
     return 0

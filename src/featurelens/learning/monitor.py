@@ -6,7 +6,8 @@ Per monitored layer (every ``nn.Linear`` / ``nn.Conv2d`` unless ``layers`` names
 - ``agop_trace``, ``agop_diag_erank``: the trace of the layer AGOP (1/n sum_i J_i^T J_i over the
   probe rows, :func:`featurelens.learning.layer_agops`) and the effective number of its diagonal
   coordinates, exp(entropy of diag/trace);
-- ``nfa``: corr(W^T W, AGOP^power) (:func:`featurelens.learning.nfa`);
+- ``nfa``: corr(W^T W, AGOP^power) (:func:`featurelens.learning.nfa`, with ``measure``), and
+  ``nfa_offdiag``: the same Pearson correlation over the off-diagonal entries only;
 - ``erank_weights``, ``erank_repr``: effective rank (Roy and Vetterli 2007) of the weight matrix
   and of the layer's pre-activation outputs on the probe rows
   (:func:`featurelens.learning.effective_rank`);
@@ -34,7 +35,15 @@ import torch
 
 from .._validation import as_numpy
 from ..models import Model
-from .nfa import _check_measure_power, _layer_stats, _module, _select_layers, layer_weight, nfa_from_agop
+from .nfa import (
+    _check_measure_power,
+    _layer_stats,
+    _module,
+    _select_layers,
+    correlation,
+    layer_weight,
+    matrix_power_psd,
+)
 
 __all__ = ["Monitor", "EigengapDetector", "train_with_monitor", "METRICS"]
 
@@ -384,7 +393,12 @@ class Monitor:
                     p = d[d > 0] / tr
                     self.log(t, "agop_diag_erank", float(np.exp(-(p * np.log(p)).sum())), name)
             if "nfa" in self.metrics:
-                self.log(t, "nfa", nfa_from_agop(mod, A, self.power, self.measure), name)
+                w = layer_weight(mod).double().cpu().numpy()
+                G, P = w.T @ w, matrix_power_psd(A, self.power)
+                self.log(t, "nfa", correlation(G, P, self.measure), name)
+                # with one-hot or whitened inputs both matrices are diagonal-heavy from the start,
+                # so the off-diagonal correlation is the one that shows features being learned
+                self.log(t, "nfa_offdiag", correlation(G, P, "pearson_offdiag"), name)
             if want_rank:
                 er = self._call("effective_rank")
                 if er is not None:
@@ -454,7 +468,7 @@ class Monitor:
     def plot(self, metrics=None, fig=None):
         """One matplotlib figure: a panel per metric (every layer a line), the detector's firing
         step as a dashed vertical line. Returns the figure."""
-        default = ["loss", "train_accuracy", "test_accuracy", "nfa", "erank_weights", "erank_repr",
+        default = ["loss", "train_accuracy", "test_accuracy", "nfa", "nfa_offdiag", "erank_weights", "erank_repr",
                    "agop_trace", "update_gap", "grad_gap", "nc1"]
         present = {r["metric"] for r in self.records}
         metrics = [m for m in (metrics or default) if m in present]
