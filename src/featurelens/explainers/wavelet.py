@@ -9,9 +9,10 @@ With ``x = W^{-1} c`` (the inverse DWT, :func:`featurelens._wavelets.waverec`) t
     grad_c f_t(W^{-1} c) = (W^{-1})^T grad_x f_t(x),
 
 so WAM is one batched input gradient from :class:`featurelens.models.Model` (at ``x``, which the
-inverse transform rebuilds exactly) followed by one vector-Jacobian product through the
-differentiable inverse transform. It is what autograd computes end to end, in the same order, without
-a second model pass. For an orthogonal wavelet (Haar, Daubechies, symlets, coiflets) with
+inverse transform rebuilds exactly) followed by the transpose of the differentiable inverse
+transform (:func:`featurelens._wavelets.synthesis_adjoint`, the vector-Jacobian product of
+``waverec`` written out). It is what autograd computes end to end through ``model(waverec(c))``,
+in the same order (tests compare both), without a second model pass. For an orthogonal wavelet (Haar, Daubechies, symlets, coiflets) with
 periodization and sizes divisible by ``2**levels`` the inverse is the transpose, so the coefficient
 gradient is the forward DWT of the pixel gradient.
 
