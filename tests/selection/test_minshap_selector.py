@@ -9,7 +9,12 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from featurelens.selection import MinShapSelector
-from featurelens.selection.minshap import _antithetic_permutations, _one_sided_paired_pvalues, combine_pvalues
+from featurelens.selection.minshap import (
+    _antithetic_permutations,
+    _one_sided_paired_pvalues,
+    _permutation_deltas,
+    combine_pvalues,
+)
 
 
 def test_planted_classification_top5():
@@ -68,6 +73,30 @@ def test_antithetic_permutations():
         assert sorted(p.tolist()) == list(range(7))
     np.testing.assert_array_equal(perms[1], perms[0][::-1])
     np.testing.assert_array_equal(perms[3], perms[2][::-1])
+
+
+def test_same_orderings_and_contributions_as_permutation_shap():
+    # featurelens's permutation_shap explainer on the same game with the same generator state
+    # draws the same antithetic orderings, so the per-ordering contributions must agree exactly.
+    from featurelens.explainers.shapley import PermutationShap
+    from featurelens.games import Game
+
+    w = np.random.default_rng(3).normal(size=6)
+
+    def v(masks):
+        return (masks @ w) ** 2 + masks[:, 0] * masks[:, 2]
+
+    P = 4
+    explainer = PermutationShap(lambda x: x.sum(1), budget=2 + P * 5, seed=0)
+    reference, v0, vn, _ = explainer._contributions(Game.from_function(v, 6), np.random.default_rng(0))
+    game = Game.from_function(v, 6)
+    deltas, values, unique, *_ = _permutation_deltas(game, _antithetic_permutations(P, 6, np.random.default_rng(0)))
+    np.testing.assert_allclose(deltas, reference, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(values[:, 0], v0)
+    np.testing.assert_allclose(values[:, -1], vn)
+    # each distinct coalition once: shared prefixes (and the empty and full sets) are not re-evaluated
+    assert game.calls == len(unique) <= 2 + P * 5
+    assert len({row.tobytes() for row in unique}) == len(unique)
 
 
 def test_paired_pvalues_match_scipy():

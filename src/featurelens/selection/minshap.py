@@ -36,6 +36,24 @@ def _antithetic_permutations(n_permutations: int, d: int, rng: np.random.Generat
     return perms[:n_permutations]
 
 
+def _permutation_deltas(game: Game, perms: np.ndarray):
+    """Marginal contributions along orderings: ``deltas[p, j] = v(S_p(j) + j) - v(S_p(j))``.
+
+    Each distinct coalition of the chains is evaluated once (the empty and the full coalition
+    are shared by every ordering). Returns ``(deltas (P, d), values (P, d + 1), unique coalitions,
+    inverse index into them, position)`` where ``values[p, t]`` is the value of the first ``t``
+    features of ordering ``p`` and ``position[p, j]`` is where feature ``j`` stands in it.
+    """
+    P, d = perms.shape
+    position = np.argsort(perms, axis=1)
+    chain = position[:, None, :] < np.arange(d + 1)[None, :, None]  # (P, d + 1, d)
+    unique, inverse = np.unique(chain.reshape(-1, d), axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    values = game(unique)[inverse].reshape(P, d + 1)
+    gains = np.diff(values, axis=1)  # gains[p, t]: contribution of the feature at position t
+    return np.take_along_axis(gains, position, axis=1), values, unique, inverse, position
+
+
 def _one_sided_paired_pvalues(r: np.ndarray) -> np.ndarray:
     """p-values of the one-sided paired t-test of ``H0: E[r] <= 0`` along the last axis.
 
@@ -255,14 +273,8 @@ class MinShapSelector(ScoreSelector):
         game = Game.from_function(value, d, batch_size=max(1, (1 << 17) // max(m, 1)))
         P = int(self.n_permutations)
         perms = _antithetic_permutations(P, d, rng)
-        position = np.argsort(perms, axis=1)
-        # chain[p, t]: the coalition of the first t features of ordering p (t = 0..d).
-        chain = position[:, None, :] < np.arange(d + 1)[None, :, None]  # (P, d + 1, d)
-        unique, inverse = np.unique(chain.reshape(-1, d), axis=0, return_inverse=True)
-        values = game(unique)[inverse.ravel()].reshape(P, d + 1)
-        gains = np.diff(values, axis=1)  # gains[p, t]: contribution of the feature at position t
-        deltas = np.take_along_axis(gains, position, axis=1)  # deltas[p, j]
-        losses = np.stack([per_row[row.tobytes()] for row in unique])[inverse.ravel()].reshape(P, d + 1, m)
+        deltas, values, unique, inverse, position = _permutation_deltas(game, perms)
+        losses = np.stack([per_row[row.tobytes()] for row in unique])[inverse].reshape(P, d + 1, m)
         reductions = losses[:, :-1, :] - losses[:, 1:, :]  # per-row loss drop at position t
         p_pos = _one_sided_paired_pvalues(reductions)  # (P, d) by position
         p_feat = np.take_along_axis(p_pos, position, axis=1)
