@@ -121,6 +121,13 @@ def test_seed_determinism_and_custom_module():
         torch.testing.assert_close(p, q)
 
 
+def test_module_with_wrong_output_width():
+    X, y = xor_data(n=60, d=6, pair=(1, 2))
+    module = torch.nn.Linear(6, 3)  # 3 logits for a 2-class target
+    with pytest.raises(ValueError, match=r"module maps a \(2, 6\) input to shape \(2, 3\); expected \(batch, 2\) class logits"):
+        SAND(k=2, epochs=1, module=module).fit(X, y)
+
+
 def test_constant_feature_gets_no_gain():
     X, y = make_classification(n_samples=300, n_features=8, n_informative=2, n_redundant=0, shuffle=False, random_state=1)
     X[:, 5] = 3.0
@@ -153,6 +160,8 @@ def test_dataframe_round_trip():
         (dict(k=2, hidden=(4, 0)), ValueError, "each width in hidden must be a positive int"),
         (dict(k=2, task="ranking"), ValueError, "task must be 'auto', 'classification' or 'regression'"),
         (dict(k=2, module="mlp"), TypeError, "module must be a torch.nn.Module or None; got str"),
+        (dict(k=2, seed=-3), ValueError, "seed must be a non-negative int; got -3"),
+        (dict(k=2, device="gpu0"), ValueError, "device must be a torch device such as 'cpu' or 'cuda'; got 'gpu0'"),
     ],
 )
 def test_bad_parameters(kwargs, err, match):

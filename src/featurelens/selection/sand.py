@@ -202,12 +202,28 @@ class SAND(ScoreSelector):
             _check_positive_int(h, "each width in hidden")
         if self.task not in ("auto", "classification", "regression"):
             raise ValueError(f"task must be 'auto', 'classification' or 'regression'; got {self.task!r}")
+        seed = self.seed
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int; got {seed!r}")
+        try:
+            torch.device(self.device)
+        except (RuntimeError, TypeError) as err:
+            raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda'; got {self.device!r}") from err
         if self.module is not None and not isinstance(self.module, torch.nn.Module):
             raise TypeError(f"module must be a torch.nn.Module or None; got {type(self.module).__name__}")
         wd = self.weight_decay
         if isinstance(wd, bool) or not isinstance(wd, numbers.Real) or not wd >= 0 or not math.isfinite(wd):
             raise ValueError(f"weight_decay must be a finite number >= 0; got {wd!r}")
         return epochs, batch_size, lr, float(sigma), hidden, float(wd)
+
+    def _check_module_output(self, net, d: int, n_out: int, device) -> None:
+        with torch.no_grad():
+            shape = tuple(net.eval()(torch.zeros(2, d, device=device)).shape)
+        net.train()
+        ok = shape == (2, n_out) if self.task_ == "classification" else shape in ((2,), (2, 1))
+        if not ok:
+            expected = f"(batch, {n_out}) class logits" if self.task_ == "classification" else "(batch,) or (batch, 1)"
+            raise ValueError(f"module maps a (2, {d}) input to shape {shape}; expected {expected} for this {self.task_} task")
 
     def _resolve_task(self, y) -> str:
         if self.task != "auto":
@@ -261,6 +277,8 @@ class SAND(ScoreSelector):
                 layers.append(torch.nn.Linear(width, n_out))
                 body = torch.nn.Sequential(*layers)
             net = torch.nn.Sequential(layer, body).to(device=device, dtype=torch.float32)
+            if self.module is not None:
+                self._check_module_output(net, d, n_out, device)
             # Weight decay on the network only (never on the gains, whose scale the constraint
             # fixes): an unregularised MLP fits chance correlations of the noise features, which
             # keeps some of their gains near 0.1-0.3. The cosine schedule lets the gains settle
