@@ -377,6 +377,16 @@ class Monitor:
         return self.detect_layer
 
     def _probe(self, t: int):
+        # One BLAS thread for the numpy/scipy linear algebra of the probe (effective rank, neural
+        # collapse): a multithreaded OpenBLAS beside a training loop on a busy CPU spun 20x slower.
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+            return self._probe_metrics(t)
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._probe_metrics(t)
+
+    def _probe_metrics(self, t: int):
         want_rank = "rank" in self.metrics
         want_nc = "collapse" in self.metrics and self.y_probe is not None
         agops, reps, _ = _layer_stats(

@@ -229,13 +229,14 @@ def layer_agops(model, X, layers=None, batch_size: int | None = None) -> dict[st
 
 def matrix_power_psd(A: np.ndarray, power: float) -> np.ndarray:
     """``A^power`` of a symmetric PSD matrix by ``eigh`` (negative eigenvalues from round-off
-    clipped to 0)."""
-    A = np.asarray(A, dtype=np.float64)
-    vals, vecs = np.linalg.eigh((A + A.T) / 2)
-    vals = np.clip(vals, 0.0, None)
-    with np.errstate(divide="ignore"):
-        powered = np.where(vals > 0, vals ** float(power), 0.0)
-    return (vecs * powered) @ vecs.T
+    clipped to 0), float64.
+
+    torch's eigh rather than numpy's: it follows torch's thread setting, while a multithreaded
+    OpenBLAS on a busy machine made a 256 x 256 eigh 20x slower (measured 0.5 s against 0.01 s)."""
+    A = torch.as_tensor(np.asarray(A, dtype=np.float64))
+    vals, vecs = torch.linalg.eigh((A + A.T) / 2)
+    powered = torch.where(vals > 0, vals.clamp_min(0.0) ** float(power), torch.zeros_like(vals))
+    return ((vecs * powered) @ vecs.T).numpy()
 
 
 def correlation(A: np.ndarray, B: np.ndarray, measure: str = "pearson") -> float:
