@@ -164,9 +164,9 @@ def floor_wam(model, x, target, levels=3):
     return wt.wavedec(g, "haar", levels)
 
 
-def timing_part(args, digits_model=None) -> dict:
+def timing_part(args) -> dict:
     out = {}
-    cases = {"digits 8x8 (256)": (digits_model or digits_cnn().eval(), torch.rand(256, 1, 8, 8)),
+    cases = {"digits 8x8 (256)": (digits_cnn().eval(), torch.rand(256, 1, 8, 8)),
              "XAI-TRIS CNN 64x64 (64)": (build_model("cnn", 64, 0).eval(), torch.rand(64, 1, 64, 64))}
     for label, (model, x) in cases.items():
         with torch.no_grad():
@@ -232,11 +232,10 @@ def main(argv=None) -> int:
                 cells += [_fmt(r.get("precision")), _fmt(r.get("emd"))]
             md.append(f"| {m} | " + " | ".join(cells) + " |")
 
-    model = None
     if "digits" not in args.skip:
         dg = digits_part(args)
         data["digits"] = dg
-        md += [f"\n## (b) Digits 8x8 CNN: insertion − deletion AUC (higher is better)\n",
+        md += ["\n## (b) Digits 8x8 CNN: insertion − deletion AUC (higher is better)\n",
                f"{dg['n']} correctly classified test images, CNN test accuracy {dg['test_accuracy']:.3f} "
                f"after {dg['epochs']} epochs; 20 steps, baseline 0, softmax probability of the label; "
                "pixel space unless marked.\n",
