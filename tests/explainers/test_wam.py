@@ -296,3 +296,15 @@ def test_missing_pywavelets_error_says_how_to_install(monkeypatch):
         fl.explainer("wam", net, wavelet="db2")
     # Haar is built in: it still works.
     assert fl.explainer("wam", net).explain(batch((1, 2, 8, 8))).values.shape == (1, 2, 8, 8)
+
+
+def test_wam_ig_completeness_with_per_sample_baselines_and_predicted_targets():
+    net = conv_net(1, (16,))
+    x = batch((3, 2, 16), seed=11)
+    base = batch((3, 2, 16), seed=12) * 0.1
+    e = fl.explainer("wam_ig", net, n_steps=40, levels=2).explain(x, baseline=base)
+    with torch.no_grad():
+        t = torch.as_tensor(e.target)[:, None]
+        change = (net(x).gather(1, t) - net(base).gather(1, t)).squeeze(1).numpy()
+    np.testing.assert_allclose(e.extra["coefficients"].reshape(3, -1).sum(1), change, rtol=1e-8)
+    np.testing.assert_allclose(e.params["completeness_gap"], 0.0, atol=1e-8)

@@ -254,10 +254,18 @@ class WAMIntegratedGradients(_WaveletMixin, IntegratedGradients):
         coef_delta = wt.wavedec(delta, self.wavelet, self.levels, ndim)
         pyramid = [d * g for d, g in zip(coef_delta, self._adjoint(avg_grad))]
         values = self._finish(pyramid, x)
+        # Completeness diagnostic as in integrated_gradients: a baseline shared by all samples is
+        # evaluated once, and known outputs are reused.
         n = x.shape[0]
-        f_both = self.model.predict(torch.cat([x, base]))
+        base_rows = base[:1] if bool((base == base[:1]).all()) else base
+        if outputs is None:
+            f_both = self.model.predict(torch.cat([x, base_rows]))
+            f_x, f_b = f_both[:n], f_both[n:]
+        else:
+            f_x, f_b = outputs, self.model.predict(base_rows)
+        f_b = f_b.expand(n, -1)
         idx = target[:, None]
-        change = (f_both[:n].gather(1, idx) - f_both[n:].gather(1, idx)).squeeze(1).double()
+        change = (f_x.gather(1, idx) - f_b.gather(1, idx)).squeeze(1).double()
         total = sum(p.flatten(1).double().sum(1) for p in pyramid)
         gap = total - change
         relative = gap.abs() / change.abs().clamp_min(1e-12)
