@@ -45,6 +45,21 @@ def test_linear_cka_equals_gram_hsic(pair, debiased):
 
 
 @pytest.mark.parametrize("debiased", [False, True])
+def test_linear_cka_gram_and_feature_forms_agree(debiased):
+    rng = np.random.default_rng(8)
+    A = rng.normal(size=(30, 100)) + 1.0  # n (p + q) < p^2 + q^2 + p q: "auto" takes the Gram form
+    B = A[:, :60] @ rng.normal(size=(60, 80)) + 5.0 * rng.normal(size=(30, 80))
+    expected = _cka_gram(A @ A.T, B @ B.T, debiased)
+    for method in ("auto", "gram", "features"):
+        assert cka(A, B, debiased=debiased, method=method) == pytest.approx(expected, rel=1e-10), method
+    for debiased_ in (False, True):
+        with pytest.raises(ValueError, match="A has zero variance"):
+            cka(np.full((30, 100), 0.1), B, debiased=debiased_, method="gram")
+    with pytest.raises(ValueError, match="method must be one of"):
+        cka(A, B, method="dual")
+
+
+@pytest.mark.parametrize("debiased", [False, True])
 def test_rbf_cka_equals_gram_hsic(pair, debiased):
     A, B = pair
 

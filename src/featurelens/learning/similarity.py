@@ -18,6 +18,7 @@ from .._validation import as_numpy, check_floating
 
 _KERNELS = ("linear", "rbf")
 _RANK_METHODS = ("roy", "rankme")
+_LINEAR_METHODS = ("auto", "features", "gram")
 
 
 def _features(a, name: str, min_rows: int = 1) -> np.ndarray:
@@ -166,18 +167,18 @@ class CKAAccumulator:
             cxy = s["xy"] - np.outer(s["sx"], s["sy"]) / n
             cxx = s["xx"] - np.outer(s["sx"], s["sx"]) / n
             cyy = s["yy"] - np.outer(s["sy"], s["sy"]) / n
-            return float(np.sum(cxy * cxy)), float(np.sum(cxx * cxx)), float(np.sum(cyy * cyy))
+            return float(np.vdot(cxy, cxy)), float(np.vdot(cxx, cxx)), float(np.vdot(cyy, cyy))
         sx, sy = s["sx"], s["sy"]
         hxy = _hsic1(
-            n, float(np.sum(s["xy"] * s["xy"])), s["ab"], sx @ sx - s["a"], sy @ sy - s["b"],
+            n, float(np.vdot(s["xy"], s["xy"])), s["ab"], sx @ sx - s["a"], sy @ sy - s["b"],
             sx @ s["xy"] @ sy - sx @ s["xb"] - s["ya"] @ sy + s["ab"],
         )
         hxx = _hsic1(
-            n, float(np.sum(s["xx"] * s["xx"])), s["aa"], sx @ sx - s["a"], sx @ sx - s["a"],
+            n, float(np.vdot(s["xx"], s["xx"])), s["aa"], sx @ sx - s["a"], sx @ sx - s["a"],
             sx @ s["xx"] @ sx - 2.0 * (sx @ s["xa"]) + s["aa"],
         )
         hyy = _hsic1(
-            n, float(np.sum(s["yy"] * s["yy"])), s["bb"], sy @ sy - s["b"], sy @ sy - s["b"],
+            n, float(np.vdot(s["yy"], s["yy"])), s["bb"], sy @ sy - s["b"], sy @ sy - s["b"],
             sy @ s["yy"] @ sy - 2.0 * (sy @ s["yb"]) + s["bb"],
         )
         return float(hxy), float(hxx), float(hyy)
@@ -226,6 +227,12 @@ def _ratio(hxy: float, hxx: float, hyy: float, debiased: bool) -> float:
     return hxy / math.sqrt(hxx * hyy)
 
 
+def _check_spread(raw: np.ndarray, centred: np.ndarray, name: str) -> None:
+    """Refuse a representation whose rows are all equal (to rounding): CKA is 0/0 there."""
+    if np.vdot(centred, centred) <= 1e-20 * np.vdot(raw, raw):
+        raise ValueError(f"{name} has zero variance (every row is the same); CKA is undefined")
+
+
 def _rbf_gram(X: np.ndarray, sigma, median_factor: float, name: str) -> np.ndarray:
     sq = np.einsum("ij,ij->i", X, X)
     d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (X @ X.T), 0.0)
@@ -254,18 +261,26 @@ def _gram_hsic(K: np.ndarray, L: np.ndarray, debiased: bool) -> float:
     return float(_hsic1(n, float(np.sum(Kt * Lt)), 0.0, k1.sum(), l1.sum(), float(k1 @ l1)))
 
 
-def cka(A, B, kernel: str = "linear", debiased: bool = True, sigma=None, median_factor: float = 1.0) -> float:
+def cka(
+    A, B, kernel: str = "linear", debiased: bool = True, sigma=None, median_factor: float = 1.0, method: str = "auto"
+) -> float:
     """Centred kernel alignment between two representations of the same n samples.
 
         CKA(K, L) = HSIC(K, L) / sqrt(HSIC(K, K) HSIC(L, L)),   K = k(A, A), L = l(B, B)
 
     Linear kernel (K = A A^T): with column-centred A_c, B_c the biased value is
     ``||A_c^T B_c||_F^2 / (||A_c^T A_c||_F ||B_c^T B_c||_F)``, computed in feature space
-    (O(n p q) work, O(p q + p^2 + q^2) memory; no n x n matrix). ``debiased=True`` replaces HSIC by
-    the unbiased estimator of Song et al. (2012), also evaluated in feature space through row norms
-    and column sums (derivation in the module source); the normalising factors (1/(n-1)^2,
-    1/(n(n-3))) cancel. Biased CKA of independent data is far from 0 when d is not small against n;
-    the debiased value is close to 0.
+    (O(n (p^2 + q^2 + p q)) work, O(p^2 + q^2 + p q) memory; no n x n matrix). ``debiased=True``
+    replaces HSIC by the unbiased estimator of Song et al. (2012), also evaluated in feature space
+    through row norms and column sums (derivation in the module source); the normalising factors
+    (1/(n-1)^2, 1/(n(n-3))) cancel. Biased CKA of independent data is far from 0 when d is not
+    small against n; the debiased value is close to 0.
+
+    ``method`` (linear kernel only): "features" always uses the feature-space form; "gram" the
+    n x n Gram matrices (the same algebra, O(n^2 (p + q)) work, O(n^2) memory); "auto" (default)
+    takes the Gram form only when it is the smaller one, n (p + q) < p^2 + q^2 + p q (few samples
+    of wide features, e.g. a 500-row probe set of 2048-d features), so memory never exceeds the
+    feature-space form's. Both give the same value to rounding.
 
     RBF kernel: K_ij = exp(-||a_i - a_j||^2 / (2 sigma^2)) through n x n Gram matrices, with
     ``sigma = median_factor * median_{i<j} ||a_i - a_j||`` chosen separately for A and B when
@@ -282,6 +297,7 @@ def cka(A, B, kernel: str = "linear", debiased: bool = True, sigma=None, median_
     debiased : bool, default True. Needs n >= 4.
     sigma : float or None, RBF bandwidth (absolute); None = median heuristic.
     median_factor : float, multiplies the median distance when ``sigma`` is None.
+    method : "auto", "features" or "gram" (linear kernel).
 
     Returns
     -------
@@ -303,10 +319,19 @@ def cka(A, B, kernel: str = "linear", debiased: bool = True, sigma=None, median_
             f"{'debiased' if debiased else 'biased'} CKA needs at least {need} samples (rows of A and B); "
             f"got {A.shape[0]}"
         )
+    if method not in _LINEAR_METHODS:
+        raise ValueError(f"method must be one of {_LINEAR_METHODS}; got {method!r}")
     if kernel == "linear":
-        acc = CKAAccumulator(debiased=debiased)
-        acc.update(A, B)  # one batch: the shift is the exact column mean
-        return acc.compute()
+        n, p, q = A.shape[0], A.shape[1], B.shape[1]
+        if method == "features" or (method == "auto" and n * (p + q) >= p * p + q * q + p * q):
+            acc = CKAAccumulator(debiased=debiased)
+            acc.update(A, B)  # one batch: the shift is the exact column mean
+            return acc.compute()
+        X, Y = A - A.mean(0), B - B.mean(0)  # HSIC (both estimators) is translation invariant
+        _check_spread(A, X, "A")
+        _check_spread(B, Y, "B")
+        K, L = X @ X.T, Y @ Y.T
+        return _ratio(_gram_hsic(K, L, debiased), _gram_hsic(K, K, debiased), _gram_hsic(L, L, debiased), debiased)
     if sigma is not None and not (np.isfinite(sigma) and sigma > 0):
         raise ValueError(f"sigma must be a positive finite number or None; got {sigma!r}")
     if not (np.isfinite(median_factor) and median_factor > 0):
