@@ -40,6 +40,19 @@ def test_selects_planted_columns_and_writes_them(planted_csv, tmp_path, capsys):
     np.testing.assert_allclose(written["score"], [scores[c] for c in written["column"]], rtol=1e-12)
 
 
+def test_minshap_without_k_selects_by_pvalue(planted_csv, tmp_path, capsys):
+    path, frame = planted_csv
+    out = tmp_path / "auto.csv"
+    assert main(["select", str(path), "--target", "label", "--method", "minshap", "--out", str(out)]) == 0
+    assert "k=auto" in capsys.readouterr().out
+    written = pd.read_csv(out)
+    api = selection.MinShapSelector(seed=0).fit(frame.drop(columns=["label"]), frame["label"].to_numpy())
+    expected = sorted(api.get_feature_names_out().tolist())
+    assert sorted(written["column"]) == expected
+    assert {"signal_a", "signal_b"} <= set(expected)
+    assert (written["pvalue"] < 0.05).all()
+
+
 def test_every_public_selector_is_a_method():
     public = {n for n in selection.__all__ if n not in ("stability", "NoiseGainLayer")}
     assert {cls for cls, _, _ in METHODS.values()} == public

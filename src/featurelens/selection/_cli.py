@@ -2,8 +2,8 @@
 
 ``featurelens select DATA.csv --target COLUMN -k K --method NAME [--out FILE] [--seed N]`` reads
 the file (pandas), fits the selector on the numeric feature columns (every column but the target),
-prints the selected columns with their scores (higher = more important) and ranks, and writes them
-as a CSV (``column,score,rank``) with ``--out``. Exit codes: 0 on success, 2 for a usage error (a
+prints the selected columns with their scores (higher = more important) and ranks (and p-values for
+MinShap), and writes them as a CSV (``column,score,rank[,pvalue]``) with ``--out``. Exit codes: 0 on success, 2 for a usage error (a
 missing or unreadable file, an unknown target column, non-numeric or missing feature values, a bad
 ``k``, an unknown method), 1 when the selector itself fails.
 """
@@ -136,15 +136,20 @@ def run(args) -> int:
     rows = sorted(
         ((int(selector.ranking_[j]), names[j], float(selector.scores_[j])) for j in np.flatnonzero(support))
     )
+    # Selectors with a test (MinShap) also report each selected column's combined p-value.
+    pvalues = getattr(selector, "pvalues_", None)
+    pv = {} if pvalues is None else {names[j]: float(pvalues[j]) for j in range(n_features)}
     k_text = args.k if args.k is not None else "auto"
     print(f"{args.method}: {len(rows)} of {n_features} columns selected (k={k_text}) to predict {args.target!r} "
           f"from {X.shape[0]} rows; score: higher = more important")
     width = max([len("column")] + [len(r[1]) for r in rows])
-    print(f"{'rank':>4}  {'column':<{width}}  score")
+    print(f"{'rank':>4}  {'column':<{width}}  {'score':<12}" + ("  p-value" if pv else ""))
     for rank, name, score in rows:
-        print(f"{rank:>4}  {name:<{width}}  {score:.6g}")
+        print(f"{rank:>4}  {name:<{width}}  {score:<12.6g}" + (f"  {pv[name]:.3g}" if pv else ""))
     if args.out:
         out = pd.DataFrame({"column": [r[1] for r in rows], "score": [r[2] for r in rows], "rank": [r[0] for r in rows]})
+        if pv:
+            out["pvalue"] = [pv[r[1]] for r in rows]
         try:
             out.to_csv(args.out, index=False)
         except OSError as err:
