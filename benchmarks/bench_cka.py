@@ -19,7 +19,8 @@ both estimators:
 - featurelens' exact minibatch accumulator ``CKAAccumulator`` fed 10 batches of 500 rows;
 - a reference CKA library when one is installed (ckatorch's ``cka_base``); none is required.
 
-Times are the median of ``--repeats`` runs after a warm-up (the accumulator: one run). About a
+Times are the median of ``--repeats`` runs after a warm-up (the accumulator: one run); peak
+memory is what NumPy allocated during one more call beyond the inputs (tracemalloc). About a
 minute and a half on 2 idle cores at the defaults. Usage:
     .venv/bin/python benchmarks/bench_cka.py [--repeats 2] [--torch] [--textbook]
 Writes benchmarks/results/cka.md and cka.json.
@@ -32,6 +33,7 @@ import importlib
 import statistics
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +123,16 @@ def accumulated(A: np.ndarray, B: np.ndarray, debiased: bool, batches: int = 10)
     return acc.compute()
 
 
+def peak_mib(fn) -> float:
+    """Peak memory NumPy allocated during one untimed call (tracemalloc sees NumPy's buffers)."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
 def timed(fn, repeats: int) -> tuple[float, list[float], object]:
     result = fn()  # warm-up
     times = []
@@ -192,8 +204,14 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             acc_val = accumulated(A, B, debiased)
             acc_s = time.perf_counter() - t0
+            memory = {
+                "featurelens_peak_mib": peak_mib(lambda: fl.learning.cka(A, B, debiased=debiased)),
+                "gram_numpy_peak_mib": peak_mib(lambda: gram_cka_numpy(A, B, debiased)),
+                "accumulator_peak_mib": peak_mib(lambda: accumulated(A, B, debiased)),
+            }
             row = {
                 "case": label,
+                **memory,
                 "n": n_rows,
                 "d": d,
                 "debiased": debiased,
@@ -240,15 +258,16 @@ def main(argv=None) -> int:
         f"(the machine may be shared: ratios are more stable than seconds); total {meta['seconds']:.0f} s. "
         f"Reference CKA library: {env['reference_library']}.",
         "",
-        "| case | featurelens s | Gram (NumPy) s | speed-up |"
+        "| case | featurelens s | Gram (NumPy) s | speed-up | peak MiB featurelens / Gram / accumulator |"
         + (" Gram (torch) s | speed-up |" if args.torch else "")
         + " CKA | max abs diff vs Gram | accumulator 10 x 500 s (abs diff vs cka) |",
-        "|---|---:|---:|---:|" + ("---:|---:|" if args.torch else "") + "---:|---:|---|",
+        "|---|---:|---:|---:|---|" + ("---:|---:|" if args.torch else "") + "---:|---:|---|",
     ]
     for r in rows:
         torch_cols = f" {r['gram_torch_s']:.3f} | {r['speedup_vs_gram_torch']:.1f}x |" if args.torch else ""
         lines.append(
-            f"| {r['case']} | {r['featurelens_s']:.3f} | {r['gram_numpy_s']:.3f} | {r['speedup_vs_gram_numpy']:.1f}x |"
+            f"| {r['case']} | {r['featurelens_s']:.3f} | {r['gram_numpy_s']:.3f} | {r['speedup_vs_gram_numpy']:.1f}x "
+            f"| {r['featurelens_peak_mib']:.0f} / {r['gram_numpy_peak_mib']:.0f} / {r['accumulator_peak_mib']:.0f} |"
             f"{torch_cols} {r['value']:.6f} "
             f"| {r['max_abs_diff_vs_gram']:.1e} | {r['accumulator_10x500_s']:.3f} ({r['accumulator_abs_diff']:.0e}) |"
         )

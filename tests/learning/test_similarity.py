@@ -124,6 +124,11 @@ def test_accumulator_is_exact(pair, debiased):
         acc.update(A[start : start + 3], B[start : start + 3])
     assert acc.compute() == pytest.approx(_cka_gram(A @ A.T, B @ B.T, debiased), rel=1e-10)
     assert acc.compute(debiased=not debiased) == pytest.approx(_cka_gram(A @ A.T, B @ B.T, not debiased), rel=1e-10)
+    # far from the origin: the shift (the first batch's mean) keeps the sums well conditioned
+    acc.reset()
+    for start in range(0, 60, 3):
+        acc.update(A[start : start + 3] + 1e5, B[start : start + 3] - 1e5)
+    assert acc.compute() == pytest.approx(cka(A, B, debiased=debiased), rel=1e-8)
 
 
 def test_accumulator_errors(pair):

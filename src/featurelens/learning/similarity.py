@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 
+from .._batching import chunks
 from .._validation import as_numpy, check_floating
 
 _KERNELS = ("linear", "rbf")
@@ -137,26 +138,31 @@ class CKAAccumulator:
                 f"A and B must keep their numbers of features across batches; expected "
                 f"({self._shift[0].shape[0]}, {self._shift[1].shape[0]}), got ({A.shape[1]}, {B.shape[1]})"
             )
-        X = A - self._shift[0]
-        Y = B - self._shift[1]
         s = self._s
-        s["xy"] += X.T @ Y
-        s["xx"] += X.T @ X
-        s["yy"] += Y.T @ Y
-        s["sx"] += X.sum(0)
-        s["sy"] += Y.sum(0)
-        # The row-norm terms cost O(n (p + q)); keeping them always lets one pass give both estimators.
-        a = np.einsum("ij,ij->i", X, X)
-        b = np.einsum("ij,ij->i", Y, Y)
-        s["xa"] += X.T @ a
-        s["xb"] += X.T @ b
-        s["ya"] += Y.T @ a
-        s["yb"] += Y.T @ b
-        s["a"] += a.sum()
-        s["b"] += b.sum()
-        s["ab"] += a @ b
-        s["aa"] += a @ a
-        s["bb"] += b @ b
+        p, q = A.shape[1], B.shape[1]
+        # Rows in chunks: only a chunk is ever copied (shifted), ~32 MiB at most, and the products
+        # keep an inner dimension long enough for BLAS to run near full speed.
+        rows = max(256, 2**22 // (p + q))
+        for sl in chunks(A.shape[0], rows):
+            X = A[sl] - self._shift[0]
+            Y = B[sl] - self._shift[1]
+            s["xy"] += X.T @ Y
+            s["xx"] += X.T @ X
+            s["yy"] += Y.T @ Y
+            s["sx"] += X.sum(0)
+            s["sy"] += Y.sum(0)
+            # The row-norm terms cost O(n (p + q)); keeping them always lets one pass give both estimators.
+            a = np.einsum("ij,ij->i", X, X)
+            b = np.einsum("ij,ij->i", Y, Y)
+            s["xa"] += X.T @ a
+            s["xb"] += X.T @ b
+            s["ya"] += Y.T @ a
+            s["yb"] += Y.T @ b
+            s["a"] += a.sum()
+            s["b"] += b.sum()
+            s["ab"] += a @ b
+            s["aa"] += a @ a
+            s["bb"] += b @ b
         self.n_samples_ += A.shape[0]
         return self
 
@@ -164,10 +170,13 @@ class CKAAccumulator:
         """(HSIC(K, L), HSIC(K, K), HSIC(L, L)) for the rows seen."""
         s, n = self._s, self.n_samples_
         if not debiased:
-            cxy = s["xy"] - np.outer(s["sx"], s["sy"]) / n
-            cxx = s["xx"] - np.outer(s["sx"], s["sx"]) / n
-            cyy = s["yy"] - np.outer(s["sy"], s["sy"]) / n
-            return float(np.vdot(cxy, cxy)), float(np.vdot(cxx, cxx)), float(np.vdot(cyy, cyy))
+            # ||M - u v^T / n||_F^2 = ||M||^2 - 2/n u^T M v + ||u||^2 ||v||^2 / n^2, without a
+            # d x d temporary; the shift keeps u, v (column sums) small, so little cancels.
+            def centred_sq(M, u, v):
+                return float(np.vdot(M, M) - 2.0 / n * (u @ M @ v) + (u @ u) * (v @ v) / n**2)
+
+            sx, sy = s["sx"], s["sy"]
+            return centred_sq(s["xy"], sx, sy), centred_sq(s["xx"], sx, sx), centred_sq(s["yy"], sy, sy)
         sx, sy = s["sx"], s["sy"]
         hxy = _hsic1(
             n, float(np.vdot(s["xy"], s["xy"])), s["ab"], sx @ sx - s["a"], sy @ sy - s["b"],
