@@ -78,6 +78,12 @@ class EigengapDetector:
     controls without weight decay stay below z = 2.4. ``patience`` (50) exceeds the window (20),
     so one outlying update, which sits in the window for exactly ``window`` steps, cannot fire it.
     With other windows or cadences, keep ``patience > window / every``.
+
+    The defaults do not transfer blindly: at p = 61 with a training fraction of 0.3 they fired
+    before grokking in 1 of 5 weight-decay runs and in 2 of 5 controls
+    (benchmarks/results/grokking_p61.md). There the early post-memorisation peak is as high in the
+    controls, and what separates the arms is the later level of the gap (about 2.2-3.4 with weight
+    decay against 1.2-1.7 without); check the detector on the setting at hand.
     """
 
     def __init__(
