@@ -107,6 +107,20 @@ def test_conv_layers_and_a_cadence_above_one():
     np.testing.assert_allclose(sv, ref, rtol=1e-6)
 
 
+def test_the_detector_reads_the_watched_layers_update_gap():
+    X, y = _data()
+    for layer in (None, "2", "all"):
+        net = _net()
+        mon = Monitor(net, X, y, window=3, metrics=("updates",), detect_layer=layer,
+                      detector=EigengapDetector(warmup=2, baseline=3, patience=1))
+        _train(net, mon, X, y, steps=12)
+        steps, gap = mon.series("update_gap", layer or "0")
+        assert mon.detector.steps == steps.tolist()
+        np.testing.assert_allclose(mon.detector.values, np.log(gap))
+        # the detector's own run() on the recorded series reaches the same decision
+        assert EigengapDetector(warmup=2, baseline=3, patience=1).run(gap, steps) == mon.fired_step
+
+
 def test_history_is_tidy_and_plot_returns_one_figure():
     X, y = _data()
     net = _net()
@@ -182,7 +196,7 @@ def test_errors_name_the_argument():
         Monitor(net, X, window=2, k=2)
     with pytest.raises(ValueError, match="probe_every must be a positive multiple of every"):
         Monitor(net, X, every=2, probe_every=3)
-    with pytest.raises(ValueError, match="detect_layer must be"):
+    with pytest.raises(ValueError, match=r"detect_layer must be one of \['0', '2', 'all'\]; got 'fc'"):
         Monitor(net, X, detect_layer="fc")
     with pytest.raises(ValueError, match="needs y_probe"):
         Monitor(net, X, metrics=("collapse",))

@@ -34,7 +34,6 @@ import numpy as np
 import torch
 
 from .._validation import as_numpy
-from ..models import Model
 from .nfa import (
     _check_measure_power,
     _layer_stats,
@@ -242,7 +241,9 @@ class Monitor:
     detector
         An :class:`EigengapDetector` (default ``EigengapDetector()``) or None for none.
     detect_layer
-        Which layer's update gap the detector watches (default ``"all"``: every monitored layer).
+        Which layer's update gap the detector watches: a layer name, ``"all"`` (every monitored
+        layer's weights side by side) or None (default: the first monitored layer, the setting the
+        detector's defaults were chosen on).
     power, measure
         Passed to the NFA correlation.
     """
@@ -259,7 +260,7 @@ class Monitor:
         layers=None,
         probe_every: int | None = None,
         detector: EigengapDetector | None | str = "default",
-        detect_layer: str = "all",
+        detect_layer: str | None = None,
         power: float = 0.5,
         measure: str = "pearson",
         batch_size: int | None = None,
@@ -298,8 +299,11 @@ class Monitor:
             raise ValueError("metrics includes 'collapse', which needs y_probe; pass y_probe or drop it")
         self.layers = _select_layers(self.module, layers)
         names = list(self.layers)
-        if detect_layer != "all" and detect_layer not in names:
-            raise ValueError(f"detect_layer must be 'all' or one of {names}; got {detect_layer!r}")
+        if detect_layer is None:
+            detect_layer = names[0]
+        if detect_layer not in names and not (detect_layer == "all" and len(names) > 1):
+            valid = names + (["all"] if len(names) > 1 else [])
+            raise ValueError(f"detect_layer must be one of {valid}; got {detect_layer!r}")
         self.metrics = metrics
         self.every = int(every)
         self.probe_every = int(probe_every)
@@ -313,7 +317,8 @@ class Monitor:
         if self.detector is not None and not isinstance(self.detector, EigengapDetector):
             raise TypeError(f"detector must be an EigengapDetector or None; got {type(detector).__name__}")
         self.records: list[dict] = []
-        self.spectra: dict[str, list] = collections.defaultdict(list)  # (step, kind) -> sv arrays
+        # "update:<layer>" / "grad:<layer>" -> [(step, descending singular values), ...]
+        self.spectra: dict[str, list] = collections.defaultdict(list)
         self.last_agop: dict[str, np.ndarray] = {}
         self.n_calls = 0
         self._keys = names + (["all"] if len(names) > 1 else [])
@@ -378,8 +383,6 @@ class Monitor:
                     self.detector.update(t, gap)
 
     def _detect_key(self) -> str:
-        if self.detect_layer == "all" and "all" not in self._keys:
-            return self._keys[0]
         return self.detect_layer
 
     def _probe(self, t: int):
