@@ -16,11 +16,13 @@
     digits' background; curves on the softmax probability of the label; higher is better), the
     metric of the WAM paper's tables. WAM maps are scored twice: in pixel space (their input-space
     ``values``) and, as the paper does for WAM, in the coefficient domain (coefficients removed or
-    inserted by |coefficient attribution|, image rebuilt by the inverse Haar transform).
+    inserted by |coefficient attribution|, image rebuilt by the inverse Haar transform); the
+    unsigned saliency ``|grad|`` is added as the like-for-like reference for WAM's unsigned maps.
 (c) Speed: WAM against saliency, its floor (one batched input-gradient pass plus one forward DWT
     of the gradient in plain torch), on 256 digits and on 64 images 64x64 (XAI-TRIS CNN,
-    untrained: the time does not depend on the weights). The fastest of ``--repeats`` interleaved
-    runs after a warm-up (the machine these figures come from is shared; medians in the JSON).
+    untrained: the time does not depend on the weights), on one torch thread. The fastest of
+    ``--repeats`` interleaved runs after a warm-up (the machine these figures come from is shared;
+    medians in the JSON).
 
 Every method runs with its defaults (wam: Haar, 3 levels; smoothgrad/wam_smoothgrad: 25 noisy
 copies, noise 0.15 of the input range; IG/wam_ig: 50 Gauss-Legendre steps, zero baseline). Signed
@@ -132,6 +134,10 @@ def digits_part(args) -> dict:
         kwargs = {"seed": 0} if name in ("smoothgrad", "wam_smoothgrad", "random") else {}
         e = fl.explainer(name, model, **kwargs).explain(x, target=target)
         score(name, prob, x, e.values, e.seconds)
+        if name == "saliency":
+            # WAM's maps are unsigned (|.|-based): the unsigned gradient is their like-for-like reference.
+            e_abs = fl.explainer("saliency", model, abs=True).explain(x, target=target)
+            score("saliency (abs=True)", prob, x, e_abs.values, e_abs.seconds)
         if name.startswith("wam"):
             # The paper's protocol for WAM: insert/delete wavelet coefficients by |coefficient
             # attribution| and rebuild the image (the packed pyramid has the image's 8x8 shape).
@@ -165,6 +171,17 @@ def floor_wam(model, x, target, levels=3):
 
 
 def timing_part(args) -> dict:
+    # One torch thread: on a shared 2-core machine two threads made the runs several times noisier
+    # (medians 50-60 ms against 16 ms for 256 digits) without making the fastest run faster.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _timing(args)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _timing(args) -> dict:
     out = {}
     cases = {"digits 8x8 (256)": (digits_cnn().eval(), torch.rand(256, 1, 8, 8)),
              "XAI-TRIS CNN 64x64 (64)": (build_model("cnn", 64, 0).eval(), torch.rand(64, 1, 64, 64))}
@@ -199,7 +216,7 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=128, help="training mini-batch (default 128)")
     parser.add_argument("--n-digits", type=int, default=256)
     parser.add_argument("--digits-epochs", type=int, default=15)
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="one scenario (linear), 1000 images, 16 explained")
     parser.add_argument("--skip", nargs="*", default=[], choices=["xai_tris", "digits", "timing"])
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -248,7 +265,7 @@ def main(argv=None) -> int:
     if "timing" not in args.skip:
         tm = timing_part(args)
         data["timing"] = tm
-        md += ["\n## (c) Time: WAM against saliency and the floor (fastest of "
+        md += ["\n## (c) Time: WAM against saliency and the floor (one torch thread; fastest of "
                f"{args.repeats} interleaved runs after a warm-up; medians in wam.json)\n",
                "| inputs | saliency | wam | floor (grad + DWT) | wam / saliency | wam / floor |", "|---|---|---|---|---|---|"]
         for label, r in tm.items():
