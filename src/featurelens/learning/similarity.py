@@ -140,9 +140,9 @@ class CKAAccumulator:
             )
         s = self._s
         p, q = A.shape[1], B.shape[1]
-        # Rows in chunks: only a chunk is ever copied (shifted), ~32 MiB at most, and the products
+        # Rows in chunks: only a chunk is ever copied (shifted), ~64 MiB at most, and the products
         # keep an inner dimension long enough for BLAS to run near full speed.
-        rows = max(256, 2**22 // (p + q))
+        rows = max(256, 2**23 // (p + q))
         for sl in chunks(A.shape[0], rows):
             X = A[sl] - self._shift[0]
             Y = B[sl] - self._shift[1]
