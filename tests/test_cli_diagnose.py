@@ -47,6 +47,7 @@ def test_diagnose_writes_the_report_folder(tmp_path, capsys):
         (["--train-fraction", "1.5"], "expected a number in (0, 1)"),
         (["--weight-decay", "-1"], "expected a non-negative"),
         (["--p", "x"], "expected a positive integer"),
+        (["--seed", "-1"], "argument --seed: expected a non-negative integer, got '-1'"),
     ],
 )
 def test_diagnose_usage_errors(tmp_path, capsys, args, message):

@@ -23,7 +23,7 @@ DESCRIPTION = (
     "AGOP as images, results.json and index.html into --out, and prints a summary. "
     f"Defaults: p={DEFAULTS['p']}, width {DEFAULTS['width']}, training fraction "
     f"{DEFAULTS['train_fraction']}, lr {DEFAULTS['lr']}, weight decay {DEFAULTS['weight_decay']}, "
-    f"at most {DEFAULTS['steps']} steps (about a minute on 2 cores)."
+    f"at most {DEFAULTS['steps']} steps (about 15 seconds on 2 cores)."
 )
 
 DEFAULT_OUT = "featurelens-diagnose"
@@ -36,6 +36,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
     return value
 
 
@@ -61,7 +71,7 @@ def _fraction(text: str) -> float:
 
 def add_arguments(parser) -> None:
     parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"report folder (default: {DEFAULT_OUT})")
-    parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
+    parser.add_argument("--seed", type=_non_negative_int, default=0, metavar="N", help="random seed (default 0)")
     parser.add_argument("--steps", type=_positive_int, default=DEFAULTS["steps"], metavar="N",
                         help=f"most training steps (default {DEFAULTS['steps']}; training stops "
                         "300 steps after test accuracy reaches 99%%)")
@@ -117,7 +127,8 @@ def _curves(monitor, summary):
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("step", fontsize=8)
         ax.tick_params(labelsize=7)
-        ax.legend(fontsize=6)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=6)
     return fig
 
 
