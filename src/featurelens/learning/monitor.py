@@ -76,7 +76,7 @@ class EigengapDetector:
     weight-decay runs rises after memorisation and stays up (z >= 4.2 held for 50 steps) while the
     controls without weight decay stay below z = 2.4. ``patience`` (50) exceeds the window (20),
     so one outlying update, which sits in the window for exactly ``window`` steps, cannot fire it.
-    With other windows or cadences, keep ``patience > window / every``.
+    With other windows, keep ``patience > window`` (both count recorded values, not steps).
 
     The defaults do not transfer blindly: at p = 61 with a training fraction of 0.3 they fired
     before grokking in 1 of 5 weight-decay runs and in 2 of 5 controls
