@@ -61,3 +61,15 @@ def test_extra_arrays_survive_save_and_load(tmp_path):
     assert set(back.extra) == {"coefficients", "steps"}
     np.testing.assert_array_equal(back.extra["coefficients"], coefficients)
     np.testing.assert_array_equal(back.extra["steps"], [1, 2])
+
+
+def test_plot_volumes_shows_the_middle_depth_slice():
+    from featurelens.plot import image_map
+
+    values = np.zeros((2, 3, 5, 4, 4))
+    values[:, :, 2, 1, 1] = 1.0  # only the middle slice (depth 2) holds mass, in 3 channels
+    maps = image_map(values)
+    assert maps.shape == (2, 4, 4)
+    assert maps[0, 1, 1] == 3.0 and maps.sum() == 6.0
+    fig = fl.Explanation(values, "demo").plot()
+    assert len(fig.axes) == 2

@@ -16,13 +16,16 @@ def _figure(ncols: int, nrows: int = 1, size: float = 2.2):
 
 
 def image_map(values: np.ndarray) -> np.ndarray:
-    """Reduce an attribution batch to (n, h, w) maps: channels summed for (n, c, h, w)."""
+    """Reduce an attribution batch to (n, h, w) maps: channels summed for (n, c, h, w); for volumes
+    (n, c, d, h, w) channels summed and the middle depth slice shown."""
     v = np.asarray(values)
+    if v.ndim == 5:
+        return v.sum(axis=1)[:, v.shape[2] // 2]
     if v.ndim == 4:
         return v.sum(axis=1)
     if v.ndim == 3:
         return v
-    raise ValueError(f"expected image-like values (n, h, w) or (n, c, h, w); got shape {v.shape}")
+    raise ValueError(f"expected image-like values (n, h, w), (n, c, h, w) or (n, c, d, h, w); got shape {v.shape}")
 
 
 def show_map(ax, m: np.ndarray, cmap: str = "RdBu_r", title: str | None = None):
