@@ -11,6 +11,8 @@ import os
 import sys
 
 from . import __version__
+from ._argtypes import non_negative_int as _non_negative_int
+from ._argtypes import positive_int as _positive_int
 
 __all__ = ["main", "build_parser"]
 
@@ -54,26 +56,6 @@ class _Choices(argparse.Action):
                     f"argument {option_string}: unknown value {name!r}; valid choices: {', '.join(self.valid)}"
                 )
         setattr(namespace, self.dest, list(dict.fromkeys(names)))
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,9 +8,9 @@ from sklearn.datasets import make_classification, make_friedman1
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from featurelens.explainers.shapley import antithetic_permutations as _antithetic_permutations
 from featurelens.selection import MinShapSelector
 from featurelens.selection.minshap import (
-    _antithetic_permutations,
     _one_sided_paired_pvalues,
     _permutation_deltas,
     combine_pvalues,

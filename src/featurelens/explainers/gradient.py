@@ -133,7 +133,9 @@ class IntegratedGradients(Explainer):
     def params(self):
         return {**super().params(), "n_steps": self.n_steps, "method": self.method}
 
-    def _attribute(self, x, target, outputs, baseline=None):
+    def _path_gradient(self, x, target, baseline=None):
+        """``(base, delta, avg_grad)``: the baseline broadcast to ``x``, ``x - base`` and the
+        quadrature of the gradient along the straight path (one expanded, chunked gradient pass)."""
         base = _broadcast_baseline(self.baseline if baseline is None else baseline, x)
         delta = x - base
         alphas = torch.as_tensor(self.alphas, device=x.device, dtype=x.dtype)
@@ -144,9 +146,12 @@ class IntegratedGradients(Explainer):
             return base[sample] + alphas[step].view(view) * delta[sample]
 
         avg_grad = self.model.expanded_gradient(x, target, self.n_steps, path_points, weights=weights)
-        attributions = delta * avg_grad
-        # Completeness diagnostic: extra forward rows for x (unless known) and the baseline, in one
-        # call; a baseline shared by all samples (zeros, a scalar, one input) is evaluated once.
+        return base, delta, avg_grad
+
+    def _completeness(self, x, target, outputs, base, total, baseline=None) -> dict:
+        """The completeness diagnostic: ``total - (f(x) - f(base))`` per sample, where ``total`` is
+        the attributions' sum. Extra forward rows for x (unless known) and the baseline go in one
+        call; a baseline shared by all samples (zeros, a scalar, one input) is evaluated once."""
         n = x.shape[0]
         base_rows = base[:1] if bool((base == base[:1]).all()) else base
         if outputs is None:
@@ -157,13 +162,19 @@ class IntegratedGradients(Explainer):
         f_b = f_b.expand(n, -1)
         idx = target[:, None]
         change = (f_x.gather(1, idx) - f_b.gather(1, idx)).squeeze(1).double()
-        gap = attributions.flatten(1).double().sum(1) - change
+        gap = total - change
         relative = gap.abs() / change.abs().clamp_min(1e-12)
-        return attributions, {
+        return {
             "baseline": "zeros" if (self.baseline is None and baseline is None) else "given",
             "completeness_gap": gap.cpu().tolist(),
             "max_relative_gap": float(relative.max()),
         }
+
+    def _attribute(self, x, target, outputs, baseline=None):
+        base, delta, avg_grad = self._path_gradient(x, target, baseline)
+        attributions = delta * avg_grad
+        total = attributions.flatten(1).double().sum(1)
+        return attributions, self._completeness(x, target, outputs, base, total, baseline)
 
 
 _SMOOTHGRAD_VARIANTS = ("mean", "square", "var")

@@ -153,6 +153,17 @@ class _ShapleyExplainer(Explainer):
         return flat[..., first]
 
 
+def antithetic_permutations(n_permutations: int, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_permutations`` orderings of ``n`` players, shape ``(n_permutations, n)``, in antithetic
+    pairs: a uniform permutation (argsort of uniforms), then its reverse (Mitchell, Cooper, Frank &
+    Holmes 2022, arXiv 2104.12199). An odd count drops the last reverse."""
+    half = np.argsort(rng.random(((n_permutations + 1) // 2, n)), axis=1)
+    perms = np.empty((2 * half.shape[0], n), dtype=np.int64)
+    perms[0::2] = half
+    perms[1::2] = half[:, ::-1]
+    return perms[:n_permutations]
+
+
 def _shapley_from_table(table: np.ndarray, n: int) -> np.ndarray:
     """Exact Shapley values from a ``(2^n,)`` table in bitmask order (player ``i`` is bit ``i``):
     ``phi_i = sum_{S not ni i} |S|!(n-|S|-1)!/n! (v(S + i) - v(S))``, vectorised per player."""
@@ -403,10 +414,7 @@ class PermutationShap(_SampledShapley):
         if n == 1:
             return np.array([[vn - v0]]), v0, vn, 2
         n_perm = max(2, ((budget - 2) // (n - 1)) // 2 * 2)
-        half = np.argsort(rng.random((n_perm // 2, n)), axis=1)
-        perms = np.empty((n_perm, n), dtype=np.int64)
-        perms[0::2] = half
-        perms[1::2] = half[:, ::-1]
+        perms = antithetic_permutations(n_perm, n, rng)
         position = np.argsort(perms, axis=1)  # position[p, i]: where player i stands in perm p
         # Chain coalition k (k = 1..n-1) of permutation p holds the players at positions < k.
         k = np.arange(1, n)

@@ -46,7 +46,7 @@ import torch
 from .. import _wavelets as wt
 from .._validation import as_numpy
 from ._base import Explainer, register
-from .gradient import IntegratedGradients, SmoothGrad, _broadcast_baseline
+from .gradient import IntegratedGradients, SmoothGrad
 
 MODE = "periodization"
 
@@ -240,40 +240,11 @@ class WAMIntegratedGradients(_WaveletMixin, IntegratedGradients):
         return {**super().params(), **self._wavelet_params()}
 
     def _attribute(self, x, target, outputs, baseline=None):
-        base = _broadcast_baseline(self.baseline if baseline is None else baseline, x)
-        delta = x - base
-        alphas = torch.as_tensor(self.alphas, device=x.device, dtype=x.dtype)
-        weights = torch.as_tensor(self.weights, device=x.device, dtype=x.dtype)
-        view = (-1,) + (1,) * (x.ndim - 1)
-
-        def path_points(step, sample):
-            return base[sample] + alphas[step].view(view) * delta[sample]
-
-        avg_grad = self.model.expanded_gradient(x, target, self.n_steps, path_points, weights=weights)
-        ndim = self._ndim(x)
-        coef_delta = wt.wavedec(delta, self.wavelet, self.levels, ndim)
+        base, delta, avg_grad = self._path_gradient(x, target, baseline)
+        coef_delta = wt.wavedec(delta, self.wavelet, self.levels, self._ndim(x))
         pyramid = [d * g for d, g in zip(coef_delta, self._adjoint(avg_grad))]
-        values = self._finish(pyramid, x)
-        # Completeness diagnostic as in integrated_gradients: a baseline shared by all samples is
-        # evaluated once, and known outputs are reused.
-        n = x.shape[0]
-        base_rows = base[:1] if bool((base == base[:1]).all()) else base
-        if outputs is None:
-            f_both = self.model.predict(torch.cat([x, base_rows]))
-            f_x, f_b = f_both[:n], f_both[n:]
-        else:
-            f_x, f_b = outputs, self.model.predict(base_rows)
-        f_b = f_b.expand(n, -1)
-        idx = target[:, None]
-        change = (f_x.gather(1, idx) - f_b.gather(1, idx)).squeeze(1).double()
         total = sum(p.flatten(1).double().sum(1) for p in pyramid)
-        gap = total - change
-        relative = gap.abs() / change.abs().clamp_min(1e-12)
-        return values, {
-            "baseline": "zeros" if (self.baseline is None and baseline is None) else "given",
-            "completeness_gap": gap.cpu().tolist(),
-            "max_relative_gap": float(relative.max()),
-        }
+        return self._finish(pyramid, x), self._completeness(x, target, outputs, base, total, baseline)
 
 
 def plot_wam_scales(explanation, index: int = 0, inputs=None, cmap: str = "magma"):

@@ -6,11 +6,15 @@ The contract with featurelens.cli: HELP, DESCRIPTION, add_arguments(parser), run
 from __future__ import annotations
 
 import argparse
+
 import io
 import json
 import os
 import sys
 
+from .._argtypes import non_negative_float as _non_negative_float
+from .._argtypes import non_negative_int as _non_negative_int
+from .._argtypes import positive_int as _positive_int
 from ._grokking import DEFAULTS
 
 HELP = "train a small network on modular addition with the training monitor and write a report"
@@ -27,36 +31,6 @@ DESCRIPTION = (
 )
 
 DEFAULT_OUT = "featurelens-diagnose"
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a non-negative finite number, got {text!r}")
-    return value
 
 
 def _fraction(text: str) -> float:

@@ -10,9 +10,11 @@ missing or unreadable file, an unknown target column, non-numeric or missing fea
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+
+from .._argtypes import non_negative_int as _non_negative_int
+from .._argtypes import positive_int as _positive_int
 
 HELP = "select the columns of a CSV file that predict a target column"
 DESCRIPTION = (
@@ -31,26 +33,6 @@ METHODS = {
     "nbse": ("NBSE", False, False),
     "minkowski": ("MinkowskiWeightedSelector", False, False),
 }
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
 
 
 def add_arguments(parser) -> None:

@@ -17,23 +17,13 @@ from sklearn.base import clone, is_classifier
 from sklearn.model_selection import train_test_split
 from sklearn.utils.multiclass import type_of_target
 
+from ..explainers.shapley import antithetic_permutations
 from ..games import Game
 from ._base import ScoreSelector
 
 __all__ = ["MinShapSelector"]
 
 _COMBINE = ("max", "bonferroni", "fisher", "stouffer")
-
-
-def _antithetic_permutations(n_permutations: int, d: int, rng: np.random.Generator) -> np.ndarray:
-    """``n_permutations`` orderings of ``d`` players in antithetic pairs (a permutation, then its
-    reverse), drawn as featurelens's ``permutation_shap`` draws them (argsort of uniforms; Mitchell,
-    Cooper, Frank & Holmes 2022, arXiv 2104.12199)."""
-    half = np.argsort(rng.random(((n_permutations + 1) // 2, d)), axis=1)
-    perms = np.empty((2 * half.shape[0], d), dtype=np.int64)
-    perms[0::2] = half
-    perms[1::2] = half[:, ::-1]
-    return perms[:n_permutations]
 
 
 def _permutation_deltas(game: Game, perms: np.ndarray):
@@ -272,7 +262,7 @@ class MinShapSelector(ScoreSelector):
         # Chunks of at most ~2^17 predicted rows bound memory whatever the held-out size.
         game = Game.from_function(value, d, batch_size=max(1, (1 << 17) // max(m, 1)))
         P = int(self.n_permutations)
-        perms = _antithetic_permutations(P, d, rng)
+        perms = antithetic_permutations(P, d, rng)
         deltas, values, unique, inverse, position = _permutation_deltas(game, perms)
         losses = np.stack([per_row[row.tobytes()] for row in unique])[inverse].reshape(P, d + 1, m)
         reductions = losses[:, :-1, :] - losses[:, 1:, :]  # per-row loss drop at position t
