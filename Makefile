@@ -22,10 +22,18 @@ test: setup
 	$(PY) -m pytest -q
 
 bench: setup
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[bench]"
 	$(PY) benchmarks/bench_gradients.py
 	$(PY) benchmarks/bench_agop.py
 	$(PY) benchmarks/bench_shapley.py
 	$(PY) benchmarks/bench_spex.py
+	$(PY) benchmarks/bench_rfm.py
+	$(PY) benchmarks/bench_cka.py
+	$(PY) benchmarks/bench_grokking.py
+	$(PY) benchmarks/bench_metrics.py
+	$(PY) benchmarks/bench_wam.py
+	$(PY) benchmarks/bench_selection.py
+	$(PY) benchmarks/bench_text.py
 
 clean:
-	rm -rf $(VENV) featurelens-report .pytest_cache
+	rm -rf $(VENV) featurelens-report featurelens-diagnose audit-report .pytest_cache
