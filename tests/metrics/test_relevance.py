@@ -34,8 +34,9 @@ def test_relevance_mass_planted_truth():
     a[0, :2] = 1.0          # all positive relevance inside
     a[1, :2] = 1.0
     a[1, 2:] = 1.0          # half inside
-    a[1, 3, 3] = -5.0       # negative relevance is ignored by the default mode
-    np.testing.assert_allclose(M.relevance_mass(a, masks), [1.0, 8 / 15])
+    a[1, 3, 3] = -5.0       # |-5| counts by default, not at all with mode="positive"
+    np.testing.assert_allclose(M.relevance_mass(a, masks), [1.0, 8 / 20])
+    np.testing.assert_allclose(M.relevance_mass(a, masks, mode="positive"), [1.0, 8 / 15])
 
 
 def test_relevance_rank_accuracy(data):

@@ -335,14 +335,14 @@ def _flat_pair(attributions, masks) -> tuple[np.ndarray, np.ndarray]:
     return a.reshape(n, -1), m.reshape(n, -1)
 
 
-def relevance_mass(a, masks, *, mode: str = "positive") -> np.ndarray:
+def relevance_mass(a, masks, *, mode: str = "abs") -> np.ndarray:
     """Relevance mass accuracy: the share of the relevance that falls inside the mask.
 
     ``R_in / R_total`` with ``R = sum of r_i`` over the mask / the whole input, per sample (Arras,
     Osman & Samek 2022, Information Fusion 81, arXiv:2003.07258). ``mode`` picks ``r``:
-    ``"positive"`` (default, the paper: ``max(a, 0)``), ``"abs"`` (``|a|``; Quantus
-    ``RelevanceMassAccuracy(abs=True)``) or ``"signed"`` (``a`` itself; Quantus's default
-    ``abs=False``, whose ratio can leave [0, 1]). Normalising ``a`` does not change the ratio. NaN
+    ``"abs"`` (default: ``|a|``, so that evidence against the class counts as relevance too;
+    Quantus ``RelevanceMassAccuracy(abs=True)``), ``"positive"`` (the paper: ``max(a, 0)``) or
+    ``"signed"`` (``a`` itself; Quantus's default ``abs=False``, whose ratio can leave [0, 1]). Normalising ``a`` does not change the ratio. NaN
     where the mask is empty or the total is 0. Returns float64 (n,).
     """
     if mode not in _MASS_MODES:
