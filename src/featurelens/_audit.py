@@ -33,7 +33,7 @@ _GRADIENT_ORDER = (
     "agop_weighted", "agop_global", "wam", "wam_smoothgrad", "wam_ig",
 )
 #: Black-box explainers tried by default on models without gradients.
-_BLACKBOX_ORDER = ("kernel_shap", "permutation_shap", "exact_shapley")
+_BLACKBOX_ORDER = ("occlusion", "kernel_shap", "permutation_shap", "exact_shapley")
 #: Registered names never chosen by default, with the reason shown in the report.
 _NOT_BY_DEFAULT = {
     "agop_local": "identical to saliency (the signed per-sample gradient)",

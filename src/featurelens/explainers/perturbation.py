@@ -1,0 +1,149 @@
+"""Occlusion: attributions from the output drop when a patch (or a group) of the input is replaced.
+
+Registered name: ``occlusion``.
+
+For a window ``W`` (a box of input elements at one position of a sliding grid), the drop is
+``d_W = f_t(x) - f_t(x with W set to the baseline)``; an element's attribution is the mean of the
+drops of the windows that cover it::
+
+    a_i = (1 / |{W : i in W}|) sum_{W containing i} d_W
+
+(Zeiler & Fergus, "Visualizing and Understanding Convolutional Networks", ECCV 2014,
+arXiv 1311.2901). Windows start at 0 and move by ``strides`` along each axis; the last position is
+the first one that reaches the end of the axis, so a window there may be cut by the border (the
+layout Captum's ``Occlusion`` uses, which the tests check against). With ``groups`` instead of a
+window, each group is occluded once and all its elements carry its drop (leave-one-group-out).
+
+All occluded copies of all samples are built chunk by chunk and sent through the Model adapter in
+forward-only batches, so memory stays bounded however many windows there are.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .._batching import chunks
+from .._validation import as_numpy
+from ._base import Explainer, register
+from .gradient import _broadcast_baseline
+
+__all__ = ["Occlusion"]
+
+
+def _as_shape(value, ndim: int, name: str) -> tuple[int, ...]:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (int(value),) * ndim
+    try:
+        shape = tuple(int(v) for v in value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int or a tuple of {ndim} ints; got {value!r}") from None
+    if len(shape) != ndim or any(v < 1 for v in shape):
+        raise ValueError(f"{name} must be {ndim} positive ints (one per input axis); got {value!r}")
+    return shape
+
+
+@register("occlusion")
+class Occlusion(Explainer):
+    """Occlusion with a sliding window, or leave-one-group-out with ``groups``.
+
+    Parameters
+    ----------
+    model
+        A torch module or callable (only forward passes are made).
+    window
+        The sliding window's shape over one input (an int for every axis, or one int per axis of
+        ``x.shape[1:]``); None: one element (each feature occluded alone).
+    strides
+        The window's step per axis (an int or one per axis); None: the window's shape (tiles
+        without overlap). A stride larger than the window would leave elements uncovered and is
+        refused.
+    groups
+        Instead of a window: an int array shaped like one input assigning elements to groups
+        0..g-1; each group is occluded once.
+    baseline
+        The replacement value: a scalar (default 0), an array shaped like one input or like the
+        batch. It can also be passed to :meth:`explain` for one call.
+    batch_size
+        Rows per forward pass (None: automatic).
+    """
+
+    name = "occlusion"
+    needs_gradients = False
+
+    def __init__(self, model, window=None, strides=None, groups=None, baseline=None, batch_size: int | None = None):
+        super().__init__(model, batch_size)
+        if groups is not None and (window is not None or strides is not None):
+            raise ValueError("give either window/strides (a sliding window) or groups, not both")
+        self.window = window
+        self.strides = strides
+        self.groups = None if groups is None else as_numpy(groups, "groups")
+        if self.groups is not None and self.groups.dtype.kind not in "iu":
+            raise TypeError(f"groups must be an int array of group labels; got dtype {self.groups.dtype}")
+        self.baseline = baseline
+
+    def params(self) -> dict:
+        p = dict(super().params())
+        if self.groups is not None:
+            p["groups"] = int(self.groups.max()) + 1
+        else:
+            p["window"] = None if self.window is None else self.window
+            p["strides"] = None if self.strides is None else self.strides
+        p["baseline"] = "zeros" if self.baseline is None else (
+            float(self.baseline) if np.ndim(self.baseline) == 0 else "array")
+        return p
+
+    def masks(self, input_shape: tuple[int, ...]) -> np.ndarray:
+        """The occlusion masks over one input, ``(n_windows, *input_shape)`` bool."""
+        ndim = len(input_shape)
+        if self.groups is not None:
+            if self.groups.shape != tuple(input_shape):
+                raise ValueError(
+                    f"groups must have the shape of one input, {tuple(input_shape)}; got shape {self.groups.shape}"
+                )
+            labels = np.unique(self.groups)
+            return self.groups[None] == labels.reshape(-1, *([1] * ndim))
+        window = _as_shape(1 if self.window is None else self.window, ndim, "window")
+        strides = window if self.strides is None else _as_shape(self.strides, ndim, "strides")
+        for axis, (size, w, s) in enumerate(zip(input_shape, window, strides)):
+            if w > size:
+                raise ValueError(f"window {window} is larger than the input {tuple(input_shape)} on axis {axis}")
+            if s > w and size > w:
+                raise ValueError(
+                    f"strides {strides} would skip elements: the stride on axis {axis} ({s}) exceeds the window ({w})"
+                )
+        starts = [np.arange(math.ceil((size - w) / s) + 1) * s for size, w, s in zip(input_shape, window, strides)]
+        grids = np.stack(np.meshgrid(*starts, indexing="ij"), axis=-1).reshape(-1, ndim)
+        index = np.indices(input_shape)  # (ndim, *input_shape)
+        masks = np.ones((grids.shape[0], *input_shape), dtype=bool)
+        for axis in range(ndim):
+            lo = grids[:, axis].reshape(-1, *([1] * ndim))
+            masks &= (index[axis][None] >= lo) & (index[axis][None] < lo + window[axis])
+        return masks
+
+    def _attribute(self, x, target, outputs=None, baseline=None):
+        masks_np = self.masks(tuple(x.shape[1:]))
+        masks = torch.as_tensor(masks_np, device=x.device)
+        base = _broadcast_baseline(self.baseline if baseline is None else baseline, x)
+        n, n_windows = x.shape[0], masks.shape[0]
+        f_x = outputs if outputs is not None else self.model.predict(x)
+        start_values = f_x.gather(1, target[:, None]).squeeze(1)
+        drops = torch.empty(n * n_windows, dtype=f_x.dtype, device=x.device)
+        rows = self.model.chunk_rows(x, forward_only=True)
+        with torch.no_grad():
+            for part in chunks(n * n_windows, rows):
+                index = torch.arange(part.start, part.stop, device=x.device)
+                sample, window = index // n_windows, index % n_windows
+                m = masks[window]
+                occluded = torch.where(m, base[sample], x[sample])
+                out = self.model.forward(occluded)
+                drops[part] = start_values[sample] - out.gather(1, target[sample][:, None]).squeeze(1)
+        drops = drops.reshape(n, n_windows)
+        m = masks.reshape(n_windows, -1).to(drops.dtype)
+        # Mean drop over the windows covering each element (0 where none does: cannot happen with
+        # the strides allowed above).
+        counts = m.sum(0).clamp_min(1)
+        values = (drops @ m) / counts
+        return values.reshape(x.shape), {"n_windows": int(n_windows)}
