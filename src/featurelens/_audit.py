@@ -339,8 +339,6 @@ def _score(name, ex, model, x, a, raw, t, masks, settings, notes) -> tuple[dict,
     def attempt(key, fn):
         try:
             return fn()
-        except NotImplementedError:
-            notes.append(f"{name}: {key} is not available in this version of featurelens.metrics")
         except Exception as err:  # a metric that fails is reported, not fatal
             notes.append(f"{name}: {key} failed ({type(err).__name__}: {err})")
         return None

@@ -72,10 +72,7 @@ def test_probe_metrics_equal_the_direct_functions():
         A = fl.learning.layer_agops(net, X, layers=[layer])[layer]
         assert mon.series("agop_trace", layer)[1][-1] == pytest.approx(np.trace(A), rel=1e-10)
     W = net[0].weight.detach().numpy()
-    try:
-        expected = fl.learning.effective_rank(W)
-    except NotImplementedError:
-        pytest.skip("effective_rank is not available in this build")
+    expected = fl.learning.effective_rank(W)
     assert mon.series("erank_weights", "0")[1][-1] == pytest.approx(expected, rel=1e-10)
     H = torch.tanh(net[0](X)).detach().numpy()  # the input of the last layer: penultimate features
     nc = fl.learning.neural_collapse(H, y.numpy(), W=net[2].weight.detach().numpy())

@@ -34,6 +34,8 @@ import numpy as np
 import torch
 
 from .._validation import as_numpy
+from .collapse import neural_collapse
+from .similarity import effective_rank
 from .nfa import (
     _check_measure_power,
     _layer_stats,
@@ -419,45 +421,24 @@ class Monitor:
                 # so the off-diagonal correlation is the one that shows features being learned
                 self.log(t, "nfa_offdiag", correlation(G, P, "pearson_offdiag"), name)
             if want_rank:
-                er = self._call("effective_rank")
-                if er is not None:
-                    self.log(t, "erank_weights", er(layer_weight(mod).double().cpu().numpy()), name)
-                    self.log(t, "erank_repr", er(reps[name][1]), name)
+                self.log(t, "erank_weights", effective_rank(layer_weight(mod).double().cpu().numpy()), name)
+                self.log(t, "erank_repr", effective_rank(reps[name][1]), name)
         if want_nc:
-            nc = self._call("neural_collapse")
             last = list(self.layers)[-1]
-            if nc is not None:
-                H = reps[last][0]
-                W = layer_weight(self.layers[last]).double().cpu().numpy()
-                n_classes = len(np.unique(self.y_probe))
-                if n_classes < 2:
-                    self._warn("collapse", "neural-collapse metrics skipped: y_probe has a single class")
-                    return
-                fit_w = W if W.shape[0] == int(self.y_probe.max()) + 1 and W.shape[1] == H.shape[1] else None
-                for key, value in nc(H, self.y_probe, W=fit_w).items():
-                    if np.ndim(value) == 0 and value is not None and math.isfinite(float(value)):
-                        self.log(t, key, float(value), last)
+            H = reps[last][0]
+            W = layer_weight(self.layers[last]).double().cpu().numpy()
+            if len(np.unique(self.y_probe)) < 2:
+                self._warn("collapse", "neural-collapse metrics skipped: y_probe has a single class")
+                return
+            fit_w = W if W.shape[0] == int(self.y_probe.max()) + 1 and W.shape[1] == H.shape[1] else None
+            for key, value in neural_collapse(H, self.y_probe, W=fit_w).items():
+                if np.ndim(value) == 0 and value is not None and math.isfinite(float(value)):
+                    self.log(t, key, float(value), last)
 
     def _warn(self, key, message):
         if key not in self._warned:
             self._warned.add(key)
             warnings.warn(message, RuntimeWarning, stacklevel=3)
-
-    def _call(self, name):
-        """The geometry function ``name`` (effective_rank / neural_collapse), or None while it is
-        not available in this build."""
-        from . import collapse, similarity
-
-        fn = getattr(similarity if name == "effective_rank" else collapse, name)
-        if name in self._warned:
-            return None
-        try:
-            if name == "effective_rank":
-                fn(np.eye(2))
-            return fn
-        except NotImplementedError:
-            self._warn(name, f"{name} is not available in this build; its metrics are not recorded")
-            return None
 
     # -- results -----------------------------------------------------------------------------
     @property
