@@ -1,7 +1,8 @@
 """A training monitor: per-layer feature-learning diagnostics recorded from any training loop, and
 an eigengap detector on the spectrum of recent weight updates (announcing grokking).
 
-Per monitored layer (every ``nn.Linear`` / ``nn.Conv2d`` unless ``layers`` names some):
+Per monitored layer (every ``nn.Linear`` / ``nn.Conv2d`` with ``groups=1`` unless ``layers`` names
+some):
 
 - ``agop_trace``, ``agop_diag_erank``: the trace of the layer AGOP (1/n sum_i J_i^T J_i over the
   probe rows, :func:`featurelens.learning.layer_agops`) and the effective number of its diagonal
@@ -426,12 +427,20 @@ class Monitor:
         if want_nc:
             last = list(self.layers)[-1]
             H = reps[last][0]
-            W = layer_weight(self.layers[last]).double().cpu().numpy()
-            if len(np.unique(self.y_probe)) < 2:
+            mod = self.layers[last]
+            W = layer_weight(mod).double().cpu().numpy()
+            present = np.unique(self.y_probe)
+            if len(present) < 2:
                 self._warn("collapse", "neural-collapse metrics skipped: y_probe has a single class")
                 return
-            fit_w = W if W.shape[0] == int(self.y_probe.max()) + 1 and W.shape[1] == H.shape[1] else None
-            for key, value in neural_collapse(H, self.y_probe, W=fit_w).items():
+            # neural_collapse maps W's rows to the sorted labels present in y_probe, so W (and the
+            # bias, which is part of the network's decision in NC4) is only usable when the labels
+            # are exactly 0..rows-1; otherwise (a probe missing a class, a non-classifier last layer)
+            # only the W-free statistics are recorded.
+            usable = W.shape[1] == H.shape[1] and np.array_equal(present, np.arange(W.shape[0]))
+            fit_w = W if usable else None
+            fit_b = mod.bias.detach().double().cpu().numpy() if usable and mod.bias is not None else None
+            for key, value in neural_collapse(H, self.y_probe, W=fit_w, b=fit_b).items():
                 if np.ndim(value) == 0 and value is not None and math.isfinite(float(value)):
                     self.log(t, key, float(value), last)
 

@@ -40,12 +40,18 @@ def _module(model) -> tuple[Model, torch.nn.Module]:
 
 
 def _select_layers(module: torch.nn.Module, layers) -> dict[str, torch.nn.Module]:
-    """The named Linear/Conv2d modules, all of them or those named in ``layers`` (in that order)."""
+    """The named Linear/Conv2d modules: those named in ``layers`` (in that order), or with ``layers``
+    None every Linear and every Conv2d with ``groups=1``."""
     valid = {name: mod for name, mod in module.named_modules() if isinstance(mod, _LAYER_TYPES)}
     if not valid:
         raise ValueError("model has no torch.nn.Linear or torch.nn.Conv2d layer; the NFA needs one")
     if layers is None:
-        return valid
+        # A grouped convolution's weight (out, c/groups*kh*kw) does not act on whole patches, so its
+        # patch AGOP and W^T W would not match; by default it is left out rather than measured wrongly.
+        chosen = {k: m for k, m in valid.items() if not (isinstance(m, torch.nn.Conv2d) and m.groups != 1)}
+        if not chosen:
+            raise ValueError("model has only grouped convolutions (groups > 1); the NFA needs a Linear or Conv2d with groups=1")
+        return chosen
     if isinstance(layers, str):
         layers = [layers]
     layers = list(layers)
@@ -68,18 +74,6 @@ def layer_weight(module: torch.nn.Module) -> torch.Tensor:
     """The weight as a matrix (out, d): Linear as is, Conv2d reshaped to (out, c*kh*kw)."""
     w = module.weight.detach()
     return w.reshape(w.shape[0], -1)
-
-
-def _unfold(module: torch.nn.Conv2d, x: torch.Tensor) -> torch.Tensor:
-    """Input patches of a Conv2d, (n, L, c*kh*kw) in the order of ``weight.reshape(out, -1)``."""
-    if isinstance(module.padding, str):
-        raise ValueError("conv layers with padding='same'/'valid' strings are not supported; use integer padding")
-    if module.padding_mode != "zeros":
-        raise ValueError(f"conv layers with padding_mode={module.padding_mode!r} are not supported; expected 'zeros'")
-    cols = torch.nn.functional.unfold(
-        x, module.kernel_size, dilation=module.dilation, padding=module.padding, stride=module.stride
-    )
-    return cols.transpose(1, 2)
 
 
 class _Capture:
@@ -215,7 +209,8 @@ def layer_agops(model, X, layers=None, batch_size: int | None = None) -> dict[st
     X
         Inputs, samples first.
     layers
-        None (every ``nn.Linear`` and ``nn.Conv2d``) or module names as in ``model.named_modules()``.
+        None (every ``nn.Linear`` and every ``nn.Conv2d`` with ``groups=1``) or module names as in
+        ``model.named_modules()``.
     batch_size
         Rows per batched backward pass (default: the Model's automatic chunking).
 
