@@ -301,3 +301,25 @@ def test_one_channel_gradcam_maps_on_two_channel_signals():
     assert table.explanations["gradcam"].values.shape == (4, 1, 16)
     assert np.isfinite(gc["avg_sensitivity"]) and gc["max_sensitivity"] >= gc["avg_sensitivity"]
     assert np.isfinite(gc["insertion_minus_deletion"])
+
+
+def test_randomization_explainers_get_the_audited_batch_size():
+    # The randomised models' explainers must be built with the same parameters as the audited
+    # one; batch_size used to be dropped, so the user's memory bound did not hold there.
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2))
+    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    seen = {}
+
+    def fake(name, module, x, target=None, seed=0, *, explainer_params=None, attributions=None):
+        seen.update(explainer_params)
+        return fl.metrics.model_randomization(name, module, x, target=target, seed=seed,
+                                              explainer_params=explainer_params, attributions=attributions)
+
+    model = fl.models.Model(net)
+    t = np.zeros(5, dtype=np.int64)
+    got = _audit._randomization(fake, "smoothgrad", model, x, t, 0, {"seed": 4, "batch_size": 3}, None)
+    assert seen == {"seed": 4, "batch_size": 3}
+    ref = fl.metrics.model_randomization("smoothgrad", net, x, target=t, seed=0,
+                                         explainer_params={"seed": 4, "batch_size": 3})["last"]
+    np.testing.assert_allclose(got, ref)

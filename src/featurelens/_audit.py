@@ -101,11 +101,6 @@ def _accepts(fn, name: str) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
-def _call(fn, *args, **kwargs):
-    """Call ``fn`` with the keyword arguments it accepts (metrics differ in their options)."""
-    return fn(*args, **{k: v for k, v in kwargs.items() if _accepts(fn, k)})
-
-
 def _has_conv(module) -> bool:
     return module is not None and any(isinstance(m, _CONV_TYPES) for m in module.modules())
 
@@ -345,7 +340,7 @@ def _score(name, ex, model, x, a, raw, t, masks, settings, notes) -> tuple[dict,
 
     steps, baseline, seed = settings["steps"], settings["baseline"], settings["seed"]
     for key, fn in (("deletion", M.deletion_curve), ("insertion", M.insertion_curve)):
-        res = attempt(f"{key}_curve", lambda fn=fn: _call(fn, model, x, a, target=t, steps=steps, baseline=baseline))
+        res = attempt(f"{key}_curve", lambda fn=fn: fn(model, x, a, target=t, steps=steps, baseline=baseline))
         if res is not None:
             c, auc = res
             scores[f"{key}_auc"] = np.asarray(auc, dtype=np.float64).reshape(-1)
@@ -354,8 +349,8 @@ def _score(name, ex, model, x, a, raw, t, masks, settings, notes) -> tuple[dict,
         scores["insertion_minus_deletion"] = scores["insertion_auc"] - scores["deletion_auc"]
     d = int(np.prod(x.shape[1:]))
     subset = settings["subset_size"] or max(1, int(round(0.1 * d)))
-    res = attempt("faithfulness_correlation", lambda: _call(
-        M.faithfulness_correlation, model, x, a, target=t, n_subsets=settings["n_subsets"],
+    res = attempt("faithfulness_correlation", lambda: M.faithfulness_correlation(
+        model, x, a, target=t, n_subsets=settings["n_subsets"],
         subset_size=min(subset, d), baseline=baseline, seed=seed))
     if res is not None:
         scores["faithfulness_correlation"] = np.asarray(res, dtype=np.float64).reshape(-1)
@@ -386,33 +381,21 @@ def _score(name, ex, model, x, a, raw, t, masks, settings, notes) -> tuple[dict,
 
 def _sensitivity_pair(ex, x, t, radius, n_samples, seed, a):
     """(avg_sensitivity, max_sensitivity) per sample from ONE set of re-explained noisy copies:
-    both are the mean and the max over the same draws, so explaining the copies twice would only
-    double the cost. Falls back to the two public metrics when the shared step is unavailable."""
-    from .metrics import robustness as R
+    both are the mean and the max over the same draws (relative noise, as the public metrics'
+    default), so explaining the copies twice would only double the cost."""
+    from .metrics.robustness import _sensitivities
 
-    shared = getattr(R, "_sensitivities", None)
-    if shared is not None:
-        try:
-            s = np.asarray(shared(ex, x, t, radius, n_samples, seed, True, a), dtype=np.float64)
-        except TypeError:
-            s = None
-        if s is not None and s.shape == (n_samples, len(x)):
-            return s.mean(0), s.max(0)
-    kwargs = dict(target=t, radius=radius, n_samples=n_samples, seed=seed, attributions=a)
-    return (np.asarray(_call(R.avg_sensitivity, ex, x, **kwargs), dtype=np.float64).reshape(-1),
-            np.asarray(_call(R.max_sensitivity, ex, x, **kwargs), dtype=np.float64).reshape(-1))
+    s = _sensitivities(ex, x, t, radius, n_samples, seed, True, a)  # (n_samples, n)
+    return s.mean(0), s.max(0)
 
 
 def _randomization(fn, name, model, x, t, seed, kwargs, a):
     """The cascading randomisation check: Spearman similarity per sample after every layer is
     re-initialised (the last step of the top-down cascade)."""
-    params = {k: v for k, v in kwargs.items() if k not in ("seed", "batch_size")}
-    if "seed" in kwargs:
-        params["seed"] = kwargs["seed"]
-    res = _call(fn, name, model.module, x, target=t, seed=seed, explainer_params=params, attributions=a)
-    if isinstance(res, dict):
-        res = res["last"] if "last" in res else np.asarray(res["similarity"])[-1]
-    return np.asarray(res, dtype=np.float64).reshape(-1)
+    # The explainers of the randomised copies get the audited explainer's parameters, batch_size
+    # included (it bounds their memory as it does the audited explainer's).
+    res = fn(name, model.module, x, target=t, seed=seed, explainer_params=dict(kwargs), attributions=a)
+    return np.asarray(res["last"], dtype=np.float64).reshape(-1)
 
 
 def _localisation_arrays(a: np.ndarray, masks: np.ndarray):

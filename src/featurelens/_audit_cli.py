@@ -51,8 +51,9 @@ def _target(text: str):
 
 
 def add_arguments(parser) -> None:
+    from ._argtypes import non_negative_int, positive_int
     from .bench.models import MODELS
-    from .cli import _Choices, _non_negative_int, _positive_int
+    from .cli import _Choices
     from .explainers import list_explainers
 
     parser.add_argument("--model", required=True, metavar="FILE",
@@ -75,9 +76,9 @@ def add_arguments(parser) -> None:
                         help="shape of one sample to reshape flat rows into, e.g. 1,8,8")
     parser.add_argument("--methods", nargs="+", action=_Choices, valid=list_explainers(), metavar="NAME",
                         help="explainer names (default: every applicable one, and random)")
-    parser.add_argument("--n-explain", type=_positive_int, default=32, metavar="N",
+    parser.add_argument("--n-explain", type=positive_int, default=32, metavar="N",
                         help="samples audited (a seeded subset; default 32)")
-    parser.add_argument("--seed", type=_non_negative_int, default=0, metavar="N", help="random seed (default 0)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

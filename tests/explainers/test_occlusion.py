@@ -68,3 +68,26 @@ def test_bad_arguments_are_named():
         fl.explainer("occlusion", f, groups=np.zeros(5, int)).explain(x)
     with pytest.raises(ValueError, match="NaN"):
         fl.explainer("occlusion", f).explain(np.array([[np.nan] * 6]))
+
+
+def test_groups_with_labels_not_0_to_g_minus_1_count_the_groups_occluded():
+    # Labels 0, 5, 9 are three groups: three occluded copies per sample, and params say 3, not 10.
+    f = lambda X: X @ np.arange(1.0, 7.0)  # noqa: E731
+    x = np.ones((2, 6))
+    e = fl.explainer("occlusion", f, groups=np.array([0, 0, 5, 5, 9, 9])).explain(x)
+    assert e.params["groups"] == 3
+    assert e.params["n_windows"] == 3
+    np.testing.assert_allclose(e.values, [[3.0, 3.0, 7.0, 7.0, 11.0, 11.0]] * 2)
+
+
+def test_float32_model_drops_are_accumulated_in_float64():
+    # Many overlapping windows: each element's value is the mean of 9 drops; float64 accumulation
+    # keeps the float32 result within rounding of the float64 reference.
+    rng = np.random.default_rng(3)
+    w = rng.normal(size=(1, 12, 12))
+    x = rng.normal(size=(2, 1, 12, 12))
+    f64 = lambda X: (np.asarray(X, dtype=np.float64) * w).reshape(len(X), -1).sum(1)  # noqa: E731
+    ref = fl.explainer("occlusion", f64, window=(1, 3, 3), strides=1).explain(x).values
+    got = fl.explainer("occlusion", f64, window=(1, 3, 3), strides=1).explain(x.astype(np.float32)).values
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)

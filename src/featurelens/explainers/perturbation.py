@@ -87,10 +87,11 @@ class Occlusion(Explainer):
     def params(self) -> dict:
         p = dict(super().params())
         if self.groups is not None:
-            p["groups"] = int(self.groups.max()) + 1
+            # The number of groups occluded (masks() takes the distinct labels, which need not be 0..g-1).
+            p["groups"] = int(np.unique(self.groups).size)
         else:
-            p["window"] = None if self.window is None else self.window
-            p["strides"] = None if self.strides is None else self.strides
+            p["window"] = self.window
+            p["strides"] = self.strides
         p["baseline"] = "zeros" if self.baseline is None else (
             float(self.baseline) if np.ndim(self.baseline) == 0 else "array")
         return p
@@ -130,7 +131,8 @@ class Occlusion(Explainer):
         n, n_windows = x.shape[0], masks.shape[0]
         f_x = outputs if outputs is not None else self.model.predict(x)
         start_values = f_x.gather(1, target[:, None]).squeeze(1)
-        drops = torch.empty(n * n_windows, dtype=f_x.dtype, device=x.device)
+        # float64: the drops are differences of nearby outputs, and each element's mean sums many.
+        drops = torch.empty(n * n_windows, dtype=torch.float64, device=x.device)
         rows = self.model.chunk_rows(x, forward_only=True)
         with torch.no_grad():
             for part in chunks(n * n_windows, rows):
@@ -139,11 +141,11 @@ class Occlusion(Explainer):
                 m = masks[window]
                 occluded = torch.where(m, base[sample], x[sample])
                 out = self.model.forward(occluded)
-                drops[part] = start_values[sample] - out.gather(1, target[sample][:, None]).squeeze(1)
+                drops[part] = start_values[sample].double() - out.gather(1, target[sample][:, None]).squeeze(1).double()
         drops = drops.reshape(n, n_windows)
         m = masks.reshape(n_windows, -1).to(drops.dtype)
         # Mean drop over the windows covering each element (0 where none does: cannot happen with
         # the strides allowed above).
         counts = m.sum(0).clamp_min(1)
         values = (drops @ m) / counts
-        return values.reshape(x.shape), {"n_windows": int(n_windows)}
+        return values.to(x.dtype).reshape(x.shape), {"n_windows": int(n_windows)}
