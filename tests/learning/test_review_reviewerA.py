@@ -57,3 +57,44 @@ def test_layer_agops_skips_grouped_convolutions_when_layers_is_none():
     A = layer_agops(net, X)
     assert list(A) == ["3"]
     assert list(fl.learning.nfa(net, X)) == ["3"]
+
+
+def test_mahalanobis_parameters_numpy_scalars_and_bad_batch_size():
+    from featurelens.learning import MahalanobisOOD
+
+    rng = np.random.default_rng(0)
+    H, y = rng.normal(size=(50, 4)), rng.integers(0, 3, 50)
+    # a numpy float ridge is a number like any other (it was refused)
+    a = MahalanobisOOD(ridge=np.float32(1e-3)).fit(H, y).score(H)
+    b = MahalanobisOOD(ridge=float(np.float32(1e-3))).fit(H, y).score(H)
+    np.testing.assert_allclose(a, b, rtol=1e-12)
+    # batch_size=0 and ridge=True were silently replaced by the defaults
+    with pytest.raises(ValueError, match="batch_size"):
+        MahalanobisOOD(batch_size=0).fit(H, y)
+    with pytest.raises(ValueError, match="ridge"):
+        MahalanobisOOD(ridge=True).fit(H, y)
+
+
+def test_diagnose_writes_history_csv_without_pandas(tmp_path, monkeypatch):
+    # results.json lists history.csv; without pandas (an optional dependency) it was not written.
+    import builtins
+    import csv
+    import json
+
+    from featurelens.learning._diagnose_cli import diagnose
+
+    real_import = builtins.__import__
+
+    def no_pandas(name, *args, **kwargs):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError("no pandas here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    out = tmp_path / "diag"
+    summary = diagnose(out=str(out), steps=20, p=5, width=8, probe_every=10, progress=False)
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    assert json.load(open(out / "results.json"))["files"]["history"] == "history.csv"
+    rows = list(csv.DictReader(open(out / "history.csv")))
+    acc = [float(r["value"]) for r in rows if r["metric"] == "test_accuracy"]
+    assert acc and acc[-1] == pytest.approx(summary["final_test_accuracy"])

@@ -6,7 +6,7 @@ The contract with featurelens.cli: HELP, DESCRIPTION, add_arguments(parser), run
 from __future__ import annotations
 
 import argparse
-
+import csv
 import io
 import json
 import os
@@ -177,8 +177,12 @@ def diagnose(out=DEFAULT_OUT, seed=0, steps=DEFAULTS["steps"], weight_decay=DEFA
         **{k: getattr(monitor.detector, k) for k in ("threshold", "patience", "warmup", "baseline", "direction", "min_scale")},
     }
     summary["files"] = files
-    history = os.path.join(out, "history.csv")
-    monitor.history.to_csv(history, index=False) if hasattr(monitor.history, "to_csv") else None
+    # The csv module, not pandas (an optional dependency): history.csv is listed in results.json,
+    # so it must be written whether pandas is installed or not.
+    with open(os.path.join(out, "history.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["step", "layer", "metric", "value"])
+        writer.writeheader()
+        writer.writerows(monitor.records)
     files["history"] = "history.csv"
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(summary, f, indent=2)

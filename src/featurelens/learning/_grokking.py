@@ -54,11 +54,6 @@ def quadratic_network(p: int, width: int, seed: int = 0, init_scale: float = 1.0
     return net
 
 
-def accuracy(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor) -> float:
-    with torch.no_grad():
-        return float((model(X).argmax(1) == y).float().mean())
-
-
 #: The defaults of ``featurelens diagnose`` and benchmarks/bench_grokking.py.
 DEFAULTS = dict(p=31, width=256, train_fraction=0.5, lr=3e-3, weight_decay=1.0, steps=3000)
 

@@ -8,10 +8,12 @@ arXiv 2505.18032 (l2-normalise every feature vector first).
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._batching import chunks
+from .._batching import check_batch_size, chunks
 from .similarity import _class_stats, _features, _labels
 
 _ROWS = 8192
@@ -59,8 +61,12 @@ class MahalanobisOOD(BaseEstimator):
 
     def fit(self, H, y) -> "MahalanobisOOD":
         """Fit class means and the shared covariance on training features H (n, d) with labels y."""
-        if not isinstance(self.ridge, (int, float)) or not np.isfinite(self.ridge) or self.ridge < 0:
-            raise ValueError(f"ridge must be a non-negative finite number; got {self.ridge!r}")
+        r = self.ridge
+        # numbers.Real, not (int, float): numpy scalars such as np.float32(1e-3) are valid ridges.
+        if isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Real) or not np.isfinite(r) or r < 0:
+            raise ValueError(f"ridge must be a non-negative finite number; got {r!r}")
+        if self.batch_size is not None:
+            check_batch_size(self.batch_size)
         X = _features(H, "H", min_rows=2)
         if self.normalize:
             X = _l2_normalise(X)
@@ -100,7 +106,9 @@ class MahalanobisOOD(BaseEstimator):
         mw = self._means_w
         msq = np.einsum("ij,ij->i", mw, mw)
         out = np.empty((X.shape[0], mw.shape[0]))
-        for s in chunks(X.shape[0], self.batch_size or _ROWS):
+        # ``or`` would turn an invalid batch_size=0 into the default; None is the only "default".
+        rows = _ROWS if self.batch_size is None else check_batch_size(self.batch_size)
+        for s in chunks(X.shape[0], rows):
             z = (X[s] - self._centre) @ self._whiten
             out[s] = np.einsum("ij,ij->i", z, z)[:, None] - 2.0 * (z @ mw.T) + msq[None, :]
         return np.maximum(out, 0.0)
