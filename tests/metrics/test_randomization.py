@@ -66,3 +66,17 @@ def test_errors(small_cnn):
         M.model_randomization("saliency", small_cnn, x, layer_order="bottom_up")
     with pytest.raises(TypeError, match="seed must be an int"):
         M.model_randomization("saliency", small_cnn, x, seed="0")
+
+
+def test_a_featurelens_model_keeps_its_batch_size_for_every_copy():
+    # The explainers used to be built on the bare module, so Model(net, batch_size=2) sent all
+    # rows at once; the forward hook (deep-copied with the module) sees every pass's rows.
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3))
+    rows = []
+    net.register_forward_hook(lambda mod, inp, out: rows.append(inp[0].shape[0]))
+    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    res = M.model_randomization("saliency", fl.models.Model(net, batch_size=2), x, target=1)
+    assert rows and max(rows) <= 2
+    ref = M.model_randomization("saliency", net, x, target=1)
+    np.testing.assert_allclose(res["similarity"], ref["similarity"])

@@ -66,13 +66,15 @@ def model_randomization(
 
     Args:
         explainer_name: a registered explainer name (``fl.list_explainers()``).
-        model: a ``torch.nn.Module`` (or a featurelens Model around one).
+        model: a ``torch.nn.Module`` (or a featurelens Model around one, whose batch size and
+            device the explainers of the trained and randomised copies use).
         explainer_params: keyword arguments for ``fl.explainer(explainer_name, model, ...)``.
         attributions: optional maps of the trained model (default: computed).
 
     Returns:
         dict with ``"layers"`` (layer names, in randomisation order), ``"similarity"`` (float64
-        (n_layers, n): row l after randomising layers 0..l), ``"mean"`` (n_layers,: mean over
+        (n_layers, n): row l after randomising layers 0..l, or only layer l with
+        ``layer_order="independent"``), ``"mean"`` (n_layers,: mean over
         samples), ``"last"`` (n,: after the last layer) and ``"average"`` (n,: mean over layers,
         Quantus's ``return_average_correlation``).
     """
@@ -86,7 +88,14 @@ def model_randomization(
         raise TypeError(
             f"model must be a torch.nn.Module (its layers are re-initialised); got {type(module).__name__}"
         )
-    base = make_explainer(explainer_name, module, **params)
+
+    def wrap(m: torch.nn.Module):
+        # A featurelens Model's batch size and device hold for the trained and the randomised copies.
+        if not isinstance(model, Model):
+            return m
+        return Model(m, batch_size=None if model.auto_batch else model.batch_size, device=model.device)
+
+    base = make_explainer(explainer_name, wrap(module), **params)
     xt = base.model.to_tensor(x, "x")
     n = xt.shape[0]
     t = base.model.resolve_target(target, xt).cpu().numpy()
@@ -116,7 +125,7 @@ def model_randomization(
         with torch.random.fork_rng(devices=fork):
             torch.manual_seed(seed + 1)
             layer.reset_parameters()
-        a_l = make_explainer(explainer_name, work, **params).explain(xt, target=t).values
+        a_l = make_explainer(explainer_name, wrap(work), **params).explain(xt, target=t).values
         a_l = np.asarray(a_l, dtype=np.float64).reshape(n, -1)
         if abs:
             a_l = np.abs(a_l)
