@@ -155,7 +155,8 @@ class SIOFS(ScoreSelector):
     fall back to the Fisher score (between- over within-class variance), ``fallback_`` is True and
     ``intrusion_`` holds minus the Fisher score (so that ``scores_ = -intrusion_`` still holds).
     ``n_intrusion_rows_`` counts the (class, class) intrusion rows behind the degrees.
-    With ``k=None`` the selection is the features whose intrusion degree is below the median one.
+    With ``k=None`` the selection is the non-constant features whose intrusion degree is at or below
+    the median one.
     Needs class labels with at least two classes (a continuous target is refused).
 
     ``alpha`` in (0, 1] is the density fraction of the refined density mean (the authors
