@@ -323,3 +323,17 @@ def test_randomization_explainers_get_the_audited_batch_size():
     ref = fl.metrics.model_randomization("smoothgrad", net, x, target=t, seed=0,
                                          explainer_params={"seed": 4, "batch_size": 3})["last"]
     np.testing.assert_allclose(got, ref)
+
+
+def test_numpy_scalar_baseline_is_a_number():
+    # baseline=X.mean() of float32 data is an np.float32; it was refused as a 0-d array.
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    X = np.random.default_rng(0).normal(size=(10, 5)).astype(np.float32)
+    kw = dict(methods=["saliency"], n_explain=4, progress=False, robustness_samples=0, randomization=False,
+              n_subsets=5, as_frame=False)
+    ours = fl.audit(net, X, baseline=np.float32(0.25), **kw)
+    ref = fl.audit(net, X, baseline=0.25, **kw)
+    assert ours[0]["deletion_auc"] == ref[0]["deletion_auc"]
+    with pytest.raises(ValueError, match="baseline must be a finite number"):
+        fl.audit(net, X, baseline=np.float64("nan"), **kw)

@@ -253,3 +253,19 @@ def test_skops_with_untrusted_types_needs_the_flag(tmp_path):
     assert info.value.exit_code == 2
     model, _ = load_model(tmp_path / "custom.skops", trust=True)
     np.testing.assert_allclose(model.predict(np.ones((2, 4))), [12.0, 12.0])
+
+
+def test_fractional_labels_are_refused_not_truncated(files, capsys, tmp_path):
+    d = files["dir"]
+    # float labels holding whole numbers (a CSV column of 0.0/1.0) are class indices ...
+    np.save(tmp_path / "y_whole.npy", np.array([0.0, 1.0] * 6))
+    rc = main(["audit", "--model", str(d / "llr_script.pt"), "--data", str(d / "images.npy"), "--labels",
+               str(tmp_path / "y_whole.npy"), "--methods", "saliency,random", "--n-explain", "4",
+               "--out", str(tmp_path / "r"), "--no-progress"])
+    assert rc == 0, capsys.readouterr().err
+    capsys.readouterr()
+    # ... but 1.5 is not: it used to be truncated silently to class 1.
+    np.save(tmp_path / "y_frac.npy", np.array([0.0, 1.5] * 6))
+    rc = main(["audit", "--model", str(d / "llr_script.pt"), "--data", str(d / "images.npy"), "--labels",
+               str(tmp_path / "y_frac.npy"), "--n-explain", "4", "--out", str(tmp_path / "r2"), "--no-progress"])
+    assert rc == 1 and "integer class indices" in capsys.readouterr().err

@@ -13,6 +13,7 @@ import inspect
 import io
 import json
 import math
+import numbers
 import os
 import sys
 import time
@@ -629,13 +630,13 @@ def audit(
         baseline = _default_baseline(X)
     elif isinstance(baseline, str):
         raise TypeError(f"baseline must be None, a number or an array shaped like one sample; got {baseline!r}")
-    elif not isinstance(baseline, (int, float)):
+    elif isinstance(baseline, numbers.Real):  # numpy scalars too (X.mean() of float32 X is one)
+        baseline = _check_float(baseline, "baseline", positive=False)
+    else:
         baseline = as_numpy(baseline, "baseline").astype(np.float32)
         check_floating(baseline, "baseline")
         if baseline.shape != X.shape[1:]:
             raise ValueError(f"baseline must be a number or shaped like one sample {X.shape[1:]}; got {baseline.shape}")
-    else:
-        baseline = _check_float(baseline, "baseline", positive=False)
     chosen, skipped = choose_methods(wrapped, X.shape[1:], methods)
     notes: list[str] = []
     if X.ndim == 2 and X.shape[1] > 1 and robustness_samples > 0:

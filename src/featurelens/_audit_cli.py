@@ -141,9 +141,14 @@ def run(args) -> int:
             return _error(f"--target {target} is out of range: the model has {n_out} output(s)", 2)
     if y is not None and not hasattr(model, "classes_") and np.asarray(y).dtype.kind not in "iu":
         try:
-            y = np.asarray(y).astype(np.int64)
+            as_int = np.asarray(y).astype(np.int64)
+            # float labels (a CSV column of 0.0/1.0) are fine; 1.5 would be truncated to class 1.
+            integral = bool(np.all(as_int == np.asarray(y, dtype=np.float64)))
         except (TypeError, ValueError):
+            integral = False
+        if not integral:
             return _error(f"the labels must be integer class indices for this model; got values such as {y[0]!r}", 1)
+        y = as_int
 
     try:
         table = audit(
