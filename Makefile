@@ -28,6 +28,7 @@ bench: setup
 	$(PY) benchmarks/bench_shapley.py
 	$(PY) benchmarks/bench_spex.py
 	$(PY) benchmarks/bench_rfm.py
+	$(PY) benchmarks/bench_rfm_modular.py
 	$(PY) benchmarks/bench_cka.py
 	$(PY) benchmarks/bench_grokking.py
 	$(PY) benchmarks/bench_metrics.py
