@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["positive_int", "non_negative_int", "non_negative_float"]
+__all__ = ["positive_int", "non_negative_int", "non_negative_float", "fraction"]
 
 
 def positive_int(text: str) -> int:
@@ -35,4 +35,14 @@ def non_negative_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}") from None
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a non-negative finite number, got {text!r}")
+    return value
+
+
+def fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
     return value

@@ -5,13 +5,13 @@ The contract with featurelens.cli: HELP, DESCRIPTION, add_arguments(parser), run
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
 import os
 import sys
 
+from .._argtypes import fraction as _fraction
 from .._argtypes import non_negative_float as _non_negative_float
 from .._argtypes import non_negative_int as _non_negative_int
 from .._argtypes import positive_int as _positive_int
@@ -31,16 +31,6 @@ DESCRIPTION = (
 )
 
 DEFAULT_OUT = "featurelens-diagnose"
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
-    return value
 
 
 def add_arguments(parser) -> None:
