@@ -337,3 +337,15 @@ def test_numpy_scalar_baseline_is_a_number():
     assert ours[0]["deletion_auc"] == ref[0]["deletion_auc"]
     with pytest.raises(ValueError, match="baseline must be a finite number"):
         fl.audit(net, X, baseline=np.float64("nan"), **kw)
+
+
+@pytest.mark.parametrize("shape", [(1, 1024), (3, 5, 1000), (3, 32, 32), (28, 28), (2, 3, 7, 9)])
+def test_patch_groups_give_at_most_64_players_for_thin_inputs_too(shape):
+    # The patch side was sized for square inputs: a (1, 1024) signal got 256 players and a
+    # (3, 5, 1000) image 112, above the bound the black-box games are sized for.
+    groups = _audit._patch_groups(shape)
+    n = _audit._players(shape, groups)
+    assert 1 < n <= 64
+    assert groups.shape == shape and np.array_equal(np.unique(groups), np.arange(n))
+    if len(shape) >= 3:  # patches are shared over the channels
+        assert (groups == groups[:1]).all()

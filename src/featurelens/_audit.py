@@ -148,6 +148,10 @@ def _patch_groups(shape: tuple) -> np.ndarray | None:
         return None
     spatial = shape[1:] if len(shape) >= 3 else shape
     p = int(math.ceil((int(np.prod(spatial)) / _MAX_PLAYERS) ** (1.0 / len(spatial))))
+    # The estimate assumes square inputs; a thin axis (1 x 1024, 5 x 1000) holds fewer patches than
+    # it, so grow the side until the patch count is within the bound.
+    while math.prod(math.ceil(s / p) for s in spatial) > _MAX_PLAYERS:
+        p += 1
     per_axis = [int(math.ceil(s / p)) for s in spatial]
     idx = np.zeros(spatial, dtype=np.int64)
     stride = 1
@@ -170,8 +174,8 @@ def choose_methods(model: Model, x_shape: tuple, methods=None):
 
     Differentiable models (torch modules, torch callables): every gradient explainer (gradcam only
     with a convolutional layer, WAM only on 1-3-D inputs with a channel axis), AGOP-Weighted and
-    AGOP-Global (diag(M) from the audited data). Other models: KernelSHAP, permutation Shapley,
-    exact Shapley when there are at most 10 players. Always the seeded ``random`` map as the floor.
+    AGOP-Global (diag(M) from the audited data). Other models: occlusion, KernelSHAP, permutation
+    Shapley, exact Shapley when there are at most 10 players. Always the seeded ``random`` map as the floor.
     """
     registered = list_explainers()
     skipped: dict[str, str] = {}
@@ -540,8 +544,9 @@ def audit(
 
     Which explainers (see :func:`choose_methods`): for a differentiable model every gradient and
     AGOP explainer that applies (gradcam only with a convolutional layer); for a scikit-learn
-    estimator or numpy callable KernelSHAP, permutation Shapley and, up to 10 players, exact
-    Shapley (images with more than 64 elements use square patches as players); always the seeded
+    estimator or numpy callable occlusion, KernelSHAP, permutation Shapley and, up to 10 players,
+    exact Shapley (inputs with more than 64 elements use patches as players, at most 64, shared over
+    the channels of images); always the seeded
     ``random`` map as the floor. ``methods`` overrides the choice. AGOP-Global/Weighted compute
     diag(M) from X (a seeded subset of 2,048 rows when X has more).
 
