@@ -349,3 +349,22 @@ def test_patch_groups_give_at_most_64_players_for_thin_inputs_too(shape):
     assert groups.shape == shape and np.array_equal(np.unique(groups), np.arange(n))
     if len(shape) >= 3:  # patches are shared over the channels
         assert (groups == groups[:1]).all()
+
+
+def test_signal_ground_truth_over_the_length_holds_for_every_channel():
+    # Masks shaped like the spatial part (L,) of (C, L) signals, as the docstring allows, made every
+    # localisation metric fail (the signal was flattened to C * L, the mask stayed L long).
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv1d(2, 3, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+                              torch.nn.Linear(3 * 16, 2))
+    X = np.random.default_rng(0).normal(size=(6, 2, 16)).astype(np.float32)
+    gt = np.zeros((6, 16), bool)
+    gt[:, 4:8] = True
+    kw = dict(methods=["saliency", "random"], n_explain=4, progress=False, robustness_samples=0,
+              randomization=False, n_subsets=10, as_frame=False)
+    spatial = fl.audit(net, X, ground_truth=gt, **kw)
+    full = fl.audit(net, X, ground_truth=np.broadcast_to(gt[:, None], X.shape), **kw)
+    assert spatial.notes == []
+    for r, ref in zip(spatial, full):
+        for key in ("relevance_mass", "relevance_rank_accuracy", "precision_at_k"):
+            assert np.isfinite(r[key]) and r[key] == ref[key]

@@ -405,8 +405,10 @@ def _randomization(fn, name, model, x, t, seed, kwargs, a):
 
 def _localisation_arrays(a: np.ndarray, masks: np.ndarray):
     """Bring attributions and masks to the (n, H, W) layout of the localisation metrics; tabular
-    rows become 1 x d images."""
+    rows become 1 x d images; a mask over the length of (n, C, L) signals holds for every channel."""
     a = np.asarray(a)
+    if masks.ndim == 2 and a.ndim == 3 and masks.shape[1] == a.shape[2]:
+        masks = np.broadcast_to(masks[:, None, :], a.shape)
     if masks.ndim == 2:
         return a.reshape(a.shape[0], 1, -1), masks.reshape(masks.shape[0], 1, -1)
     if masks.ndim == a.ndim and masks.shape[1:] == a.shape[1:] and a.ndim == 4:
