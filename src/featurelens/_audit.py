@@ -83,11 +83,13 @@ class AuditTable(list):
     ``as_frame=False``; ``verdict``, ``ranking_rule`` and ``report`` (path of index.html or None)
     ride along as attributes, and ``explanations`` maps each method to its Explanation."""
 
-    verdict: str = ""
-    ranking_rule: str = RANKING_RULE
-    report: str | None = None
-    explanations: dict = {}
-    notes: list = []
+    def __init__(self, rows=()):
+        super().__init__(rows)
+        self.verdict: str = ""
+        self.ranking_rule: str = RANKING_RULE
+        self.report: str | None = None
+        self.explanations: dict = {}
+        self.notes: list = []
 
 
 # ------------------------------------------------------------------------------------------------

@@ -179,7 +179,9 @@ def infidelity(
     variant; Captum's ``normalize=True``), i.e. ``E[(beta I.a - Delta)^2]``. The perturbations are
     :func:`featurelens.metrics._perturb.gaussian_draws` of ``seed``. This is the estimator of
     Captum's ``infidelity``; Quantus's ``Infidelity`` instead removes square patches one after the
-    other (no noise), a different quantity.
+    other (no noise), a different quantity. A map with one channel on a c-channel input (Grad-CAM's
+    ``(n, 1, h, w)``) is broadcast over the channels, so ``I . a`` counts each pixel's attribution
+    once per channel (as Captum does).
 
     Returns:
         float64 array (n,).
