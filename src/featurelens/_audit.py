@@ -202,7 +202,7 @@ def choose_methods(model: Model, x_shape: tuple, methods=None):
     if model.differentiable:
         order = [m for m in _GRADIENT_ORDER if m in registered]
         order += [m for m in registered if m not in order and m not in _NOT_BY_DEFAULT and m != "random"
-                  and explainer_class(m).needs_gradients]
+                  and explainer_class(m).requires.gradients]
     else:
         order = [m for m in _BLACKBOX_ORDER if m in registered]
     for name in order:
@@ -215,7 +215,7 @@ def choose_methods(model: Model, x_shape: tuple, methods=None):
         if name not in chosen and name not in skipped and name != "random":
             why = _not_applicable(name, model, x_shape)
             skipped[name] = why or _NOT_BY_DEFAULT.get(
-                name, "needs gradients, and the model is not differentiable" if explainer_class(name).needs_gradients
+                name, "needs gradients, and the model is not differentiable" if explainer_class(name).requires.gradients
                 else "black-box; the model has gradients, so the gradient methods are audited (request it with methods=)"
             )
     if "random" in registered:
@@ -225,7 +225,7 @@ def choose_methods(model: Model, x_shape: tuple, methods=None):
 
 def _not_applicable(name: str, model: Model, x_shape: tuple) -> str | None:
     cls = explainer_class(name)
-    if (cls.needs_gradients or name in _AGOP_DATA) and not model.differentiable:
+    if (cls.requires.gradients or name in _AGOP_DATA) and not model.differentiable:
         return "needs gradients, and the model is not differentiable (a numpy callable or scikit-learn model)"
     if name == "gradcam" and not _has_conv(model.module):
         return "needs a convolutional layer, and the model has none"

@@ -1,10 +1,51 @@
-"""Input checks shared by explainers, metrics and learning tools. Every error names the argument,
-what was given and what was expected."""
+"""THE home of parameter checks: ints, floats, options, flags, seeds, arrays, targets and baselines.
+
+Every explainer, metric, selector and learning tool calls these instead of writing its own check,
+so that one argument is checked the same way everywhere (in the spirit of scikit-learn's
+``utils/_param_validation.py``). Every error names the argument, what was given and what was
+expected: a ``TypeError`` when the kind of value is wrong (a string where a number belongs), a
+``ValueError`` when the kind is right and the value is not (a negative count, an unknown option).
+
+Seeds: every seeded function and class accepts ``seed`` as None (fresh entropy), a non-negative int
+or a ``numpy.random.Generator``; :func:`check_seed` validates, :func:`numpy_rng` and
+:func:`torch_generator` turn a checked seed into the generator a method draws from.
+
+Targets and baselines (the model is the reference: Captum's ``_select_targets`` and
+``_format_baseline``): :func:`resolve_target` turns None / an int / one int per sample into one
+index per sample; :func:`resolve_baseline` turns None / a scalar / one input / a batch into a
+tensor shaped like the batch.
+"""
 
 from __future__ import annotations
 
+import difflib
+import math
+import numbers
+from typing import Iterable
+
 import numpy as np
 import torch
+
+__all__ = [
+    "as_numpy",
+    "check_floating",
+    "check_int",
+    "check_float",
+    "check_bool",
+    "check_option",
+    "check_optional_bool",
+    "check_seed",
+    "numpy_rng",
+    "torch_generator",
+    "seed_param",
+    "resolve_target",
+    "resolve_baseline",
+    "relative_scale",
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# arrays
 
 
 def as_numpy(a, name: str) -> np.ndarray:
@@ -12,14 +53,14 @@ def as_numpy(a, name: str) -> np.ndarray:
     # torch.Tensor has a ``values`` method (sparse tensors), so check for tensors first.
     if isinstance(a, torch.Tensor):
         return a.detach().cpu().numpy()
-    if not isinstance(a, torch.Tensor) and not callable(getattr(a, "values", None)):
+    if not callable(getattr(a, "values", None)):
         a = getattr(a, "values", a)  # an Explanation or a pandas object
     if isinstance(a, torch.Tensor):
         return a.detach().cpu().numpy()
     try:
         return np.asarray(a)
-    except Exception as err:  # pragma: no cover - exotic inputs
-        raise TypeError(f"{name} must be array-like (numpy or torch); got {type(a).__name__}") from err
+    except Exception as err:  # ragged lists and other exotic inputs
+        raise TypeError(f"{name} must be array-like (numpy or torch); got {type(a).__name__} ({err})") from err
 
 
 def check_floating(a: np.ndarray | torch.Tensor, name: str) -> None:
@@ -43,3 +84,237 @@ def check_floating(a: np.ndarray | torch.Tensor, name: str) -> None:
             finite = bool(np.isfinite(a.sum())) or bool(np.isfinite(a).all())
     if not finite:
         raise ValueError(f"{name} contains NaN or inf values; expected finite numbers")
+
+
+# --------------------------------------------------------------------------------------------------
+# scalars
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _bounds_text(low, high, low_inclusive=True, high_inclusive=True) -> str:
+    parts = []
+    if low is not None:
+        parts.append(f"{'>=' if low_inclusive else '>'} {low}")
+    if high is not None:
+        parts.append(f"{'<=' if high_inclusive else '<'} {high}")
+    return " and ".join(parts)
+
+
+def check_int(value, name: str, *, low: int | None = None, high: int | None = None, allow_none: bool = False):
+    """An int (numpy integers too, never a bool or a float) in ``[low, high]``; None when
+    ``allow_none``. Returns a plain ``int``."""
+    if value is None and allow_none:
+        return None
+    bounds = _bounds_text(low, high)
+    expected = f"an int{' ' + bounds if bounds else ''}{' or None' if allow_none else ''}"
+    if not _is_int(value):
+        raise TypeError(f"{name} must be {expected}; got {value!r} ({type(value).__name__})")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name} must be {expected}; got {value}")
+    return value
+
+
+def check_float(
+    value,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+    allow_none: bool = False,
+):
+    """A finite real number (ints and numpy scalars too, never a bool) within the bounds; None when
+    ``allow_none``. Returns a plain ``float``."""
+    if value is None and allow_none:
+        return None
+    bounds = _bounds_text(low, high, low_inclusive, high_inclusive)
+    expected = f"a finite number{' ' + bounds if bounds else ''}{' or None' if allow_none else ''}"
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be {expected}; got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be {expected}; got {value}")
+    if low is not None and (value < low or (value == low and not low_inclusive)):
+        raise ValueError(f"{name} must be {expected}; got {value}")
+    if high is not None and (value > high or (value == high and not high_inclusive)):
+        raise ValueError(f"{name} must be {expected}; got {value}")
+    return value
+
+
+def check_bool(value, name: str) -> bool:
+    """True or False (numpy bools too); 0/1 and strings are refused, since ``"False"`` is truthy."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False; got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
+def check_optional_bool(value, name: str):
+    """True, False or None (the automatic choice, e.g. a progress bar only on a terminal)."""
+    if value is None:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True, False or None; got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
+def check_option(value, name: str, options: Iterable):
+    """One of ``options`` (compared with ``==``); the error lists them and suggests the closest."""
+    options = tuple(options)
+    for option in options:
+        # True == 1 in Python: a bool only matches a bool option and vice versa.
+        if isinstance(value, (bool, np.bool_)) != isinstance(option, bool):
+            continue
+        try:
+            if value == option:
+                return option
+        except (TypeError, ValueError):  # arrays and incomparable values
+            continue
+    listed = ", ".join(repr(o) for o in options)
+    hint = ""
+    if isinstance(value, str):
+        close = difflib.get_close_matches(value, [o for o in options if isinstance(o, str)], n=2)
+        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise ValueError(f"{name} must be one of {listed}; got {value!r}.{hint}")
+
+
+# --------------------------------------------------------------------------------------------------
+# seeds
+
+
+def check_seed(seed, name: str = "seed"):
+    """None, a non-negative int (numpy ints too) or a ``numpy.random.Generator``; returned as given
+    (an int as a plain int). A Generator is used as it is, so successive calls continue its stream;
+    an int gives the same draws on every call."""
+    if seed is None or isinstance(seed, np.random.Generator):
+        return seed
+    if not _is_int(seed):
+        raise TypeError(
+            f"{name} must be None, a non-negative int or a numpy.random.Generator; got {seed!r} "
+            f"({type(seed).__name__})"
+        )
+    if seed < 0:
+        raise ValueError(f"{name} must be None, a non-negative int or a numpy.random.Generator; got {seed}")
+    return int(seed)
+
+
+def numpy_rng(seed, name: str = "seed") -> np.random.Generator:
+    """The numpy Generator to draw from: the given Generator itself, or ``default_rng(seed)``."""
+    seed = check_seed(seed, name)
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def torch_generator(seed, device: torch.device | str = "cpu", name: str = "seed") -> torch.Generator:
+    """A torch Generator on ``device``: seeded with the int itself, with an int drawn from a numpy
+    Generator (so the Generator's stream advances), or from fresh entropy for None."""
+    seed = check_seed(seed, name)
+    if isinstance(seed, np.random.Generator):
+        seed = int(seed.integers(0, 2**63 - 1))
+    elif seed is None:
+        seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 1)
+    return torch.Generator(device=device).manual_seed(seed)
+
+
+def seed_param(seed):
+    """How a seed is recorded in provenance (``Explanation.params``, JSON): the int, None, or the
+    string ``"generator"``."""
+    return "generator" if isinstance(seed, np.random.Generator) else seed
+
+
+# --------------------------------------------------------------------------------------------------
+# targets and baselines
+
+
+def resolve_target(target, n: int, n_outputs: int, name: str = "target") -> np.ndarray:
+    """One output index per sample, as an int64 numpy array of shape ``(n,)``.
+
+    ``target`` is an int (numpy ints and 0-d integer arrays too) for every sample, or one int per
+    sample (a list, numpy array or tensor of length ``n``). None is not resolved here: it means the
+    predicted class, which needs the model's outputs (``Model.resolve_target`` does that).
+    Each index must lie in ``[0, n_outputs)``.
+    """
+    if isinstance(target, (bool, np.bool_)) or isinstance(target, (float, np.floating, str)):
+        raise TypeError(
+            f"{name} must be None, an int or one int per sample; got {target!r} ({type(target).__name__})"
+        )
+    if _is_int(target):
+        arr = np.full(n, int(target), dtype=np.int64)
+    else:
+        arr = as_numpy(target, name)
+        if arr.dtype.kind not in "iu":
+            raise TypeError(
+                f"{name} must be None, an int or one int per sample; got an array of dtype {arr.dtype}"
+            )
+        if arr.ndim == 0:  # np.array(1): one int for every sample
+            arr = np.full(n, int(arr), dtype=np.int64)
+        if arr.ndim != 1 or arr.shape[0] != n:
+            raise ValueError(
+                f"{name} must be an int or hold one int per sample ({n}); got shape {tuple(arr.shape)}"
+            )
+        arr = arr.astype(np.int64)
+    bad = (arr < 0) | (arr >= n_outputs)
+    if bool(bad.any()):
+        raise ValueError(
+            f"{name} {int(arr[bad][0])} is out of range; the model has {n_outputs} output(s), "
+            f"so targets must lie in [0, {n_outputs - 1}]"
+        )
+    return arr
+
+
+def resolve_baseline(baseline, x: torch.Tensor, name: str = "baseline") -> torch.Tensor:
+    """A baseline shaped like the batch ``x`` (on its device and dtype).
+
+    ``baseline`` is None (zeros), a number (a Python or numpy scalar, or a 0-d array), an array or
+    tensor shaped like one input ``x.shape[1:]`` (shared by every sample), one shaped like the
+    batch ``x.shape``, or an Explanation-like object with ``.values``. Strings, non-numeric dtypes,
+    NaN/inf and other shapes are refused with an error naming ``name``. The result may be a
+    broadcast view: do not write into it.
+    """
+    if baseline is None:
+        return torch.zeros_like(x)
+    if isinstance(baseline, str) or isinstance(baseline, (bool, np.bool_)):
+        raise TypeError(
+            f"{name} must be None, a number or an array shaped like one input {tuple(x.shape[1:])} or "
+            f"like the batch {tuple(x.shape)}; got {baseline!r}"
+        )
+    if isinstance(baseline, numbers.Real):
+        return torch.full_like(x, check_float(baseline, name))
+    if isinstance(baseline, torch.Tensor):
+        b = baseline.detach()
+    else:
+        arr = as_numpy(baseline, name)
+        if arr.dtype.kind not in "iuf":
+            raise TypeError(f"{name} must hold numbers; got an array of dtype {arr.dtype}")
+        b = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float64 if arr.dtype.kind != "f" else arr.dtype))
+    if not torch.is_floating_point(b):
+        b = b.double()
+    check_floating(b, name)
+    b = b.to(device=x.device, dtype=x.dtype)
+    if b.ndim == 0:
+        return torch.full_like(x, float(b))
+    if tuple(b.shape) == tuple(x.shape[1:]):
+        return b.expand_as(x)
+    if b.ndim == x.ndim and b.shape[0] == 1 and tuple(b.shape[1:]) == tuple(x.shape[1:]):
+        return b.expand_as(x)
+    if tuple(b.shape) != tuple(x.shape):
+        raise ValueError(
+            f"{name} must be a scalar, shaped like one input {tuple(x.shape[1:])} or like the batch "
+            f"{tuple(x.shape)}; got shape {tuple(b.shape)}"
+        )
+    return b
+
+
+def relative_scale(x: torch.Tensor) -> torch.Tensor:
+    """The value range ``max(x_i) - min(x_i)`` of each sample, shape ``(n,)``: the unit of every
+    *relative* noise level or radius (SmoothGrad's noise, the robustness metrics' radius). A
+    constant sample, whose range is 0, gets the unit scale 1, so that a relative level still
+    perturbs it (with 0 it would silently not be perturbed at all)."""
+    flat = x.reshape(x.shape[0], -1)
+    r = flat.max(1).values - flat.min(1).values
+    return torch.where(r > 0, r, torch.ones_like(r))

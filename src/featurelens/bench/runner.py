@@ -102,7 +102,7 @@ def default_methods() -> list[str]:
     registered = list_explainers()
     chosen = [m for m in _METHOD_ORDER if m in registered]
     for name in registered:
-        if name not in chosen and name != "random" and explainer_class(name).needs_gradients:
+        if name not in chosen and name != "random" and explainer_class(name).requires.gradients:
             chosen.append(name)
     if "random" in registered:
         chosen.append("random")

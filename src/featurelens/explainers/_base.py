@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -14,6 +15,62 @@ from ..explanation import Explanation
 from ..models import Model
 
 _REGISTRY: dict[str, type["Explainer"]] = {}
+
+#: Layer types that make a "convolutional layer" for ``Requires.conv_layer`` (Grad-CAM's default).
+CONV_TYPES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
+
+
+@dataclass(frozen=True)
+class Requires:
+    """Where an explainer applies: declared once on its class (``Explainer.requires``) and read by
+    the audit, the benchmark and the contract tests instead of lists of names kept elsewhere.
+
+    Attributes
+    ----------
+    gradients
+        The model must be differentiable (a torch module or torch callable).
+    conv_layer
+        The model must contain a convolution (``torch.nn.Conv1d/2d/3d``) to hook.
+    channel_axis
+        Inputs must be 1-D, 2-D or 3-D signals with a channel axis: one input has shape ``(C, L)``,
+        ``(C, H, W)`` or ``(C, D, H, W)``.
+    data
+        It summarises the model over training rows (``data=``) before explaining (AGOP-Global,
+        AGOP-Weighted): the harness passes the rows it was given. Computing that summary needs
+        gradients, so ``data`` implies a differentiable model there.
+    max_players
+        The largest number of players it evaluates exactly (``2^n`` coalitions); None: no limit.
+    package
+        An optional package it needs beyond the core dependencies (None: none).
+    """
+
+    gradients: bool = True
+    conv_layer: bool = False
+    channel_axis: bool = False
+    data: bool = False
+    max_players: int | None = None
+    package: str | None = None
+
+    def why_not(self, model: Model, input_shape: tuple, n_players: int | None = None) -> str | None:
+        """The reason this explainer does not apply to ``model`` on inputs of one-sample shape
+        ``input_shape`` with ``n_players`` players (default: every input element), or None."""
+        if (self.gradients or self.data) and not model.differentiable:
+            return "needs gradients, and the model is not differentiable (a numpy callable or scikit-learn model)"
+        if self.conv_layer and not (
+            model.module is not None and any(isinstance(m, CONV_TYPES) for m in model.module.modules())
+        ):
+            return "needs a convolutional layer, and the model has none"
+        if self.channel_axis and not 2 <= len(input_shape) <= 4:
+            return "needs 1-D, 2-D or 3-D inputs with a channel axis, (C, L), (C, H, W) or (C, D, H, W)"
+        n = int(np.prod(input_shape)) if n_players is None else int(n_players)
+        if self.max_players is not None and n > self.max_players:
+            return f"evaluates 2^n coalitions, and the inputs have {n} players (> {self.max_players})"
+        if self.package is not None:
+            import importlib.util
+
+            if importlib.util.find_spec(self.package) is None:
+                return f"needs the optional package {self.package!r}, which is not installed"
+        return None
 
 
 def register(name: str):
@@ -76,11 +133,12 @@ class Explainer:
     """
 
     name = "explainer"
-    needs_gradients = True
+    #: Where the explainer applies (see :class:`Requires`); subclasses override it.
+    requires = Requires(gradients=True)
 
     def __init__(self, model, batch_size: int | None = None):
         self.model = Model.wrap(model, batch_size=batch_size)
-        if self.needs_gradients:
+        if self.requires.gradients:
             self.model.require_gradients(f"explainer {self.name!r}")
 
     def params(self) -> dict:

@@ -17,7 +17,7 @@ import torch
 
 from .._validation import as_numpy
 from ..learning.agop import agop as compute_agop
-from ._base import Explainer, register
+from ._base import Explainer, Requires, register
 
 
 @register("agop_local")
@@ -88,7 +88,7 @@ class AGOPGlobal(_AGOPDiagonalExplainer):
     model call per explanation (Katakam 2026, arXiv 2605.12816). With ``agop=`` it works for any
     model; with ``data=`` the model must be differentiable to compute M."""
 
-    needs_gradients = False
+    requires = Requires(gradients=False, data=True)
 
     def _attribute(self, x, target, outputs):
         return self._diag_like(x).expand_as(x).clone(), {}
@@ -98,6 +98,8 @@ class AGOPGlobal(_AGOPDiagonalExplainer):
 class AGOPWeighted(_AGOPDiagonalExplainer):
     """AGOP-Weighted: ``grad f_t(x) * sqrt(diag(M) / max diag(M))`` (Katakam 2026, arXiv
     2605.12816): the local gradient filtered by the features the network learned globally."""
+
+    requires = Requires(gradients=True, data=True)
 
     def _attribute(self, x, target, outputs):
         diag = self._diag_like(x)

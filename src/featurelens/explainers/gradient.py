@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from .._batching import chunks
 from .._validation import check_floating
-from ._base import Explainer, register
+from ._base import CONV_TYPES, Explainer, Requires, register
 
 
 @register("saliency")
@@ -262,12 +262,9 @@ class SmoothGrad(Explainer):
         return both[:, 1] - both[:, 0].square(), {}
 
 
-_CONV_TYPES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
-
-
 def last_conv_layer(module: torch.nn.Module) -> tuple[str, torch.nn.Module]:
     """The last convolution in registration order (usually the last one applied), with its name."""
-    convs = [(name, m) for name, m in module.named_modules() if isinstance(m, _CONV_TYPES)]
+    convs = [(name, m) for name, m in module.named_modules() if isinstance(m, CONV_TYPES)]
     if not convs:
         raise ValueError(
             f"gradcam needs a convolutional layer, and model ({type(module).__name__}) has none; "
@@ -291,6 +288,8 @@ class GradCAM(Explainer):
     ``relu=False`` keeps the negative evidence. ``interpolate`` is a torch interpolation mode
     ("bilinear", "nearest", ...; "linear"/"trilinear" for 1-D/3-D maps).
     """
+
+    requires = Requires(gradients=True, conv_layer=True)
 
     def __init__(
         self,
@@ -369,7 +368,7 @@ class RandomAttribution(Explainer):
     """A seeded uniform random map in [0, 1), shaped like the input: the floor every method must
     beat in a benchmark. It never calls the model's gradient (one forward row checks the shape)."""
 
-    needs_gradients = False
+    requires = Requires(gradients=False)
 
     def __init__(self, model, seed: int = 0, batch_size: int | None = None):
         super().__init__(model, batch_size)

@@ -27,7 +27,7 @@ import torch
 
 from .._batching import chunks
 from .._validation import as_numpy
-from ._base import Explainer, register
+from ._base import Explainer, Requires, register
 from .gradient import _broadcast_baseline
 
 __all__ = ["Occlusion"]
@@ -71,7 +71,7 @@ class Occlusion(Explainer):
     """
 
     name = "occlusion"
-    needs_gradients = False
+    requires = Requires(gradients=False)
 
     def __init__(self, model, window=None, strides=None, groups=None, baseline=None, batch_size: int | None = None):
         super().__init__(model, batch_size)

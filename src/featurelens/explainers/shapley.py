@@ -44,7 +44,7 @@ import torch
 from .._linalg import lstsq
 from ..games import MaskedModel
 from ..interactions.transforms import all_masks
-from ._base import Explainer, register
+from ._base import Explainer, Requires, register
 
 __all__ = ["ExactShapley", "KernelShap", "MinShap", "PermutationShap"]
 
@@ -66,7 +66,7 @@ def _check_seed(seed):
 class _ShapleyExplainer(Explainer):
     """Shared machinery: one MaskedModel game per sample, player values spread back to the input."""
 
-    needs_gradients = False
+    requires = Requires(gradients=False)
 
     def __init__(self, model, baseline=None, background=None, groups=None, batch_size: int | None = None,
                  progress: bool | None = None):
@@ -201,6 +201,8 @@ class ExactShapley(_ShapleyExplainer):
     progress
         A tqdm bar over the samples of a batch; None (default): only when stderr is a terminal.
     """
+
+    requires = Requires(gradients=False, max_players=20)
 
     def __init__(self, model, baseline=None, background=None, groups=None, max_players: int = 20, batch_size=None,
                  progress: bool | None = None):

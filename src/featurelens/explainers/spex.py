@@ -24,7 +24,7 @@ from ..interactions.spex import spex as _spex
 # Private helpers of shapley.py, imported rather than copied: the per-sample MaskedModel loop and
 # the int/seed validation.
 from .shapley import _ShapleyExplainer, _check_int, _check_seed
-from ._base import register
+from ._base import Requires, register
 
 __all__ = ["Spex"]
 

@@ -45,7 +45,7 @@ import torch
 
 from .. import _wavelets as wt
 from .._validation import as_numpy
-from ._base import Explainer, register
+from ._base import Explainer, Requires, register
 from .gradient import IntegratedGradients, SmoothGrad
 
 MODE = "periodization"
@@ -60,6 +60,8 @@ def _check_levels(levels) -> int:
 class _WaveletMixin:
     """Shared by the three WAM explainers: the wavelet, the input checks, the output maps and the
     arrays in ``Explanation.extra``."""
+
+    requires = Requires(gradients=True, channel_axis=True)
 
     def _init_wavelet(self, wavelet, levels):
         self.wavelet = wt.get_wavelet(wavelet)
