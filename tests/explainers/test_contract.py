@@ -1,0 +1,193 @@
+"""The contract every registered explainer keeps, parametrised over ``fl.list_explainers()``.
+
+- rows per model call never exceed ``batch_size`` (a forward pre-hook counts them);
+- the same seed gives identical results; an int seed and a numpy Generator are both accepted;
+- NaN input and NaN model output raise a clear ValueError;
+- frozen weights (``requires_grad=False``) work;
+- the model's parameters, requires_grad flags and train/eval modes are unchanged afterwards.
+
+A newly registered explainer fails ``test_every_explainer_has_contract_settings`` until it gets an
+entry in ``SETTINGS`` below: the settings that make it run on the small CNN of these tests.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+import torch
+
+import featurelens as fl
+from featurelens.explainers import explainer_class
+
+SHAPE = (1, 8, 8)
+# 2 x 2 patches: 16 players, few enough for exact Shapley.
+PATCHES = (np.arange(64).reshape(8, 8) // 2 % 4 + 4 * (np.arange(64).reshape(8, 8) // 16)).reshape(SHAPE)
+
+#: Constructor settings per registered explainer, for the CNN below (inputs (n, 1, 8, 8)).
+SETTINGS = {
+    "saliency": {},
+    "input_x_gradient": {},
+    "integrated_gradients": {"n_steps": 8},
+    "smoothgrad": {"n_samples": 5},
+    "gradcam": {},
+    "agop_local": {},
+    "agop_global": {"data": "DATA"},
+    "agop_weighted": {"data": "DATA"},
+    "random": {},
+    "wam": {"levels": 2},
+    "wam_smoothgrad": {"levels": 2, "n_samples": 3},
+    "wam_ig": {"levels": 2, "n_steps": 4},
+    "occlusion": {"window": (1, 2, 2), "strides": (1, 2, 2)},
+    "exact_shapley": {"groups": PATCHES},
+    "kernel_shap": {"groups": PATCHES, "budget": 40},
+    "permutation_shap": {"groups": PATCHES, "budget": 64},
+    "minshap": {"groups": PATCHES, "budget": 64},
+    "spex": {"groups": PATCHES, "max_order": 2},
+}
+
+BATCH_SIZE = 4
+
+
+def make_cnn() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(1, 3, 3, padding=1),
+        torch.nn.BatchNorm2d(3),
+        torch.nn.ReLU(),
+        torch.nn.Dropout(0.5),
+        torch.nn.Conv2d(3, 4, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(16, 3),
+    ).double()
+
+
+def make_x(n: int = 3, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=(n, *SHAPE))
+
+
+def build(name: str, model, **overrides):
+    kwargs = dict(SETTINGS[name])
+    if kwargs.get("data") == "DATA":
+        kwargs["data"] = make_x(6, seed=1)
+    kwargs.update(overrides)
+    return fl.explainer(name, model, **kwargs)
+
+
+def accepts(name: str, param: str) -> bool:
+    return param in inspect.signature(explainer_class(name).__init__).parameters
+
+
+def snapshot(model: torch.nn.Module):
+    return (
+        {k: v.detach().clone() for k, v in model.state_dict().items()},
+        [(n, p.requires_grad) for n, p in model.named_parameters()],
+        [(n, m.training) for n, m in model.named_modules()],
+    )
+
+
+def assert_unchanged(model, before):
+    state, flags, modes = before
+    after_state, after_flags, after_modes = snapshot(model)
+    assert after_flags == flags
+    assert after_modes == modes
+    for key, value in state.items():
+        assert torch.equal(after_state[key], value), f"{key} changed"
+
+
+def test_every_explainer_has_contract_settings():
+    missing = sorted(set(fl.list_explainers()) - set(SETTINGS))
+    assert not missing, f"add contract settings for {missing} to SETTINGS in {__file__}"
+
+
+NAMES = sorted(SETTINGS)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_rows_per_call_within_batch_size_and_model_untouched(name):
+    net = make_cnn()
+    net.train()  # the explainers must evaluate in eval mode and restore training mode afterwards
+    before = snapshot(net)
+    rows = []
+    handle = net.register_forward_pre_hook(lambda module, args: rows.append(args[0].shape[0]))
+    try:
+        e = build(name, net, batch_size=BATCH_SIZE).explain(make_x(5), target=1)
+    finally:
+        handle.remove()
+    assert rows, "the model was never called"
+    assert max(rows) <= BATCH_SIZE, f"{name} sent {max(rows)} rows in one call (batch_size={BATCH_SIZE})"
+    assert e.values.shape[0] == 5 and np.isfinite(e.values).all()
+    assert e.model_calls >= 1
+    assert_unchanged(net, before)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_model_keeps_its_batch_size(name):
+    net = make_cnn()
+    model = fl.Model(net, batch_size=2)
+    rows = []
+    handle = net.register_forward_pre_hook(lambda module, args: rows.append(args[0].shape[0]))
+    try:
+        build(name, model).explain(make_x(3), target=0)
+    finally:
+        handle.remove()
+    assert model.batch_size == 2 and max(rows) <= 2
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if accepts(n, "seed")])
+def test_same_seed_same_values_int_or_generator(name):
+    net = make_cnn()
+    x = make_x(2)
+    a = build(name, net, seed=3).explain(x, target=2).values
+    b = build(name, net, seed=3).explain(x, target=2).values
+    np.testing.assert_array_equal(a, b)
+    g1 = build(name, net, seed=np.random.default_rng(5)).explain(x, target=2).values
+    g2 = build(name, net, seed=np.random.default_rng(5)).explain(x, target=2).values
+    np.testing.assert_array_equal(g1, g2)
+    assert np.isfinite(g1).all()
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if accepts(n, "seed")])
+@pytest.mark.parametrize("seed", ["0", -1, 1.5, True])
+def test_bad_seed_is_refused_naming_seed(name, seed):
+    with pytest.raises((TypeError, ValueError), match="seed"):
+        build(name, make_cnn(), seed=seed).explain(make_x(1), target=0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_nan_input_is_refused(name):
+    x = make_x(2)
+    x[1, 0, 3, 3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        build(name, make_cnn()).explain(x, target=0)
+
+
+class _NaNHead(torch.nn.Module):
+    """The CNN with NaN added to its outputs (the convolutions stay, for Grad-CAM)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = make_cnn()
+
+    def forward(self, x):
+        return self.net(x) + float("nan")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_nan_model_output_is_refused(name):
+    with pytest.raises(ValueError, match="NaN"):
+        build(name, _NaNHead().double()).explain(make_x(2), target=0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_frozen_weights_work(name):
+    net = make_cnn()
+    for p in net.parameters():
+        p.requires_grad_(False)
+    before = snapshot(net)
+    e = build(name, net).explain(make_x(2), target=1)
+    assert np.isfinite(e.values).all()
+    assert_unchanged(net, before)
