@@ -216,16 +216,24 @@ def test_smoothgrad_matches_noise_tunnel_on_identical_noise(kind, dtype, variant
 
 @pytest.mark.parametrize("kind", ["cnn", "mlp"])
 @pytest.mark.parametrize("variant", ["mean", "square", "var"])
-def test_smoothgrad_matches_unmodified_noise_tunnel_with_same_seed(kind, variant):
-    """One sample, absolute noise, float32: Captum's global-RNG torch.normal stream and
-    featurelens' seeded Generator stream are the same numbers in the same order."""
+def test_smoothgrad_matches_noise_tunnel_on_the_same_noise(kind, variant, monkeypatch):
+    """Absolute noise, float32, several samples: Captum's NoiseTunnel, with only its noise draw
+    replaced by featurelens' draws for the same seed (featurelens draws per noisy copy from
+    counter-based seeds, so that every batch size gives the same map; Captum draws one tensor from
+    the global RNG), aggregates to the same map for every variant."""
     model, x = build(kind, torch.float32)
-    x1 = x[:1]
     ex = fl.explainer("smoothgrad", model, n_samples=11, noise="absolute", noise_level=0.25, variant=variant, seed=7)
-    ours = ex.explain(x1, target=1)
-    torch.manual_seed(7)
+    ours = ex.explain(x, target=1)
+    noise = ex.noise_draws(x)  # (n_samples, n, ...)
+
+    def add_our_noise(inp, stdev, k):
+        assert k == 11 and stdev == 0.25
+        # Captum's rows are sample-major (sample i's k copies together): noise[e, i] at row i*k + e.
+        return inp.repeat_interleave(k, dim=0) + noise.transpose(0, 1).reshape(-1, *inp.shape[1:])
+
+    monkeypatch.setattr(NoiseTunnel, "_add_noise_to_input", staticmethod(add_our_noise))
     theirs = NoiseTunnel(Saliency(model)).attribute(
-        x1.clone(), nt_type=NT_TYPES[variant], nt_samples=11, stdevs=0.25, target=1, abs=False
+        x.clone(), nt_type=NT_TYPES[variant], nt_samples=11, stdevs=0.25, target=1, abs=False
     )
     assert_close(ours.values, theirs)
 

@@ -65,12 +65,12 @@ def test_gradient_explainer_on_numpy_callable():
 @pytest.mark.parametrize(
     "name, params, message",
     [
-        ("integrated_gradients", {"n_steps": 0}, "n_steps must be a positive int"),
+        ("integrated_gradients", {"n_steps": 0}, "n_steps must be an int >= 1"),
         ("integrated_gradients", {"method": "simpson"}, "method must be one of"),
-        ("smoothgrad", {"n_samples": 0}, "n_samples must be a positive int"),
+        ("smoothgrad", {"n_samples": 0}, "n_samples must be an int >= 1"),
         ("smoothgrad", {"noise_level": -1.0}, "noise_level must be"),
         ("smoothgrad", {"variant": "max"}, "variant must be one of"),
-        ("saliency", {"batch_size": 0}, "batch_size must be a positive int"),
+        ("saliency", {"batch_size": 0}, "batch_size must be an int >= 1"),
         ("gradcam", {"layer": "nope"}, "layer 'nope' is not a submodule"),
     ],
 )

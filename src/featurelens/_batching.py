@@ -4,6 +4,10 @@ through :func:`chunks`, which bounds the number of rows sent through a model at 
 Expanded rows are ordered *expansion-major*: row ``r`` of an expansion of ``n_expand`` copies of
 ``n`` samples is copy ``r // n`` of sample ``r % n``. :func:`expansion_index` gives both indices for
 one chunk so that a method can build only that chunk's inputs, never the whole expansion.
+
+How many rows go in a chunk of model passes has one rule, owned by the Model adapter:
+:meth:`featurelens.models.Model.chunk_rows` (the Model's ``batch_size``, else :func:`default_rows`).
+Consumers read it; they never change a Model they were handed.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from __future__ import annotations
 from typing import Iterator
 
 import torch
+
+from ._validation import check_int
 
 DEFAULT_BATCH_SIZE = 1024
 
@@ -22,12 +28,13 @@ DEFAULT_CHUNK_ELEMENTS = 2**19
 
 
 def check_batch_size(batch_size: int | None) -> int:
-    """Validate ``batch_size`` (None means :data:`DEFAULT_BATCH_SIZE`)."""
+    """Validate ``batch_size``, an int >= 1 (numpy ints too) or None (:data:`DEFAULT_BATCH_SIZE`).
+
+    How many rows a chunk holds is decided in one place, :meth:`featurelens.models.Model.chunk_rows`
+    (a Model's ``batch_size``, else :func:`default_rows`); this only checks the number."""
     if batch_size is None:
         return DEFAULT_BATCH_SIZE
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int; got {batch_size!r}")
-    return batch_size
+    return check_int(batch_size, "batch_size", low=1, allow_none=True)
 
 
 #: Row cap of forward-only chunks (no autograd graph is kept, so activations are freed layer by
@@ -55,3 +62,23 @@ def expansion_index(rows: slice, n: int, device: torch.device | str = "cpu"):
     """For the expanded rows ``rows`` of ``n`` samples, return ``(copy_index, sample_index)``."""
     r = torch.arange(rows.start, rows.stop, device=device)
     return r // n, r % n
+
+
+#: Byte budget of one chunk of a data-matrix computation that involves no model (CKA sums, neural
+#: collapse, OOD distances, RFM kernel blocks): 64 MiB, i.e. 2**23 float64 numbers. Large enough
+#: that the matrix products keep a long inner dimension (BLAS near full speed), small enough to stay
+#: well inside memory beside the data itself.
+DEFAULT_CHUNK_BYTES = 2**26
+
+
+def rows_for_bytes(
+    row_bytes: int, budget_bytes: int = DEFAULT_CHUNK_BYTES, min_rows: int = 1, max_rows: int | None = None
+) -> int:
+    """Rows per chunk of a data-matrix computation: ``budget_bytes // row_bytes`` (the chunk's
+    temporaries stay within the budget), clipped to ``[min_rows, max_rows]``.
+
+    ``row_bytes`` is what one row of the chunk costs in temporaries (e.g. ``8 * (p + q)`` for a
+    float64 row of two feature blocks). Model passes do not use this: their rule is
+    :meth:`featurelens.models.Model.chunk_rows` (the Model's ``batch_size``)."""
+    rows = max(int(min_rows), int(budget_bytes) // max(1, int(row_bytes)))
+    return rows if max_rows is None else max(1, min(rows, int(max_rows)))

@@ -6,11 +6,22 @@ gradients (plain or over an expansion of the batch), and the bookkeeping of how 
 through the model. Torch models are put in eval mode for the duration of each call and their
 previous train/eval flags restored afterwards; inputs are moved to the model's device, so the same
 code runs on a GPU.
+
+Rows per chunk: the Model owns the one rule (:meth:`Model.chunk_rows`). Consumers (explainers,
+metrics, learning tools) only *read* it; they never change a Model they were handed. A consumer
+asked for another ``batch_size`` gets a new Model around the same module or function
+(:meth:`Model.with_batch_size`), whose rows are still counted by the original's ``calls``.
+
+Fail safe: every forward pass checks the model's outputs (shape, numbers, finiteness), and a
+forward pass that must carry gradients refuses outputs that do not depend on the input through
+autograd (detached, computed under ``torch.no_grad``, or integers) with a clear error instead of
+torch's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 from typing import Callable
 
@@ -18,7 +29,35 @@ import numpy as np
 import torch
 
 from ._batching import check_batch_size, chunks, default_rows, expansion_index
-from ._validation import as_numpy, check_floating
+from ._validation import as_numpy, check_floating, check_int, check_option
+from ._validation import resolve_target as _resolve_target
+
+
+def _check_device(device) -> torch.device:
+    """A torch device that exists here: a clear ValueError for an unknown name or an accelerator
+    this machine lacks (torch itself fails later with an AssertionError or a RuntimeError)."""
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be a string such as 'cpu' or 'cuda:0', or a torch.device; got {device!r}")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda:0'; got {device!r} ({err})") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"device={str(device)!r} was requested, but CUDA is not available here "
+                "(torch.cuda.is_available() is False); use device='cpu' or leave device=None"
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"device={str(device)!r} was requested, but only {torch.cuda.device_count()} CUDA "
+                "device(s) exist here"
+            )
+    elif dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError(f"device={str(device)!r} was requested, but MPS is not available here; use device='cpu'")
+    return dev
 
 
 class Model:
@@ -33,10 +72,12 @@ class Model:
         operations, is differentiable too.
     batch_size
         The most rows sent through the model in one call (memory bound for every expansion).
-        None (default): chunks of at most 1024 rows and at most 2**19 input elements
-        (:func:`featurelens._batching.default_rows`), so that large inputs go in smaller chunks.
+        None (default): chunks of at most 1024 rows (16384 for forward-only passes) and at most
+        2**19 input elements (:func:`featurelens._batching.default_rows`), so that large inputs go
+        in smaller chunks. See :meth:`chunk_rows`, the one rule every consumer reads.
     device
         Where inputs go. Default: the device of the module's first parameter (CPU otherwise).
+        A device that is not available here (``"cuda"`` without CUDA) is refused.
     accepts
         For a callable: ``"numpy"`` (default) or ``"torch"``. Ignored for modules.
     """
@@ -54,8 +95,7 @@ class Model:
             raise TypeError(
                 f"model must be a torch.nn.Module or a callable; got {type(model).__name__}"
             )
-        if accepts not in ("numpy", "torch"):
-            raise ValueError(f"accepts must be 'numpy' or 'torch'; got {accepts!r}")
+        accepts = check_option(accepts, "accepts", ("numpy", "torch"))
         self.module = model if isinstance(model, torch.nn.Module) else None
         self.function = model
         self.accepts = "torch" if self.module is not None else accepts
@@ -64,23 +104,49 @@ class Model:
         if device is None:
             param = next(iter(self.module.parameters()), None) if self.module is not None else None
             device = param.device if param is not None else torch.device("cpu")
-        self.device = torch.device(device)
+        self.device = _check_device(device)
         param = next(iter(self.module.parameters()), None) if self.module is not None else None
         self.dtype = param.dtype if param is not None and param.is_floating_point() else torch.float32
         self.calls = 0  # rows sent through the model since construction
         self._eval_depth = 0  # nesting of evaluating() contexts
+        self._parent: Model | None = None  # the Model this one was derived from (with_batch_size)
 
     # -- construction helpers ---------------------------------------------------------------
     @classmethod
     def wrap(cls, model, batch_size: int | None = None) -> "Model":
-        """Return ``model`` if it is a Model already (updating its batch size when one is given),
-        else a new Model around it."""
+        """The Model a consumer works with.
+
+        A Model is never changed: with ``batch_size=None`` (or the Model's own batch size) it is
+        returned as it is; with another ``batch_size`` a new Model around the same module or
+        function (same device and dtype) is returned (:meth:`with_batch_size`), so explainers that
+        share the Model keep their settings. Anything else gets a new Model.
+        """
         if isinstance(model, Model):
-            if batch_size is not None:
-                model.batch_size = check_batch_size(batch_size)
-                model.auto_batch = False
-            return model
+            return model if batch_size is None else model.with_batch_size(batch_size)
         return cls(model, batch_size=batch_size)
+
+    def with_batch_size(self, batch_size: int | None) -> "Model":
+        """This Model with another batch size: ``self`` when it already has it, else a new Model
+        sharing the module or function, device, dtype and input kind. The new Model counts its own
+        ``calls`` (an explanation's ``model_calls``) and adds them to this Model's ``calls`` too.
+        None means the automatic rule of :meth:`chunk_rows`."""
+        auto = batch_size is None
+        batch_size = check_batch_size(batch_size)
+        if auto == self.auto_batch and (auto or batch_size == self.batch_size):
+            return self
+        derived = copy.copy(self)
+        derived.batch_size = batch_size
+        derived.auto_batch = auto
+        derived.calls = 0
+        derived._eval_depth = 0
+        derived._parent = self
+        return derived
+
+    def _count(self, rows: int) -> None:
+        model = self
+        while model is not None:
+            model.calls += rows
+            model = model._parent
 
     @property
     def differentiable(self) -> bool:
@@ -141,8 +207,13 @@ class Model:
         """One forward pass of at most batch_size validated rows, as a (rows, classes) tensor.
 
         Errors the model raises on the input are re-raised as a ValueError naming x's shape.
+        Outputs are checked: integer outputs become floats (they carry no gradient: refused when
+        ``x`` requires one), outputs that should carry a gradient (``x.requires_grad`` with
+        gradients enabled) and do not are refused, and NaN/inf outputs raise a ValueError (one
+        cheap sum per chunk; the elementwise check runs only when that sum is not finite).
         """
-        self.calls += x.shape[0]
+        self._count(x.shape[0])
+        needs_grad = x.requires_grad and torch.is_grad_enabled()
         try:
             if self.accepts == "torch":
                 out = self.function(x)
@@ -152,11 +223,29 @@ class Model:
             raise ValueError(
                 f"x has shape {tuple(x.shape)} (samples first), and the model failed on it: {err}"
             ) from err
-        if not isinstance(out, torch.Tensor):
+        if isinstance(out, torch.Tensor):
+            if out.is_complex():
+                raise TypeError(f"model {self._name()} must return real numbers; got a tensor of dtype {out.dtype}")
+            if not torch.is_floating_point(out):
+                if needs_grad:
+                    raise TypeError(
+                        f"model {self._name()} returned outputs of dtype {out.dtype}, which carry no "
+                        "gradient; gradient explainers need floating-point outputs (logits, scores or "
+                        "probabilities), e.g. return the logits rather than the predicted labels, or "
+                        "use a black-box explainer (occlusion, kernel_shap)"
+                    )
+                out = out.to(self.dtype)
+        else:
             try:
-                out = torch.as_tensor(np.asarray(out, dtype=np.float64), device=x.device).to(self.dtype)
+                arr = np.asarray(out)
+                if arr.dtype.kind not in "biuf":
+                    raise TypeError(f"dtype {arr.dtype}")
+                out = torch.as_tensor(arr.astype(np.float64), device=x.device).to(self.dtype)
             except (TypeError, ValueError) as err:
-                raise TypeError(f"model must return a tensor or an array of numbers; got {type(out).__name__}") from err
+                raise TypeError(
+                    f"model {self._name()} must return a tensor or an array of numbers; got "
+                    f"{type(out).__name__} ({err})"
+                ) from err
         if out.ndim == 1:
             out = out[:, None]
         if out.ndim != 2 or out.shape[0] != x.shape[0]:
@@ -164,12 +253,40 @@ class Model:
                 f"model must map a batch of {x.shape[0]} rows to outputs of shape (batch,) or "
                 f"(batch, classes); got output shape {tuple(out.shape)}"
             )
+        if needs_grad and not out.requires_grad:
+            raise ValueError(
+                f"model {self._name()} returned outputs that do not depend on the input through "
+                "autograd (detached with .detach(), computed under torch.no_grad(), converted through "
+                "numpy, or constant), so there is no input gradient; gradient explainers need a "
+                "differentiable forward: remove the detach/no_grad from the model's forward, or use a "
+                "black-box explainer (occlusion, kernel_shap)"
+            )
+        values = out.detach()
+        if not bool(torch.isfinite(values.sum())) and not bool(torch.isfinite(values).all()):
+            bad = int((~torch.isfinite(values)).any(1).sum())
+            raise ValueError(
+                f"the model returned NaN or inf for {bad} of {x.shape[0]} rows (inputs of shape "
+                f"{tuple(x.shape)}, all finite); attributions of non-finite outputs would be NaN. "
+                "Check the model on these inputs (e.g. a log of 0, a division by zero, overflow)"
+            )
         return out
 
+    def _name(self) -> str:
+        return type(self.function).__name__ if self.module is not None else getattr(
+            self.function, "__name__", type(self.function).__name__
+        )
+
     def chunk_rows(self, x: torch.Tensor, batch_size: int | None = None, forward_only: bool = False) -> int:
-        """Rows per chunk for inputs shaped like ``x``: ``batch_size`` when given, else the model's
-        ``batch_size`` when one was given, else :func:`featurelens._batching.default_rows` (bounded
-        by input size; a larger row cap for ``forward_only`` passes, which keep no graph)."""
+        """THE rule for rows per chunk, for inputs shaped like ``x`` (every expansion, gradient
+        pass, forward pass and accumulator reads it here; nothing else computes chunk sizes):
+
+        1. ``batch_size`` when the caller passes one for this call;
+        2. else the Model's ``batch_size`` when one was given at construction;
+        3. else :func:`featurelens._batching.default_rows`: at most 1024 rows (16384 for
+           ``forward_only`` passes, which keep no autograd graph) and at most 2**19 input elements
+           per chunk, but at least one row.
+
+        It never changes the Model."""
         if batch_size is not None:
             return check_batch_size(batch_size)
         if self.auto_batch:
@@ -187,44 +304,23 @@ class Model:
         return int(self.predict(x[:1]).shape[1])
 
     # -- targets ----------------------------------------------------------------------------
-    def resolve_target(self, target, x: torch.Tensor, outputs: torch.Tensor | None = None) -> torch.Tensor:
-        """Return one target index per sample as a long tensor.
+    def resolve_target(
+        self, target, x: torch.Tensor, outputs: torch.Tensor | None = None, name: str = "target"
+    ) -> torch.Tensor:
+        """Return one target index per sample as a long tensor on the model's device.
 
-        ``target`` is None (the predicted class, argmax of the outputs), an int, or one int per
-        sample (list, numpy or torch).
+        ``target`` is None (the predicted class, argmax of the outputs), an int (0-d arrays too),
+        or one int per sample (list, numpy or torch); everything but None goes through
+        :func:`featurelens._validation.resolve_target`. ``outputs`` (the model's outputs on ``x``,
+        or on its first row) give the number of outputs; without them one row is evaluated.
         """
         n = x.shape[0]
         if target is None:
             if outputs is None:
                 outputs = self.predict(x)
             return outputs.argmax(dim=1).to(torch.long)
-        if outputs is None:
-            n_out = self.n_outputs(x)
-        else:
-            n_out = outputs.shape[1]
-        if isinstance(target, (bool, np.bool_)) or isinstance(target, float):
-            raise TypeError(f"target must be None, an int or one int per sample; got {target!r}")
-        if isinstance(target, (int, np.integer)):
-            t = torch.full((n,), int(target), dtype=torch.long)
-        else:
-            arr = as_numpy(target, "target")
-            if arr.dtype.kind not in "iu":
-                raise TypeError(
-                    f"target must be None, an int or one int per sample; got an array of dtype {arr.dtype}"
-                )
-            arr = arr.reshape(-1) if arr.ndim == 0 else arr
-            if arr.ndim != 1 or arr.shape[0] != n:
-                raise ValueError(
-                    f"target must hold one int per sample ({n}); got shape {tuple(arr.shape)}"
-                )
-            t = torch.from_numpy(arr.astype(np.int64))
-        bad = (t < 0) | (t >= n_out)
-        if bool(bad.any()):
-            raise ValueError(
-                f"target {t[bad][0].item()} is out of range; the model has {n_out} output(s), "
-                f"so targets must lie in [0, {n_out - 1}]"
-            )
-        return t.to(self.device)
+        n_out = self.n_outputs(x) if outputs is None else int(outputs.shape[1])
+        return torch.from_numpy(_resolve_target(target, n, n_out, name)).to(self.device)
 
     # -- gradients --------------------------------------------------------------------------
     def _target_gradient(self, rows: torch.Tensor, target: torch.Tensor | None):
@@ -314,6 +410,97 @@ class Model:
                             total = grad.new_zeros((n,) + tuple(grad.shape[1:]))
                         total[s] += grad
         return total
+
+    def expanded_forward(
+        self,
+        x: torch.Tensor,
+        n_expand: int,
+        make_rows: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        target: torch.Tensor | None = None,
+        transform: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+        reduce: str | None = None,
+        batch_size: int | None = None,
+    ) -> torch.Tensor:
+        """Forward passes (no gradients) over ``n_expand`` copies of each of the ``n`` samples of
+        ``x``, built and evaluated chunk by chunk so the ``n_expand * n`` rows are never held at once.
+
+        The forward-only twin of :meth:`expanded_gradient` (metrics: perturbation curves,
+        infidelity, sensitivity). Rows are expansion-major (:func:`featurelens._batching.expansion_index`);
+        chunks follow :meth:`chunk_rows` with ``forward_only=True`` (``batch_size`` overrides it).
+
+        Parameters
+        ----------
+        x
+            The validated batch ``(n, ...)`` (from :meth:`to_tensor`); only its length, device and
+            per-row size are used here, ``make_rows`` reads the inputs.
+        n_expand
+            Copies per sample (an int >= 1).
+        make_rows
+            ``make_rows(copy_index, sample_index) -> rows``: the inputs of one chunk, one row per
+            (copy, sample) pair given as two long tensors of equal length.
+        target
+            None: keep every output, ``(rows, n_outputs)``. A long tensor ``(n,)`` of output indices:
+            keep ``out[r, target[sample_index[r]]]``, ``(rows,)``.
+        transform
+            ``transform(values, copy_index, sample_index) -> tensor`` with one row per input row,
+            applied to each chunk's (selected) outputs before they are stored or reduced (e.g. a
+            squared error against the copy's perturbation, or ``.double()``).
+        reduce
+            None: return every row, shaped ``(n_expand, n, *per_row)``. ``"sum"``, ``"mean"``,
+            ``"max"`` or ``"min"``: reduce over the copies, shaped ``(n, *per_row)``.
+
+        Returns
+        -------
+        A tensor on the model's device, in the dtype of the (transformed) outputs.
+        """
+        n_expand = check_int(n_expand, "n_expand", low=1)
+        reduce = check_option(reduce, "reduce", (None, "sum", "mean", "max", "min"))
+        n = x.shape[0]
+        bs = self.chunk_rows(x, batch_size, forward_only=True)
+        if bs >= n:
+            bs = (bs // n) * n  # whole copies per chunk: the sum over copies is a reshape
+        total_rows = n_expand * n
+        result = None
+        with self.evaluating(), torch.no_grad():
+            for part in chunks(total_rows, bs):
+                copy_idx, sample_idx = expansion_index(part, n, x.device)
+                out = self.forward(make_rows(copy_idx, sample_idx))
+                if target is not None:
+                    out = out.gather(1, target[sample_idx][:, None]).squeeze(1)
+                if transform is not None:
+                    out = transform(out, copy_idx, sample_idx)
+                    if out.shape[0] != part.stop - part.start:
+                        raise ValueError(
+                            f"transform must return one row per input row ({part.stop - part.start}); "
+                            f"got shape {tuple(out.shape)}"
+                        )
+                if reduce is None:
+                    if result is None:
+                        result = out.new_empty((total_rows,) + tuple(out.shape[1:]))
+                    result[part] = out
+                    continue
+                if result is None:
+                    result = out.new_zeros((n,) + tuple(out.shape[1:]))
+                    if reduce in ("max", "min"):
+                        result.fill_(-math.inf if reduce == "max" else math.inf)
+                whole = part.start % n == 0 and (part.stop - part.start) % n == 0
+                if reduce in ("sum", "mean"):
+                    if whole:
+                        result += out.view(-1, n, *out.shape[1:]).sum(0)
+                    else:
+                        result.index_add_(0, sample_idx, out)
+                elif whole:
+                    per = out.view(-1, n, *out.shape[1:])
+                    both = torch.stack([result, per.amax(0) if reduce == "max" else per.amin(0)])
+                    result = both.amax(0) if reduce == "max" else both.amin(0)
+                else:
+                    index = sample_idx.view(-1, *([1] * (out.ndim - 1))).expand_as(out)
+                    result.scatter_reduce_(0, index, out, "amax" if reduce == "max" else "amin")
+        if reduce is None:
+            return result.view(n_expand, n, *result.shape[1:])
+        if reduce == "mean":
+            result /= n_expand
+        return result
 
     def __repr__(self) -> str:
         kind = type(self.function).__name__

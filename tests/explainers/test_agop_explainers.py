@@ -49,3 +49,14 @@ def test_agop_explainer_errors(small_cnn):
         fl.explainer("agop_global", small_cnn, agop=np.ones(64), data=torch.randn(3, 1, 8, 8))
     with pytest.raises(ValueError, match="negative"):
         fl.explainer("agop_weighted", small_cnn, agop=-np.ones(64))
+
+
+def test_agop_from_data_follows_the_models_batch_size(small_cnn):
+    sizes = []
+    small_cnn.register_forward_pre_hook(lambda m, args: sizes.append(args[0].shape[0]))
+    m = fl.Model(small_cnn, batch_size=6)
+    X = torch.randn(40, 1, 8, 8)
+    ex = fl.explainer("agop_global", m, data=X)
+    assert max(sizes) <= 6  # the AGOP pass used 256 rows whatever the Model said
+    np.testing.assert_allclose(ex.diag, np.diag(fl.learning.agop(small_cnn, X)), rtol=1e-5, atol=1e-12)
+    assert ex.params()["agop_model_calls"] == 40 == m.calls

@@ -233,3 +233,167 @@ def test_several_targets_with_a_per_sample_baseline(small_cnn):
     both = ex.explain(x, target=targets, baseline=base)
     one = ex.explain(x, target=1, baseline=base)
     np.testing.assert_allclose(both.values[:, 1], one.values, rtol=1e-5, atol=1e-7)
+
+
+# -- issue 10: fail safe ----------------------------------------------------------------------
+
+GRADIENT_METHODS = {
+    "saliency": {},
+    "input_x_gradient": {},
+    "integrated_gradients": {"n_steps": 4},
+    "smoothgrad": {"n_samples": 3},
+    "gradcam": {},
+    "agop_local": {},
+    "agop_weighted": {"agop": np.ones(64)},
+    "wam": {"levels": 2},
+    "wam_smoothgrad": {"levels": 2, "n_samples": 3},
+    "wam_ig": {"levels": 2, "n_steps": 4},
+}
+
+
+class NaNCNN(torch.nn.Module):
+    """A small CNN whose second output is NaN for sample rows with a negative first pixel."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = torch.nn.Conv2d(1, 2, 3, padding=1)
+        self.head = torch.nn.Linear(2 * 8 * 8, 2)
+
+    def forward(self, x):
+        out = self.head(torch.relu(self.conv(x)).flatten(1))
+        bad = (x[:, 0, 0, 0] < 0)[:, None] & torch.tensor([False, True])
+        return torch.where(bad, torch.full_like(out, float("nan")), out)
+
+
+@pytest.mark.parametrize("name", list(GRADIENT_METHODS) + ["agop_global", "occlusion"])
+def test_nan_model_outputs_raise_instead_of_a_nan_map(name):
+    x = torch.rand(3, 1, 8, 8)
+    x[1, 0, 0, 0] = -1.0  # row 1 has a NaN output
+    params = GRADIENT_METHODS.get(name, {"data": x} if name == "agop_global" else {})  # AGOP from the data
+    with pytest.raises(ValueError, match=r"the model returned NaN or inf for \d+ of \d+ rows"):
+        fl.explainer(name, NaNCNN(), **params).explain(x, target=0)
+
+
+def _frozen_cnn():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 3, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(3, 4, 3, padding=1),
+        torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(4 * 8 * 8, 2),
+    ).double()
+    return net
+
+
+@pytest.mark.parametrize("name", list(GRADIENT_METHODS))
+def test_frozen_weights_work_and_leave_the_model_as_it_was(name):
+    net = _frozen_cnn()
+    x = torch.randn(2, 1, 8, 8, dtype=torch.float64)
+    reference = fl.explainer(name, net, **GRADIENT_METHODS[name]).explain(x, target=1).values
+    net.train()
+    net[1].eval()  # a mixed train/eval state must come back as it was
+    for p in net.parameters():
+        p.requires_grad_(False)
+    before = [p.detach().clone() for p in net.parameters()]
+    values = fl.explainer(name, net, **GRADIENT_METHODS[name]).explain(x, target=1).values  # gradcam raised
+    np.testing.assert_allclose(values, reference, rtol=1e-10, atol=1e-12)
+    assert [m.training for m in net.modules()] == [True, True, False, True, True, True, True]
+    assert all(not p.requires_grad and p.grad is None for p in net.parameters())
+    assert all(torch.equal(a, b) for a, b in zip(before, net.parameters()))
+
+
+def test_gradcam_on_frozen_weights_matches_the_cam_identity():
+    net = ConvGAP()
+    for p in net.parameters():
+        p.requires_grad_(False)
+    x = torch.randn(2, 1, 6, 6)
+    e = fl.explainer("gradcam", net, relu=False).explain(x, target=1)
+    # conv -> global average pool -> linear: Grad-CAM = sum_k w_k A_k / (h w)
+    a = net.conv(x)
+    cam = torch.einsum("k,nkhw->nhw", net.head.weight[1], a) / 36
+    np.testing.assert_allclose(e.values[:, 0], cam.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_gradcam_interpolate_is_validated_for_the_map():
+    net = ConvGAP()
+    with pytest.raises(ValueError, match=r"interpolate must be one of .*got 'cubic\?'"):
+        fl.explainer("gradcam", net, interpolate="cubic?")
+
+    class Conv1d(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv1d(1, 2, 3, stride=2)
+            self.head = torch.nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.head(self.conv(x).mean(2))
+
+    x = torch.randn(2, 1, 9)
+    net1d = Conv1d()
+    with pytest.raises(ValueError, match=r"interpolate='bicubic' cannot upsample a 1-D map; expected one of"):
+        fl.explainer("gradcam", net1d, interpolate="bicubic").explain(x, target=0)
+    # the default (bilinear) is matched to a 1-D map: linear upsampling, as torch's "linear" mode
+    e = fl.explainer("gradcam", net1d, relu=False).explain(x, target=0)
+    lin = fl.explainer("gradcam", net1d, relu=False, interpolate="linear").explain(x, target=0)
+    assert e.values.shape == (2, 1, 9)
+    np.testing.assert_array_equal(e.values, lin.values)
+
+
+def test_ig_constructor_baseline_with_several_targets_equals_separate_calls(small_cnn):
+    x = torch.randn(3, 1, 8, 8)
+    base = np.random.default_rng(0).normal(size=(3, 1, 8, 8)).astype(np.float32)
+    targets = np.array([[0, 1], [1, 1], [1, 0]])
+    ex = fl.explainer("integrated_gradients", small_cnn, n_steps=16, baseline=base)
+    both = ex.explain(x, target=targets)  # failed: the (3, ...) baseline met the (6, ...) batch
+    for j in range(2):
+        one = ex.explain(x, target=targets[:, j])
+        np.testing.assert_allclose(both.values[:, j], one.values, rtol=1e-5, atol=1e-7)
+    assert both.params["baseline"] == "given"
+
+
+@pytest.mark.parametrize("variant", ["mean", "square", "var"])
+def test_smoothgrad_gives_the_same_map_for_every_batch_size(variant, small_cnn):
+    x = torch.randn(3, 1, 8, 8)
+    maps = [
+        fl.explainer("smoothgrad", small_cnn, n_samples=7, variant=variant, seed=5, batch_size=bs)
+        .explain(x, target=1).values
+        for bs in (1, 2, 4, 21, None)
+    ]
+    for m in maps[1:]:
+        np.testing.assert_allclose(m, maps[0], rtol=1e-5, atol=1e-7)
+
+
+def test_smoothgrad_noise_is_drawn_per_chunk_not_for_the_whole_expansion(small_cnn, monkeypatch):
+    sizes = []
+    real = torch.randn
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        sizes.append(out.numel())
+        return out
+
+    monkeypatch.setattr(torch, "randn", spy)
+    x = torch.rand(2, 1, 8, 8)
+    fl.explainer("smoothgrad", small_cnn, n_samples=40, batch_size=4).explain(x, target=0)
+    assert sizes and max(sizes) <= x.numel()  # was one (40, 2, 1, 8, 8) tensor
+
+
+def test_smoothgrad_relative_noise_on_a_constant_input_uses_scale_one():
+    model = fl.Model(quadratic, accepts="torch")
+    x = torch.full((1, 400), 3.0)
+    ex = fl.explainer("smoothgrad", model, n_samples=20, noise_level=0.1, seed=0)
+    assert ex.noise_draws(x).std().item() == pytest.approx(0.1, rel=0.05)  # was exactly 0
+
+
+@pytest.mark.parametrize("name", ["smoothgrad", "random", "wam_smoothgrad"])
+def test_seed_takes_an_int_or_a_generator(name, small_cnn):
+    params = {"n_samples": 3} if name != "random" else {}
+    if name == "wam_smoothgrad":
+        params["levels"] = 2
+    x = torch.rand(2, 1, 8, 8)
+    a = fl.explainer(name, small_cnn, seed=np.random.default_rng(4), **params).explain(x, target=0)
+    b = fl.explainer(name, small_cnn, seed=np.random.default_rng(4), **params).explain(x, target=0)
+    np.testing.assert_array_equal(a.values, b.values)
+    assert a.params["seed"] == "generator"
+    assert fl.explainer(name, small_cnn, seed=np.int64(3), **params).explain(x, target=0).params["seed"] == 3
+    with pytest.raises(TypeError, match=r"seed must be None, a non-negative int or a numpy.random.Generator"):
+        fl.explainer(name, small_cnn, seed=1.5, **params)

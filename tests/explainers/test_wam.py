@@ -268,7 +268,7 @@ def test_errors_name_the_argument():
     x = batch((2, 2, 8, 8))
     with pytest.raises(ValueError, match=r"levels=4 is too large for input spatial shape \(8, 8\).*maximum is 3"):
         fl.explainer("wam", net, levels=4).explain(x)
-    with pytest.raises(ValueError, match=r"levels must be a positive int; got 0"):
+    with pytest.raises(ValueError, match=r"levels must be an int >= 1; got 0"):
         fl.explainer("wam", net, levels=0)
     with pytest.raises(ValueError, match=r"x contains NaN"):
         bad = x.clone()
@@ -276,7 +276,7 @@ def test_errors_name_the_argument():
         fl.explainer("wam", net).explain(bad)
     with pytest.raises(ValueError, match=r"x must have shape \(n, c, L\).*got shape \(2, 128\)"):
         fl.explainer("wam", torch.nn.Linear(128, 2).double()).explain(batch((2, 128)))
-    with pytest.raises(ValueError, match=r"variant must be one of mean, abs, square, var; got 'max'"):
+    with pytest.raises(ValueError, match=r"variant must be one of 'mean', 'abs', 'square', 'var'; got 'max'"):
         fl.explainer("wam_smoothgrad", net, variant="max")
 
 

@@ -100,3 +100,41 @@ def test_agop_rejects_bad_target_and_numpy_callable():
         fl.learning.agop(net, X, target=3)
     with pytest.raises(TypeError, match="gradients"):
         fl.learning.agop(lambda a: a.sum(1), X.numpy())
+
+
+# -- issue 10: a Model's batch size is read, never changed ------------------------------------
+
+
+def _counted(net):
+    sizes = []
+    net.register_forward_pre_hook(lambda m, args: sizes.append(args[0].shape[0]))
+    return sizes
+
+
+def test_tracker_keeps_the_models_batch_size():
+    net, W, _ = linear()
+    sizes = _counted(net)
+    m = fl.Model(net, batch_size=8)
+    tracker = fl.learning.AGOPTracker(m)
+    assert m.batch_size == 8  # was reset to 256
+    X = torch.randn(30, 6, dtype=torch.float64)
+    tracker.update(X, target=1)
+    assert max(sizes) <= 8 and sum(s for s in sizes if s > 1) == 30
+    np.testing.assert_allclose(tracker.agop(), np.outer(W[1], W[1]), atol=1e-12)
+    sizes.clear()
+    fl.learning.AGOPTracker(m, batch_size=5).update(X, target=1)
+    assert max(sizes) <= 5 and m.batch_size == 8
+
+
+def test_agop_follows_the_models_batch_size_and_leaves_it_alone():
+    net, W, _ = linear()
+    sizes = _counted(net)
+    m = fl.Model(net, batch_size=7)
+    X = torch.randn(30, 6, dtype=torch.float64)
+    M = fl.learning.agop(m, X, target="all")
+    assert max(sizes) <= 7  # was 256 rows at once
+    np.testing.assert_allclose(M, W.T @ W, atol=1e-12)
+    sizes.clear()
+    fl.learning.agop(m, X, target="all", batch_size=4)
+    assert max(sizes) <= 4 and m.batch_size == 7
+    assert m.calls == 60  # the rows of the call with batch_size=4 are counted by m too

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validation import as_numpy
+from .._validation import as_numpy, resolve_baseline
 from ..explanation import Explanation
 from ..models import Model
 
@@ -130,11 +130,19 @@ class Explainer:
     Arrays that belong in :attr:`Explanation.extra` (one row per sample, like ``values``) go in
     the extra params under the key ``"arrays"`` (a dict name -> array); the base class moves them
     to ``Explanation.extra`` and reshapes them like ``values`` for ``(n, k)`` targets.
+
+    ``batch_size``: rows per model call. None keeps the rule of the Model (its own batch size, or
+    automatic chunks); a Model passed in is never changed: another batch size gives the explainer
+    its own Model around the same module (:meth:`featurelens.models.Model.wrap`).
     """
 
     name = "explainer"
     #: Where the explainer applies (see :class:`Requires`); subclasses override it.
     requires = Requires(gradients=True)
+    #: The shared constructor options it takes, read by the audit and benchmark harness
+    #: (:mod:`featurelens._harness`) instead of inspecting signatures: any of "seed", "baseline",
+    #: "groups", "data", "progress" (``batch_size`` every explainer takes).
+    accepts: frozenset = frozenset()
 
     def __init__(self, model, batch_size: int | None = None):
         self.model = Model.wrap(model, batch_size=batch_size)
@@ -168,17 +176,20 @@ class Explainer:
                         f"({xt.shape[0]}, k >= 1); got shape {t.shape}"
                     )
                 per_sample = t.shape[1]
-                # Each (sample, target) pair becomes a row: the explainers see a plain batch.
+                # Each (sample, target) pair becomes a row: the explainers see a plain batch, and a
+                # batch-shaped baseline (given here or to the constructor) is repeated like x.
+                if "baseline" in inspect.signature(self._attribute).parameters:
+                    given = kwargs.get("baseline", getattr(self, "baseline", None))
+                    if given is not None:
+                        kwargs["baseline"] = resolve_baseline(given, xt).repeat_interleave(per_sample, dim=0)
                 xt = xt.repeat_interleave(per_sample, dim=0)
                 target = t.reshape(-1)
-                if getattr(kwargs.get("baseline"), "ndim", 0) == xt.ndim:
-                    base = torch.as_tensor(as_numpy(kwargs["baseline"], "baseline"))
-                    kwargs["baseline"] = base.repeat_interleave(per_sample, dim=0) if base.shape[0] == t.shape[0] else base
         if target is None:
             outputs = self.model.predict(xt)
             target_t = self.model.resolve_target(None, xt, outputs)
         else:
-            # One row suffices to check the input shape and the number of outputs.
+            # One row suffices to check the input shape and the number of outputs; the one target
+            # resolver (featurelens._validation.resolve_target) checks the values.
             outputs = None
             target_t = self.model.resolve_target(target, xt, self.model.predict(xt[:1]))
         with self.model.evaluating():  # once for the whole call, not once per chunk

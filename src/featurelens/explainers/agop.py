@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import as_numpy
+from .._validation import as_numpy, check_floating
 from ..learning.agop import agop as compute_agop
 from ._base import Explainer, Requires, register
 
@@ -32,6 +32,8 @@ class AGOPLocal(Explainer):
 class _AGOPDiagonalExplainer(Explainer):
     """Holds ``diag(M)``, either given (``agop``: the (d, d) matrix, its diagonal (d,), or the
     diagonal shaped like one input) or computed once from ``data`` at construction."""
+
+    accepts = frozenset({"data"})  # the harness options it takes (see Explainer.accepts)
 
     def __init__(self, model, agop=None, data=None, agop_target=None, batch_size: int | None = None):
         super().__init__(model, batch_size)
@@ -53,9 +55,11 @@ class _AGOPDiagonalExplainer(Explainer):
 
     @staticmethod
     def _diagonal(agop) -> np.ndarray:
-        m = as_numpy(agop, "agop").astype(np.float64)
-        if m.dtype.kind != "f" or not np.isfinite(m).all():
-            raise ValueError("agop must hold finite numbers")
+        m = as_numpy(agop, "agop")
+        if m.dtype.kind not in "iuf":
+            raise TypeError(f"agop must be an array of numbers (a (d, d) matrix or its diagonal); got dtype {m.dtype}")
+        m = m.astype(np.float64)
+        check_floating(m, "agop")
         if m.ndim == 2 and m.shape[0] == m.shape[1] and m.shape[0] > 1:
             m = np.diagonal(m).copy()
         else:

@@ -12,7 +12,18 @@ import torch
 import torch.nn.functional as F
 
 from .._batching import chunks
-from .._validation import check_floating
+from .._validation import (
+    check_bool,
+    check_float,
+    check_int,
+    check_option,
+    check_seed,
+    numpy_rng,
+    relative_scale,
+    resolve_baseline,
+    seed_param,
+    torch_generator,
+)
 from ._base import CONV_TYPES, Explainer, Requires, register
 
 
@@ -27,7 +38,7 @@ class Saliency(Explainer):
 
     def __init__(self, model, abs: bool = False, batch_size: int | None = None):
         super().__init__(model, batch_size)
-        self.abs = bool(abs)
+        self.abs = check_bool(abs, "abs")
 
     def params(self):
         return {**super().params(), "abs": self.abs}
@@ -59,12 +70,10 @@ def integration_rule(method: str, n_steps: int) -> tuple[np.ndarray, np.ndarray]
     ``n_steps`` equal intervals (left, right, middle points) or the trapezoid rule on
     ``n_steps`` points. ``riemann`` is an alias of ``riemann_trapezoid``.
     """
+    method = check_option(method, "method", _IG_RULES + ("riemann",))
     if method == "riemann":
         method = "riemann_trapezoid"
-    if method not in _IG_RULES:
-        raise ValueError(f"method must be one of {', '.join(_IG_RULES)} (or 'riemann'); got {method!r}")
-    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
-        raise ValueError(f"n_steps must be a positive int; got {n_steps!r}")
+    n_steps = check_int(n_steps, "n_steps", low=1)
     if method == "gausslegendre":
         nodes, weights = np.polynomial.legendre.leggauss(n_steps)
         return 0.5 * (nodes + 1.0), 0.5 * weights
@@ -77,26 +86,6 @@ def integration_rule(method: str, n_steps: int) -> tuple[np.ndarray, np.ndarray]
         return alphas, weights
     offset = {"riemann_left": 0.0, "riemann_right": 1.0, "riemann_middle": 0.5}[method]
     return (np.arange(n_steps) + offset) / n_steps, np.full(n_steps, 1.0 / n_steps)
-
-
-def _broadcast_baseline(baseline, x: torch.Tensor, name: str = "baseline") -> torch.Tensor:
-    """A baseline given as None (zeros), a scalar, one input's shape, or the batch's shape."""
-    if baseline is None:
-        return torch.zeros_like(x)
-    if isinstance(baseline, (int, float)):
-        return torch.full_like(x, float(baseline))
-    # A tensor's ``values`` is a method (sparse tensors): only unwrap non-tensors (Explanation).
-    b = torch.as_tensor(baseline if isinstance(baseline, torch.Tensor) else getattr(baseline, "values", baseline))
-    check_floating(b, name)
-    b = b.to(device=x.device, dtype=x.dtype)
-    if b.shape == x.shape[1:]:
-        b = b.expand_as(x)
-    if b.shape != x.shape:
-        raise ValueError(
-            f"{name} must be a scalar, shaped like one input {tuple(x.shape[1:])} or like the batch "
-            f"{tuple(x.shape)}; got shape {tuple(b.shape)}"
-        )
-    return b
 
 
 @register("integrated_gradients")
@@ -115,6 +104,8 @@ class IntegratedGradients(Explainer):
     ``baseline``: None (zeros), a scalar, an array shaped like one input or like the batch; it can
     also be passed to :meth:`explain` for one call.
     """
+
+    accepts = frozenset({"baseline"})  # the harness options it takes (see Explainer.accepts)
 
     def __init__(
         self,
@@ -136,7 +127,7 @@ class IntegratedGradients(Explainer):
     def _path_gradient(self, x, target, baseline=None):
         """``(base, delta, avg_grad)``: the baseline broadcast to ``x``, ``x - base`` and the
         quadrature of the gradient along the straight path (one expanded, chunked gradient pass)."""
-        base = _broadcast_baseline(self.baseline if baseline is None else baseline, x)
+        base = resolve_baseline(self.baseline if baseline is None else baseline, x)
         delta = x - base
         alphas = torch.as_tensor(self.alphas, device=x.device, dtype=x.dtype)
         weights = torch.as_tensor(self.weights, device=x.device, dtype=x.dtype)
@@ -180,20 +171,61 @@ class IntegratedGradients(Explainer):
 _SMOOTHGRAD_VARIANTS = ("mean", "square", "var")
 
 
+class _CopyNoise:
+    """Standard normal noise for the noisy copies of a batch, drawn chunk by chunk.
+
+    Copy ``e`` of the batch ``x`` gets its own torch Generator, seeded by a counter-based seed
+    sequence ``SeedSequence(root, spawn_key=(e,))``, and draws one ``x.shape`` tensor from it. So
+    the noise of each (copy, sample) pair depends only on the seed, the copy index and the batch,
+    never on how the copies are chunked: any ``batch_size`` gives the same map. At most one copy's
+    noise (the size of ``x``) is held at a time.
+    """
+
+    def __init__(self, root: int, x: torch.Tensor):
+        self.root = int(root)
+        self.shape = tuple(x.shape)
+        self.device, self.dtype = x.device, x.dtype
+        self._cached: tuple[int, torch.Tensor] | None = None
+
+    def copy(self, e: int) -> torch.Tensor:
+        """The ``x.shape`` standard normal noise of copy ``e``."""
+        if self._cached is not None and self._cached[0] == e:
+            return self._cached[1]
+        state = np.random.SeedSequence(self.root, spawn_key=(int(e),)).generate_state(1, np.uint64)[0]
+        gen = torch.Generator(device=self.device).manual_seed(int(state))
+        eps = torch.randn(self.shape, generator=gen, device=self.device, dtype=self.dtype)
+        self._cached = (int(e), eps)
+        return eps
+
+    def rows(self, copy: torch.Tensor, sample: torch.Tensor) -> torch.Tensor:
+        """Noise rows for the (copy, sample) pairs of one chunk (expansion-major order)."""
+        first, last = int(copy[0]), int(copy[-1])
+        if first == last:
+            return self.copy(first)[sample]
+        return torch.cat([self.copy(e)[sample[copy == e]] for e in range(first, last + 1)])
+
+
 @register("smoothgrad")
 class SmoothGrad(Explainer):
     """SmoothGrad: the gradient averaged over noisy copies of the input,
 
     ``a = (1/n) sum_k grad f_t(x + eps_k)``, ``eps_k ~ N(0, sigma^2)``, with
     ``sigma = noise_level * (max(x) - min(x))`` computed **per sample** (relative to each input's
-    value range, as the paper recommends; Captum's ``stdevs`` is absolute). ``noise="absolute"``
-    makes ``noise_level`` the standard deviation itself. ``variant="square"`` averages squared
-    gradients (SmoothGrad-Squared), ``variant="var"`` returns their variance (VarGrad).
+    value range, as the paper recommends; Captum's ``stdevs`` is absolute; a constant input, whose
+    range is 0, gets the unit range 1: :func:`featurelens._validation.relative_scale`).
+    ``noise="absolute"`` makes ``noise_level`` the standard deviation itself. ``variant="square"``
+    averages squared gradients (SmoothGrad-Squared), ``variant="var"`` returns their variance
+    (VarGrad).
 
     Smilkov, Thorat, Kim, Viegas, Wattenberg, "SmoothGrad: removing noise by adding noise", 2017,
-    arXiv 1706.03825. Noise is drawn from a torch Generator seeded with ``seed``: the same seed
-    gives the same map.
+    arXiv 1706.03825.
+
+    ``seed``: None, an int or a ``numpy.random.Generator``. The noise is drawn chunk by chunk, one
+    torch Generator per noisy copy (counter-based seeds from ``seed``), so the same seed gives the
+    same map whatever the ``batch_size``, and memory stays bounded by the chunk.
     """
+
+    accepts = frozenset({"seed"})  # the harness options it takes (see Explainer.accepts)
 
     def __init__(
         self,
@@ -202,23 +234,15 @@ class SmoothGrad(Explainer):
         noise_level: float = 0.15,
         noise: str = "relative",
         variant: str = "mean",
-        seed: int = 0,
+        seed=0,
         batch_size: int | None = None,
     ):
         super().__init__(model, batch_size)
-        if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive int; got {n_samples!r}")
-        if not np.isfinite(noise_level) or noise_level < 0:
-            raise ValueError(f"noise_level must be a finite number >= 0; got {noise_level!r}")
-        if noise not in ("relative", "absolute"):
-            raise ValueError(f"noise must be 'relative' or 'absolute'; got {noise!r}")
-        if variant not in _SMOOTHGRAD_VARIANTS:
-            raise ValueError(f"variant must be one of {', '.join(_SMOOTHGRAD_VARIANTS)}; got {variant!r}")
-        self.n_samples = int(n_samples)
-        self.noise_level = float(noise_level)
-        self.noise = noise
-        self.variant = variant
-        self.seed = int(seed)
+        self.n_samples = check_int(n_samples, "n_samples", low=1)
+        self.noise_level = check_float(noise_level, "noise_level", low=0.0)
+        self.noise = check_option(noise, "noise", ("relative", "absolute"))
+        self.variant = check_option(variant, "variant", _SMOOTHGRAD_VARIANTS)
+        self.seed = check_seed(seed)
 
     def params(self):
         return {
@@ -227,29 +251,37 @@ class SmoothGrad(Explainer):
             "noise_level": self.noise_level,
             "noise": self.noise,
             "variant": self.variant,
-            "seed": self.seed,
+            "seed": seed_param(self.seed),
         }
 
+    def _noise(self, x: torch.Tensor) -> _CopyNoise:
+        # One root per call: an int seed gives the same root every call, a Generator advances.
+        return _CopyNoise(torch_generator(self.seed, "cpu").initial_seed(), x)
+
     def noise_draws(self, x: torch.Tensor) -> torch.Tensor:
-        """The (n_samples, *x.shape) noise used by :meth:`explain` for this batch and seed."""
-        gen = torch.Generator(device=x.device).manual_seed(self.seed)
-        eps = torch.randn((self.n_samples,) + tuple(x.shape), generator=gen, device=x.device, dtype=x.dtype)
-        return eps * self.sigma(x)[None]
+        """The (n_samples, *x.shape) noise one :meth:`explain` call adds to this batch (for
+        inspection and tests; ``explain`` itself never builds this tensor)."""
+        source = self._noise(x)
+        return torch.stack([source.copy(e) for e in range(self.n_samples)]) * self.sigma(x)[None]
 
     def sigma(self, x: torch.Tensor) -> torch.Tensor:
         """Noise standard deviation per sample, broadcastable against ``x``."""
         view = (-1,) + (1,) * (x.ndim - 1)
         if self.noise == "absolute":
             return torch.full((x.shape[0],), self.noise_level, device=x.device, dtype=x.dtype).view(view)
-        flat = x.flatten(1)
-        return (self.noise_level * (flat.max(1).values - flat.min(1).values)).view(view)
+        return (self.noise_level * relative_scale(x)).view(view)
 
-    def _attribute(self, x, target, outputs):
-        eps = self.noise_draws(x)
+    def _noisy_rows(self, x: torch.Tensor):
+        """``make_rows(copy, sample)`` for :meth:`Model.expanded_gradient`: the chunk's noisy copies."""
+        source, sigma = self._noise(x), self.sigma(x)
 
         def noisy(copy, sample):
-            return x[sample] + eps[copy, sample]
+            return x[sample] + source.rows(copy, sample) * sigma[sample]
 
+        return noisy
+
+    def _attribute(self, x, target, outputs):
+        noisy = self._noisy_rows(x)
         n = self.n_samples
         if self.variant == "mean":
             return self.model.expanded_gradient(x, target, n, noisy) / n, {}
@@ -260,6 +292,29 @@ class SmoothGrad(Explainer):
             x, target, n, noisy, transform=lambda g: torch.stack([g, g.square()], dim=1)
         ) / n
         return both[:, 1] - both[:, 0].square(), {}
+
+
+#: torch.nn.functional.interpolate's modes per spatial dimensionality of the map.
+_MODES_BY_NDIM = {
+    1: ("nearest", "nearest-exact", "linear", "area"),
+    2: ("nearest", "nearest-exact", "bilinear", "bicubic", "area"),
+    3: ("nearest", "nearest-exact", "trilinear", "area"),
+}
+_INTERPOLATE_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
+_LINEAR_FAMILY = {1: "linear", 2: "bilinear", 3: "trilinear"}
+
+
+def _interpolation_mode(mode: str, ndim: int) -> str:
+    """The torch mode that upsamples an ``ndim``-D map for the requested ``mode``."""
+    if mode in ("linear", "bilinear", "trilinear") and ndim in _LINEAR_FAMILY:
+        return _LINEAR_FAMILY[ndim]
+    valid = _MODES_BY_NDIM.get(ndim, ())
+    if mode not in valid:
+        raise ValueError(
+            f"interpolate={mode!r} cannot upsample a {ndim}-D map; expected one of "
+            f"{', '.join(repr(m) for m in valid) or 'none (only 1-D to 3-D maps are upsampled)'}"
+        )
+    return mode
 
 
 def last_conv_layer(module: torch.nn.Module) -> tuple[str, torch.nn.Module]:
@@ -285,8 +340,14 @@ class GradCAM(Explainer):
 
     ``layer``: a module of the model or its name (``model.named_modules()``); default the last
     convolution. ``relu=True`` follows the paper (Captum's default is ``relu_attributions=False``);
-    ``relu=False`` keeps the negative evidence. ``interpolate`` is a torch interpolation mode
-    ("bilinear", "nearest", ...; "linear"/"trilinear" for 1-D/3-D maps).
+    ``relu=False`` keeps the negative evidence. ``interpolate`` is a torch interpolation mode valid
+    for the map's dimensionality (1-D: nearest, nearest-exact, linear, area; 2-D: nearest,
+    nearest-exact, bilinear, bicubic, area; 3-D: nearest, nearest-exact, trilinear, area); the
+    linear family ("linear", "bilinear", "trilinear") is matched to the map, so the default
+    "bilinear" also upsamples 1-D and 3-D maps.
+
+    Frozen weights (``requires_grad=False`` everywhere) work: the input carries the gradient, so
+    the layer's activation is in the autograd graph (the model's flags are not touched).
     """
 
     requires = Requires(gradients=True, conv_layer=True)
@@ -318,8 +379,8 @@ class GradCAM(Explainer):
             self.layer_name, self.layer = names[0], layer
         else:
             raise TypeError(f"layer must be None, a module name or a torch.nn.Module; got {type(layer).__name__}")
-        self.relu = bool(relu)
-        self.interpolate = interpolate
+        self.relu = check_bool(relu, "relu")
+        self.interpolate = check_option(interpolate, "interpolate", _INTERPOLATE_MODES)
 
     def params(self):
         return {**super().params(), "layer": self.layer_name, "relu": self.relu, "interpolate": self.interpolate}
@@ -332,7 +393,9 @@ class GradCAM(Explainer):
             with self.model.evaluating(), torch.enable_grad():
                 for s in chunks(x.shape[0], self.model.chunk_rows(x)):
                     captured.clear()
-                    out = self.model.forward(x[s])
+                    # The input requires grad so that the layer's activation is in the graph even
+                    # when every weight is frozen (Captum's test_simple_input_conv_no_grad).
+                    out = self.model.forward(x[s].detach().requires_grad_(True))
                     if len(captured) != 1:
                         raise ValueError(
                             f"gradcam layer {self.layer_name!r} ran {len(captured)} times in one forward "
@@ -358,25 +421,29 @@ class GradCAM(Explainer):
                 raise ValueError(
                     f"cannot upsample a {cam.ndim - 2}-D map to input spatial shape {size}"
                 )
-            kwargs = {"align_corners": False} if self.interpolate in ("linear", "bilinear", "bicubic", "trilinear") else {}
-            cam = F.interpolate(cam, size=size, mode=self.interpolate, **kwargs)
+            mode = _interpolation_mode(self.interpolate, cam.ndim - 2)
+            kwargs = {"align_corners": False} if mode in ("linear", "bilinear", "bicubic", "trilinear") else {}
+            cam = F.interpolate(cam, size=size, mode=mode, **kwargs)
         return cam, {}
 
 
 @register("random")
 class RandomAttribution(Explainer):
     """A seeded uniform random map in [0, 1), shaped like the input: the floor every method must
-    beat in a benchmark. It never calls the model's gradient (one forward row checks the shape)."""
+    beat in a benchmark. It never calls the model's gradient (one forward row checks the shape).
+    ``seed``: None, an int or a ``numpy.random.Generator`` (used as it is: its stream advances)."""
 
     requires = Requires(gradients=False)
 
-    def __init__(self, model, seed: int = 0, batch_size: int | None = None):
+    accepts = frozenset({"seed"})  # the harness options it takes (see Explainer.accepts)
+
+    def __init__(self, model, seed=0, batch_size: int | None = None):
         super().__init__(model, batch_size)
-        self.seed = int(seed)
+        self.seed = check_seed(seed)
 
     def params(self):
-        return {**super().params(), "seed": self.seed}
+        return {**super().params(), "seed": seed_param(self.seed)}
 
     def _attribute(self, x, target, outputs):
-        rng = np.random.default_rng(self.seed)
+        rng = numpy_rng(self.seed)
         return rng.random(tuple(x.shape)).astype(np.float32), {}

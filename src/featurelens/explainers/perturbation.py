@@ -26,22 +26,21 @@ import numpy as np
 import torch
 
 from .._batching import chunks
-from .._validation import as_numpy
+from .._validation import as_numpy, check_int, resolve_baseline
 from ._base import Explainer, Requires, register
-from .gradient import _broadcast_baseline
 
 __all__ = ["Occlusion"]
 
 
-def _as_shape(value, ndim: int, name: str) -> tuple[int, ...]:
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        value = (int(value),) * ndim
-    try:
-        shape = tuple(int(v) for v in value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int or a tuple of {ndim} ints; got {value!r}") from None
-    if len(shape) != ndim or any(v < 1 for v in shape):
-        raise ValueError(f"{name} must be {ndim} positive ints (one per input axis); got {value!r}")
+def _as_shape(value, ndim: int | None, name: str) -> tuple[int, ...] | None:
+    """A window or stride: one positive int for every axis, or one per axis (``ndim`` of them;
+    None: any number, the check at construction before the input's shape is known)."""
+    if not isinstance(value, (tuple, list, np.ndarray, torch.Size)):
+        size = check_int(value, name, low=1)
+        return None if ndim is None else (size,) * ndim
+    shape = tuple(check_int(v, f"{name}[{i}]", low=1) for i, v in enumerate(value))
+    if ndim is not None and len(shape) != ndim:
+        raise ValueError(f"{name} must be {ndim} positive ints (one per input axis) or one int; got {value!r}")
     return shape
 
 
@@ -73,10 +72,15 @@ class Occlusion(Explainer):
     name = "occlusion"
     requires = Requires(gradients=False)
 
+    accepts = frozenset({"baseline", "groups"})  # the harness options it takes (see Explainer.accepts)
+
     def __init__(self, model, window=None, strides=None, groups=None, baseline=None, batch_size: int | None = None):
         super().__init__(model, batch_size)
         if groups is not None and (window is not None or strides is not None):
             raise ValueError("give either window/strides (a sliding window) or groups, not both")
+        for value, name in ((window, "window"), (strides, "strides")):
+            if value is not None:
+                _as_shape(value, None, name)  # ints >= 1; their number is checked against x
         self.window = window
         self.strides = strides
         self.groups = None if groups is None else as_numpy(groups, "groups")
@@ -127,7 +131,7 @@ class Occlusion(Explainer):
     def _attribute(self, x, target, outputs=None, baseline=None):
         masks_np = self.masks(tuple(x.shape[1:]))
         masks = torch.as_tensor(masks_np, device=x.device)
-        base = _broadcast_baseline(self.baseline if baseline is None else baseline, x)
+        base = resolve_baseline(self.baseline if baseline is None else baseline, x)
         n, n_windows = x.shape[0], masks.shape[0]
         f_x = outputs if outputs is not None else self.model.predict(x)
         start_values = f_x.gather(1, target[:, None]).squeeze(1)

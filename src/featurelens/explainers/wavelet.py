@@ -44,17 +44,11 @@ import numpy as np
 import torch
 
 from .. import _wavelets as wt
-from .._validation import as_numpy
+from .._validation import as_numpy, check_int, check_option
 from ._base import Explainer, Requires, register
 from .gradient import IntegratedGradients, SmoothGrad
 
 MODE = "periodization"
-
-
-def _check_levels(levels) -> int:
-    if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or levels < 1:
-        raise ValueError(f"levels must be a positive int; got {levels!r}")
-    return int(levels)
 
 
 class _WaveletMixin:
@@ -65,7 +59,7 @@ class _WaveletMixin:
 
     def _init_wavelet(self, wavelet, levels):
         self.wavelet = wt.get_wavelet(wavelet)
-        self.levels = _check_levels(levels)
+        self.levels = check_int(levels, "levels", low=1)
 
     def _wavelet_params(self) -> dict:
         return {"wavelet": self.wavelet.name, "levels": self.levels, "mode": MODE}
@@ -145,7 +139,8 @@ class WAMSmoothGrad(_WaveletMixin, SmoothGrad):
     ``g_c = (1/n) sum_k (W^{-1})^T grad_x f_t(x + eps_k)``, ``eps_k ~ N(0, sigma^2)``,
 
     with featurelens's SmoothGrad conventions (``sigma = noise_level * (max(x) - min(x))`` per
-    sample, ``noise="absolute"`` for a fixed sigma, seeded). ``variant``: "mean" (signed average;
+    sample, ``noise="absolute"`` for a fixed sigma, ``seed`` None, an int or a numpy Generator, the
+    same map for any ``batch_size``). ``variant``: "mean" (signed average;
     the transform is linear, so it is applied once to the averaged pixel gradient), "abs" (the
     average of ``|g_c|`` per coefficient, the paper's WAM-SG without its per-map max
     normalisation), "square" (average of ``g_c**2``) or "var" (variance of ``g_c``).
@@ -162,11 +157,10 @@ class WAMSmoothGrad(_WaveletMixin, SmoothGrad):
         noise_level: float = 0.15,
         noise: str = "relative",
         variant: str = "mean",
-        seed: int = 0,
+        seed=0,
         batch_size: int | None = None,
     ):
-        if variant not in ("mean", "abs", "square", "var"):
-            raise ValueError(f"variant must be one of mean, abs, square, var; got {variant!r}")
+        variant = check_option(variant, "variant", ("mean", "abs", "square", "var"))
         super().__init__(
             model, n_samples=n_samples, noise_level=noise_level, noise=noise,
             variant="mean" if variant == "abs" else variant, seed=seed, batch_size=batch_size,
@@ -178,11 +172,7 @@ class WAMSmoothGrad(_WaveletMixin, SmoothGrad):
         return {**super().params(), **self._wavelet_params()}
 
     def _attribute(self, x, target, outputs):
-        eps = self.noise_draws(x)
-
-        def noisy(copy, sample):
-            return x[sample] + eps[copy, sample]
-
+        noisy = self._noisy_rows(x)  # SmoothGrad's noise, drawn chunk by chunk
         n = self.n_samples
         ndim = self._ndim(x)
         if self.variant == "mean":

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from .._batching import chunks
+from .._validation import check_bool, check_optional_bool
 from ..models import Model
 
 #: Above this many input dimensions a tracker keeps only the AGOP diagonal unless told otherwise.
@@ -48,7 +49,7 @@ class _AGOPAccumulator:
     """Running float64 sums of g g^T (or of g^2 only) and the number of samples seen."""
 
     def __init__(self, model: Model, full: bool):
-        self.model = model
+        self.model = model  # read only: rows per chunk follow its rule (Model.chunk_rows)
         self.full = full
         self.reset()
 
@@ -59,7 +60,7 @@ class _AGOPAccumulator:
 
     def add(self, x: torch.Tensor, target) -> None:
         with self.model.evaluating():
-            for s in chunks(x.shape[0], self.model.batch_size):
+            for s in chunks(x.shape[0], self.model.chunk_rows(x)):
                 xb = x[s]
                 if isinstance(target, str):  # "all": J^T J
                     g = _jacobian_rows(self.model, xb).double()  # (b, outputs, d)
@@ -78,6 +79,8 @@ class _AGOPAccumulator:
 
 
 def _check_target(model: Model, target, x: torch.Tensor):
+    """``"all"``, None (each row's predicted class, taken in the gradient pass) or one index per
+    row through the one target resolver (:meth:`Model.resolve_target`)."""
     if isinstance(target, str):
         if target != "all":
             raise ValueError(f"target must be None, an int, one int per sample or 'all'; got {target!r}")
@@ -87,7 +90,7 @@ def _check_target(model: Model, target, x: torch.Tensor):
     return model.resolve_target(target, x, model.predict(x[:1]))
 
 
-def agop(model, X, target=None, batch_size: int = 256, diag: bool = False) -> np.ndarray:
+def agop(model, X, target=None, batch_size: int | None = None, diag: bool = False) -> np.ndarray:
     """The AGOP ``M = (1/n) sum_i g_i g_i^T`` of ``model`` over the rows of ``X``.
 
     Parameters
@@ -100,7 +103,9 @@ def agop(model, X, target=None, batch_size: int = 256, diag: bool = False) -> np
         None (each sample's predicted class), an int, one int per sample, or ``"all"`` for
         ``J^T J`` summed over every output.
     batch_size
-        Rows per batched backward pass (memory bound).
+        Rows per batched backward pass (memory bound). None (default): the Model's rule
+        (:meth:`featurelens.models.Model.chunk_rows`: a Model's own ``batch_size``, else automatic).
+        A Model passed in is never changed.
     diag
         Return only ``diag(M)`` (shape ``(d,)``) without ever forming the ``d x d`` matrix.
 
@@ -108,16 +113,12 @@ def agop(model, X, target=None, batch_size: int = 256, diag: bool = False) -> np
     -------
     numpy float64 array ``(d, d)``, or ``(d,)`` when ``diag=True``.
     """
-    m = Model.wrap(model)
+    m = Model.wrap(model, batch_size=batch_size)
     m.require_gradients("agop")
-    bs = batch_size if batch_size is not None else m.batch_size
+    diag = check_bool(diag, "diag")
     x = m.to_tensor(X, "X")
-    previous, m.batch_size = m.batch_size, bs
-    try:
-        acc = _AGOPAccumulator(m, full=not diag)
-        acc.add(x, _check_target(m, target, x))
-    finally:
-        m.batch_size = previous
+    acc = _AGOPAccumulator(m, full=not diag)
+    acc.add(x, _check_target(m, target, x))
     result = acc.sum_diag if diag else acc.sum_outer
     return (result / acc.count).cpu().numpy()
 
@@ -132,14 +133,15 @@ class AGOPTracker:
     ``B_1..B_k`` they equal :func:`agop` on the union of the batches.
 
     ``full``: keep the ``d x d`` matrix (default: only when ``d <= 4096``; the diagonal is always
-    kept).
+    kept). ``batch_size``: rows per backward pass; None (default) follows the Model's rule
+    (:meth:`featurelens.models.Model.chunk_rows`), so ``AGOPTracker(Model(net, batch_size=8))``
+    uses 8. A Model passed in is never changed.
     """
 
-    def __init__(self, model, full: bool | None = None, batch_size: int = 256):
-        self.model = Model.wrap(model)
+    def __init__(self, model, full: bool | None = None, batch_size: int | None = None):
+        self.model = Model.wrap(model, batch_size=batch_size)
         self.model.require_gradients("AGOPTracker")
-        self.model.batch_size = batch_size
-        self._full_requested = full
+        self._full_requested = check_optional_bool(full, "full")
         self._acc: _AGOPAccumulator | None = None
 
     def update(self, x_batch, target=None) -> "AGOPTracker":
