@@ -159,7 +159,7 @@ def test_errors_name_the_argument():
         nfa(net, bad)
     with pytest.raises(ValueError, match="measure must be one of"):
         nfa(net, X, measure="spearman")
-    with pytest.raises(ValueError, match="power must be a positive"):
+    with pytest.raises(ValueError, match="power must be a finite number > 0.0; got 0"):
         nfa(net, X, power=0)
     with pytest.raises(TypeError, match="must be a torch.nn.Module"):
         nfa(lambda x: x.sum(1), X.numpy())

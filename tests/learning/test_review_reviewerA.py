@@ -71,7 +71,7 @@ def test_mahalanobis_parameters_numpy_scalars_and_bad_batch_size():
     # batch_size=0 and ridge=True were silently replaced by the defaults
     with pytest.raises(ValueError, match="batch_size"):
         MahalanobisOOD(batch_size=0).fit(H, y)
-    with pytest.raises(ValueError, match="ridge"):
+    with pytest.raises(TypeError, match="ridge must be a finite number >= 0.0; got True"):
         MahalanobisOOD(ridge=True).fit(H, y)
 
 

@@ -322,18 +322,17 @@ def test_classifier_multiclass_wine_with_string_labels():
     "kwargs, match",
     [
         ({"kernel": "rbf"}, "kernel must be one of .*got 'rbf'"),
-        ({"bandwidth": -1.0}, "bandwidth must be a finite number > 0; got -1.0"),
-        ({"bandwidth": 0}, "bandwidth must be a finite number > 0; got 0"),
-        ({"reg": -1e-3}, "reg must be a finite number >= 0; got -0.001"),
+        ({"bandwidth": -1.0}, "bandwidth must be a finite number > 0.0; got -1.0"),
+        ({"bandwidth": 0}, "bandwidth must be a finite number > 0.0; got 0"),
+        ({"reg": -1e-3}, "reg must be a finite number >= 0.0; got -0.001"),
         ({"iters": -1}, "iters must be an int >= 0; got -1"),
-        ({"iters": 2.5}, "iters must be an int >= 0; got 2.5"),
-        ({"power": 2}, "power must be 1 or 0.5.*got 2"),
-        ({"normalize": "l2"}, "normalize must be one of 'max', 'trace' or None; got 'l2'"),
-        ({"val_size": 1.5}, r"val_size must be None, a fraction in \(0, 1\) or an int >= 1; got 1.5"),
-        ({"val_size": 0}, "val_size must be .*got 0"),
-        ({"agop_samples": 0}, "agop_samples must be None or an int >= 1; got 0"),
-        ({"batch_size": -2}, "batch_size must be None or an int >= 1; got -2"),
-        ({"seed": "a"}, "seed must be None or an int; got 'a'"),
+        ({"power": 2}, r"power .* must be one of 1.0, 0.5; got 2"),
+        ({"normalize": "l2"}, "normalize must be one of 'max', 'trace', None; got 'l2'"),
+        ({"val_size": 1.5}, r"val_size \(a fraction\) must be a finite number > 0.0 and < 1.0; got 1.5"),
+        ({"val_size": 0}, r"val_size \(a number of rows\) must be an int >= 1; got 0"),
+        ({"agop_samples": 0}, "agop_samples must be an int >= 1 or None; got 0"),
+        ({"batch_size": -2}, "batch_size must be an int >= 1 or None; got -2"),
+        ({"seed": -1}, "seed must be None, a non-negative int or a numpy.random.Generator; got -1"),
     ],
 )
 def test_bad_parameters(kwargs, match):
@@ -342,11 +341,25 @@ def test_bad_parameters(kwargs, match):
         RFMRegressor(**kwargs).fit(X, y)
 
 
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"iters": 2.5}, "iters must be an int >= 0; got 2.5"),
+        ({"seed": "a"}, "seed must be None, a non-negative int or a numpy.random.Generator; got 'a'"),
+        ({"bandwidth": "10"}, "bandwidth must be a finite number > 0.0; got '10'"),
+    ],
+)
+def test_parameters_of_the_wrong_kind(kwargs, match):
+    X, y = small_problem()
+    with pytest.raises(TypeError, match=match):
+        RFMRegressor(**kwargs).fit(X, y)
+
+
 def test_bad_bool_parameters():
     X, y = small_problem()
-    with pytest.raises(TypeError, match="diag must be a bool; got 'yes'"):
+    with pytest.raises(TypeError, match="diag must be True or False; got 'yes'"):
         RFMRegressor(diag="yes").fit(X, y)
-    with pytest.raises(TypeError, match="centering must be a bool; got 1"):
+    with pytest.raises(TypeError, match="centering must be True or False; got 1"):
         RFMRegressor(centering=1).fit(X, y)
 
 

@@ -186,25 +186,25 @@ def test_errors(images):
         M.deletion_curve(model, x, np.full(x.shape, np.nan))
     with pytest.raises(ValueError, match="a must have the shape of x"):
         M.deletion_curve(model, x, a[:, :, :4])
-    with pytest.raises(ValueError, match="steps must be a positive int"):
+    with pytest.raises(ValueError, match="steps must be an int >= 1; got 0"):
         M.deletion_curve(model, x, a, steps=0)
-    with pytest.raises(ValueError, match="baseline must be a number, an array, 'blur'"):
+    with pytest.raises(ValueError, match="baseline must be one of 'blur', 'mean', 'min'; got 'black'"):
         M.insertion_curve(model, x, a, baseline="black")
-    with pytest.raises(ValueError, match="baseline must be a number or an array shaped like x"):
+    with pytest.raises(ValueError, match=r"baseline must be a scalar, shaped like one input \(1, 8, 8\) or like the batch"):
         M.deletion_curve(model, x, a, baseline=np.zeros((3, 3)))
     with pytest.raises(ValueError, match="groups must have the shape of one input"):
         M.deletion_curve(model, x, a, groups=np.zeros((3, 3), int))
     with pytest.raises(TypeError, match="groups must be an int array"):
         M.deletion_curve(model, x, a, groups=np.zeros((8, 8)))
-    with pytest.raises(ValueError, match="subset_size must be at most the number of regions"):
+    with pytest.raises(ValueError, match=r"subset_size \(regions per subset, of 64\) must be an int >= 1 and <= 64; got 65"):
         M.faithfulness_correlation(model, x, a, subset_size=65)
-    with pytest.raises(ValueError, match="n_subsets must be at least 2"):
+    with pytest.raises(ValueError, match="n_subsets must be an int >= 2; got 1"):
         M.faithfulness_correlation(model, x, a, n_subsets=1)
     with pytest.raises(ValueError, match="x contains NaN"):
         M.infidelity(model, np.full(x.shape, np.nan, np.float32), a)
     with pytest.raises(ValueError, match="noise_std must be a finite number > 0"):
         M.infidelity(model, x, a, noise_std=-1)
-    with pytest.raises(TypeError, match="seed must be an int"):
+    with pytest.raises(TypeError, match="seed must be None, a non-negative int or a numpy.random.Generator; got 1.5"):
         M.infidelity(model, x, a, seed=1.5)
     with pytest.raises(ValueError, match="baseline='blur' needs images"):
         M.deletion_curve(lambda z: z[:, :2], np.ones((2, 5), np.float32), np.ones((2, 5)), baseline="blur")

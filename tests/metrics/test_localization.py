@@ -229,5 +229,5 @@ def test_pooled_emd_stays_within_its_documented_bound():
 def test_pool_must_divide_the_image():
     with pytest.raises(ValueError, match="pool must divide the image size; got pool=3 for 8x8"):
         emd_score(np.ones((1, 8, 8)), np.ones((1, 8, 8), bool), pool=3)
-    with pytest.raises(ValueError, match="pool must be a positive int"):
+    with pytest.raises(ValueError, match="pool must be an int >= 1; got 0"):
         emd_score(np.ones((1, 8, 8)), np.ones((1, 8, 8), bool), pool=0)

@@ -68,9 +68,9 @@ def test_errors():
         auroc(np.ones((2, 2)), [0.0])
     with pytest.raises(TypeError, match="real numbers"):
         auroc(["a"], [0.0])
-    with pytest.raises(ValueError, match="tpr must be a fraction"):
+    with pytest.raises(ValueError, match=r"tpr must be a finite number > 0.0 and <= 1.0"):
         fpr_at_tpr([1.0], [0.0], tpr=0.0)
-    with pytest.raises(ValueError, match="tpr must be a fraction"):
+    with pytest.raises(ValueError, match=r"tpr must be a finite number > 0.0 and <= 1.0"):
         fpr_at_tpr([1.0], [0.0], tpr=95)
     with pytest.raises(ValueError, match="scores_out contains NaN"):
         fpr_at_tpr([1.0], [np.inf])

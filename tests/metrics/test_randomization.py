@@ -64,7 +64,7 @@ def test_errors(small_cnn):
         M.model_randomization("saliency", lambda z: z, x)
     with pytest.raises(ValueError, match="layer_order must be one of"):
         M.model_randomization("saliency", small_cnn, x, layer_order="bottom_up")
-    with pytest.raises(TypeError, match="seed must be an int"):
+    with pytest.raises(TypeError, match="seed must be None, a non-negative int or a numpy.random.Generator; got '0'"):
         M.model_randomization("saliency", small_cnn, x, seed="0")
 
 

@@ -73,7 +73,7 @@ def test_errors(setup, small_cnn):
         M.max_sensitivity(small_cnn, x)
     with pytest.raises(ValueError, match="radius must be a finite number > 0"):
         M.avg_sensitivity(ex, x, radius=-0.1)
-    with pytest.raises(ValueError, match="n_samples must be a positive int"):
+    with pytest.raises(ValueError, match="n_samples must be an int >= 1; got 0"):
         M.local_lipschitz(ex, x, n_samples=0)
     with pytest.raises(ValueError, match="x contains NaN"):
         M.max_sensitivity(ex, np.full_like(x, np.nan))

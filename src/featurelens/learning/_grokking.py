@@ -12,21 +12,21 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._validation import check_float, check_int, check_seed, numpy_rng, torch_generator
+
 
 def modular_addition(p: int, train_fraction: float, seed: int = 0):
     """All p^2 pairs, shuffled with ``seed`` and split; returns float32 tensors
     ``(X_train, y_train, X_test, y_test)``, X rows ``[onehot(a), onehot(b)]``, y = (a + b) mod p."""
-    if not isinstance(p, (int, np.integer)) or p < 2:
-        raise ValueError(f"p must be an int >= 2; got {p!r}")
-    if not 0.0 < float(train_fraction) < 1.0:
-        raise ValueError(f"train_fraction must lie in (0, 1); got {train_fraction!r}")
+    p = check_int(p, "p", low=2)
+    train_fraction = check_float(train_fraction, "train_fraction", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     a, b = np.meshgrid(np.arange(p), np.arange(p), indexing="ij")
     a, b = a.ravel(), b.ravel()
     X = np.zeros((p * p, 2 * p), dtype=np.float32)
     X[np.arange(p * p), a] = 1.0
     X[np.arange(p * p), p + b] = 1.0
     y = (a + b) % p
-    order = np.random.default_rng(seed).permutation(p * p)
+    order = numpy_rng(seed).permutation(p * p)
     n_train = max(1, min(p * p - 1, int(round(train_fraction * p * p))))
     tr, te = order[:n_train], order[n_train:]
     t = torch.from_numpy
@@ -42,8 +42,9 @@ class Quadratic(torch.nn.Module):
 
 def quadratic_network(p: int, width: int, seed: int = 0, init_scale: float = 1.0) -> torch.nn.Sequential:
     """``Sequential(Linear(2p, width, bias=False), Quadratic(), Linear(width, p, bias=False))``,
-    initialised from ``seed`` (PyTorch's default uniform init times ``init_scale``)."""
-    gen = torch.Generator().manual_seed(seed)
+    initialised from ``seed`` (None, an int or a numpy Generator; PyTorch's default uniform init
+    times ``init_scale``)."""
+    gen = torch_generator(seed)
     net = torch.nn.Sequential(
         torch.nn.Linear(2 * p, width, bias=False), Quadratic(), torch.nn.Linear(width, p, bias=False)
     )
@@ -85,6 +86,11 @@ def run_grokking(
 
     from .monitor import METRICS, Monitor, train_with_monitor
 
+    seed = check_seed(seed)
+    if not isinstance(seed, int):
+        # One int seeds the data split, the initialisation, the minibatches and torch's global
+        # generator alike; from a Generator (or None) it is drawn once, and recorded in the summary.
+        seed = int(numpy_rng(seed).integers(0, 2**31 - 1))
     torch.manual_seed(seed)
     Xtr, ytr, Xte, yte = modular_addition(p, train_fraction, seed)
     model = quadratic_network(p, width, seed)

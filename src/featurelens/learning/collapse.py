@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._batching import chunks
+from .._batching import chunks, rows_for_bytes
 from .._validation import as_numpy, check_floating
 from .similarity import _class_stats, _features, _labels
-
-#: Rows per chunk when assigning nearest class means (bounds the (rows, C) score matrix).
-_ROWS = 8192
 
 
 def _nearest_mean(H: np.ndarray, means: np.ndarray) -> np.ndarray:
     """Index of the nearest class mean (Euclidean) for each row: argmin_c ||h||^2 - 2 h.mu_c + ||mu_c||^2."""
     sq = np.einsum("ij,ij->i", means, means)
     out = np.empty(H.shape[0], dtype=np.int64)
-    for s in chunks(H.shape[0], _ROWS):
+    # A chunk holds two (rows, C) float64 temporaries (the products and the scores).
+    for s in chunks(H.shape[0], rows_for_bytes(16 * means.shape[0])):
         out[s] = np.argmin(sq[None, :] - 2.0 * (H[s] @ means.T), axis=1)
     return out
 
@@ -135,7 +133,7 @@ def neural_collapse(H, y, W=None, b=None, predictions=None) -> dict:
         nc4 = float(np.mean(pred == classes[ncc]))
     elif Wm is not None:
         logits_arg = np.empty(n, dtype=np.int64)
-        for sl in chunks(n, _ROWS):
+        for sl in chunks(n, rows_for_bytes(8 * C)):  # one (rows, C) float64 temporary
             z = X[sl] @ Wm.T
             if bm is not None:
                 z += bm

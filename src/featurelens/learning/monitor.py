@@ -34,11 +34,19 @@ import warnings
 import numpy as np
 import torch
 
-from .._validation import as_numpy
+from .._validation import (
+    as_numpy,
+    check_float,
+    check_int,
+    check_option,
+    check_optional_bool,
+    check_seed,
+    torch_generator,
+)
 from .collapse import neural_collapse
 from .similarity import effective_rank
 from .nfa import (
-    _check_measure_power,
+    MEASURES,
     _layer_stats,
     _module,
     _select_layers,
@@ -52,10 +60,6 @@ __all__ = ["Monitor", "EigengapDetector", "train_with_monitor", "METRICS"]
 #: What a Monitor can record. "updates" and "gradients" are cheap (a window x P SVD); the others
 #: need one batched forward/backward over the probe rows.
 METRICS = ("agop", "nfa", "rank", "collapse", "updates", "gradients")
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 class EigengapDetector:
@@ -97,20 +101,12 @@ class EigengapDetector:
         direction: str = "up",
         min_scale: float = 0.05,
     ):
-        for name, v in (("threshold", threshold), ("min_scale", min_scale)):
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not math.isfinite(v) or v <= 0:
-                raise ValueError(f"{name} must be a positive finite number; got {v!r}")
-        for name, v, lo in (("patience", patience, 1), ("warmup", warmup, 2), ("baseline", baseline, 2)):
-            if not _is_int(v) or v < lo:
-                raise ValueError(f"{name} must be an int >= {lo}; got {v!r}")
-        if direction not in ("up", "down", "both"):
-            raise ValueError(f"direction must be 'up', 'down' or 'both'; got {direction!r}")
-        self.threshold = float(threshold)
-        self.patience = int(patience)
-        self.warmup = int(warmup)
-        self.baseline = int(baseline)
-        self.direction = direction
-        self.min_scale = float(min_scale)
+        self.threshold = check_float(threshold, "threshold", low=0.0, low_inclusive=False)
+        self.patience = check_int(patience, "patience", low=1)
+        self.warmup = check_int(warmup, "warmup", low=2)
+        self.baseline = check_int(baseline, "baseline", low=2)
+        self.direction = check_option(direction, "direction", ("up", "down", "both"))
+        self.min_scale = check_float(min_scale, "min_scale", low=0.0, low_inclusive=False)
         self.reset()
 
     def reset(self) -> None:
@@ -126,9 +122,7 @@ class EigengapDetector:
 
     def update(self, step: int, value: float) -> bool:
         """Add one value; return True exactly when this value makes the detector fire."""
-        value = float(value)
-        if not math.isfinite(value) or value <= 0:
-            raise ValueError(f"value must be a positive finite number (a ratio of singular values); got {value!r}")
+        value = check_float(value, "value (a ratio of singular values)", low=0.0, low_inclusive=False)
         x = math.log(value)
         self.values.append(x)
         self.steps.append(int(step))
@@ -270,23 +264,23 @@ class Monitor:
     ):
         self._model, self.module = _module(model)
         self._model.require_gradients("Monitor")
-        if not _is_int(every) or every < 1:
-            raise ValueError(f"every must be an int >= 1; got {every!r}")
-        if probe_every is None:
-            probe_every = every
-        if not _is_int(probe_every) or probe_every < 1 or probe_every % every:
+        every = check_int(every, "every", low=1)
+        probe_every = every if probe_every is None else check_int(probe_every, "probe_every", low=1)
+        if probe_every % every:
             raise ValueError(f"probe_every must be a positive multiple of every ({every}); got {probe_every!r}")
         if isinstance(metrics, str):
             metrics = (metrics,)
         metrics = tuple(metrics)
-        unknown = [m for m in metrics if m not in METRICS]
-        if unknown or not metrics:
-            raise ValueError(f"metrics: unknown {unknown or metrics!r}; valid names: {', '.join(METRICS)}")
-        if not _is_int(k) or k < 1:
-            raise ValueError(f"k must be an int >= 1 (gap sigma_k / sigma_(k+1)); got {k!r}")
-        if not _is_int(window) or window < k + 1:
+        if not metrics:
+            raise ValueError(f"metrics is empty; expected some of {', '.join(map(repr, METRICS))}")
+        metrics = tuple(check_option(m, "each entry of metrics", METRICS) for m in metrics)
+        k = check_int(k, "k", low=1)  # the eigengap index: sigma_k / sigma_(k+1)
+        window = check_int(window, "window", low=1)
+        if window < k + 1:
             raise ValueError(f"window must be an int >= k + 1 = {k + 1}; got {window!r}")
-        _check_measure_power(power, measure)
+        power = check_float(power, "power", low=0.0, low_inclusive=False)
+        measure = check_option(measure, "measure", MEASURES)
+        batch_size = check_int(batch_size, "batch_size", low=1, allow_none=True)
         self.X_probe = self._model.to_tensor(X_probe, "X_probe")
         self.y_probe = None
         if y_probe is not None:
@@ -304,9 +298,7 @@ class Monitor:
         names = list(self.layers)
         if detect_layer is None:
             detect_layer = names[0]
-        if detect_layer not in names and not (detect_layer == "all" and len(names) > 1):
-            valid = names + (["all"] if len(names) > 1 else [])
-            raise ValueError(f"detect_layer must be one of {valid}; got {detect_layer!r}")
+        detect_layer = check_option(detect_layer, "detect_layer", names + (["all"] if len(names) > 1 else []))
         self.metrics = metrics
         self.every = int(every)
         self.probe_every = int(probe_every)
@@ -531,7 +523,8 @@ def train_with_monitor(
 
     ``loss``: ``"cross_entropy"`` (int labels) or ``"mse"`` (against one-hot labels, summed over
     classes and averaged over rows). ``optimizer``: a torch optimiser, default AdamW(lr,
-    weight_decay). ``batch_size`` None = full batch; minibatches are drawn with ``seed``.
+    weight_decay). ``batch_size`` None = full batch; minibatches are drawn with ``seed`` (None, an
+    int or a numpy Generator; :func:`featurelens._validation.torch_generator`).
     ``monitor`` default: ``Monitor(model, X[:512], y[:512])``. Every ``eval_every`` steps (default
     the monitor's ``every``) the train loss, train accuracy and (with X_test) test accuracy are
     logged into ``monitor.history``. ``stop_when(monitor, step) -> bool`` ends training early.
@@ -539,10 +532,15 @@ def train_with_monitor(
     Returns the monitor.
     """
     m, module = _module(model)
-    if not _is_int(steps) or steps < 1:
-        raise ValueError(f"steps must be an int >= 1; got {steps!r}")
-    if loss not in ("cross_entropy", "mse"):
-        raise ValueError(f"loss must be 'cross_entropy' or 'mse'; got {loss!r}")
+    steps = check_int(steps, "steps", low=1)
+    loss = check_option(loss, "loss", ("cross_entropy", "mse"))
+    batch_size = check_int(batch_size, "batch_size", low=1, allow_none=True)
+    eval_every = check_int(eval_every, "eval_every", low=1, allow_none=True)
+    progress = check_optional_bool(progress, "progress")
+    seed = check_seed(seed)
+    if optimizer is None:
+        lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
+        weight_decay = check_float(weight_decay, "weight_decay", low=0.0)
     Xt = m.to_tensor(X, "X")
     yt = torch.as_tensor(np.asarray(as_numpy(y, "y")), device=Xt.device)
     if yt.ndim != 1 or yt.shape[0] != Xt.shape[0]:
@@ -557,7 +555,7 @@ def train_with_monitor(
         monitor = Monitor(module, Xt[:512], yt[:512].cpu().numpy())
     eval_every = eval_every or monitor.every
     optimizer = optimizer or torch.optim.AdamW(module.parameters(), lr=lr, weight_decay=weight_decay)
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch_generator(seed)
     n = Xt.shape[0]
     n_classes = None
     bar = _progress(steps, progress)

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from .._batching import chunks
+from .._validation import check_float, check_int, check_option
 from ..models import Model
 
 __all__ = ["nfa", "layer_agops", "matrix_power_psd", "correlation"]
@@ -140,9 +141,10 @@ def _layer_stats(model, X, layers=None, batch_size: int | None = None, represent
     m, module = _module(model)
     m.require_gradients("the layer AGOP")
     chosen = _select_layers(module, layers)
+    batch_size = check_int(batch_size, "batch_size", low=1, allow_none=True)
     x = m.to_tensor(X, "X")
     n = x.shape[0]
-    rows = m.chunk_rows(x, batch_size)
+    rows = m.chunk_rows(x, batch_size)  # read from the Model (or this call's override), never set on it
     sums: dict[str, torch.Tensor] = {}
     outputs: dict[str, list[torch.Tensor]] = {name: [] for name in chosen}
     with m.evaluating(), _Capture(chosen) as cap:
@@ -238,8 +240,7 @@ def correlation(A: np.ndarray, B: np.ndarray, measure: str = "pearson") -> float
     """Similarity of two square matrices: ``"pearson"`` (correlation of the flattened entries),
     ``"cosine"`` (<A, B>_F / (||A||_F ||B||_F), uncentred) or ``"pearson_offdiag"`` (Pearson over
     the off-diagonal entries only). NaN when one side is constant."""
-    if measure not in MEASURES:
-        raise ValueError(f"measure must be one of {', '.join(map(repr, MEASURES))}; got {measure!r}")
+    measure = check_option(measure, "measure", MEASURES)
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
     if measure == "pearson_offdiag":
@@ -252,13 +253,6 @@ def correlation(A: np.ndarray, B: np.ndarray, measure: str = "pearson") -> float
         b = b - b.mean()
     denom = np.linalg.norm(a) * np.linalg.norm(b)
     return float(a @ b / denom) if denom > 0 else float("nan")
-
-
-def _check_measure_power(power, measure):
-    if measure not in MEASURES:
-        raise ValueError(f"measure must be one of {', '.join(map(repr, MEASURES))}; got {measure!r}")
-    if isinstance(power, bool) or not isinstance(power, (int, float, np.floating)) or not np.isfinite(power) or power <= 0:
-        raise ValueError(f"power must be a positive finite number (1/2 or 1 in the literature); got {power!r}")
 
 
 def nfa(model, X, layers=None, power: float = 0.5, measure: str = "pearson", batch_size: int | None = None) -> dict:
@@ -275,7 +269,8 @@ def nfa(model, X, layers=None, power: float = 0.5, measure: str = "pearson", bat
 
     Returns ``{layer_name: float}`` in the order of ``layers`` (or of ``model.named_modules()``).
     """
-    _check_measure_power(power, measure)
+    power = check_float(power, "power", low=0.0, low_inclusive=False)
+    measure = check_option(measure, "measure", MEASURES)
     agops, _, chosen = _layer_stats(model, X, layers, batch_size)
     return {k: nfa_from_agop(chosen[k], agops[k], power, measure) for k in chosen}
 

@@ -8,15 +8,12 @@ arXiv 2505.18032 (l2-normalise every feature vector first).
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from .._batching import check_batch_size, chunks
+from .._batching import chunks, rows_for_bytes
+from .._validation import check_bool, check_float, check_int
 from .similarity import _class_stats, _features, _labels
-
-_ROWS = 8192
 
 
 def _l2_normalise(X: np.ndarray) -> np.ndarray:
@@ -45,7 +42,9 @@ class MahalanobisOOD(BaseEstimator):
     ----------
     normalize : bool, default True
     ridge : float >= 0, default 1e-6, relative to tr(Sigma)/d.
-    batch_size : int or None, rows scored at once (None: 8192).
+    batch_size : int or None, rows scored at once (None: as many as keep a chunk's float64
+        temporaries within :data:`featurelens._batching.DEFAULT_CHUNK_BYTES`,
+        :func:`featurelens._batching.rows_for_bytes`).
 
     Attributes (after fit)
     ----------------------
@@ -61,12 +60,9 @@ class MahalanobisOOD(BaseEstimator):
 
     def fit(self, H, y) -> "MahalanobisOOD":
         """Fit class means and the shared covariance on training features H (n, d) with labels y."""
-        r = self.ridge
-        # numbers.Real, not (int, float): numpy scalars such as np.float32(1e-3) are valid ridges.
-        if isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Real) or not np.isfinite(r) or r < 0:
-            raise ValueError(f"ridge must be a non-negative finite number; got {r!r}")
-        if self.batch_size is not None:
-            check_batch_size(self.batch_size)
+        check_bool(self.normalize, "normalize")
+        check_float(self.ridge, "ridge", low=0.0)  # numpy scalars such as np.float32(1e-3) too
+        check_int(self.batch_size, "batch_size", low=1, allow_none=True)
         X = _features(H, "H", min_rows=2)
         if self.normalize:
             X = _l2_normalise(X)
@@ -106,8 +102,11 @@ class MahalanobisOOD(BaseEstimator):
         mw = self._means_w
         msq = np.einsum("ij,ij->i", mw, mw)
         out = np.empty((X.shape[0], mw.shape[0]))
-        # ``or`` would turn an invalid batch_size=0 into the default; None is the only "default".
-        rows = _ROWS if self.batch_size is None else check_batch_size(self.batch_size)
+        # A chunk holds the shifted rows (d), their whitened image (<= d) and the (rows, C)
+        # distances, in float64.
+        rows = check_int(self.batch_size, "batch_size", low=1, allow_none=True)
+        if rows is None:
+            rows = rows_for_bytes(8 * (2 * X.shape[1] + mw.shape[0]))
         for s in chunks(X.shape[0], rows):
             z = (X[s] - self._centre) @ self._whiten
             out[s] = np.einsum("ij,ij->i", z, z)[:, None] - 2.0 * (z @ mw.T) + msq[None, :]

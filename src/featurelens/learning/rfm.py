@@ -32,8 +32,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._batching import chunks
-from .._validation import check_floating
+from .._batching import chunks, rows_for_bytes
+from .._validation import check_bool, check_float, check_floating, check_int, check_option, check_seed, numpy_rng
 
 __all__ = ["RFMRegressor", "RFMClassifier"]
 
@@ -42,16 +42,6 @@ _NORMALIZE = ("max", "trace", None)
 #: Distances below this count as zero: the Laplace kernel is not differentiable there, so such
 #: pairs are left out of the gradient (the sample itself always is, by index).
 _EPS_DIST = 1e-10
-#: Elements of one kernel/gradient chunk when no batch_size is given (64 MiB in float64).
-_CHUNK_ELEMENTS = 2**23
-
-
-def _check_real(value, name, *, low, low_inclusive, expected):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise ValueError(f"{name} must be {expected}; got {value!r}")
-    if value < low or (value == low and not low_inclusive):
-        raise ValueError(f"{name} must be {expected}; got {value!r}")
-    return float(value)
 
 
 def _check_device(device) -> torch.device:
@@ -101,43 +91,34 @@ class _BaseRFM(BaseEstimator):
 
     # ------------------------------------------------------------------ parameter checks
     def _check_params(self):
-        if not isinstance(self.kernel, str) or self.kernel not in _KERNELS:
-            raise ValueError(f"kernel must be one of {_KERNELS}; got {self.kernel!r}")
-        _check_real(self.bandwidth, "bandwidth", low=0.0, low_inclusive=False, expected="a finite number > 0")
-        _check_real(self.reg, "reg", low=0.0, low_inclusive=True, expected="a finite number >= 0")
-        if isinstance(self.iters, bool) or not isinstance(self.iters, numbers.Integral) or self.iters < 0:
-            raise ValueError(f"iters must be an int >= 0; got {self.iters!r}")
-        if not isinstance(self.diag, (bool, np.bool_)):
-            raise TypeError(f"diag must be a bool; got {self.diag!r}")
-        if not isinstance(self.centering, (bool, np.bool_)):
-            raise TypeError(f"centering must be a bool; got {self.centering!r}")
-        if isinstance(self.power, bool) or not isinstance(self.power, numbers.Real) or float(self.power) not in (1.0, 0.5):
-            raise ValueError(f"power must be 1 or 0.5 (the AGOP or its matrix square root); got {self.power!r}")
-        if self.normalize not in _NORMALIZE:
-            raise ValueError(f"normalize must be one of 'max', 'trace' or None; got {self.normalize!r}")
+        check_option(self.kernel, "kernel", _KERNELS)
+        check_float(self.bandwidth, "bandwidth", low=0.0, low_inclusive=False)
+        check_float(self.reg, "reg", low=0.0)
+        check_int(self.iters, "iters", low=0)
+        check_bool(self.diag, "diag")
+        check_bool(self.centering, "centering")
+        check_option(self.power, "power (the AGOP itself or its matrix square root)", (1.0, 0.5))
+        check_option(self.normalize, "normalize", _NORMALIZE)
         vs = self.val_size
         if vs is not None:
-            if isinstance(vs, bool) or not isinstance(vs, numbers.Real):
-                raise ValueError(f"val_size must be None, a fraction in (0, 1) or an int >= 1; got {vs!r}")
-            if isinstance(vs, numbers.Integral):
-                if vs < 1:
-                    raise ValueError(f"val_size must be None, a fraction in (0, 1) or an int >= 1; got {vs!r}")
-            elif not 0.0 < vs < 1.0:
-                raise ValueError(f"val_size must be None, a fraction in (0, 1) or an int >= 1; got {vs!r}")
-        for name in ("agop_samples", "batch_size"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1):
-                raise ValueError(f"{name} must be None or an int >= 1; got {v!r}")
-        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral)):
-            raise ValueError(f"seed must be None or an int; got {self.seed!r}")
+            # None, an int count or a fraction: each branch is checked by the shared validators.
+            if isinstance(vs, numbers.Integral) and not isinstance(vs, (bool, np.bool_)):
+                check_int(vs, "val_size (a number of rows)", low=1)
+            else:
+                check_float(vs, "val_size (a fraction)", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+        check_int(self.agop_samples, "agop_samples", low=1, allow_none=True)
+        check_int(self.batch_size, "batch_size", low=1, allow_none=True)
+        check_seed(self.seed)
         return _check_device(self.device)
 
     # ------------------------------------------------------------------ kernel algebra
     def _rows(self, n_cols: int, width: int) -> int:
-        """Rows per chunk: ``batch_size`` if given, else a bound on chunk elements."""
+        """Rows per chunk: ``batch_size`` if given, else the chunk budget of
+        :func:`featurelens._batching.rows_for_bytes` for ``n_cols * width`` numbers per row, counted
+        as float64 (a float32 fit thus uses half the budget)."""
         if self.batch_size is not None:
             return int(self.batch_size)
-        return max(1, _CHUNK_ELEMENTS // max(1, n_cols * width))
+        return rows_for_bytes(8 * n_cols * width)
 
     @staticmethod
     def _metric_parts(X: torch.Tensor, M: torch.Tensor):
@@ -320,7 +301,7 @@ class _BaseRFM(BaseEstimator):
             raise ValueError("X_val and y_val must be given together; got only "
                              + ("X_val" if y_val is None else "y_val"))
         Y = self._encode_targets(y)  # (n, outputs) float64
-        rng = np.random.default_rng(self.seed)
+        rng = numpy_rng(self.seed)
 
         if X_val is not None:
             Xv = np.asarray(X_val) if not hasattr(X_val, "iloc") else X_val
@@ -501,9 +482,11 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
         replacement (None, or a number >= the training rows: all of them).
     batch_size : None or int >= 1
         Rows per chunk of the kernel, prediction and gradient computations (None: chunks of about
-        8 million elements); bounds memory, does not change results.
-    seed : int or None
-        Seeds the validation split and the AGOP subsample.
+        8 million elements, :func:`featurelens._batching.rows_for_bytes`); bounds memory, does not
+        change results.
+    seed : None, int or numpy Generator
+        Seeds the validation split and the AGOP subsample (a Generator built from an int gives the
+        same fit as the int; a Generator is advanced by each fit).
     device : str or torch.device
         Where the torch computations run ("cpu", "cuda", ...).
 

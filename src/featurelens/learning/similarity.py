@@ -14,8 +14,18 @@ import warnings
 
 import numpy as np
 
-from .._batching import chunks
-from .._validation import as_numpy, check_floating
+from .._batching import chunks, rows_for_bytes
+from .._validation import (
+    as_numpy,
+    check_bool,
+    check_float,
+    check_floating,
+    check_int,
+    check_option,
+    check_optional_bool,
+    check_seed,
+    numpy_rng,
+)
 
 _KERNELS = ("linear", "rbf")
 _RANK_METHODS = ("roy", "rankme")
@@ -112,7 +122,7 @@ class CKAAccumulator:
     """
 
     def __init__(self, debiased: bool = True):
-        self.debiased = bool(debiased)
+        self.debiased = check_bool(debiased, "debiased")
         self.reset()
 
     def reset(self) -> None:
@@ -140,9 +150,9 @@ class CKAAccumulator:
             )
         s = self._s
         p, q = A.shape[1], B.shape[1]
-        # Rows in chunks: only a chunk is ever copied (shifted), ~64 MiB at most, and the products
-        # keep an inner dimension long enough for BLAS to run near full speed.
-        rows = max(256, 2**23 // (p + q))
+        # Rows in chunks: only a chunk is ever copied (shifted), within the chunk byte budget, and
+        # the products keep an inner dimension (>= 256 rows) long enough for BLAS to run near full speed.
+        rows = rows_for_bytes(8 * (p + q), min_rows=256)
         for sl in chunks(A.shape[0], rows):
             X = A[sl] - self._shift[0]
             Y = B[sl] - self._shift[1]
@@ -198,7 +208,8 @@ class CKAAccumulator:
         ``debiased`` overrides the constructor's choice for this call (None: keep it), so one pass
         over the data gives both the biased and the debiased value.
         """
-        debiased = self.debiased if debiased is None else bool(debiased)
+        debiased = check_optional_bool(debiased, "debiased")
+        debiased = self.debiased if debiased is None else debiased
         need = 4 if debiased else 2
         if self.n_samples_ < need:
             raise ValueError(
@@ -319,8 +330,11 @@ def cka(
     For data too large for memory, feed batches to :class:`CKAAccumulator` (exact for the linear
     kernel).
     """
-    if kernel not in _KERNELS:
-        raise ValueError(f"kernel must be one of {_KERNELS}; got {kernel!r}")
+    kernel = check_option(kernel, "kernel", _KERNELS)
+    debiased = check_bool(debiased, "debiased")
+    method = check_option(method, "method", _LINEAR_METHODS)
+    sigma = check_float(sigma, "sigma", low=0.0, low_inclusive=False, allow_none=True)
+    median_factor = check_float(median_factor, "median_factor", low=0.0, low_inclusive=False)
     A, B = _pair(A, B, min_rows=1)
     need = 4 if debiased else 2
     if A.shape[0] < need:
@@ -328,8 +342,6 @@ def cka(
             f"{'debiased' if debiased else 'biased'} CKA needs at least {need} samples (rows of A and B); "
             f"got {A.shape[0]}"
         )
-    if method not in _LINEAR_METHODS:
-        raise ValueError(f"method must be one of {_LINEAR_METHODS}; got {method!r}")
     if kernel == "linear":
         n, p, q = A.shape[0], A.shape[1], B.shape[1]
         if method == "features" or (method == "auto" and n * (p + q) >= p * p + q * q + p * q):
@@ -341,10 +353,6 @@ def cka(
         _check_spread(B, Y, "B")
         K, L = X @ X.T, Y @ Y.T
         return _ratio(_gram_hsic(K, L, debiased), _gram_hsic(K, K, debiased), _gram_hsic(L, L, debiased), debiased)
-    if sigma is not None and not (np.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"sigma must be a positive finite number or None; got {sigma!r}")
-    if not (np.isfinite(median_factor) and median_factor > 0):
-        raise ValueError(f"median_factor must be a positive finite number; got {median_factor!r}")
     K = _rbf_gram(A, sigma, median_factor, "A")
     L = _rbf_gram(B, sigma, median_factor, "B")
     return _ratio(_gram_hsic(K, L, debiased), _gram_hsic(K, K, debiased), _gram_hsic(L, L, debiased), debiased)
@@ -365,10 +373,9 @@ def effective_rank(A, method: str = "roy", center: bool = False, eps: float = 1e
     Garrido, Balestriero, Najman, LeCun, "RankMe: Assessing the downstream performance of pretrained
     self-supervised representations by their rank", ICML 2023, arXiv 2210.02885.
     """
-    if method not in _RANK_METHODS:
-        raise ValueError(f"method must be one of {_RANK_METHODS}; got {method!r}")
-    if not (np.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps must be a non-negative finite number; got {eps!r}")
+    method = check_option(method, "method", _RANK_METHODS)
+    center = check_bool(center, "center")
+    eps = check_float(eps, "eps", low=0.0)
     X = _features(A, "A")
     if center:
         X = X - X.mean(0)
@@ -469,10 +476,13 @@ def compression_discrimination(features_by_layer, y) -> dict:
     return out
 
 
-def linear_probe(H, y, test_size: float = 0.25, seed: int = 0, C: float = 1.0, max_iter: int = 1000) -> float:
+def linear_probe(H, y, test_size: float = 0.25, seed=0, C: float = 1.0, max_iter: int = 1000) -> float:
     """Held-out accuracy of a linear probe on frozen features.
 
-    A stratified split (``test_size`` of the rows held out, ``seed``), features standardised with
+    A stratified split (``test_size`` of the rows held out, drawn with ``seed``: None, an int, or a
+    numpy Generator, from which one int is drawn for scikit-learn's ``random_state``, so a
+    Generator gives reproducible splits but not those of the int it was built from), features
+    standardised with
     the training rows' mean and standard deviation, then multinomial logistic regression
     (scikit-learn, L2 penalty ``C``, L-BFGS) on the training rows; returns the accuracy on the
     held-out rows. Alain & Bengio, "Understanding intermediate layers using linear classifier
@@ -483,12 +493,16 @@ def linear_probe(H, y, test_size: float = 0.25, seed: int = 0, C: float = 1.0, m
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    test_size = check_float(test_size, "test_size", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    seed = check_seed(seed)
+    if isinstance(seed, np.random.Generator):
+        seed = int(numpy_rng(seed).integers(0, 2**31 - 1))  # scikit-learn takes an int or a RandomState
+    C = check_float(C, "C", low=0.0, low_inclusive=False)
+    max_iter = check_int(max_iter, "max_iter", low=1)
     X = _features(H, "H")
     classes, codes = _labels(y, X.shape[0])
     if len(classes) < 2:
         raise ValueError(f"y must contain at least 2 classes; got {len(classes)}")
-    if not (0.0 < test_size < 1.0):
-        raise ValueError(f"test_size must be a fraction in (0, 1); got {test_size!r}")
     counts = np.bincount(codes)
     stratify = codes if counts.min() >= 2 else None
     try:

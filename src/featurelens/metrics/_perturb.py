@@ -7,45 +7,26 @@ Everything here is private. The public metrics call:
 - the seeded draw functions (:func:`subset_draws`, :func:`gaussian_draws`, :func:`uniform_draws`),
   which the tests call too, so that a naive reference computation sees the very same perturbations;
 - :func:`forward_copies`, which sends ``n_copies`` perturbed copies of the whole batch through the
-  model, a block of copies at a time, with the rows chunked by the Model's batching.
+  model with :meth:`featurelens.models.Model.expanded_forward`, in chunks of the Model's rows.
+
+Parameter checks are those of :mod:`featurelens._validation` (``seed`` is None, an int or a numpy
+Generator everywhere); baselines go through :func:`featurelens._validation.resolve_baseline`, with
+the metric-specific strings ``"blur"``, ``"mean"`` and ``"min"`` on top (:func:`baseline_tensor`).
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Callable, Iterator
 
 import numpy as np
 import torch
 
-from .._batching import chunks
-from .._validation import as_numpy, check_floating
+from .._validation import as_numpy, check_float, check_floating, check_option, numpy_rng, resolve_baseline
 from ..models import Model
 
-
-# --------------------------------------------------------------------------------------------------
-# validation
-
-
-def check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an int; got {seed!r}")
-    return int(seed)
-
-
-def check_positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive int; got {value!r}")
-    return int(value)
-
-
-def check_positive_float(value, name: str, allow_zero: bool = False) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be a finite number {bound}; got {value!r}")
-    return float(value)
+#: The replacement values the perturbation metrics accept besides resolve_baseline's numbers/arrays.
+BASELINE_STRINGS = ("blur", "mean", "min")
 
 
 def attributions_array(a, name: str = "a") -> np.ndarray:
@@ -160,60 +141,36 @@ def gaussian_blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
 def baseline_tensor(baseline, x: torch.Tensor, blur_sigma: float | None = None) -> torch.Tensor:
     """The replacement values, shaped like ``x``.
 
-    A number; an array shaped like ``x`` or like one input; ``"blur"`` (Gaussian blur of each image,
-    sigma ``blur_sigma``, default max(1, min(h, w) / 8) pixels); ``"mean"`` (each sample's mean);
-    ``"min"`` (each sample's minimum, Quantus's "black").
+    Anything :func:`featurelens._validation.resolve_baseline` takes (None or a number for a
+    constant, an array shaped like ``x`` or like one input), or one of the strings: ``"blur"``
+    (Gaussian blur of each image, sigma ``blur_sigma``, default max(1, min(h, w) / 8) pixels),
+    ``"mean"`` (each sample's mean), ``"min"`` (each sample's minimum, Quantus's "black").
     """
-    if isinstance(baseline, str):
-        if baseline == "blur":
-            if x.ndim < 3:
-                raise ValueError(
-                    f"baseline='blur' needs images (n, h, w) or (n, c, h, w); got x of shape {tuple(x.shape)}"
-                )
-            sigma = max(1.0, min(x.shape[-2:]) / 8) if blur_sigma is None else check_positive_float(blur_sigma, "blur_sigma")
-            return gaussian_blur(x, sigma)
-        flat = x.reshape(x.shape[0], -1)
-        if baseline == "mean":
-            return flat.mean(1).view(-1, *([1] * (x.ndim - 1))).expand_as(x)
-        if baseline == "min":
-            return flat.min(1).values.view(-1, *([1] * (x.ndim - 1))).expand_as(x)
-        raise ValueError(f"baseline must be a number, an array, 'blur', 'mean' or 'min'; got {baseline!r}")
-    if isinstance(baseline, numbers.Real) and not isinstance(baseline, bool):
-        if not math.isfinite(baseline):
-            raise ValueError(f"baseline must be finite; got {baseline!r}")
-        return torch.full_like(x, float(baseline))
-    b = as_numpy(baseline, "baseline")
-    if b.dtype.kind not in "fiu":
-        raise TypeError(f"baseline must be a number, an array, 'blur', 'mean' or 'min'; got dtype {b.dtype}")
-    b = b.astype(np.float64)
-    check_floating(b, "baseline")
-    if b.shape == tuple(x.shape):
-        return torch.as_tensor(b, device=x.device).to(x.dtype)
-    if b.shape == tuple(x.shape[1:]):
-        return torch.as_tensor(b, device=x.device).to(x.dtype).expand_as(x)
-    raise ValueError(
-        f"baseline must be a number or an array shaped like x {tuple(x.shape)} or like one input "
-        f"{tuple(x.shape[1:])}; got shape {b.shape}"
-    )
-
-
-def input_range(x: torch.Tensor) -> torch.Tensor:
-    """max(x) - min(x) per sample, (n,); 1 where a sample is constant (so that a relative scale
-    stays usable)."""
+    if not isinstance(baseline, str):
+        return resolve_baseline(baseline, x)
+    baseline = check_option(baseline, "baseline", BASELINE_STRINGS)
+    if baseline == "blur":
+        if x.ndim < 3:
+            raise ValueError(
+                f"baseline='blur' needs images (n, h, w) or (n, c, h, w); got x of shape {tuple(x.shape)}"
+            )
+        sigma = check_float(blur_sigma, "blur_sigma", low=0.0, low_inclusive=False, allow_none=True)
+        return gaussian_blur(x, max(1.0, min(x.shape[-2:]) / 8) if sigma is None else sigma)
     flat = x.reshape(x.shape[0], -1)
-    r = flat.max(1).values - flat.min(1).values
-    return torch.where(r > 0, r, torch.ones_like(r))
+    per_sample = flat.mean(1) if baseline == "mean" else flat.min(1).values
+    return per_sample.view(-1, *([1] * (x.ndim - 1))).expand_as(x)
 
 
 # --------------------------------------------------------------------------------------------------
 # seeded draws (the tests call these to recompute a metric naively on the same perturbations)
 
 
-def subset_draws(seed: int, n: int, n_regions: int, n_subsets: int, subset_size: int) -> Iterator[np.ndarray]:
+def subset_draws(seed, n: int, n_regions: int, n_subsets: int, subset_size: int) -> Iterator[np.ndarray]:
     """Yield ``n_subsets`` bool masks (n, G): per sample a uniformly random subset of
-    ``subset_size`` regions (without replacement), drawn one run after the other from one
-    ``numpy.random.default_rng(seed)`` stream, so the draws do not depend on chunking."""
-    rng = np.random.default_rng(seed)
+    ``subset_size`` regions (without replacement), drawn one run after the other from one stream,
+    ``numpy_rng(seed)`` (``default_rng(seed)`` for an int, the Generator itself for a Generator),
+    so the draws do not depend on chunking."""
+    rng = numpy_rng(seed)
     rows = np.arange(n)[:, None]
     for _ in range(n_subsets):
         # The subset_size smallest of G uniform keys form a uniform random subset.
@@ -224,19 +181,19 @@ def subset_draws(seed: int, n: int, n_regions: int, n_subsets: int, subset_size:
         yield mask
 
 
-def gaussian_draws(seed: int, n_copies: int, shape: tuple, scale: np.ndarray) -> Iterator[np.ndarray]:
+def gaussian_draws(seed, n_copies: int, shape: tuple, scale: np.ndarray) -> Iterator[np.ndarray]:
     """Yield ``n_copies`` arrays shaped ``shape`` (= x.shape) of N(0, scale_i^2) noise, float64,
-    one copy after the other from one ``numpy.random.default_rng(seed)`` stream."""
-    rng = np.random.default_rng(seed)
+    one copy after the other from one ``numpy_rng(seed)`` stream."""
+    rng = numpy_rng(seed)
     s = np.asarray(scale, dtype=np.float64).reshape(-1, *([1] * (len(shape) - 1)))
     for _ in range(n_copies):
         yield rng.standard_normal(shape) * s
 
 
-def uniform_draws(seed: int, n_copies: int, shape: tuple, radius: np.ndarray) -> Iterator[np.ndarray]:
+def uniform_draws(seed, n_copies: int, shape: tuple, radius: np.ndarray) -> Iterator[np.ndarray]:
     """Yield ``n_copies`` arrays shaped ``shape`` of noise uniform in [-radius_i, radius_i] (the
-    L-inf ball), float64, one copy after the other from one ``numpy.random.default_rng(seed)``."""
-    rng = np.random.default_rng(seed)
+    L-inf ball), float64, one copy after the other from one ``numpy_rng(seed)`` stream."""
+    rng = numpy_rng(seed)
     r = np.asarray(radius, dtype=np.float64).reshape(-1, *([1] * (len(shape) - 1)))
     for _ in range(n_copies):
         yield rng.uniform(-1.0, 1.0, size=shape) * r
@@ -244,22 +201,6 @@ def uniform_draws(seed: int, n_copies: int, shape: tuple, radius: np.ndarray) ->
 
 # --------------------------------------------------------------------------------------------------
 # batched forward passes over perturbed copies
-
-
-def block_rows(m: Model, x: torch.Tensor) -> int:
-    """Rows per forward chunk: the Model's batch_size when one was given, else the gradient-pass
-    default (at most 1024 rows and 2**19 input elements), not the 16k-row forward-only cap.
-
-    Why: a perturbation metric sends image batches through conv nets, whose activations are many
-    times the input; on the XAI-TRIS 8x8 CNN 1024-4096-row chunks run at ~9 us/row on one core and
-    8192-16384-row chunks at ~16 us/row (benchmarks/bench_metrics.py).
-    """
-    return m.chunk_rows(x)
-
-
-def copies_per_block(m: Model, x: torch.Tensor) -> int:
-    """Whole copies of the batch per block: as many as fit in one chunk of rows (at least one)."""
-    return max(1, block_rows(m, x) // x.shape[0])
 
 
 def forward_copies(
@@ -272,15 +213,36 @@ def forward_copies(
     """Target outputs of ``n_copies`` perturbed copies of the batch, (n_copies, n) float64.
 
     ``make_block(copies)`` returns the inputs of the copies in the slice, shaped
-    (k, n, *x.shape[1:]); rows go through :meth:`Model.predict`, chunked by the Model's batching.
+    (k, n, *x.shape[1:]); it is called once per copy, in order (the seeded draws are consumed
+    sequentially). The rows go through :meth:`Model.expanded_forward` in chunks of
+    :meth:`Model.chunk_rows` rows: the Model's ``batch_size`` when one was given, else the
+    gradient-pass default (at most 1024 rows and 2**19 input elements), not the 16k-row
+    forward-only cap. Why: a perturbation metric sends image batches through conv nets, whose
+    activations are many times the input; on the XAI-TRIS 8x8 CNN 1024-4096-row chunks run at
+    ~9 us/row on one core and 8192-16384-row chunks at ~16 us/row (benchmarks/bench_metrics.py).
+    The Model is only read, never changed.
     """
     n = x.shape[0]
-    out = torch.empty(n_copies, n, dtype=torch.float64, device=x.device)
-    per = copies_per_block(m, x)
-    with m.evaluating(), torch.no_grad():
-        for s in chunks(n_copies, per):
-            rows = make_block(s)
-            k = rows.shape[0]
-            y = m.predict(rows.reshape(k * n, *x.shape[1:]), batch_size=block_rows(m, x))
-            out[s] = y.view(k, n, -1).gather(2, target.view(1, n, 1).expand(k, n, 1))[..., 0].double()
-    return out
+    built: dict[int, torch.Tensor] = {}  # copies built but not yet wholly sent (chunks < n rows)
+    next_copy = 0
+
+    def make_rows(copy_idx: torch.Tensor, sample_idx: torch.Tensor) -> torch.Tensor:
+        nonlocal next_copy
+        first, last = int(copy_idx[0]), int(copy_idx[-1])
+        whole = int(sample_idx[0]) == 0 and sample_idx.shape[0] == (last - first + 1) * n
+        if whole and first == next_copy:  # chunks of whole copies: one block, viewed as rows
+            block = make_block(slice(first, last + 1))
+            next_copy = last + 1
+            return block.reshape(-1, *x.shape[1:])
+        for c in [c for c in built if c < first]:
+            del built[c]
+        if last >= next_copy:
+            block = make_block(slice(next_copy, last + 1))
+            for j in range(block.shape[0]):
+                built[next_copy + j] = block[j]
+            next_copy = last + 1
+        return torch.stack([built[c] for c in range(first, last + 1)])[copy_idx - first, sample_idx]
+
+    return m.expanded_forward(
+        x, n_copies, make_rows, target=target, transform=lambda v, c, s: v.double(), batch_size=m.chunk_rows(x)
+    )

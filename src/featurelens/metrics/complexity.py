@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import check_bool, check_float
 from ._perturb import attributions_array
 
 __all__ = ["sparseness", "complexity"]
@@ -32,6 +33,9 @@ def sparseness(a, *, abs: bool = True, normalise: bool = True, eps: float = 1e-7
     ``G = sum_i (2 i - d - 1) v_(i) / (d sum_i v_i)``, i = 1..d. 0 for a uniform map, (d-1)/d for
     a single non-zero element; higher is sparser. Returns float64 (n,).
     """
+    abs = check_bool(abs, "abs")
+    normalise = check_bool(normalise, "normalise")
+    eps = check_float(eps, "eps", low=0.0)
     v = _flat(a)
     if abs:
         v = np.abs(v)
@@ -52,6 +56,7 @@ def complexity(a, *, eps: float = 1e-12) -> np.ndarray:
     as in Quantus). 0 for a single non-zero element, log(d) for a uniform map; lower is simpler.
     NaN for an all-zero map (no distribution). Returns float64 (n,).
     """
+    eps = check_float(eps, "eps", low=0.0)
     v = np.abs(_flat(a))
     total = v.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):

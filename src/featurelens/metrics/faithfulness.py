@@ -20,13 +20,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._validation import check_bool, check_float, check_int, check_seed, numpy_rng, relative_scale
 from . import _perturb as P
 
 __all__ = ["deletion_curve", "insertion_curve", "faithfulness_correlation", "infidelity"]
 
 
 def _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert: bool):
-    steps = P.check_positive_int(steps, "steps")
+    steps = check_int(steps, "steps", low=1)
     a_arr = P.attributions_array(a)
     m, xt, at, t, _ = P.prepare(model, x, a_arr, target)
     spatial = a_arr.shape != tuple(xt.shape)
@@ -112,29 +113,27 @@ def faithfulness_correlation(
         subset_size: regions per subset; None means a quarter of the regions (at least one).
         target: keyword-only (the contract's positional order is ``n_subsets, subset_size, seed,
             baseline``); None = the predicted class, an int, or one int per sample.
-        seed: the subsets are :func:`featurelens.metrics._perturb.subset_draws` of ``seed``.
+        seed: None, an int or a ``numpy.random.Generator``; the subsets are
+            :func:`featurelens.metrics._perturb.subset_draws` of ``seed`` (a Generator built from
+            an int gives the same subsets as the int; a Generator is advanced by the call).
         baseline, groups, blur_sigma: see :func:`deletion_curve`.
 
     Returns:
         float64 array (n,).
     """
-    n_subsets = P.check_positive_int(n_subsets, "n_subsets")
-    seed = P.check_seed(seed)
+    n_subsets = check_int(n_subsets, "n_subsets", low=2)  # a correlation needs two runs
+    seed = check_seed(seed)
     a_arr = P.attributions_array(a)
     m, xt, at, t, f0 = P.prepare(model, x, a_arr, target)
     spatial = a_arr.shape != tuple(xt.shape)
     region_of, n_regions = P.regions(groups, tuple(xt.shape), spatial)
     if subset_size is None:
         subset_size = max(1, n_regions // 4)
-    subset_size = P.check_positive_int(subset_size, "subset_size")
-    if subset_size > n_regions:
-        raise ValueError(f"subset_size must be at most the number of regions ({n_regions}); got {subset_size}")
-    if n_subsets < 2:
-        raise ValueError(f"n_subsets must be at least 2 for a correlation; got {n_subsets}")
+    subset_size = check_int(subset_size, f"subset_size (regions per subset, of {n_regions})", low=1, high=n_regions)
     base = P.baseline_tensor(baseline, xt, blur_sigma)
     scores = P.region_scores(at, region_of, n_regions)  # (n, G) float64
     n = xt.shape[0]
-    draws = P.subset_draws(seed, n, n_regions, n_subsets, subset_size)
+    draws = P.subset_draws(numpy_rng(seed), n, n_regions, n_subsets, subset_size)
     sums = torch.empty(n_subsets, n, dtype=torch.float64, device=xt.device)
 
     def block(s):
@@ -173,11 +172,13 @@ def infidelity(
 
     ``INFD(a, f, x) = E_I[(I . a - (f_t(x) - f_t(x - I)))^2]`` estimated by the mean over
     ``n_perturbations`` draws of Gaussian noise ``I ~ N(0, sigma^2 Id)`` per sample, with
-    ``sigma = noise_std * (max x_i - min x_i)`` (``relative=True``, default) or ``sigma =
-    noise_std`` (``relative=False``). Lower is better. ``normalize=True`` first rescales the
-    attribution by the optimal ``beta = E[(I.a) Delta] / E[(I.a)^2]`` (Yeh et al.'s scale-free
-    variant; Captum's ``normalize=True``), i.e. ``E[(beta I.a - Delta)^2]``. The perturbations are
-    :func:`featurelens.metrics._perturb.gaussian_draws` of ``seed``. This is the estimator of
+    ``sigma = noise_std * (max x_i - min x_i)`` (``relative=True``, default; a constant sample,
+    whose range is 0, gets the unit range 1) or ``sigma = noise_std`` (``relative=False``). Lower
+    is better. ``normalize=True`` first rescales the attribution by the optimal
+    ``beta = E[(I.a) Delta] / E[(I.a)^2]`` (Yeh et al.'s scale-free variant; Captum's
+    ``normalize=True``), i.e. ``E[(beta I.a - Delta)^2]``. The perturbations are
+    :func:`featurelens.metrics._perturb.gaussian_draws` of ``seed`` (None, an int or a numpy
+    Generator; one built from an int gives the same draws as the int). This is the estimator of
     Captum's ``infidelity``; Quantus's ``Infidelity`` instead removes square patches one after the
     other (no noise), a different quantity. A map with one channel on a c-channel input (Grad-CAM's
     ``(n, 1, h, w)``) is broadcast over the channels, so ``I . a`` counts each pixel's attribution
@@ -186,13 +187,15 @@ def infidelity(
     Returns:
         float64 array (n,).
     """
-    n_perturbations = P.check_positive_int(n_perturbations, "n_perturbations")
-    noise_std = P.check_positive_float(noise_std, "noise_std")
-    seed = P.check_seed(seed)
+    n_perturbations = check_int(n_perturbations, "n_perturbations", low=1)
+    noise_std = check_float(noise_std, "noise_std", low=0.0, low_inclusive=False)
+    seed = check_seed(seed)
+    relative = check_bool(relative, "relative")
+    normalize = check_bool(normalize, "normalize")
     m, xt, at, t, f0 = P.prepare(model, x, a, target)
-    scale = noise_std * (P.input_range(xt) if relative else torch.ones(xt.shape[0], device=xt.device))
+    scale = noise_std * (relative_scale(xt) if relative else torch.ones(xt.shape[0], device=xt.device))
     n = xt.shape[0]
-    draws = P.gaussian_draws(seed, n_perturbations, tuple(xt.shape), scale.double().cpu().numpy())
+    draws = P.gaussian_draws(numpy_rng(seed), n_perturbations, tuple(xt.shape), scale.double().cpu().numpy())
     dots = torch.empty(n_perturbations, n, dtype=torch.float64, device=xt.device)
     a64 = at.double()
 

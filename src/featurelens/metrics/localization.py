@@ -26,6 +26,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._validation import check_bool, check_int, check_option
+
 __all__ = ["precision_at_k", "iou_at_k", "emd_score"]
 
 _EMD_BACKENDS = ("auto", "pot", "scipy")
@@ -99,10 +101,8 @@ def emd_score(attributions, ground_truth, *, backend: str = "auto", pool: int = 
     The transport problem is restricted to the supports: sources are the pixels with ``|a| > 0``,
     sinks the mask pixels.
     """
-    if backend not in _EMD_BACKENDS:
-        raise ValueError(f"backend must be one of {_EMD_BACKENDS}; got {backend!r}")
-    if isinstance(pool, bool) or not isinstance(pool, (int, np.integer)) or pool < 1:
-        raise ValueError(f"pool must be a positive int; got {pool!r}")
+    backend = check_option(backend, "backend", _EMD_BACKENDS)
+    pool = check_int(pool, "pool", low=1)
     a, m = _prepare(attributions, ground_truth)
     norm = np.sqrt(2.0 * a.shape[1] * a.shape[2])  # of the original image, whatever the pooling
     if pool > 1:
@@ -345,8 +345,7 @@ def relevance_mass(a, masks, *, mode: str = "abs") -> np.ndarray:
     ``"signed"`` (``a`` itself; Quantus's default ``abs=False``, whose ratio can leave [0, 1]). Normalising ``a`` does not change the ratio. NaN
     where the mask is empty or the total is 0. Returns float64 (n,).
     """
-    if mode not in _MASS_MODES:
-        raise ValueError(f"mode must be one of {_MASS_MODES}; got {mode!r}")
+    mode = check_option(mode, "mode", _MASS_MODES)
     v, m = _flat_pair(a, masks)
     if mode == "positive":
         v = np.maximum(v, 0.0)
@@ -369,6 +368,7 @@ def relevance_rank_accuracy(a, masks, *, abs: bool = False) -> np.ndarray:
     by the smaller flat index (stable sort; Quantus's unstable sort may differ only on ties). NaN
     where the mask is empty. Returns float64 (n,).
     """
+    abs = check_bool(abs, "abs")
     v, m = _flat_pair(a, masks)
     if abs:
         v = np.abs(v)

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .._validation import as_numpy
+from .._validation import as_numpy, check_float
 
 
 def _scores(s, name: str) -> np.ndarray:
@@ -60,8 +60,7 @@ def fpr_at_tpr(scores_in, scores_out, tpr: float = 0.95) -> float:
     This is the "FPR at 95% TPR" of Hendrycks & Gimpel (2017) for ``tpr=0.95``; it can differ
     slightly from implementations that take an interpolated percentile of the in-distribution scores.
     """
-    if isinstance(tpr, bool) or not isinstance(tpr, (int, float, np.floating)) or not (0.0 < tpr <= 1.0):
-        raise ValueError(f"tpr must be a fraction in (0, 1]; got {tpr!r}")
+    tpr = check_float(tpr, "tpr", low=0.0, low_inclusive=False, high=1.0)
     a = _scores(scores_in, "scores_in")
     b = _scores(scores_out, "scores_out")
     # Guard tpr * n_in against round-off just above an integer (e.g. 0.95 * 20 = 19.000000000000004).

@@ -8,10 +8,10 @@ import numpy as np
 import torch
 from scipy.stats import rankdata
 
+from .._validation import check_bool, check_option, check_seed, numpy_rng
 from ..explainers._base import explainer as make_explainer
 from ..explainers._base import explainer_class
 from ..models import Model
-from ._perturb import check_seed
 
 __all__ = ["model_randomization"]
 
@@ -62,7 +62,9 @@ def model_randomization(
     A method whose maps depend on the weights gets low similarities (lower is better). Layer
     ``l``'s re-initialisation draws from torch's generator seeded with ``seed + 1`` (the global
     random state is saved and restored), which reproduces Quantus's ``MPRT(seed=seed)`` layer by
-    layer. Targets are fixed on the trained model (the predicted class when ``target`` is None).
+    layer. ``seed`` is None, an int or a ``numpy.random.Generator``; from a Generator (or None)
+    one int is drawn first and used as above, so a Generator gives reproducible results but not
+    those of the int it was built from. Targets are fixed on the trained model (the predicted class when ``target`` is None).
 
     Args:
         explainer_name: a registered explainer name (``fl.list_explainers()``).
@@ -79,9 +81,13 @@ def model_randomization(
         Quantus's ``return_average_correlation``).
     """
     explainer_class(explainer_name)  # unknown names fail before any copying
-    if layer_order not in _ORDERS:
-        raise ValueError(f"layer_order must be one of {_ORDERS}; got {layer_order!r}")
+    layer_order = check_option(layer_order, "layer_order", _ORDERS)
+    abs = check_bool(abs, "abs")
     seed = check_seed(seed)
+    if not isinstance(seed, int):
+        # The layers are re-initialised by torch's global generator seeded with an int (Quantus's
+        # rule): a Generator (or None) gives that int, drawn once, so the call stays reproducible.
+        seed = int(numpy_rng(seed).integers(0, 2**62))
     params = dict(explainer_params or {})
     module = model.module if isinstance(model, Model) else model
     if not isinstance(module, torch.nn.Module):

@@ -7,10 +7,13 @@ explained in ONE batched ``explain`` call on the expanded batch (n_samples * n r
 copy-major), which the explainer chunks through the Model's batching.
 
 Noise: uniform in the L-inf ball of radius ``r_i = radius * (max x_i - min x_i)`` around each
-sample (``relative=True``, default: the scale follows the data, as SmoothGrad's noise does), or
+sample (``relative=True``, default: the scale follows the data, as SmoothGrad's noise does; a
+constant sample, whose range is 0, gets the unit range 1, so ``r_i = radius`` there:
+:func:`featurelens._validation.relative_scale`), or
 ``r_i = radius`` (``relative=False``; Quantus's ``MaxSensitivity`` adds U(-0.2, 0.2), i.e.
 ``radius=0.2, relative=False``). The draws are
-:func:`featurelens.metrics._perturb.uniform_draws` of ``seed``.
+:func:`featurelens.metrics._perturb.uniform_draws` of ``seed``: None, an int or a
+``numpy.random.Generator`` (one built from an int gives the same draws as the int).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._validation import check_bool, check_float, check_int, check_seed, numpy_rng, relative_scale
 from ..explainers._base import Explainer
 from . import _perturb as P
 
@@ -30,9 +34,10 @@ def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative,
             "explainer must be a featurelens Explainer, e.g. fl.explainer('saliency', model); "
             f"got {type(explainer).__name__}"
         )
-    radius = P.check_positive_float(radius, "radius")
-    n_samples = P.check_positive_int(n_samples, "n_samples")
-    seed = P.check_seed(seed)
+    radius = check_float(radius, "radius", low=0.0, low_inclusive=False)
+    n_samples = check_int(n_samples, "n_samples", low=1)
+    seed = check_seed(seed)
+    relative = check_bool(relative, "relative")
     m = explainer.model
     xt = m.to_tensor(x, "x")
     n = xt.shape[0]
@@ -44,8 +49,8 @@ def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative,
     if a.ndim < 1 or a.shape[0] != n:
         raise ValueError(f"attributions must hold one map per sample ({n}); got shape {a.shape}")
     a = np.asarray(a, dtype=np.float64).reshape(n, -1)
-    r = radius * (P.input_range(xt) if relative else torch.ones(n, device=xt.device))
-    noise = np.stack(list(P.uniform_draws(seed, n_samples, tuple(xt.shape), r.double().cpu().numpy())))
+    r = radius * (relative_scale(xt) if relative else torch.ones(n, device=xt.device))
+    noise = np.stack(list(P.uniform_draws(numpy_rng(seed), n_samples, tuple(xt.shape), r.double().cpu().numpy())))
     noise_t = torch.as_tensor(noise, device=xt.device).to(xt.dtype)
     x_noisy = (xt.unsqueeze(0) + noise_t).reshape(n_samples * n, *xt.shape[1:])
     e = explainer.explain(x_noisy, target=t.repeat(n_samples).cpu().numpy())
