@@ -88,8 +88,11 @@ def test_output_validation_errors():
     with pytest.raises(ValueError, match=r"NaN or inf for 1 of 2 mask rows \(first rows \[1\]\)"):
         nan(np.array([[0, 1, 1], [1, 0, 0]], dtype=bool))
     assert short.calls == 0 and nan.calls == 0
-    with pytest.raises(ValueError, match="n_players must be a positive int"):
+    # One validator (featurelens._validation.check_int): ValueError for a bad int, TypeError for a non-int.
+    with pytest.raises(ValueError, match="n_players must be an int >= 1; got 0"):
         Game.from_function(_count_fn, 0)
+    with pytest.raises(TypeError, match="n_players must be an int >= 1"):
+        Game.from_function(_count_fn, 2.5)
 
 
 # -- MaskedModel ---------------------------------------------------------------------------------
@@ -218,11 +221,14 @@ def test_masked_model_errors(linear):
         MaskedModel(lin, x, baseline=0.0, background=np.zeros((2, 5)))
     with pytest.raises(ValueError, match="x contains NaN"):
         MaskedModel(lin, np.array([1.0, np.nan, 0, 0, 0]))
-    with pytest.raises(ValueError, match="baseline contains NaN"):
+    # The one baseline resolver (featurelens._validation.resolve_baseline) words these errors.
+    with pytest.raises(ValueError, match="baseline must be a finite number"):
         MaskedModel(lin, x, baseline=np.inf)
+    with pytest.raises(ValueError, match="baseline contains NaN"):
+        MaskedModel(lin, x, baseline=np.full(5, np.nan))
     with pytest.raises(ValueError, match="background contains NaN"):
         MaskedModel(lin, x, background=np.full((2, 5), np.nan))
-    with pytest.raises(ValueError, match=r"baseline must be a scalar or an array shaped like x, \(5,\); got shape \(3,\)"):
+    with pytest.raises(ValueError, match=r"baseline must be a scalar, shaped like one input \(5,\).*got shape \(3,\)"):
         MaskedModel(lin, x, baseline=np.zeros(3))
     with pytest.raises(ValueError, match="target 3 is out of range"):
         MaskedModel(lin, x, target=3)

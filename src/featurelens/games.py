@@ -28,10 +28,10 @@ import numpy as np
 import torch
 
 from ._batching import check_batch_size, chunks
-from ._validation import as_numpy, check_floating
+from ._validation import as_numpy, check_floating, check_int, resolve_baseline
 from .models import Model
 
-__all__ = ["Game", "FunctionGame", "MaskedModel", "local_executor"]
+__all__ = ["Game", "FunctionGame", "MaskedModel", "all_masks", "local_executor"]
 
 Executor = Callable[[Callable[[np.ndarray], np.ndarray], np.ndarray, int], np.ndarray]
 
@@ -45,10 +45,13 @@ def local_executor(evaluate_chunk: Callable[[np.ndarray], np.ndarray], masks: np
     return np.concatenate(parts)
 
 
-def _check_n_players(n_players) -> int:
-    if isinstance(n_players, (bool, np.bool_)) or not isinstance(n_players, (int, np.integer)) or n_players < 1:
-        raise ValueError(f"n_players must be a positive int; got {n_players!r}")
-    return int(n_players)
+def all_masks(n: int) -> np.ndarray:
+    """All ``2^n`` coalitions of ``n`` players as a ``(2^n, n)`` bool array in bitmask order:
+    row ``r`` holds player ``i`` iff bit ``i`` of ``r`` is set. (Exact methods do not build it:
+    :func:`featurelens.approximators.coalition_table` generates its rows chunk by chunk.)"""
+    n = check_int(n, "n", low=0)
+    rows = np.arange(2**n, dtype=np.int64)
+    return ((rows[:, None] >> np.arange(n, dtype=np.int64)[None, :]) & 1).astype(bool)
 
 
 class Game:
@@ -75,7 +78,7 @@ class Game:
     """
 
     def __init__(self, n_players: int, chunk_size: int | None = None, executor: Executor | None = None):
-        self.n_players = _check_n_players(n_players)
+        self.n_players = check_int(n_players, "n_players", low=1)
         self.chunk_size = check_batch_size(chunk_size)
         if executor is not None and not callable(executor):
             raise TypeError(
@@ -210,7 +213,8 @@ class MaskedModel(Game):
         The output that is the game's value: None (the predicted class on ``x``, resolved once at
         construction) or an int.
     batch_size
-        The most rows sent through the model at once (passed to ``Model.wrap``); with background,
+        The most rows sent through the model at once; None: the Model's rule
+        (:meth:`featurelens.models.Model.chunk_rows`, forward-only). With background,
         a chunk holds ``max(1, batch_size // B)`` masks, so ``masks x B`` rows stay within it.
     executor
         See :class:`Game`.
@@ -239,7 +243,9 @@ class MaskedModel(Game):
                 "give either baseline (a fixed fill value) or background (rows to average over), not both; "
                 f"got baseline of type {type(baseline).__name__} and background of type {type(background).__name__}"
             )
-        self.model = Model.wrap(model, batch_size)
+        # A Model handed in is used as it is (its batch size is never changed: other explainers may
+        # share it); ``batch_size`` only overrides the rows per forward of this game.
+        self.model = model if isinstance(model, Model) else Model.wrap(model, batch_size)
         xt = self._check_x(x)
         groups_arr = None if groups is None else as_numpy(groups, "groups")
         bg = None if background is None else self.model.to_tensor(background, "background")
@@ -260,7 +266,16 @@ class MaskedModel(Game):
                 out = self.model.predict(xt)
                 batch_axis = True
         else:
-            out = self.model.predict(xt[None] if not batch_axis else xt)
+            try:
+                out = self.model.predict(xt[None] if not batch_axis else xt)
+            except ValueError as err:
+                if not (batch_axis and groups_arr is not None):
+                    raise
+                raise ValueError(
+                    f"groups has shape {groups_arr.shape}, so x of shape {tuple(xt.shape)} was read as a batch "
+                    f"of one input {tuple(xt.shape[1:])}, and the model failed on that input ({err}). If x is "
+                    f"one input, groups must be shaped like it, {tuple(xt.shape)}"
+                ) from err
         if batch_axis:
             xt = xt[0]
         self.input_shape = tuple(xt.shape)
@@ -294,7 +309,8 @@ class MaskedModel(Game):
             self._fill = bg.reshape(bg.shape[0], numel)  # (B, D)
             n_background = bg.shape[0]
         else:
-            self.baseline = self._check_baseline(0.0 if baseline is None else baseline)
+            # The one baseline resolver: a scalar, one input, or a batch of one, shaped like x.
+            self.baseline = resolve_baseline(baseline, xt[None], "baseline")[0].contiguous()
             self._fill = self.baseline.reshape(1, numel)  # (1, D)
             n_background = 1
         self.n_background = n_background
@@ -335,25 +351,6 @@ class MaskedModel(Game):
                 f"{missing[:10].tolist()}{' ...' if missing.size > 10 else ''} are missing"
             )
         return groups
-
-    def _check_baseline(self, baseline) -> torch.Tensor:
-        if isinstance(baseline, torch.Tensor):
-            arr = baseline.detach().cpu().numpy()
-        else:
-            arr = np.asarray(baseline)
-        if arr.dtype.kind not in "iuf":
-            raise TypeError(f"baseline must be a number or an array of numbers; got dtype {arr.dtype}")
-        arr = arr.astype(np.float64)
-        check_floating(arr, "baseline")
-        if arr.ndim == len(self.input_shape) + 1 and arr.shape[0] == 1:
-            arr = arr[0]
-        if arr.ndim == 0:
-            arr = np.full(self.input_shape, float(arr))
-        if arr.shape != self.input_shape:
-            raise ValueError(
-                f"baseline must be a scalar or an array shaped like x, {self.input_shape}; got shape {arr.shape}"
-            )
-        return torch.from_numpy(arr).to(device=self.model.device, dtype=self.model.dtype)
 
     # -- evaluation -------------------------------------------------------------------------
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:

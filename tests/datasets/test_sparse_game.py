@@ -127,9 +127,9 @@ def test_large_game_shapes_and_values():
 
 
 def test_argument_errors():
-    with pytest.raises(ValueError, match="n must be >= 1; got 0"):
+    with pytest.raises(ValueError, match="n must be an int >= 1; got 0"):
         sparse_game(n=0)
-    with pytest.raises(ValueError, match=r"max_degree must be in 1..5; got 6"):
+    with pytest.raises(ValueError, match=r"max_degree must be an int >= 1 and <= 5; got 6"):
         sparse_game(n=5, n_terms=3, max_degree=6)
     with pytest.raises(ValueError, match=r"n_terms must be at most .* 15; got 16"):
         sparse_game(n=5, n_terms=16, max_degree=2)

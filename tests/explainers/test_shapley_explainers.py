@@ -253,7 +253,7 @@ def test_budget_too_small():
 
 def test_bad_inputs():
     x = np.zeros((1, 10))
-    with pytest.raises(ValueError, match="groups must have the shape of x"):
+    with pytest.raises(ValueError, match=r"groups must be shaped like one input \(10,\).*got shape \(9,\)"):
         fl.explainer("kernel_shap", interacting, groups=np.zeros(9, dtype=int)).explain(x, target=1)
     bad = x.copy()
     bad[0, 3] = np.nan

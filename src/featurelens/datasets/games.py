@@ -16,11 +16,11 @@ A :class:`SparseGame` over ``n`` players is a sum of a few planted terms ``c_T``
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import scipy.sparse
 
+from featurelens._validation import check_float, check_int, check_option, check_seed, numpy_rng
 from featurelens.games import Executor, Game
 
 __all__ = ["SparseGame", "sparse_game", "BASES"]
@@ -74,9 +74,8 @@ class SparseGame(Game):
         executor: Executor | None = None,
     ):
         super().__init__(n_players, chunk_size=batch_size, executor=executor)
-        if basis not in BASES:
-            raise ValueError(f"basis must be one of {BASES}; got {basis!r}")
-        noise = _check_noise(noise)
+        basis = check_option(basis, "basis", BASES)
+        noise = check_float(noise, "noise", low=0)
         if not isinstance(terms, dict):
             raise TypeError(f"terms must be a dict {{tuple of players: coefficient}}; got {type(terms).__name__}")
         n = self.n_players
@@ -106,7 +105,7 @@ class SparseGame(Game):
         )
         self.signal_std = self._signal_std()
         self.noise_std = noise * self.signal_std
-        self._rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        self._rng = numpy_rng(seed)
 
     @property
     def terms(self) -> dict:
@@ -149,21 +148,6 @@ class SparseGame(Game):
         )
 
 
-def _check_noise(noise) -> float:
-    if isinstance(noise, bool) or not isinstance(noise, numbers.Real) or not math.isfinite(noise) or noise < 0:
-        raise ValueError(f"noise must be a finite number >= 0; got {noise!r}")
-    return float(noise)
-
-
-def _check_int(value, name: str, low: int, high: int | None = None) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int; got {value!r}")
-    if value < low or (high is not None and value > high):
-        rng = f">= {low}" if high is None else f"in {low}..{high}"
-        raise ValueError(f"{name} must be {rng}; got {value}")
-    return int(value)
-
-
 def sparse_game(
     n: int = 1000,
     n_terms: int = 40,
@@ -182,18 +166,18 @@ def sparse_game(
     ``len(game.terms) == n_terms + 1``. ``seed`` fixes both the terms and the noise sequence (two
     independent streams spawned from it). See :class:`SparseGame` for the bases and the noise.
     """
-    n = _check_int(n, "n", 1)
-    max_degree = _check_int(max_degree, "max_degree", 1, n)
+    n = check_int(n, "n", low=1)
+    max_degree = check_int(max_degree, "max_degree", low=1, high=n)
     possible = sum(math.comb(n, d) for d in range(1, max_degree + 1))
-    n_terms = _check_int(n_terms, "n_terms", 1)
+    n_terms = check_int(n_terms, "n_terms", low=1)
     if n_terms > possible:
         raise ValueError(
             f"n_terms must be at most the number of nonempty subsets of degree <= max_degree={max_degree} "
             f"of n={n} players, {possible}; got {n_terms}"
         )
-    if basis not in BASES:
-        raise ValueError(f"basis must be one of {BASES}; got {basis!r}")
-    _check_noise(noise)
+    basis = check_option(basis, "basis", BASES)
+    check_float(noise, "noise", low=0)
+    seed = check_seed(seed)
     if isinstance(seed, np.random.Generator):
         term_rng, noise_rng = seed.spawn(2)
     else:

@@ -34,33 +34,19 @@ evaluates that sample's coalitions in batches; with ``B`` background rows each c
 
 from __future__ import annotations
 
-import math
 import sys
-from itertools import combinations
 
 import numpy as np
 import torch
 
-from .._linalg import lstsq
+from .. import approximators
+from .._validation import check_int, check_option, check_optional_bool, check_seed, numpy_rng, seed_param
+# Re-exported for callers of the old location; the samplers live in featurelens.approximators.
+from ..approximators import antithetic_permutations  # noqa: F401
 from ..games import MaskedModel
-from ..interactions.transforms import all_masks
 from ._base import Explainer, Requires, register
 
 __all__ = ["ExactShapley", "KernelShap", "MinShap", "PermutationShap"]
-
-
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}; got {value!r}")
-    return int(value)
-
-
-def _check_seed(seed):
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is None or (isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)) and seed >= 0):
-        return seed
-    raise ValueError(f"seed must be a non-negative int, None or a numpy Generator; got {seed!r}")
 
 
 class _ShapleyExplainer(Explainer):
@@ -68,12 +54,12 @@ class _ShapleyExplainer(Explainer):
 
     requires = Requires(gradients=False)
 
+    accepts = frozenset({"baseline", "groups", "progress"})  # the harness options it takes (see Explainer.accepts)
+
     def __init__(self, model, baseline=None, background=None, groups=None, batch_size: int | None = None,
                  progress: bool | None = None):
         super().__init__(model, batch_size)
-        if progress is not None and not isinstance(progress, bool):
-            raise TypeError(f"progress must be True, False or None (only on a terminal); got {progress!r}")
-        self.progress = progress
+        self.progress = check_optional_bool(progress, "progress")
         if baseline is not None and background is not None:
             raise ValueError(
                 "give either baseline (a fixed fill value) or background (rows to average over), not both; "
@@ -108,7 +94,20 @@ class _ShapleyExplainer(Explainer):
     def _rng(self):
         return None
 
+    def _check_groups_shape(self, x) -> None:
+        # Each sample x[i] is one input: groups must be shaped like it. (MaskedModel alone cannot
+        # tell a (1, 8, 8) input from a batch of one (8, 8) input, and would blame the model.)
+        if self.groups is None:
+            return
+        shape = tuple(np.shape(self.groups))
+        if shape != tuple(x.shape[1:]):
+            raise ValueError(
+                f"groups must be shaped like one input {tuple(x.shape[1:])} (an int player label per input "
+                f"element); got shape {shape}"
+            )
+
     def _attribute(self, x, target, outputs=None):
+        self._check_groups_shape(x)
         rng = self._rng()
         n_samples = x.shape[0]
         maps, base, full, evals = [], [], [], []
@@ -153,33 +152,6 @@ class _ShapleyExplainer(Explainer):
         return flat[..., first]
 
 
-def antithetic_permutations(n_permutations: int, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n_permutations`` orderings of ``n`` players, shape ``(n_permutations, n)``, in antithetic
-    pairs: a uniform permutation (argsort of uniforms), then its reverse (Mitchell, Cooper, Frank &
-    Holmes 2022, arXiv 2104.12199). An odd count drops the last reverse."""
-    half = np.argsort(rng.random(((n_permutations + 1) // 2, n)), axis=1)
-    perms = np.empty((2 * half.shape[0], n), dtype=np.int64)
-    perms[0::2] = half
-    perms[1::2] = half[:, ::-1]
-    return perms[:n_permutations]
-
-
-def _shapley_from_table(table: np.ndarray, n: int) -> np.ndarray:
-    """Exact Shapley values from a ``(2^n,)`` table in bitmask order (player ``i`` is bit ``i``):
-    ``phi_i = sum_{S not ni i} |S|!(n-|S|-1)!/n! (v(S + i) - v(S))``, vectorised per player."""
-    idx = np.arange(2**n, dtype=np.int64)
-    size = np.zeros(2**n, dtype=np.int64)
-    for i in range(n):
-        size += (idx >> i) & 1
-    s = np.arange(n)
-    w = np.array([math.factorial(k) * math.factorial(n - k - 1) / math.factorial(n) for k in s])
-    phi = np.empty(n)
-    for i in range(n):
-        without = idx[((idx >> i) & 1) == 0]
-        phi[i] = np.dot(w[size[without]], table[without | (1 << i)] - table[without])
-    return phi
-
-
 @register("exact_shapley")
 class ExactShapley(_ShapleyExplainer):
     """Exact Shapley values from all ``2^n`` coalitions of each sample's game.
@@ -208,49 +180,38 @@ class ExactShapley(_ShapleyExplainer):
                  progress: bool | None = None):
         super().__init__(model, baseline=baseline, background=background, groups=groups, batch_size=batch_size,
                          progress=progress)
-        self.max_players = _check_int(max_players, "max_players", 1)
+        self.max_players = check_int(max_players, "max_players", low=1)
 
     def params(self):
         return {**super().params(), "max_players": self.max_players}
 
     def _player_values(self, game, rng):
-        n = game.n_players
-        if n > self.max_players:
-            raise ValueError(
-                f"exact_shapley evaluates all 2^n coalitions; this input has n_players = {n} > max_players = "
-                f"{self.max_players} (2^{n} = {2**n} evaluations). Use 'kernel_shap' or 'permutation_shap' "
-                "(sampling, with a budget), or 'spex' for many players; group features with groups=, or "
-                "raise max_players."
-            )
-        table = game(all_masks(n))
-        return _shapley_from_table(table, n), float(table[0]), float(table[-1]), 2**n
+        phi, info = approximators.exact_shapley(game, max_players=self.max_players)
+        return phi, info["base_value"], info["full_value"], info["game_evaluations"]
 
 
 class _SampledShapley(_ShapleyExplainer):
+    _approximator = None  # the function of featurelens.approximators this explainer wraps
+
+    accepts = frozenset({"baseline", "groups", "progress", "seed"})  # the harness options it takes (see Explainer.accepts)
+
     def __init__(self, model, baseline=None, background=None, groups=None, budget=None, seed=0, batch_size=None,
                  progress: bool | None = None):
         super().__init__(model, baseline=baseline, background=background, groups=groups, batch_size=batch_size,
                          progress=progress)
-        self.budget = None if budget is None else _check_int(budget, "budget", 1)
-        self.seed = _check_seed(seed)
+        self.budget = check_int(budget, "budget", low=1, allow_none=True)
+        self.seed = check_seed(seed)
 
     def params(self):
-        seed = self.seed if not isinstance(self.seed, np.random.Generator) else "generator"
-        return {**super().params(), "budget": self.budget, "seed": seed}
+        return {**super().params(), "budget": self.budget, "seed": seed_param(self.seed)}
 
     def _rng(self):
         # One generator per explain call: the same seed gives the same values on every call.
-        return self.seed if isinstance(self.seed, np.random.Generator) else np.random.default_rng(self.seed)
+        return numpy_rng(self.seed)
 
-    def _budget(self, n: int) -> int:
-        budget = 2 * n + 2048 if self.budget is None else self.budget
-        minimum = self.minimum_budget(n)
-        if budget < minimum:
-            raise ValueError(
-                f"budget = {budget} game evaluations is too small for {self.name} with n_players = {n}; "
-                f"it needs at least {minimum} ({self._minimum_reason(n)})"
-            )
-        return budget
+    def _player_values(self, game, rng):
+        phi, info = type(self)._approximator(game, budget=self.budget, seed=rng)
+        return phi, info["base_value"], info["full_value"], info["game_evaluations"]
 
 
 @register("kernel_shap")
@@ -285,95 +246,18 @@ class KernelShap(_SampledShapley):
         Int or numpy Generator; an int gives the same values on every call.
     """
 
+    _approximator = staticmethod(approximators.kernel_shap)
+
     def minimum_budget(self, n: int) -> int:
         return min(n + 2, 2**n)
 
-    def _minimum_reason(self, n):
-        return "empty and full coalitions plus n others, for the n - 1 free values of the constrained fit"
-
     def _coalitions(self, n: int, budget: int, rng):
-        """Masks ``(q, n)`` of the coalitions with ``0 < |S| < n`` and their kernel weights
-        (normalised so that a size's weights sum to ``1 / (s (n - s))``)."""
-        if budget >= 2**n:
-            masks = all_masks(n)[1:-1]
-            s = masks.sum(1)
-            return masks, 1.0 / (s * (n - s) * np.array([math.comb(n, k) for k in range(n + 1)])[s])
-        mass = {s: 1.0 / (s * (n - s)) for s in range(1, n)}
-        remaining = budget - 2
-        parts, weights = [], []
-        incomplete = list(range(1, n))
-        for p in range(1, n // 2 + 1):
-            sizes = [p] if p == n - p else [p, n - p]
-            count = sum(math.comb(n, s) for s in sizes)
-            share = sum(mass[s] for s in sizes) / sum(mass[s] for s in incomplete)
-            if count > remaining or count > remaining * share:
-                break
-            for s in sizes:
-                combos = np.array(list(combinations(range(n), s)), dtype=np.int64)
-                m = np.zeros((combos.shape[0], n), dtype=bool)
-                np.put_along_axis(m, combos, True, axis=1)
-                parts.append(m)
-                weights.append(np.full(m.shape[0], mass[s] / math.comb(n, s)))
-                incomplete.remove(s)
-            remaining -= count
-        n_pairs = remaining // 2
-        if incomplete and n_pairs > 0:
-            sizes = np.array(incomplete)
-            prob = np.array([mass[s] for s in incomplete])
-            total = prob.sum()
-            # Distinct pairs {S, N - S} among the incomplete sizes: sampling stops when it has
-            # found n_pairs of them (or all of them, or after a bounded number of draws).
-            available = sum(math.comb(n, s) for s in incomplete) // 2
-            target = min(n_pairs, available)
-            # Rows are packed into byte strings, so that finding repeats is a 1-D sort.
-            key = np.dtype((np.void, (n + 7) // 8))
-            draws = np.zeros(0, dtype=key)
-            batch = n_pairs
-            while True:
-                size = rng.choice(sizes, size=batch, p=prob / total)
-                ranks = np.argsort(np.argsort(rng.random((batch, n)), axis=1), axis=1)
-                first = ranks < size[:, None]
-                # One representative per pair (the one without player 0), to count distinct pairs.
-                rep = np.where(first[:, :1], ~first, first)
-                draws = np.concatenate([draws, np.ascontiguousarray(np.packbits(rep, axis=1)).view(key)[:, 0]])
-                uniq, first_seen = np.unique(draws, return_index=True)
-                if uniq.shape[0] >= target or draws.shape[0] >= 64 * n_pairs:
-                    break
-                # Overshooting is harmless: the draws are cut at the target-th distinct pair below.
-                batch = max(2 * (target - uniq.shape[0]), 64)
-            if uniq.shape[0] >= target:
-                # Keep the draws up to the one that found the target-th distinct pair.
-                draws = draws[: np.sort(first_seen)[target - 1] + 1]
-            # Merge repeated draws: each distinct pair is evaluated once, with its summed weight;
-            # every draw carries total / n_draws of the kernel mass, half to S and half to N - S.
-            uniq, counts = np.unique(draws, return_counts=True)
-            uniq = np.unpackbits(uniq.view(np.uint8).reshape(uniq.shape[0], -1), axis=1, count=n).astype(bool)
-            share = counts * (total / (2 * draws.shape[0]))
-            parts.append(np.concatenate([uniq, ~uniq]))
-            weights.append(np.concatenate([share, share]))
+        """All masks ``(q, n)`` of the coalitions with ``0 < |S| < n`` and their kernel weights, at
+        once (for inspection; :func:`featurelens.approximators.kernel_shap` streams them)."""
+        parts = list(approximators.kernel_coalitions(n, budget, rng).chunks())
         if not parts:
             return np.zeros((0, n), dtype=bool), np.zeros(0)
-        return np.concatenate(parts), np.concatenate(weights)
-
-    def _player_values(self, game, rng):
-        n = game.n_players
-        budget = self._budget(n)
-        masks, w = self._coalitions(n, budget, rng)
-        ends = np.zeros((2, n), dtype=bool)
-        ends[1] = True
-        values = game(np.concatenate([ends, masks]))
-        v0, vn = float(values[0]), float(values[1])
-        delta = vn - v0
-        if n == 1:
-            return np.array([delta]), v0, vn, values.size
-        # Eliminate phi_n = delta - sum_{i<n} phi_i; weighted least squares in the other n - 1.
-        z = masks.astype(np.float64)
-        a = z[:, :-1] - z[:, -1:]
-        y = values[2:] - v0 - z[:, -1] * delta
-        sw = np.sqrt(w)
-        head = lstsq(a * sw[:, None], y * sw)
-        phi = np.append(head, delta - head.sum())
-        return phi, v0, vn, values.size
+        return np.concatenate([m for m, _ in parts]), np.concatenate([w for _, w in parts])
 
 
 @register("permutation_shap")
@@ -400,35 +284,18 @@ class PermutationShap(_SampledShapley):
         Int or numpy Generator; an int gives the same values on every call.
     """
 
+    _approximator = staticmethod(approximators.permutation_shap)
+
     def minimum_budget(self, n: int) -> int:
         return 2 if n == 1 else 2 * n
 
-    def _minimum_reason(self, n):
-        return "empty and full coalitions plus the n - 1 interior coalitions of each of 2 antithetic permutations"
-
     def _contributions(self, game, rng) -> tuple[np.ndarray, float, float, int]:
-        """Marginal contributions along antithetic permutations: ``(deltas, v0, vn, evaluations)``
-        with ``deltas[p, i] = v(Pre_p(i) + i) - v(Pre_p(i))``, shape ``(n_permutations, n)``."""
-        n = game.n_players
-        budget = self._budget(n)
-        ends = game(np.stack([np.zeros(n, dtype=bool), np.ones(n, dtype=bool)]))
-        v0, vn = float(ends[0]), float(ends[1])
-        if n == 1:
-            return np.array([[vn - v0]]), v0, vn, 2
-        n_perm = max(2, ((budget - 2) // (n - 1)) // 2 * 2)
-        perms = antithetic_permutations(n_perm, n, rng)
-        position = np.argsort(perms, axis=1)  # position[p, i]: where player i stands in perm p
-        # Chain coalition k (k = 1..n-1) of permutation p holds the players at positions < k.
-        k = np.arange(1, n)
-        masks = position[:, None, :] < k[None, :, None]  # (P, n - 1, n)
-        inner = game(masks.reshape(-1, n)).reshape(n_perm, n - 1)
-        chain = np.concatenate([np.full((n_perm, 1), v0), inner, np.full((n_perm, 1), vn)], axis=1)
-        gains = np.diff(chain, axis=1)  # gains[p, j]: contribution of the player at position j
-        return np.take_along_axis(gains, position, axis=1), v0, vn, 2 + n_perm * (n - 1)
-
-    def _player_values(self, game, rng):
-        deltas, v0, vn, used = self._contributions(game, rng)
-        return deltas.mean(axis=0), v0, vn, used
+        """All marginal contributions along the antithetic permutations at once: ``(deltas (P, n),
+        v0, vn, evaluations)`` (for inspection; the estimators stream them)."""
+        n, budget, v0, vn, n_perm, chunks = approximators._contribution_chunks(game, self.budget, rng,
+                                                                              self.name)
+        deltas = np.concatenate(list(chunks))
+        return deltas, v0, vn, 2 + (n_perm * (n - 1) if n > 1 else 0)
 
     def params(self):
         return {**super().params(), "antithetic": True}
@@ -467,20 +334,18 @@ class MinShap(PermutationShap):
         ``"min"`` (default) or ``"min_abs"``.
     """
 
-    _STATISTICS = ("min", "min_abs")
+    _STATISTICS = approximators._STATISTICS
 
     def __init__(self, model, baseline=None, background=None, groups=None, budget=None, seed=0, batch_size=None,
                  progress: bool | None = None, statistic: str = "min"):
         super().__init__(model, baseline=baseline, background=background, groups=groups, budget=budget, seed=seed,
                          batch_size=batch_size, progress=progress)
-        if statistic not in self._STATISTICS:
-            raise ValueError(f"statistic must be one of {self._STATISTICS}; got {statistic!r}")
-        self.statistic = statistic
+        self.statistic = check_option(statistic, "statistic", self._STATISTICS)
 
     def params(self):
         return {**super().params(), "statistic": self.statistic}
 
     def _player_values(self, game, rng):
-        deltas, v0, vn, used = self._contributions(game, rng)
-        values = deltas.min(axis=0) if self.statistic == "min" else np.abs(deltas).min(axis=0)
-        return values, v0, vn, used, {"shapley": deltas.mean(axis=0), "max": deltas.max(axis=0)}
+        values, info = approximators.minshap(game, budget=self.budget, seed=rng, statistic=self.statistic)
+        return (values, info["base_value"], info["full_value"], info["game_evaluations"],
+                {"shapley": info["mean"], "max": info["max"]})

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..interactions.spex import spex as _spex
-# Private helpers of shapley.py, imported rather than copied: the per-sample MaskedModel loop and
-# the int/seed validation.
-from .shapley import _ShapleyExplainer, _check_int, _check_seed
+from .._validation import check_int, check_option, check_seed, seed_param
+# The per-sample MaskedModel loop of shapley.py, shared rather than copied.
+from .shapley import _ShapleyExplainer
 from ._base import Requires, register
 
 __all__ = ["Spex"]
@@ -64,33 +63,32 @@ class Spex(_ShapleyExplainer):
     (it would cost extra evaluations; use ``explain_interactions(x)[i].r2(game)``).
     """
 
+    accepts = frozenset({"baseline", "groups", "progress", "seed"})  # the harness options it takes (see Explainer.accepts)
+
     def __init__(self, model, baseline=None, background=None, groups=None, budget=None, max_order: int = 5,
                  decoder: str = "soft", index: str = "shapley", seed=0, batch_size=None,
                  progress: bool | None = None):
         super().__init__(model, baseline=baseline, background=background, groups=groups, batch_size=batch_size,
                          progress=progress)
-        self.budget = None if budget is None else _check_int(budget, "budget", 1)
-        self.max_order = _check_int(max_order, "max_order", 1)
-        if decoder not in _DECODERS:
-            raise ValueError(f"decoder must be one of {_DECODERS}; got {decoder!r}")
-        self.decoder = decoder
-        if index not in _INDICES:
-            raise ValueError(f"index must be one of {_INDICES}; got {index!r}")
-        self.index = index
-        self.seed = _check_seed(seed)
+        self.budget = check_int(budget, "budget", low=1, allow_none=True)
+        self.max_order = check_int(max_order, "max_order", low=1)
+        self.decoder = check_option(decoder, "decoder", _DECODERS)
+        self.index = check_option(index, "index", _INDICES)
+        self.seed = check_seed(seed)
         self._interactions: list = []
         self._info: list = []
 
     def params(self) -> dict:
-        seed = self.seed if not isinstance(self.seed, np.random.Generator) else "generator"
         return {**super().params(), "budget": self.budget, "max_order": self.max_order, "decoder": self.decoder,
-                "index": self.index, "seed": seed}
+                "index": self.index, "seed": seed_param(self.seed)}
 
     def _rng(self):
         # An int seed is passed as is (same matrices for every sample); a Generator advances.
         return self.seed
 
     def _player_values(self, game, rng):
+        from ..interactions.spex import spex as _spex  # loaded on first use (interactions stay lazy)
+
         n = game.n_players
         inter = _spex(game, budget=self.budget, max_order=self.max_order, decoder=self.decoder,
                       seed=0 if rng is None else rng)

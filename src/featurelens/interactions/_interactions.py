@@ -312,9 +312,8 @@ class Interactions:
         ``(m,)`` and ``values`` ``(m,)``; ``meta`` a JSON string (format, index, n_players,
         max_order, queries, params). Read back by :func:`load_interactions` without pickle.
         """
-        path = os.fspath(path)
-        if not path.endswith(".npz"):
-            path += ".npz"
+        from .._serialization import to_jsonable, write_npz
+
         keys = list(self._terms)
         lengths = np.array([len(t) for t in keys], dtype=np.int64)
         width = int(lengths.max()) if keys else 0
@@ -328,12 +327,9 @@ class Interactions:
             "n_players": self._n,
             "max_order": self._max_order,
             "queries": self._queries,
-            "params": _jsonable(self._params),
+            "params": to_jsonable(self._params),
         }
-        np.savez_compressed(
-            path, players=players, lengths=lengths, values=values, meta=np.array(json.dumps(meta))
-        )
-        return path
+        return write_npz(path, {"players": players, "lengths": lengths, "values": values}, meta)
 
     # -- plots ------------------------------------------------------------------------------
     def plot_top(self, k: int = 20, ax=None):
@@ -389,33 +385,73 @@ class Interactions:
 
 
 def load_interactions(path: str | os.PathLike) -> Interactions:
-    """Read interactions written by :meth:`Interactions.save` (``allow_pickle=False``)."""
-    path = os.fspath(path)
-    if not os.path.exists(path) and os.path.exists(path + ".npz"):
-        path += ".npz"
-    with np.load(path, allow_pickle=False) as data:
-        if any(name not in data for name in ("players", "lengths", "values", "meta")):
-            raise ValueError(
-                f"path {path!r} is not saved featurelens interactions (no 'players'/'lengths'/'values'/'meta')"
+    """Read interactions written by :meth:`Interactions.save` (``allow_pickle=False``).
+
+    The file is checked against the format: ``players`` (ints, ``(m, L)``, each row one term's
+    players padded with -1), ``lengths`` (ints, ``(m,)``, in ``[0, L]``), ``values`` (numbers,
+    ``(m,)``: one per term) and ``meta`` (a JSON object with exactly ``format``, ``index`` (one of
+    :data:`INDEX_NAMES`), ``n_players`` (an int >= 1), ``max_order`` (an int >= 0 or null),
+    ``queries`` (an int >= 0) and ``params`` (an object)); terms must be distinct sorted tuples of
+    players below ``n_players`` with finite values. Any violation (and a corrupt or truncated
+    archive, an object array, broken JSON) raises
+    :class:`featurelens._serialization.SavedFileError`, a ``ValueError`` naming the file, the field,
+    what was found and what was expected; a missing file raises ``FileNotFoundError``.
+    """
+    from .. import _serialization as ser
+    from .._validation import check_int, check_option
+
+    kind = "interactions"
+    path, arrays = ser.read_npz(path, kind, ("players", "lengths", "values", "meta"))
+    meta = ser.read_meta(path, kind, arrays["meta"], _FORMAT)
+    ser.check_keys(path, kind, meta, ("format", "index", "n_players", "max_order", "queries", "params"))
+    index = ser.meta_field(path, kind, meta, "index", check_option, INDEX_NAMES)
+    n_players = ser.meta_field(path, kind, meta, "n_players", check_int, low=1)
+    max_order = ser.meta_field(path, kind, meta, "max_order", check_int, low=0, allow_none=True)
+    queries = ser.meta_field(path, kind, meta, "queries", check_int, low=0)
+    if not isinstance(meta["params"], dict):
+        raise ser.SavedFileError(path, kind, "meta field 'params'",
+                                 f"found a {type(meta['params']).__name__}; expected a JSON object")
+    players = ser.array_field(path, kind, arrays, "players", "iu", ndim=(2,))
+    lengths = ser.array_field(path, kind, arrays, "lengths", "iu", ndim=(1,))
+    values = ser.array_field(path, kind, arrays, "values", "iuf", ndim=(1,))
+    m, width = players.shape
+    for name, array in (("lengths", lengths), ("values", values)):
+        if array.shape[0] != m:
+            raise ser.SavedFileError(
+                path, kind, f"array {name!r}",
+                f"found {array.shape[0]} entries for {m} terms (rows of 'players'); expected one per term",
             )
-        meta = json.loads(str(data["meta"]))
-        if meta.get("format") != _FORMAT:
-            raise ValueError(f"path {path!r} has format {meta.get('format')!r}; expected {_FORMAT!r}")
-        players, lengths, values = data["players"], data["lengths"], data["values"]
-    terms = {tuple(int(p) for p in row[:m]): float(v) for row, m, v in zip(players, lengths, values)}
-    return Interactions(
-        terms, meta["index"], meta["n_players"], max_order=meta["max_order"], queries=meta["queries"],
-        params=meta["params"],
-    )
+    if m and (lengths.min() < 0 or lengths.max() > width):
+        bad = int(lengths[(lengths < 0) | (lengths > width)][0])
+        raise ser.SavedFileError(path, kind, "array 'lengths'",
+                                 f"found the length {bad}; expected lengths in [0, {width}] (the width of 'players')")
+    padding = np.arange(width)[None, :] >= lengths[:, None]
+    if bool((players[padding] != -1).any()):
+        row = int(np.flatnonzero((padding & (players != -1)).any(axis=1))[0])
+        raise ser.SavedFileError(path, kind, "array 'players'",
+                                 f"row {row} holds players beyond its length {int(lengths[row])}; expected -1 padding")
+    terms = {}
+    for row, length, value in zip(players.tolist(), lengths.tolist(), values.tolist()):
+        key = tuple(row[:length])
+        if key in terms:
+            raise ser.SavedFileError(path, kind, "array 'players'",
+                                     f"found the term {key} twice; expected each term once")
+        terms[key] = value
+    try:
+        return Interactions(terms, index, n_players, max_order=max_order, queries=queries, params=meta["params"])
+    except (TypeError, ValueError) as err:
+        raise ser.SavedFileError(path, kind, "arrays 'players'/'values'", str(err)) from None
 
 
 def exact(game, index: str = "mobius", max_order: int | None = None, tol: float | None = None) -> Interactions:
     """Exact interactions of ``game`` from all ``2^n`` coalition values.
 
-    The table ``v(S)`` of every coalition (:func:`transforms.game_table`, ``n <= 20``) gives the
+    The table ``v(S)`` of every coalition (:func:`transforms.game_table`, ``n <= 20``; larger games are
+    refused at once with the memory they would need) gives the
     Moebius coefficients ``a(T) = sum_{S subset of T} (-1)^{|T|-|S|} v(S)`` (or, for
     ``index="fourier"``, ``F(K) = 2^{-n} sum_S (-1)^{|K & S|} v(S)``), then ``index`` through
-    :func:`transforms.convert` with ``max_order`` (ignored for ``"shapley"``/``"banzhaf"``).
+    :func:`transforms.convert` with ``max_order`` (ignored for ``"shapley"``/``"banzhaf"``). Shapley
+    values come straight from the table (:func:`featurelens.approximators.shapley_from_table`).
 
     ``tol``: transform coefficients with ``|value| <= tol`` are dropped before conversion; None means
     ``1e-12 * max|v(S)|``, which removes only the transform's rounding noise. ``queries`` is the
@@ -434,6 +470,14 @@ def exact(game, index: str = "mobius", max_order: int | None = None, tol: float 
         tol = 1e-12 * float(np.abs(table).max()) if table.size else 0.0
     elif isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol >= 0:
         raise ValueError(f"tol must be a non-negative number or None; got {tol!r}")
+    params = {"method": "exact", "tol": float(tol)}
+    if index == "shapley":
+        # The one exact-Shapley routine, shared with featurelens.approximators.exact_shapley.
+        from ..approximators import shapley_from_table
+
+        phi = shapley_from_table(table, n)
+        return Interactions({(i,): float(v) for i, v in enumerate(phi)}, index, n, max_order=1, queries=queries,
+                            params=params)
     basis = "fourier" if index == "fourier" else "mobius"
     coef = tr.fourier_transform(table) if basis == "fourier" else tr.mobius_transform(table)
     terms = tr.table_to_terms(coef, tol=float(tol))
@@ -442,5 +486,4 @@ def exact(game, index: str = "mobius", max_order: int | None = None, tol: float 
         terms = tr.convert(terms, basis, index, n, max_order=order)
     if index in _VALUES:
         order = 1
-    params = {"method": "exact", "tol": float(tol)}
     return Interactions(terms, index, n, max_order=order, queries=queries, params=params)

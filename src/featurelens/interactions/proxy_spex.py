@@ -29,7 +29,9 @@ import numpy as np
 
 from ._interactions import Interactions
 from .._linalg import lstsq
-from .spex import _check_int, _fourier_design
+from .._validation import check_int, numpy_rng
+from ..approximators import CHUNK_ELEMENTS, check_memory
+from .spex import _fourier_design
 
 __all__ = ["proxy_spex", "proxy_fourier", "tree_fourier", "GBT_DEFAULTS", "ENERGY", "DEFAULT_BUDGET",
            "minimum_budget"]
@@ -156,36 +158,48 @@ def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, **gb
 
     if not callable(game) or getattr(game, "n_players", None) is None:
         raise TypeError(f"game must be a featurelens Game with n_players; got {type(game).__name__}")
-    max_order = _check_int(max_order, "max_order", 1)
+    max_order = check_int(max_order, "max_order", low=1)
     n = int(game.n_players)
     minimum = minimum_budget(n)
+    budget = check_int(budget, "budget", low=1, allow_none=True)
     if budget is None:
         budget = max(DEFAULT_BUDGET, minimum)
-    budget = _check_int(budget, "budget", 1)
     if budget < minimum:
         raise ValueError(
             f"budget {budget} is too small for ProxySPEX with n={n}: it needs at least {minimum} game "
             f"evaluations (10 x (n + 1): the refit determines at least the constant and the n first-order "
             f"terms, with about ten samples each for the tree fit)"
         )
-    if n_terms is not None:
-        n_terms = _check_int(n_terms, "n_terms", 1)
+    n_terms = check_int(n_terms, "n_terms", low=1, allow_none=True)
     if gbt_params.get("loss", "squared_error") != "squared_error":
         raise ValueError(f"proxy_spex needs loss='squared_error'; got loss={gbt_params['loss']!r}")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    # The tree fit needs every mask at once: bool masks (1 byte), their float32 copy for the trees
+    # (4 bytes; scikit-learn's own dtype) and its sorted/partitioned work (~4 bytes) per element.
+    check_memory(
+        9.0 * budget * n + 8.0 * 4 * budget,
+        f"proxy_spex with budget = {budget} and n = {n} players",
+        "lower the budget, or use spex, which keeps only the values of its queries.",
+    )
+    rng = numpy_rng(seed)
     settings = dict(GBT_DEFAULTS, max_depth=max(max_order, MIN_DEPTH))
     settings.update(gbt_params)
     if "random_state" not in settings:
         settings["random_state"] = int(rng.integers(0, 2**31 - 1))
-    masks = rng.random((budget, n)) < 0.5
-
-    t_eval = time.perf_counter()
-    values = np.asarray(game(masks), dtype=np.float64)
-    eval_seconds = time.perf_counter() - t_eval
+    # Drawn and evaluated in chunks: the uniforms come from rng in the order of one large draw.
+    rows = max(1, CHUNK_ELEMENTS // n)
+    masks = np.empty((budget, n), dtype=bool)
+    values = np.empty(budget, dtype=np.float64)
+    eval_seconds = 0.0
+    for start in range(0, budget, rows):
+        stop = min(start + rows, budget)
+        masks[start:stop] = rng.random((stop - start, n)) < 0.5
+        t_eval = time.perf_counter()
+        values[start:stop] = np.asarray(game(masks[start:stop]), dtype=np.float64)
+        eval_seconds += time.perf_counter() - t_eval
 
     t_fit = time.perf_counter()
     gbr = GradientBoostingRegressor(**settings)
-    X = masks.astype(np.float64)
+    X = masks.astype(np.float32)  # 0/1 exactly; the trees work in float32 anyway
     gbr.fit(X, values)
     fit_seconds = time.perf_counter() - t_fit
     resid = values - gbr.predict(X)
@@ -207,8 +221,15 @@ def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, **gb
     extract_seconds = time.perf_counter() - t_ext
 
     t_refit = time.perf_counter()
-    design = _fourier_design(masks, keys)  # (budget, terms) of (-1)^{|K & m|}, via a sparse incidence
-    coef = lstsq(design, values)
+    del X
+    # Normal equations of the (budget, terms) design of (-1)^{|K & m|}, accumulated per chunk.
+    xtx = np.zeros((len(keys), len(keys)))
+    xty = np.zeros(len(keys))
+    for start in range(0, budget, rows):
+        design = _fourier_design(masks[start : start + rows], keys)
+        xtx += design.T @ design
+        xty += design.T @ values[start : start + rows]
+    coef = lstsq(xtx, xty)
     refit_seconds = time.perf_counter() - t_refit
     terms = {k: float(c) for k, c in zip(keys, coef)}
     params = {

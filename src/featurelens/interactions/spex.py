@@ -38,11 +38,13 @@ import numpy as np
 import scipy.sparse
 
 from .._linalg import lstsq
+from .._validation import check_int, check_option, numpy_rng
+from ..approximators import CHUNK_ELEMENTS, check_memory
 
 from ._interactions import Interactions
 from .bch import BCHCode
 
-__all__ = ["spex", "DEFAULT_BUDGET", "spex_plan", "spex_masks", "bin_transform"]
+__all__ = ["spex", "DEFAULT_BUDGET", "spex_plan", "spex_masks", "query_blocks", "bin_transform"]
 
 #: Budget used when ``budget=None`` (game evaluations); ``b`` is also capped at :data:`MAX_DEFAULT_B`.
 DEFAULT_BUDGET = 15_000
@@ -59,12 +61,6 @@ _STRICT_CUTOFF = 1e-6
 _MAX_ITER = 100
 
 
-def _check_int(value, name: str, low: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}; got {value!r}")
-    return int(value)
-
-
 def spex_plan(n: int, budget=None, max_order: int = 5, n_groups: int = N_GROUPS):
     """``(code, b, n_queries)`` for ``n`` players: the BCH code of ``t = max_order`` and the largest
     ``b`` (capped at ``n``) with ``n_groups (p+1) 2^b <= budget``.
@@ -72,8 +68,8 @@ def spex_plan(n: int, budget=None, max_order: int = 5, n_groups: int = N_GROUPS)
     ``budget=None`` uses :data:`DEFAULT_BUDGET` and caps ``b`` at :data:`MAX_DEFAULT_B`. A budget
     below ``n_groups (p+1) 2^min(3, n)`` raises a ValueError naming that minimum.
     """
-    n = _check_int(n, "n", 1)
-    t = _check_int(max_order, "max_order", 1)
+    n = check_int(n, "n", low=1)
+    t = check_int(max_order, "max_order", low=1)
     code = BCHCode(n, t)
     per_bin = n_groups * (code.n_parity + 1)
     b_min = min(MIN_B, n)
@@ -82,7 +78,7 @@ def spex_plan(n: int, budget=None, max_order: int = 5, n_groups: int = N_GROUPS)
         b = int(math.floor(math.log2(DEFAULT_BUDGET / per_bin))) if DEFAULT_BUDGET >= per_bin else 0
         b = max(b_min, min(b, MAX_DEFAULT_B, n))
     else:
-        budget = _check_int(budget, "budget", 1)
+        budget = check_int(budget, "budget", low=1)
         if budget < minimum:
             raise ValueError(
                 f"budget {budget} is too small for SPEX with n={n}, max_order={t}: it needs at least "
@@ -101,6 +97,35 @@ def spex_masks(M: np.ndarray, D: np.ndarray) -> np.ndarray:
     ell = ((np.arange(2**b)[:, None] >> np.arange(b)[None, :]) & 1).astype(np.float64)  # (2^b, b)
     base = (np.einsum("lb,cbn->cln", ell, M.astype(np.float64)).astype(np.int64) & 1).astype(bool)
     return base[:, None, :, :] ^ D.astype(bool)[None, :, None, :]
+
+
+def query_blocks(M: np.ndarray, D: np.ndarray, rows: int):
+    """The query masks of :func:`spex_masks`, generated block by block in its row order (groups,
+    then delays, then bins): yields ``(c, r, l, masks)`` with ``masks`` of shape
+    ``(len(r) * len(l), n)`` bool holding ``spex_masks(M, D)[c, r, l]`` (``r`` and ``l`` slices)
+    and at most ``max(rows, 1)`` rows, so the ``(C, p+1, 2^b, n)`` array is never held."""
+    C, b, n = M.shape
+    nb = 2**b
+    n_delays = D.shape[0]
+    delays = D.astype(bool)
+    width = min(nb, max(1, rows))
+    per = max(1, rows // width)
+
+    def base_rows(c, l0, l1):
+        # Small exact integers (<= b) in float32: the product is exact, the parity its low bit.
+        ell = ((np.arange(l0, l1)[:, None] >> np.arange(b)[None, :]) & 1).astype(np.float32)
+        return (np.rint(ell @ M[c].astype(np.float32)).astype(np.int64) & 1).astype(bool)  # M_c^T l mod 2
+
+    for c in range(C):
+        # The (2^b, n) bases of one group are kept when small (16 MiB), else rebuilt per block.
+        whole = base_rows(c, 0, nb) if nb * n <= 2**24 else None
+        for r0 in range(0, n_delays, per):
+            r1 = min(r0 + per, n_delays)
+            for l0 in range(0, nb, width):
+                l1 = min(l0 + width, nb)
+                base = whole[l0:l1] if whole is not None else base_rows(c, l0, l1)
+                masks = base[None, :, :] ^ delays[r0:r1, None, :]
+                yield c, slice(r0, r1), slice(l0, l1), masks.reshape(-1, n)
 
 
 def bin_transform(values: np.ndarray) -> np.ndarray:
@@ -175,24 +200,35 @@ def spex(game, budget=None, max_order: int = 5, decoder: str = "soft", seed=0) -
     """
     if not callable(game) or getattr(game, "n_players", None) is None:
         raise TypeError(f"game must be a featurelens Game with n_players; got {type(game).__name__}")
-    if decoder not in _DECODERS:
-        raise ValueError(f"decoder must be one of {_DECODERS}; got {decoder!r}")
-    max_order = _check_int(max_order, "max_order", 1)
+    decoder = check_option(decoder, "decoder", _DECODERS)
+    max_order = check_int(max_order, "max_order", low=1)
     n = int(game.n_players)
     t_start = time.perf_counter()
     code, b, n_queries = spex_plan(n, budget, max_order)
     C = N_GROUPS
     p = code.n_parity
+    # The values, their bin transform and its working copy are held whole (float64 each); the
+    # masks are generated and evaluated in blocks of CHUNK_ELEMENTS.
+    check_memory(
+        3.0 * 8 * n_queries + 8.0 * CHUNK_ELEMENTS * 4,
+        f"spex with budget = {budget} ({n_queries} queries of n = {n} players)",
+        "lower the budget (SPEX needs about 2^b >= (number of terms) / 2.4 bins per group), or group players.",
+    )
     D = code.delay_matrix().astype(np.uint8)  # (p+1, n)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = numpy_rng(seed)
     M = rng.integers(0, 2, size=(C, b, n), dtype=np.uint8)
-    masks = spex_masks(M, D)  # (C, p+1, 2^b, n)
-    flat = masks.reshape(-1, n)
+    nb = 2**b
+    rows = max(1, CHUNK_ELEMENTS // n)
+    values = np.empty((C, p + 1, nb), dtype=np.float64)
     prep = time.perf_counter() - t_start
 
-    t_eval = time.perf_counter()
-    values = np.asarray(game(flat), dtype=np.float64)
-    eval_seconds = time.perf_counter() - t_eval
+    eval_seconds = 0.0
+    for c, r, l, masks in query_blocks(M, D, rows):
+        t_eval = time.perf_counter()
+        out = np.asarray(game(masks), dtype=np.float64)
+        eval_seconds += time.perf_counter() - t_eval
+        values[c, r, l] = out.reshape(r.stop - r.start, l.stop - l.start)
+    values = values.reshape(-1)
 
     t_dec = time.perf_counter()
     nb = 2**b
@@ -243,8 +279,7 @@ def spex(game, budget=None, max_order: int = 5, decoder: str = "soft", seed=0) -
 
     # Least-squares refit of the recovered support (plus the constant) on all the queries made.
     keys = sorted(set(found) | {()}, key=lambda k: (len(k), k))
-    X = _fourier_design(flat, keys)
-    coef = lstsq(X, values)
+    coef = _refit(M, D, rows, keys, values.reshape(C, p + 1, nb))
     terms = {k: float(v) for k, v in zip(keys, coef)}
     decode_seconds = prep + time.perf_counter() - t_dec
     params = {
@@ -264,6 +299,20 @@ def spex(game, budget=None, max_order: int = 5, decoder: str = "soft", seed=0) -
         "eval_seconds": eval_seconds,
     }
     return Interactions(terms, "fourier", n, max_order, n_queries, params)
+
+
+def _refit(M, D, rows, keys, values):
+    """Least squares of ``values`` on the Fourier characters of ``keys`` over all the queries, from
+    the normal equations ``X^T X c = X^T y`` accumulated block by block (``X`` is never held; its
+    columns are near-orthogonal +-1 characters, so the squared condition number stays small)."""
+    k = len(keys)
+    xtx = np.zeros((k, k))
+    xty = np.zeros(k)
+    for c, r, l, masks in query_blocks(M, D, max(1, rows)):
+        X = _fourier_design(masks, keys)
+        xtx += X.T @ X
+        xty += X.T @ values[c, r, l].reshape(-1)
+    return lstsq(xtx, xty)
 
 
 def _detect(code, M, D, u, cc, jj, decoder):

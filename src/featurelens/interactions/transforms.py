@@ -66,6 +66,11 @@ from typing import Dict, Mapping, Tuple
 
 import numpy as np
 
+from .._validation import check_int
+
+# all_masks lives with the games (featurelens.games); re-exported here for its former callers.
+from ..games import all_masks
+
 __all__ = [
     "INDICES",
     "SOURCES",
@@ -107,35 +112,26 @@ MAX_EXPANSION_ORDER = 16
 # ---------------------------------------------------------------------------------------------
 # Full tables
 # ---------------------------------------------------------------------------------------------
-def all_masks(n: int) -> np.ndarray:
-    """All ``2^n`` coalitions of ``n`` players as a ``(2^n, n)`` bool array in bitmask order:
-    row ``r`` holds player ``i`` iff bit ``i`` of ``r`` is set."""
-    n = _check_n(n, "n")
-    rows = np.arange(2**n, dtype=np.int64)
-    return ((rows[:, None] >> np.arange(n, dtype=np.int64)[None, :]) & 1).astype(bool)
-
-
 def game_table(game, max_players: int = 20) -> np.ndarray:
     """Evaluate ``game`` on every coalition: a ``(2^n,)`` float64 table in bitmask order.
 
     ``game`` is a :class:`featurelens.games.Game` (anything with ``n_players`` that maps a
-    ``(q, n)`` bool mask array to ``q`` values). Games with more than ``max_players`` players are
-    refused (``2^n`` evaluations): use a sampling explainer or SPEX for them instead.
+    ``(q, n)`` bool mask array to ``q`` values). The masks are generated and evaluated chunk by
+    chunk (:func:`featurelens.approximators.coalition_table`); games with more than
+    ``max_players`` players are refused at once, with the evaluations and the memory they would
+    need: use a sampling explainer or SPEX for them instead.
     """
+    from ..approximators import coalition_table
+
     n = getattr(game, "n_players", None)
     if n is None or not callable(game):
         raise TypeError(f"game must be a Game (callable with an n_players attribute); got {type(game).__name__}")
-    n = _check_n(n, "game.n_players")
-    if n > max_players:
-        raise ValueError(
-            f"game_table evaluates all 2^n coalitions; the game has n_players = {n} > max_players = "
-            f"{max_players} (2^{n} = {2**n} evaluations). Use a sampling explainer or SPEX for games "
-            "this large, or raise max_players."
-        )
-    values = np.asarray(game(all_masks(n)), dtype=np.float64)
-    if values.shape != (2**n,):
-        raise ValueError(f"the game returned shape {values.shape}; expected ({2**n},)")
-    return values
+    # The table, its transform and the dict of up to 2^n terms (about 200 bytes each) of exact().
+    return coalition_table(
+        game, max_players, method="exact interactions (game_table)", bytes_per_coalition=216.0,
+        way_out="Use SPEX (featurelens.interactions.spex) or ProxySPEX for games this large, a sampling "
+                "explainer for Shapley values, group players, or raise max_players.",
+    )
 
 
 def _table_n(table, name: str = "table") -> Tuple[np.ndarray, int]:
@@ -212,7 +208,7 @@ def table_to_terms(table, tol: float = 0.0) -> Terms:
 def terms_to_table(terms: Mapping, n: int) -> np.ndarray:
     """The dense ``(2^n,)`` float64 table (bitmask order) of a term dict over ``n`` players;
     coalitions without a term are 0."""
-    n = _check_n(n, "n")
+    n = check_int(n, "n", low=0)
     terms = _check_terms(terms, n)
     table = np.zeros(2**n, dtype=np.float64)
     for key, value in terms.items():
@@ -223,12 +219,6 @@ def terms_to_table(terms: Mapping, n: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # Validation helpers
 # ---------------------------------------------------------------------------------------------
-def _check_n(n, name: str) -> int:
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"{name} must be a non-negative int; got {n!r}")
-    return int(n)
-
-
 def _check_terms(terms: Mapping, n: int | None = None) -> Terms:
     """Normalise a term dict: keys to sorted tuples of Python ints, values to floats; keys that
     normalise to the same coalition are summed."""
@@ -254,12 +244,6 @@ def _check_terms(terms: Mapping, n: int | None = None) -> Terms:
             raise ValueError(f"term {key!r} has the non-finite value {value!r}")
         out[norm] = out.get(norm, 0.0) + v
     return out
-
-
-def _check_order(order, name: str, minimum: int = 1) -> int:
-    if isinstance(order, (bool, np.bool_)) or not isinstance(order, (int, np.integer)) or order < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}; got {order!r}")
-    return int(order)
 
 
 def _drop_zeros(terms: Terms) -> Terms:
@@ -339,7 +323,7 @@ def _aggregate(terms: Mapping, weight, max_size: int, min_size: int) -> Terms:
 def _values(terms: Mapping, weight, n_players: int | None) -> Terms:
     if n_players is None:
         return _aggregate(terms, weight, max_size=1, min_size=1)
-    n = _check_n(n_players, "n_players")
+    n = check_int(n_players, "n_players", low=0)
     out = _aggregate(_check_terms(terms, n), weight, max_size=1, min_size=1)
     return {(i,): out.get((i,), 0.0) for i in range(n)}
 
@@ -360,7 +344,7 @@ def mobius_to_banzhaf(terms: Mapping, n_players: int | None = None) -> Terms:
 def _max_or_all(max_order, terms: Terms) -> int:
     if max_order is None:
         return max((len(k) for k in terms), default=0)
-    return _check_order(max_order, "max_order")
+    return check_int(max_order, "max_order", low=1)
 
 
 def mobius_to_sii(terms: Mapping, max_order: int | None = None) -> Terms:
@@ -395,7 +379,7 @@ def mobius_to_ksii(terms: Mapping, order: int) -> Terms:
     ``w(t, s) = sum_{j=0}^{min(k,t)-s} B_j C(t-s, j) / (t-s-j+1)``, which is 1 if ``s = t`` and 0
     if ``s < t <= k``: order-``k`` k-SII of a game of order at most ``k`` is its Möbius transform,
     and order 1 is the Shapley value."""
-    k = _check_order(order, "order")
+    k = check_int(order, "order", low=1)
     terms = _check_terms(terms)
     bern = _bernoulli(k)
 
@@ -414,7 +398,7 @@ def mobius_to_stii(terms: Mapping, order: int) -> Terms:
     """Shapley-Taylor interaction index of order ``l = order`` (Sundararajan, Dhamdhere, Agarwal
     2020): ``STII(S) = a(S)`` for ``|S| < l`` (including the constant ``()``) and
     ``STII(S) = sum_{T superset S} a(T) / C(|T|, l)`` for ``|S| = l``. All terms sum to ``v(N)``."""
-    l = _check_order(order, "order")
+    l = check_int(order, "order", low=1)
 
     def weight(t: int, s: int) -> float:
         if s < l:
@@ -432,7 +416,7 @@ def mobius_to_fbii(terms: Mapping, order: int) -> Terms:
 
     the coefficients of the uniformly weighted least-squares approximation of ``v`` by a Möbius
     polynomial of order ``l``."""
-    l = _check_order(order, "order")
+    l = check_int(order, "order", low=1)
 
     def weight(t: int, s: int) -> float:
         if t <= l:
@@ -452,7 +436,7 @@ def mobius_to_fsii(terms: Mapping, order: int) -> Terms:
     the coefficients of the Shapley-kernel weighted least-squares approximation of ``v`` by a
     Möbius polynomial of order ``l`` that is exact on the empty and the grand coalition. All terms
     sum to ``v(N)``."""
-    l = _check_order(order, "order")
+    l = check_int(order, "order", low=1)
 
     def weight(t: int, s: int) -> float:
         if t <= l:
@@ -490,14 +474,14 @@ def convert(terms: Mapping, source: str, target: str, n_players: int, max_order:
         raise ValueError(f"unknown source {source!r}; valid sources: {', '.join(SOURCES)}")
     if target not in INDICES:
         raise ValueError(f"unknown target {target!r}; valid targets: {', '.join(INDICES)}")
-    n = _check_n(n_players, "n_players")
+    n = check_int(n_players, "n_players", low=0)
     terms = _check_terms(terms, n)
     if target in _NEED_ORDER:
         if max_order is None:
             raise ValueError(f"target {target!r} needs max_order, the order of the index")
-        max_order = _check_order(max_order, "max_order")
+        max_order = check_int(max_order, "max_order", low=1)
     elif max_order is not None and target not in ("shapley", "banzhaf"):
-        max_order = _check_order(max_order, "max_order")
+        max_order = check_int(max_order, "max_order", low=1)
 
     if source == target:
         out = _sorted(_drop_zeros(dict(terms)))
