@@ -73,3 +73,19 @@ def test_plot_volumes_shows_the_middle_depth_slice():
     assert maps[0, 1, 1] == 3.0 and maps.sum() == 6.0
     fig = fl.Explanation(values, "demo").plot()
     assert len(fig.axes) == 2
+
+
+def test_plot_checks_index_and_max_samples():
+    import matplotlib
+    import pytest
+
+    matplotlib.use("Agg")
+    e = fl.Explanation(np.ones((2, 3)), "demo")
+    with pytest.raises(ValueError, match=r"index must be an int >= 0 and <= 1; got 5"):
+        e.plot(index=5)  # was a raw IndexError
+    with pytest.raises(TypeError, match="index must be an int"):
+        e.plot(index=1.7)  # was silently truncated to 1
+    images = fl.Explanation(np.ones((2, 1, 4, 4)), "demo")
+    with pytest.raises(ValueError, match="max_samples must be an int >= 1; got 0"):
+        images.plot(max_samples=0)
+    assert len(images.plot(index=[1]).axes) == 1

@@ -349,14 +349,34 @@ def _read_table(path: str, suffix: str):
         raise LoadError(f"cannot read {path} as a parquet file: {err}") from err
 
 
-def _npz_arrays(path: str) -> dict:
+def _np_load(path: str, what: str):
+    """``np.load(path, allow_pickle=False)`` with every failure a :class:`LoadError` that never
+    repeats numpy's advice to load the file unsafely; ``.npz`` members are read here, not lazily."""
+    from ._serialization import describe_load_error
+
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except ValueError as err:
-        raise LoadError(f"{path} holds Python objects (dtype object), which are not loaded: {err}") from err
-    except (zipfile.BadZipFile, OSError, EOFError) as err:
-        raise LoadError(f"cannot read {path} as a .npz archive (corrupt?): {err}") from err
+        with open(path, "rb") as f:
+            head = f.read(6)
+        if head.startswith(b"PK"):
+            with np.load(path, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        if not head.startswith(b"\x93NUMPY"):
+            raise LoadError(f"cannot read {path} as {what}: it is not a .npy or .npz file (it starts with {head!r})")
+        return np.load(path, allow_pickle=False)
+    except LoadError:
+        raise
+    except Exception as err:  # zipfile, zlib and numpy raise many types for broken files
+        raise LoadError(f"cannot read {path} as {what}: {describe_load_error(err)}") from None
+
+
+def _npz_arrays(path: str) -> dict:
+    arrays = _np_load(path, "a .npz archive")
+    if not isinstance(arrays, dict):
+        raise LoadError(f"{path} is a .npy array, not a .npz archive; rename it to .npy")
+    bad = [k for k, v in arrays.items() if not isinstance(v, np.ndarray)]
+    if bad:
+        raise LoadError(f"{path} has member(s) {', '.join(bad)} that are not .npy arrays")
+    return arrays
 
 
 def load_data(path, labels: str | None = None, input_shape=None):
@@ -379,12 +399,9 @@ def load_data(path, labels: str | None = None, input_shape=None):
             exit_code=2,
         )
     if suffix == ".npy":
-        try:
-            X = np.load(path, allow_pickle=False)
-        except ValueError as err:
-            raise LoadError(f"cannot read {path} as a numeric .npy array (corrupt, or it holds Python objects): {err}") from err
-        except (OSError, EOFError) as err:
-            raise LoadError(f"cannot read {path} as a .npy file (corrupt?): {err}") from err
+        X = _np_load(path, "a .npy array")
+        if isinstance(X, dict):
+            raise LoadError(f"{path} is a .npz archive, not a .npy array; rename it to .npz")
     elif suffix == ".npz":
         arrays = _npz_arrays(path)
         if labels is not None and labels in arrays:
@@ -446,10 +463,9 @@ def load_labels(labels: str, data_path: str, columns=None) -> np.ndarray:
         )
     suffix = _suffix(labels)
     if suffix == ".npy":
-        try:
-            y = np.load(labels, allow_pickle=False)
-        except (ValueError, OSError, EOFError) as err:
-            raise LoadError(f"cannot read labels file {labels}: {err}") from err
+        y = _np_load(labels, "a labels .npy array")
+        if isinstance(y, dict):
+            raise LoadError(f"labels file {labels} is a .npz archive, not a .npy array")
     elif suffix == ".csv":
         table = _read_table(labels, ".csv")
         if table.shape[1] != 1:

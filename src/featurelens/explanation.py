@@ -2,35 +2,26 @@
 
 An explanation carries its values and its provenance (method, parameters, targets, model calls,
 seconds). It is saved as a single ``.npz`` file holding the arrays and a JSON document with the
-provenance; loading never unpickles anything (``allow_pickle=False``).
+provenance; loading never unpickles anything (``allow_pickle=False``) and checks the file
+against its schema (:func:`load_explanation`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
+
+from . import _serialization as _ser
+from ._serialization import SavedFileError, to_jsonable
+from ._validation import check_float, check_int
 
 _FORMAT = "featurelens.explanation/1"
 
 
-def _jsonable(value: Any) -> Any:
-    """Turn parameters into JSON: numpy scalars to numbers, arrays to a short summary."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    shape = getattr(value, "shape", None)
-    if shape is not None:
-        return {"array_shape": [int(s) for s in shape]}
-    return repr(value)
+#: Kept for modules that imported it from here; the one JSON conversion lives in _serialization.
+_jsonable = to_jsonable
 
 
 @dataclass
@@ -87,23 +78,19 @@ class Explanation:
     # -- persistence ------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> str:
         """Write the explanation to ``path`` (``.npz`` is appended when missing); returns the path."""
-        path = os.fspath(path)
-        if not path.endswith(".npz"):
-            path += ".npz"
         meta = {
             "format": _FORMAT,
             "method": self.method,
-            "params": _jsonable(self.params),
+            "params": to_jsonable(self.params),
             "model_calls": int(self.model_calls),
             "seconds": float(self.seconds),
         }
-        arrays = {"values": self.values, "meta": np.array(json.dumps(meta))}
+        arrays = {"values": self.values}
         if self.target is not None:
             arrays["target"] = self.target
         for name, array in self.extra.items():
             arrays[f"extra/{name}"] = array
-        np.savez_compressed(path, **arrays)
-        return path
+        return _ser.write_npz(path, arrays, meta)
 
     # -- plotting ---------------------------------------------------------------------------
     def plot(self, index=None, inputs=None, cmap: str = "RdBu_r", ax=None, max_samples: int = 8):
@@ -118,26 +105,56 @@ class Explanation:
         return plot_explanation(self, index=index, inputs=inputs, cmap=cmap, ax=ax, max_samples=max_samples)
 
 
+_KIND = "explanation"
+_META_KEYS = ("format", "method", "params", "model_calls", "seconds")
+
+
 def load_explanation(path: str | os.PathLike) -> Explanation:
-    """Read an explanation written by :meth:`Explanation.save` (no pickle is ever loaded)."""
-    path = os.fspath(path)
-    if not os.path.exists(path) and os.path.exists(path + ".npz"):
-        path += ".npz"
-    with np.load(path, allow_pickle=False) as data:
-        if "meta" not in data or "values" not in data:
-            raise ValueError(f"path {path!r} is not a featurelens explanation (no 'values'/'meta' arrays)")
-        meta = json.loads(str(data["meta"]))
-        if meta.get("format") != _FORMAT:
-            raise ValueError(f"path {path!r} has format {meta.get('format')!r}; expected {_FORMAT!r}")
-        values = data["values"]
-        target = data["target"] if "target" in data else None
-        extra = {key[len("extra/"):]: data[key] for key in data.files if key.startswith("extra/")}
+    """Read an explanation written by :meth:`Explanation.save`.
+
+    No pickle is ever loaded, and the file is checked against the format: the arrays ``values``
+    (numbers), ``meta`` (a JSON object with exactly ``format``, ``method`` (a non-empty string),
+    ``params`` (an object), ``model_calls`` (an int >= 0) and ``seconds`` (a number >= 0)),
+    optionally ``target`` (ints shaped like the leading axes of ``values``: one per sample, or
+    ``(n, k)`` for ``k`` targets per sample) and ``extra/NAME`` (numbers). Anything else (a corrupt
+    or truncated archive, an object array, broken JSON, a missing, unknown or mistyped field)
+    raises :class:`featurelens._serialization.SavedFileError`, a ``ValueError`` naming the file,
+    the field, what was found and what was expected; a missing file raises ``FileNotFoundError``.
+    """
+    path, arrays = _ser.read_npz(path, _KIND, ("values", "meta"), ("target",), ("extra/",))
+    meta = _ser.read_meta(path, _KIND, arrays.pop("meta"), _FORMAT)
+    _ser.check_keys(path, _KIND, meta, _META_KEYS)
+    method = meta["method"]
+    if not isinstance(method, str) or not method:
+        raise SavedFileError(path, _KIND, "meta field 'method'",
+                             f"found {method!r} ({type(method).__name__}); expected the explainer's name (a non-empty string)")
+    if not isinstance(meta["params"], dict):
+        raise SavedFileError(path, _KIND, "meta field 'params'",
+                             f"found a {type(meta['params']).__name__}; expected a JSON object")
+    model_calls = _ser.meta_field(path, _KIND, meta, "model_calls", check_int, low=0)
+    seconds = _ser.meta_field(path, _KIND, meta, "seconds", check_float, low=0.0)
+    values = _ser.array_field(path, _KIND, arrays, "values", "biuf")
+    target = None
+    if "target" in arrays:
+        target = _ser.array_field(path, _KIND, arrays, "target", "iu", ndim=(1, 2))
+        if values.ndim < target.ndim or target.shape != values.shape[: target.ndim]:
+            raise SavedFileError(
+                path, _KIND, "array 'target'",
+                f"found shape {target.shape} for values of shape {values.shape}; expected one target per "
+                f"sample, shape {values.shape[:1]} (or {values.shape[:2]} for several targets per sample)",
+            )
+    extra = {}
+    for key in [k for k in arrays if k.startswith("extra/")]:
+        name = key[len("extra/"):]
+        if not name:
+            raise SavedFileError(path, _KIND, f"array {key!r}", "found an empty name; expected extra/NAME")
+        extra[name] = _ser.array_field(path, _KIND, arrays, key, "biuf")
     return Explanation(
         values=values,
-        method=meta["method"],
+        method=method,
         params=meta["params"],
         target=target,
-        model_calls=meta["model_calls"],
-        seconds=meta["seconds"],
+        model_calls=model_calls,
+        seconds=seconds,
         extra=extra,
     )

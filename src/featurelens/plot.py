@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_numpy
+from ._validation import as_numpy, check_int
 
 
 def _figure(ncols: int, nrows: int = 1, size: float = 2.2):
@@ -42,8 +42,9 @@ def show_map(ax, m: np.ndarray, cmap: str = "RdBu_r", title: str | None = None):
 def plot_explanation(explanation, index=None, inputs=None, cmap="RdBu_r", ax=None, max_samples=8):
     """Figure of an explanation: heatmaps for image-like values, a bar chart for tabular rows."""
     values = np.asarray(explanation.values)
+    max_samples = check_int(max_samples, "max_samples", low=1)
     if values.ndim == 2:
-        i = 0 if index is None else int(index)
+        i = check_int(0 if index is None else index, "index", low=0, high=len(values) - 1)
         if ax is None:
             fig, axes = _figure(1, size=4.0)
             ax = axes[0, 0]
@@ -55,7 +56,10 @@ def plot_explanation(explanation, index=None, inputs=None, cmap="RdBu_r", ax=Non
         ax.set_title(f"{explanation.method}, sample {i}", fontsize=9)
         return fig
     maps = image_map(values)
-    picks = np.arange(min(len(maps), max_samples)) if index is None else np.atleast_1d(index)
+    if index is None:
+        picks = np.arange(min(len(maps), max_samples))
+    else:
+        picks = [check_int(i, "index", low=0, high=len(maps) - 1) for i in np.atleast_1d(index).tolist()]
     rows = 2 if inputs is not None else 1
     fig, axes = _figure(len(picks), rows)
     for col, i in enumerate(picks):

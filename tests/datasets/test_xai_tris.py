@@ -205,27 +205,72 @@ def test_split_gives_contiguous_parts():
 
 
 @pytest.mark.parametrize(
-    "kwargs, name",
+    "kwargs, name, err",
     [
-        ({"scenario": "nonlinear"}, "scenario"),
-        ({"background": "imagenet"}, "background"),
-        ({"image_size": 32}, "image_size"),
-        ({"image_size": True}, "image_size"),
-        ({"n_samples": 10}, "n_samples"),
-        ({"n_samples": 0}, "n_samples"),
-        ({"n_samples": 8.0}, "n_samples"),
-        ({"snr": 1.0}, "snr"),
-        ({"snr": 0}, "snr"),
-        ({"snr": "high"}, "snr"),
-        ({"seed": -1}, "seed"),
+        ({"scenario": "nonlinear"}, "scenario", ValueError),
+        ({"background": "imagenet"}, "background", ValueError),
+        ({"image_size": 32}, "image_size", ValueError),
+        ({"image_size": True}, "image_size", ValueError),
+        ({"n_samples": 1}, "n_samples", ValueError),
+        ({"n_samples": 0}, "n_samples", ValueError),
+        ({"n_samples": 8.0}, "n_samples", TypeError),  # the wrong kind of value (a float count)
+        ({"snr": 1.0}, "snr", ValueError),
+        ({"snr": 0}, "snr", ValueError),
+        ({"snr": "high"}, "snr", TypeError),
+        ({"seed": -1}, "seed", ValueError),
+        ({"seed": 1.5}, "seed", TypeError),
     ],
 )
-def test_bad_arguments_raise_value_error_naming_them(kwargs, name):
+def test_bad_arguments_raise_errors_naming_them(kwargs, name, err):
     args = {"scenario": "linear", "background": "white", "n_samples": 8}
     args.update(kwargs)
-    with pytest.raises(ValueError, match=name) as info:
+    with pytest.raises(err, match=name) as info:
         xai_tris(**args)
     assert repr(list(kwargs.values())[0]) in str(info.value)
+
+
+@pytest.mark.parametrize("n_samples", [50, 51])
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_any_n_samples_above_the_minimum_works(scenario, n_samples):
+    # Regression: every n_samples not divisible by 4 was refused, for every scenario.
+    ds = xai_tris(scenario, "white", n_samples=n_samples, seed=1)
+    assert len(ds) == ds.X.shape[0] == ds.patterns.shape[0] == ds.ground_truth.shape[0] == n_samples
+    n1 = int(ds.y.sum())
+    assert (n_samples - n1, n1) == ((n_samples + 1) // 2, n_samples // 2)  # balanced within one
+    if scenario == "translations_rotations":
+        # Ground truth = the sample's own pattern, whose shape (T or L, any rotation) is its class.
+        for p, m, label in zip(ds.patterns, ds.ground_truth, ds.y):
+            np.testing.assert_array_equal(m, p > 0)
+            shape = np.argwhere(m)
+            tile = m[shape[:, 0].min() : shape[:, 0].max() + 1, shape[:, 1].min() : shape[:, 1].max() + 1]
+            assert any(np.array_equal(tile, np.rot90(T if label == 0 else L, q)) for q in range(4))
+        return
+    for mask in ds.ground_truth:
+        assert _pixels(mask) == T_PIXELS | L_PIXELS
+    s_t, s_l = ds.patterns[:, 1, 1], ds.patterns[:, 4, 5]
+    if scenario == "xor":
+        np.testing.assert_array_equal(s_t == s_l, ds.y == 0)
+        counts = [int(np.sum((s_t == a) & (s_l == b))) for a, b in ((1, 1), (-1, -1), (1, -1), (-1, 1))]
+        assert sum(counts) == n_samples and max(counts) - min(counts) <= 1
+    else:
+        np.testing.assert_array_equal(s_t == 1, ds.y == 0)  # class 0 = T, class 1 = L
+        np.testing.assert_array_equal(s_l == 1, ds.y == 1)
+
+
+@pytest.mark.parametrize("scenario, minimum", [("linear", 2), ("multiplicative", 2), ("translations_rotations", 2), ("xor", 4)])
+def test_smallest_n_samples(scenario, minimum):
+    ds = xai_tris(scenario, "white", n_samples=minimum)
+    assert sorted(ds.y.tolist()) == [0] * (minimum // 2) + [1] * (minimum // 2)
+    with pytest.raises(ValueError, match=f"n_samples must be >= {minimum} for scenario '{scenario}'"):
+        xai_tris(scenario, "white", n_samples=minimum - 1)
+
+
+def test_seed_accepts_a_generator():
+    a = xai_tris("translations_rotations", "white", n_samples=20, seed=np.random.default_rng(4))
+    b = xai_tris("translations_rotations", "white", n_samples=20, seed=np.random.default_rng(4))
+    np.testing.assert_array_equal(a.X, b.X)
+    assert a.seed == "generator"
+    assert xai_tris("linear", "white", n_samples=20, seed=None).seed is None
 
 
 def test_allowed_values_are_listed_in_the_error():

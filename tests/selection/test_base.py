@@ -83,10 +83,11 @@ def test_unsupervised_ignores_y():
     assert VarianceSelector(k=1).fit(X, np.zeros(3)).get_support(indices=True).tolist() == [3]
 
 
-@pytest.mark.parametrize("k", [0, -1, 2.5, True, "3"])
-def test_bad_k(k):
+@pytest.mark.parametrize("k, err", [(0, ValueError), (-1, ValueError), (2.5, TypeError), (True, TypeError), ("3", TypeError)])
+def test_bad_k(k, err):
+    # The shared validator: a wrong value is a ValueError, a wrong kind of value a TypeError.
     X, y = _data()
-    with pytest.raises(ValueError, match="k must be a positive integer"):
+    with pytest.raises(err, match=r"k must be an int >= 1 or None; got"):
         AbsCorrSelector(k=k).fit(X, y)
 
 

@@ -92,9 +92,9 @@ def test_constant_feature_dataframe_and_errors():
         MinkowskiWeightedSelector(k=2, **FAST).fit(Xn)
     with pytest.raises(ValueError, match="p_grid must be a non-empty sequence of finite numbers > 1"):
         MinkowskiWeightedSelector(p_grid=(1.0, 2.0)).fit(X)
-    with pytest.raises(ValueError, match="n_clusters must be None or a positive integer, got 0"):
+    with pytest.raises(ValueError, match="n_clusters must be an int >= 1 or None; got 0"):
         MinkowskiWeightedSelector(n_clusters=0).fit(X)
-    with pytest.raises(ValueError, match="center must be 'approx' or 'exact'"):
+    with pytest.raises(ValueError, match="center must be one of 'approx', 'exact'"):
         MinkowskiWeightedSelector(center="mean").fit(X)
     with pytest.raises(ValueError, match="p must be a finite number >= 1"):
         minkowski_center(X, 0.5)

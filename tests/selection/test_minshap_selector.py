@@ -136,13 +136,13 @@ def test_dataframe_round_trip():
 @pytest.mark.parametrize(
     "kwargs, err, match",
     [
-        (dict(alpha=1.5), ValueError, r"alpha must be a number in \(0, 1\)"),
-        (dict(n_permutations=0), ValueError, "n_permutations must be a positive int"),
+        (dict(alpha=1.5), ValueError, r"alpha must be a finite number > 0.0 and < 1.0; got 1.5"),
+        (dict(n_permutations=0), ValueError, "n_permutations must be an int >= 1; got 0"),
         (dict(combine="median"), ValueError, "combine must be one of"),
-        (dict(test_size=1.0), ValueError, r"test_size must be a fraction in \(0, 1\)"),
+        (dict(test_size=1.0), ValueError, r"test_size must be a finite number > 0.0 and < 1.0; got 1.0"),
         (dict(task="survival"), ValueError, "task must be"),
         (dict(estimator="rf"), TypeError, "estimator must be a scikit-learn estimator with fit; got str"),
-        (dict(seed=-1), ValueError, "seed must be a non-negative int"),
+        (dict(seed=-1), ValueError, "seed must be None, a non-negative int or a numpy.random.Generator; got -1"),
         (dict(k=11), ValueError, "k=11 is larger than the number of features of X"),
     ],
 )

@@ -4,7 +4,7 @@ import pytest
 from scipy.linalg import eigvalsh
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from featurelens.selection import NBSE
+from featurelens.selection import NBSE, DegenerateDataWarning
 from featurelens.selection.nbse import _couplings, bethe_hessian, nishimori_embedding, spin_glass_beta
 
 
@@ -88,8 +88,9 @@ def test_constant_features_dataframe_and_y_ignored():
     assert isinstance(out, pd.DataFrame) and list(out.columns) == list(s.get_feature_names_out())
     s2 = NBSE(k=3).fit(X)
     np.testing.assert_array_equal(s.scores_, s2.scores_)
-    # k above the number of non-constant columns: the constant one fills the last place
-    s3 = NBSE(k=13).fit(X)
+    # k above the number of non-constant columns: the constant one fills the last place, with a warning
+    with pytest.warns(DegenerateDataWarning, match="only 12 of the 13 columns of X vary"):
+        s3 = NBSE(k=13).fit(X)
     assert s3.get_support().all()
     # k = None: ceil(sqrt(12)) = 4 bins
     assert NBSE().fit(X).get_support().sum() == 4
@@ -99,7 +100,7 @@ def test_errors():
     X, _ = planted_groups(2, 3, 0.5, 0)
     with pytest.raises(ValueError, match="k=7 is larger than the number of features"):
         NBSE(k=7).fit(X)
-    with pytest.raises(ValueError, match="n_neighbors must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="n_neighbors must be an int >= 1; got 0"):
         NBSE(k=2, n_neighbors=0).fit(X)
     Xn = X.copy()
     Xn[1, 1] = np.inf

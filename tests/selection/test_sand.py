@@ -61,8 +61,8 @@ def test_layer_eval_is_a_scale_and_train_adds_the_stated_noise():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(n_features=0, k=1), "n_features must be a positive int"),
-        (dict(n_features=4, k=5), "k must be an int with 1 <= k <= n_features=4"),
+        (dict(n_features=0, k=1), "n_features must be an int >= 1; got 0"),
+        (dict(n_features=4, k=5), "k must be an int >= 1 and <= 4; got 5"),
         (dict(n_features=4, k=2, sigma=-1.0), "sigma must be a finite number >= 0"),
         (dict(n_features=4, k=2, sigma=float("nan")), "sigma must be a finite number >= 0"),
     ],
@@ -153,14 +153,14 @@ def test_dataframe_round_trip():
     [
         (dict(k=None), ValueError, "k must be a positive integer for SAND"),
         (dict(k=9), ValueError, "k=9 is larger than the number of features of X"),
-        (dict(k=2, epochs=0), ValueError, "epochs must be a positive int"),
+        (dict(k=2, epochs=0), ValueError, "epochs must be an int >= 1; got 0"),
         (dict(k=2, lr=-1.0), ValueError, "lr must be a finite number > 0"),
         (dict(k=2, sigma=-0.5), ValueError, "sigma must be a finite number >= 0"),
         (dict(k=2, weight_decay=float("inf")), ValueError, "weight_decay must be a finite number >= 0"),
-        (dict(k=2, hidden=(4, 0)), ValueError, "each width in hidden must be a positive int"),
-        (dict(k=2, task="ranking"), ValueError, "task must be 'auto', 'classification' or 'regression'"),
+        (dict(k=2, hidden=(4, 0)), ValueError, "each width in hidden must be an int >= 1; got 0"),
+        (dict(k=2, task="ranking"), ValueError, "task must be one of 'auto', 'classification', 'regression'; got 'ranking'"),
         (dict(k=2, module="mlp"), TypeError, "module must be a torch.nn.Module or None; got str"),
-        (dict(k=2, seed=-3), ValueError, "seed must be a non-negative int; got -3"),
+        (dict(k=2, seed=-3), ValueError, "seed must be None, a non-negative int or a numpy.random.Generator; got -3"),
         (dict(k=2, device="gpu0"), ValueError, "device must be a torch device such as 'cpu' or 'cuda'; got 'gpu0'"),
     ],
 )

@@ -100,7 +100,7 @@ def test_stability_unsupervised_selector_y_none():
 
 def test_stability_errors():
     X = np.zeros((10, 3))
-    with pytest.raises(ValueError, match="n_bootstrap must be an integer >= 2"):
+    with pytest.raises(ValueError, match="n_bootstrap must be an int >= 2"):
         stability(FirstColumns(), X, n_bootstrap=1)
     with pytest.raises(ValueError, match="y has 9 entries but X has 10 rows"):
         stability(SIOFS(k=1), X, np.arange(9))

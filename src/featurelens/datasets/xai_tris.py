@@ -24,11 +24,12 @@ defaults to the values of the paper, :data:`XAI_TRIS_SNR`.
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.ndimage import gaussian_filter, gaussian_filter1d
+
+from .._validation import check_float, check_int, check_option, check_seed, seed_param
 
 __all__ = ["SCENARIOS", "BACKGROUNDS", "IMAGE_SIZES", "XAI_TRIS_SNR", "XAITrisDataset", "xai_tris"]
 
@@ -82,7 +83,8 @@ class XAITrisDataset:
         patterns: the signed pattern image of each sample before SNR scaling, (N, H, W), float32.
         scenario, background, image_size: the generator's arguments.
         snr: the signal-to-noise ratio ``alpha`` that was used.
-        seed: the seed the data were drawn with.
+        seed: the seed the data were drawn with (an int; None for fresh entropy; ``"generator"``
+            when a numpy Generator was given).
     """
 
     X: np.ndarray
@@ -93,7 +95,7 @@ class XAITrisDataset:
     background: str
     image_size: int
     snr: float
-    seed: int
+    seed: int | str | None
 
     def __len__(self) -> int:
         return int(self.y.shape[0])
@@ -137,7 +139,7 @@ def xai_tris(
     image_size: int = 8,
     n_samples: int = 10000,
     snr: float | None = None,
-    seed: int = 0,
+    seed=0,
 ) -> XAITrisDataset:
     """Generate an XAI-TRIS data set (Clark, Wilming & Haufe 2024, arXiv:2306.12816).
 
@@ -152,9 +154,16 @@ def xai_tris(
         image_size: 8 or 64. On 64x64 the tetrominoes are upscaled (by 8, or by 4 for
             ``translations_rotations``) and blurred with a Gaussian of sigma 1.5; ground-truth masks
             are the blurred pattern >= 0.05.
-        n_samples: number of images N; a multiple of 4 (the XOR scenario uses quarters). Half are class 0.
+        n_samples: number of images N, at least 2 (one image per class), and at least 4 for ``"xor"``
+            (one image per sign combination). Class 0 gets ``ceil(N / 2)`` images and class 1
+            ``floor(N / 2)``, so the classes differ by at most one. In ``"xor"`` each class of
+            ``N_c`` images holds ``ceil(N_c / 2)`` of its first sign combination ((+, +) for class 0,
+            (+, -) for class 1) and ``floor(N_c / 2)`` of its second ((-, -), (-, +)). When N is a
+            multiple of 4 every class and sign combination gets exactly N / 4 per combination, as in
+            the paper.
         snr: ``alpha`` in (0, 1); ``None`` takes the paper's value from :data:`XAI_TRIS_SNR`.
-        seed: non-negative int; the output is a deterministic function of all arguments.
+        seed: None, a non-negative int or a ``numpy.random.Generator``; with an int the output is a
+            deterministic function of all arguments.
 
     Returns:
         An :class:`XAITrisDataset`. Samples are generated class 0 first, then class 1, and shuffled
@@ -165,32 +174,20 @@ def xai_tris(
     Cost: 64x64 with N = 40,000 takes about 4 s and 1.9 GB peak memory (the returned arrays alone
     take 1.5 GB: X and patterns as float32, ground_truth as bool).
     """
-    _check_choice("scenario", scenario, SCENARIOS)
-    _check_choice("background", background, BACKGROUNDS)
-    _check_choice("image_size", image_size, IMAGE_SIZES)
-    image_size = int(image_size)
-    if (
-        isinstance(n_samples, bool)
-        or not isinstance(n_samples, numbers.Integral)
-        or n_samples < 4
-        or n_samples % 4
-    ):
-        raise ValueError(
-            f"n_samples must be an int >= 4 and divisible by 4 (XOR uses quarters); got {n_samples!r}"
-        )
-    n_samples = int(n_samples)
-    if snr is None:
-        alpha = XAI_TRIS_SNR[(scenario, background, image_size)]
-    else:
-        if isinstance(snr, bool) or not isinstance(snr, numbers.Real) or not 0.0 < float(snr) < 1.0:
-            raise ValueError(f"snr must be a float in the open interval (0, 1) or None; got {snr!r}")
-        alpha = float(snr)
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
-    seed = int(seed)
+    scenario = check_option(scenario, "scenario", SCENARIOS)
+    background = check_option(background, "background", BACKGROUNDS)
+    image_size = check_option(image_size, "image_size", IMAGE_SIZES)
+    n_samples = check_int(n_samples, "n_samples", low=1)
+    minimum = _min_samples(scenario)
+    if n_samples < minimum:
+        why = "one image of each sign combination" if scenario == "xor" else "one image of each class"
+        raise ValueError(f"n_samples must be >= {minimum} for scenario {scenario!r} ({why}); got {n_samples}")
+    snr = check_float(snr, "snr", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False, allow_none=True)
+    alpha = XAI_TRIS_SNR[(scenario, background, image_size)] if snr is None else snr
+    seed = check_seed(seed)
 
     bg_rng, layout_rng, shuffle_rng = _rngs(seed)
-    labels = np.repeat(np.array([0, 1], dtype=np.int64), n_samples // 2)
+    labels = _split_counts(n_samples, 2)
     perm = shuffle_rng.permutation(n_samples)
 
     if scenario == "translations_rotations":
@@ -211,7 +208,7 @@ def xai_tris(
         background=background,
         image_size=image_size,
         snr=alpha,
-        seed=seed,
+        seed=seed_param(seed),
     )
 
 
@@ -219,21 +216,24 @@ def xai_tris(
 # building blocks (private; the tests use _rngs, _background and _mix_inplace to check the formulas)
 
 
-def _check_choice(name: str, value, allowed: tuple) -> None:
-    if isinstance(allowed[0], str):
-        ok = isinstance(value, str) and value in allowed
-    else:
-        ok = (
-            isinstance(value, numbers.Integral)
-            and not isinstance(value, bool)
-            and int(value) in allowed
-        )
-    if not ok:
-        raise ValueError(f"{name} must be one of {allowed}; got {value!r}")
+def _min_samples(scenario: str) -> int:
+    """One image per class; XOR needs one per sign combination (two per class)."""
+    return 4 if scenario == "xor" else 2
 
 
-def _rngs(seed: int) -> tuple[np.random.Generator, np.random.Generator, np.random.Generator]:
-    """Independent generators for (backgrounds, pattern layout, shuffle), spawned from ``seed``."""
+def _split_counts(n: int, parts: int) -> np.ndarray:
+    """Group ids 0..parts-1 in order, as equal as possible, the first groups one larger when
+    ``parts`` does not divide ``n`` (``n // parts`` each when it does)."""
+    sizes = np.full(parts, n // parts)
+    sizes[: n % parts] += 1
+    return np.repeat(np.arange(parts, dtype=np.int64), sizes)
+
+
+def _rngs(seed) -> tuple[np.random.Generator, np.random.Generator, np.random.Generator]:
+    """Independent generators for (backgrounds, pattern layout, shuffle), spawned from ``seed``
+    (an int or None through a SeedSequence; a numpy Generator through its own ``spawn``)."""
+    if isinstance(seed, np.random.Generator):
+        return tuple(seed.spawn(3))
     return tuple(np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
 
 
@@ -300,7 +300,9 @@ def _fixed_patterns(scenario: str, labels: np.ndarray, perm: np.ndarray, image_s
         # blurred templates equals blurring the signed image.
         signs = np.array([[1, 1], [-1, -1], [1, -1], [-1, 1]], dtype=np.float32)
         stack = signs[:, :1, None] * t_img + signs[:, 1:, None] * l_img
-        template_id = np.repeat(np.arange(4), n // 4)
+        # Within each class (labels are in class order), the first half (rounded up) takes the
+        # class's first sign combination; with n a multiple of 4 these are exact quarters.
+        template_id = np.concatenate([2 * c + _split_counts(int((labels == c).sum()), 2) for c in (0, 1)])
     else:
         stack = np.stack([t_img, l_img])
         template_id = labels

@@ -6,20 +6,32 @@ choose a number of features themselves (``k=None``), :meth:`ScoreSelector._defau
 
 The base class gives every selector the same behaviour: scikit-learn's ``SelectorMixin`` surface
 (``get_support``, ``transform``, ``inverse_transform``, ``get_feature_names_out``), numpy arrays
-or pandas DataFrames in (a DataFrame in gives a DataFrame out of ``transform``), and clear errors
-for NaN, a ``y`` of the wrong length and a ``k`` larger than the number of features.
+or pandas DataFrames in (a DataFrame in gives a DataFrame out of ``transform``), clear errors
+for NaN, a ``y`` of the wrong length, a ``k`` larger than the number of features, fewer rows than
+the selector can learn from (one row) and a supervised target with a single value, and a
+:class:`DegenerateDataWarning` when the data cannot support the selection it returns (every
+feature scored the same, or ``k`` larger than the number of non-constant columns): the selection
+is then arbitrary among tied features, which a user must not mistake for a finding.
 """
 
 from __future__ import annotations
 
-import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
-__all__ = ["ScoreSelector", "rank_scores", "top_k_mask"]
+from .._validation import check_int
+
+__all__ = ["DegenerateDataWarning", "ScoreSelector", "rank_scores", "top_k_mask"]
+
+
+class DegenerateDataWarning(UserWarning):
+    """The data cannot support the selection a selector returned: every feature scored the same
+    (e.g. all columns constant), or ``k`` exceeds the number of columns that vary, so part of the
+    selection is an arbitrary pick among tied features (the lowest column indices)."""
 
 
 def rank_scores(scores: np.ndarray) -> np.ndarray:
@@ -46,10 +58,16 @@ class ScoreSelector(SelectorMixin, BaseEstimator):
 
     #: Whether ``fit`` needs ``y`` (False for unsupervised selectors, which ignore it).
     _requires_y = True
+    #: Fewest rows ``fit`` accepts: one row has no spread, so no feature can be told from another.
+    _min_samples = 2
 
     # -- to implement -------------------------------------------------------------------------
     def _compute_scores(self, X: np.ndarray, y: np.ndarray | None) -> np.ndarray:
         raise NotImplementedError
+
+    def _uses_y(self) -> bool:
+        """Whether this fit learns from ``y`` (a selector that scores a given trained model does not)."""
+        return self._requires_y
 
     def _default_support(self, scores: np.ndarray) -> np.ndarray:
         """The selection when ``k`` is None; by default every feature with a positive score."""
@@ -57,15 +75,51 @@ class ScoreSelector(SelectorMixin, BaseEstimator):
 
     # -- shared machinery ---------------------------------------------------------------------
     def _check_k(self, n_features: int) -> None:
-        k = getattr(self, "k", None)
-        if k is None:
-            return
-        if not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1:
-            raise ValueError(f"k must be a positive integer or None, got {k!r}")
-        if k > n_features:
+        k = check_int(getattr(self, "k", None), "k", low=1, allow_none=True)
+        if k is not None and k > n_features:
             raise ValueError(
                 f"k={k} is larger than the number of features of X ({n_features}); "
                 f"expected 1 <= k <= {n_features}"
+            )
+
+    def _check_y_varies(self, y: np.ndarray) -> None:
+        # A target with one value leaves nothing to predict: every feature is equally useless, and
+        # any selection would be arbitrary (scikit-learn's classifiers refuse one class likewise).
+        if not self._uses_y():
+            return
+        values = np.unique(y) if y.dtype.kind != "O" else np.unique(y.astype(str))
+        if len(values) < 2:
+            raise ValueError(
+                f"y holds a single value ({np.asarray(values[0]).tolist()!r}) in all {len(y)} rows; {type(self).__name__} needs "
+                "at least 2 distinct target values (2 classes, or a varying regression target)"
+            )
+
+    def _warn_if_degenerate(self, X: np.ndarray, scores: np.ndarray, support: np.ndarray) -> None:
+        name = type(self).__name__
+        n_varying = int((np.ptp(X, axis=0) > 0).sum())
+        n_selected, d = int(support.sum()), X.shape[1]
+        if n_varying == 0:
+            warnings.warn(
+                f"{name}: every column of X is constant, so no feature carries information"
+                + (f"; the {n_selected} selected feature(s) are an arbitrary pick (the lowest column indices)"
+                   if n_selected else ""),
+                DegenerateDataWarning,
+                stacklevel=3,
+            )
+        elif n_selected > n_varying:
+            warnings.warn(
+                f"{name}: {n_selected} features selected but only {n_varying} of the {d} columns of X "
+                f"vary; the other {n_selected - n_varying} selected are constant columns, an arbitrary "
+                "pick among features that carry no information",
+                DegenerateDataWarning,
+                stacklevel=3,
+            )
+        elif 0 < n_selected < d and np.ptp(scores) == 0:
+            warnings.warn(
+                f"{name}: every feature got the same score ({scores[0]:.6g}); the {n_selected} selected "
+                "are an arbitrary pick (the lowest column indices)",
+                DegenerateDataWarning,
+                stacklevel=3,
             )
 
     def _validate_fit_input(self, X, y):
@@ -82,9 +136,12 @@ class ScoreSelector(SelectorMixin, BaseEstimator):
                 raise ValueError(
                     f"y has {y_len} entries but X has {n_rows} rows; expected one target per row of X"
                 )
-            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
+            X, y = validate_data(
+                self, X, y, dtype=np.float64, y_numeric=False, ensure_min_samples=self._min_samples
+            )
+            self._check_y_varies(y)
             return X, y
-        X = validate_data(self, X, dtype=np.float64)
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=self._min_samples)
         return X, None
 
     def fit(self, X, y=None):
@@ -98,6 +155,7 @@ class ScoreSelector(SelectorMixin, BaseEstimator):
         self.ranking_ = rank_scores(scores)
         k = getattr(self, "k", None)
         self.support_ = top_k_mask(scores, k) if k is not None else np.asarray(self._default_support(scores), bool)
+        self._warn_if_degenerate(X, scores, self.support_)
         return self
 
     def _get_support_mask(self):

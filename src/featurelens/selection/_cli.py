@@ -1,11 +1,18 @@
 """The ``featurelens select`` command: choose the columns of a CSV file that predict a target column.
 
-``featurelens select DATA.csv --target COLUMN -k K --method NAME [--out FILE] [--seed N]`` reads
+``featurelens select DATA.csv --target COLUMN -k K --method NAME [--out FILE [--overwrite]] [--seed N]`` reads
 the file (pandas), fits the selector on the numeric feature columns (every column but the target),
 prints the selected columns with their scores (higher = more important) and ranks (and p-values for
-MinShap), and writes them as a CSV (``column,score,rank[,pvalue]``) with ``--out``. Exit codes: 0 on success, 2 for a usage error (a
+MinShap), and writes them as a CSV (``column,score,rank[,pvalue]``) with ``--out``; a column name
+that a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, tab or carriage
+return) is written with a leading single quote. Data with fewer than 2 rows are refused; a
+selection the data cannot support (all columns constant, ...) is printed with a warning. Exit codes: 0 on success, 2 for a usage error (a
 missing or unreadable file, an unknown target column, non-numeric or missing feature values, a bad
-``k``, an unknown method), 1 when the selector itself fails.
+``k``, an unknown method, an unusable ``--out``), 1 when the selector itself fails. The options
+are defined in :mod:`featurelens.cli` (no torch import for ``--help``). ``--out`` is checked
+before any work: an existing file is replaced only when its first line is a header this command
+writes (an earlier selection), or with ``--overwrite``; the file is written aside and renamed
+into place.
 """
 
 from __future__ import annotations
@@ -13,15 +20,9 @@ from __future__ import annotations
 import os
 import sys
 
-from .._argtypes import non_negative_int as _non_negative_int
-from .._argtypes import positive_int as _positive_int
-
-HELP = "select the columns of a CSV file that predict a target column"
-DESCRIPTION = (
-    "Fit one of featurelens's feature selectors on the numeric columns of DATA.csv (all but the "
-    "target column), print the selected columns with their scores (higher = more important) and "
-    "ranks, and optionally write them to a CSV file."
-)
+#: The first line of a file ``--out`` wrote: an existing file that starts otherwise is not replaced
+#: without ``--overwrite``.
+OUT_HEADERS = ("column,score,rank", "column,score,rank,pvalue")
 
 #: method name -> (class name in featurelens.selection, whether it uses the target, whether it
 #: needs k). Unsupervised selectors (nbse, minkowski) ignore the target column's values.
@@ -35,19 +36,17 @@ METHODS = {
 }
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("data", metavar="DATA.csv", help="a CSV file with a header row")
-    parser.add_argument("--target", required=True, metavar="COLUMN", help="the column to predict")
-    parser.add_argument(
-        "-k", type=_positive_int, default=None, metavar="K",
-        help="number of columns to select (default: the method's own rule; sand needs K)",
-    )
-    parser.add_argument(
-        "--method", required=True, choices=sorted(METHODS), metavar="NAME",
-        help=f"the selector: {', '.join(sorted(METHODS))}",
-    )
-    parser.add_argument("--out", default=None, metavar="FILE", help="write column,score,rank of the selection here")
-    parser.add_argument("--seed", type=_non_negative_int, default=0, metavar="N", help="random seed (default 0)")
+#: First characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text_cell(text: str) -> str:
+    """A text cell safe to open in a spreadsheet: one that starts with ``=``, ``+``, ``-``, ``@``,
+    a tab or a carriage return gets a leading single quote (the OWASP CSV-injection rule), so a
+    column named ``=HYPERLINK(...)`` is shown as text, never run as a formula. Numbers are written
+    as numbers and need no escaping."""
+    text = str(text)
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def _usage_error(message: str) -> int:
@@ -71,6 +70,13 @@ def run(args) -> int:
     import numpy as np
     import pandas as pd
 
+    from ..report import OutError, check_out_file, replace_file
+
+    if args.out is not None:  # before reading and fitting: a bad --out costs nothing
+        try:
+            check_out_file(args.out, OUT_HEADERS, args.overwrite, name="--out")
+        except OutError as err:
+            return _usage_error(str(err))
     path = args.data
     if not os.path.isfile(path):
         return _usage_error(f"DATA file {path!r} not found")
@@ -103,15 +109,32 @@ def run(args) -> int:
     if needs_k and args.k is None:
         return _usage_error(f"--method {args.method} needs -k (it selects exactly k columns)")
 
+    if X.shape[0] < 2:
+        return _usage_error(
+            f"{path} has {X.shape[0]} data row(s); selecting columns needs at least 2 rows (one row has "
+            "no spread, so no column can be told from another)"
+        )
+
+    import warnings
+
+    from ._base import DegenerateDataWarning
+
     selector = make_selector(args.method, args.k, args.seed)
     X = X.astype(np.float64)
     try:
-        selector.fit(X, y.to_numpy() if supervised else None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            selector.fit(X, y.to_numpy() if supervised else None)
     except (ValueError, TypeError) as err:
         return _usage_error(f"{args.method}: {err}")
     except Exception as err:  # pragma: no cover - a failure of the method itself
         print(f"featurelens select: {args.method} failed: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
+    for w in caught:
+        if issubclass(w.category, DegenerateDataWarning):
+            print(f"featurelens select: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
     support = np.asarray(selector.get_support())
     names = np.asarray(X.columns.astype(str))
@@ -128,12 +151,14 @@ def run(args) -> int:
     print(f"{'rank':>4}  {'column':<{width}}  {'score':<12}" + ("  p-value" if pv else ""))
     for rank, name, score in rows:
         print(f"{rank:>4}  {name:<{width}}  {score:<12.6g}" + (f"  {pv[name]:.3g}" if pv else ""))
-    if args.out:
-        out = pd.DataFrame({"column": [r[1] for r in rows], "score": [r[2] for r in rows], "rank": [r[0] for r in rows]})
+    if args.out is not None:
+        out = pd.DataFrame(
+            {"column": [csv_text_cell(r[1]) for r in rows], "score": [r[2] for r in rows], "rank": [r[0] for r in rows]}
+        )
         if pv:
             out["pvalue"] = [pv[r[1]] for r in rows]
         try:
-            out.to_csv(args.out, index=False)
+            replace_file(args.out, out.to_csv(index=False))  # built aside, renamed into place
         except OSError as err:
             return _usage_error(f"cannot write --out {args.out!r}: {err}")
         print(f"written: {args.out}")

@@ -8,13 +8,12 @@ predictor uses; its diagonal ``M_jj = (1/n) sum_i ||d f(x_i) / d x_j||^2`` score
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 import torch
 from sklearn.base import clone
 from sklearn.utils.multiclass import type_of_target
 
+from .._validation import check_int, check_seed
 from ._base import ScoreSelector
 
 __all__ = ["AGOPSelector"]
@@ -51,7 +50,7 @@ class AGOPSelector(ScoreSelector):
     iters, bandwidth, reg
         Passed to the default RFM (number of AGOP updates, kernel bandwidth, ridge).
     seed
-        Seeds the default RFM's validation split.
+        None, an int or a ``numpy.random.Generator``; seeds the default RFM's validation split.
 
     Attributes
     ----------
@@ -66,6 +65,9 @@ class AGOPSelector(ScoreSelector):
         self.bandwidth = bandwidth
         self.reg = reg
         self.seed = seed
+
+    def _uses_y(self) -> bool:
+        return not isinstance(self.estimator, torch.nn.Module)  # a trained network needs no y
 
     def _default_support(self, scores):
         return scores > scores.mean()
@@ -91,10 +93,8 @@ class AGOPSelector(ScoreSelector):
         if est is None:
             from ..learning import RFMClassifier, RFMRegressor
 
-            for name in ("iters",):
-                v = getattr(self, name)
-                if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-                    raise ValueError(f"{name} must be an int >= 0; got {v!r}")
+            check_int(self.iters, "iters", low=0)
+            check_seed(self.seed)
             kind = type_of_target(y, input_name="y", raise_unknown=True)
             if kind in ("binary", "multiclass"):
                 cls = RFMClassifier

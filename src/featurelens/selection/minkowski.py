@@ -9,11 +9,12 @@ the median of all collected cluster weights.
 
 from __future__ import annotations
 
-import numbers
+import warnings
 
 import numpy as np
 
-from ._base import ScoreSelector
+from .._validation import check_bool, check_int, check_option, check_seed, numpy_rng
+from ._base import DegenerateDataWarning, ScoreSelector
 
 __all__ = ["MinkowskiWeightedSelector", "minkowski_center"]
 
@@ -154,7 +155,10 @@ class MinkowskiWeightedSelector(ScoreSelector):
     ``center="approx"`` uses the authors' shortcut for the cluster centre (median for p < 1.5, mean
     otherwise); ``center="exact"`` uses :func:`minkowski_center` (bisection; 30-60x slower).
     ``n_clusters=None`` uses 3 clusters (FS-MWK++ needs a number of clusters; pass the one you
-    expect). Learned: ``weights_`` (len(p_grid), n_clusters, n_features), ``p_grid_``,
+    expect; fewer when X has fewer rows). An ``n_clusters`` larger than the number of rows is
+    refused; one larger than the number of distinct rows runs with that many clusters and warns
+    (:class:`DegenerateDataWarning`), as scikit-learn's ``KMeans`` does. ``seed`` is None, an int
+    or a ``numpy.random.Generator``. Learned: ``weights_`` (len(p_grid), n_clusters, n_features), ``p_grid_``,
     ``n_clusters_``, ``cluster_sizes_`` (len(p_grid), n_clusters), ``n_iter_`` (the most
     assignment passes any kept run used). With one cluster the weights are the global ones.
 
@@ -192,22 +196,23 @@ class MinkowskiWeightedSelector(ScoreSelector):
             raise TypeError(f"p_grid must be a sequence of numbers > 1, got {self.p_grid!r}") from err
         if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 1):
             raise ValueError(f"p_grid must be a non-empty sequence of finite numbers > 1, got {self.p_grid!r}")
-        for name in ("n_init", "max_iter"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        nc = self.n_clusters
-        if nc is not None and (not isinstance(nc, numbers.Integral) or isinstance(nc, bool) or nc < 1):
-            raise ValueError(f"n_clusters must be None or a positive integer, got {nc!r}")
-        if self.center not in ("approx", "exact"):
-            raise ValueError(f"center must be 'approx' or 'exact', got {self.center!r}")
+        check_int(self.n_init, "n_init", low=1)
+        check_int(self.max_iter, "max_iter", low=1)
+        check_int(self.n_clusters, "n_clusters", low=1, allow_none=True)
+        check_option(self.center, "center", ("approx", "exact"))
+        check_bool(self.standardize, "standardize")
+        check_seed(self.seed)
         return grid
 
     def _compute_scores(self, X, y):
         grid = self._check_params()
         n, d = X.shape
         varying = np.ptp(X, axis=0) > 0
-        K = 3 if self.n_clusters is None else int(self.n_clusters)
+        if self.n_clusters is not None and self.n_clusters > n:
+            # As scikit-learn's KMeans: more clusters than rows cannot be formed.
+            raise ValueError(f"n_clusters={self.n_clusters} is larger than the number of rows of X ({n}); "
+                             f"expected n_clusters <= {n}")
+        K = min(3, n) if self.n_clusters is None else int(self.n_clusters)
         self.p_grid_ = grid
         self.n_clusters_ = K
         self.weights_ = np.zeros((len(grid), K, d))
@@ -222,7 +227,15 @@ class MinkowskiWeightedSelector(ScoreSelector):
             Z = (Z - Z.mean(axis=0)) / Z.std(axis=0)
         n_distinct = len(np.unique(Z, axis=0))
         K_eff = min(K, n_distinct)
-        rng = np.random.default_rng(self.seed)
+        if K_eff < K and self.n_clusters is not None:
+            # As KMeans's ConvergenceWarning: the weights come from fewer clusters than asked for.
+            warnings.warn(
+                f"MinkowskiWeightedSelector: n_clusters={K} but X has only {n_distinct} distinct rows "
+                f"(after dropping constant columns); the weights come from {K_eff} cluster(s)",
+                DegenerateDataWarning,
+                stacklevel=4,
+            )
+        rng = numpy_rng(self.seed)
         exact = self.center == "exact"
         rows = []
         for a, p in enumerate(grid):

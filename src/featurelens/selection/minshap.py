@@ -9,7 +9,6 @@ arXiv 2604.15107. No code was released; the procedure here is reconstructed from
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 from scipy import stats
@@ -17,7 +16,8 @@ from sklearn.base import clone, is_classifier
 from sklearn.model_selection import train_test_split
 from sklearn.utils.multiclass import type_of_target
 
-from ..explainers.shapley import antithetic_permutations
+from .._validation import check_float, check_int, check_option, check_seed, numpy_rng
+from ..approximators import antithetic_permutations
 from ..games import Game
 from ._base import ScoreSelector
 
@@ -135,7 +135,8 @@ class MinShapSelector(ScoreSelector):
     task
         "auto", "classification" or "regression".
     seed
-        Seeds the split, the background pairing, the permutations and the default estimator.
+        None, an int or a ``numpy.random.Generator``; seeds the split, the background pairing, the
+        permutations and the default estimator.
 
     Attributes
     ----------
@@ -173,23 +174,14 @@ class MinShapSelector(ScoreSelector):
         self.seed = seed
 
     def _check_params(self):
-        a = self.alpha
-        if isinstance(a, bool) or not isinstance(a, numbers.Real) or not 0 < a < 1:
-            raise ValueError(f"alpha must be a number in (0, 1); got {a!r}")
-        P = self.n_permutations
-        if isinstance(P, bool) or not isinstance(P, numbers.Integral) or P < 1:
-            raise ValueError(f"n_permutations must be a positive int; got {P!r}")
-        if self.combine not in _COMBINE:
-            raise ValueError(f"combine must be one of {_COMBINE}; got {self.combine!r}")
-        t = self.test_size
-        if isinstance(t, bool) or not isinstance(t, numbers.Real) or not 0 < t < 1:
-            raise ValueError(f"test_size must be a fraction in (0, 1); got {t!r}")
-        if self.task not in ("auto", "classification", "regression"):
-            raise ValueError(f"task must be 'auto', 'classification' or 'regression'; got {self.task!r}")
+        check_float(self.alpha, "alpha", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+        check_int(self.n_permutations, "n_permutations", low=1)
+        check_option(self.combine, "combine", _COMBINE)
+        check_float(self.test_size, "test_size", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+        check_option(self.task, "task", ("auto", "classification", "regression"))
         if self.estimator is not None and not hasattr(self.estimator, "fit"):
             raise TypeError(f"estimator must be a scikit-learn estimator with fit; got {type(self.estimator).__name__}")
-        if not (isinstance(self.seed, numbers.Integral) and not isinstance(self.seed, bool) and self.seed >= 0):
-            raise ValueError(f"seed must be a non-negative int; got {self.seed!r}")
+        check_seed(self.seed)
 
     def _resolve_task(self, y) -> str:
         if self.task != "auto":
@@ -213,7 +205,7 @@ class MinShapSelector(ScoreSelector):
         # model on multiclass data (one tree per class per round); n_jobs=1 avoids
         # oversubscription when several fits run side by side.
         cls = RandomForestClassifier if self.task_ == "classification" else RandomForestRegressor
-        return cls(n_estimators=100, min_samples_leaf=2, n_jobs=1, random_state=int(self.seed))
+        return cls(n_estimators=100, min_samples_leaf=2, n_jobs=1, random_state=self._state)
 
     def _per_row_loss(self, est, X, y):
         if self.task_ == "regression":
@@ -231,7 +223,11 @@ class MinShapSelector(ScoreSelector):
         self._check_params()
         n, d = X.shape
         self.task_ = self._resolve_task(y)
-        rng = np.random.default_rng(int(self.seed))
+        seed = check_seed(self.seed)
+        rng = numpy_rng(seed)
+        # scikit-learn's split and forest take an int (not a numpy Generator): an int seed is used
+        # as it is; a Generator (or None) gives one int drawn from its stream.
+        self._state = seed if isinstance(seed, int) else int(rng.integers(0, 2**31 - 1))
         stratify = None
         if self.task_ == "classification":
             _, counts = np.unique(y, return_counts=True)
@@ -241,7 +237,7 @@ class MinShapSelector(ScoreSelector):
         if n < 4:
             raise ValueError(f"X has n_samples={n} rows; MinShapSelector needs at least 4 (a training and a held-out split)")
         X_tr, X_te, y_tr, y_te = train_test_split(
-            X, y, test_size=self.test_size, random_state=int(self.seed), stratify=stratify
+            X, y, test_size=self.test_size, random_state=self._state, stratify=stratify
         )
         est = self._make_estimator().fit(X_tr, y_tr)
         self.estimator_ = est

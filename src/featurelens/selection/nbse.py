@@ -14,12 +14,12 @@ temperature: Dall'Amico, Couillet, Tremblay, J. Stat. Mech. (2021) 093405, arXiv
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 from scipy.linalg import eigh
 from threadpoolctl import threadpool_limits
 
+from .._validation import check_int
 from ._base import ScoreSelector
 
 __all__ = ["NBSE", "bethe_hessian", "nishimori_embedding", "spin_glass_beta"]
@@ -215,9 +215,7 @@ class NBSE(ScoreSelector):
         self._bins(C, np.sort(order[t:]), n_bins - j, out)
 
     def _compute_scores(self, X, y):
-        nn = self.n_neighbors
-        if not isinstance(nn, numbers.Integral) or isinstance(nn, bool) or nn < 1:
-            raise ValueError(f"n_neighbors must be a positive integer, got {nn!r}")
+        nn = check_int(self.n_neighbors, "n_neighbors", low=1)
         n, d = X.shape
         varying = np.flatnonzero(np.ptp(X, axis=0) > 0)
         scores = np.zeros(d)

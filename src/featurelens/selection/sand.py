@@ -17,12 +17,12 @@ network pushes its gain further up; the constraint pushes the others down. The g
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import torch
 from sklearn.utils.multiclass import type_of_target
 
+from .._validation import check_float, check_int, check_option, check_optional_bool, check_seed, torch_generator
 from ._base import ScoreSelector
 
 __all__ = ["NoiseGainLayer", "SAND"]
@@ -55,15 +55,9 @@ class NoiseGainLayer(torch.nn.Module):
 
     def __init__(self, n_features: int, k: int, sigma: float = 1.5):
         super().__init__()
-        if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral) or n_features < 1:
-            raise ValueError(f"n_features must be a positive int; got {n_features!r}")
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= n_features:
-            raise ValueError(f"k must be an int with 1 <= k <= n_features={n_features}; got {k!r}")
-        if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real) or not sigma >= 0 or not math.isfinite(sigma):
-            raise ValueError(f"sigma must be a finite number >= 0; got {sigma!r}")
-        self.n_features = int(n_features)
-        self.k = int(k)
-        self.sigma = float(sigma)
+        self.n_features = check_int(n_features, "n_features", low=1)
+        self.k = check_int(k, "k", low=1, high=self.n_features)
+        self.sigma = check_float(sigma, "sigma", low=0.0)
         self.w = torch.nn.Parameter(torch.full((self.n_features,), math.sqrt(self.k / self.n_features)))
 
     def gains(self) -> torch.Tensor:
@@ -87,18 +81,6 @@ class NoiseGainLayer(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"n_features={self.n_features}, k={self.k}, sigma={self.sigma}"
-
-
-def _check_positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive int; got {value!r}")
-    return int(value)
-
-
-def _check_positive_float(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0 or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
-    return float(value)
 
 
 class SAND(ScoreSelector):
@@ -139,7 +121,8 @@ class SAND(ScoreSelector):
         "auto" (classification for binary/multiclass targets, regression for continuous ones),
         "classification" or "regression".
     seed
-        Seeds the network initialisation, the noise and the batch order.
+        None, an int or a ``numpy.random.Generator``; seeds the network initialisation, the noise
+        and the batch order.
     device
         Torch device for training.
     progress
@@ -191,30 +174,24 @@ class SAND(ScoreSelector):
     def _check_params(self):
         if self.k is None:
             raise ValueError("k must be a positive integer for SAND (it trains for exactly k features); got None")
-        epochs = _check_positive_int(self.epochs, "epochs")
-        batch_size = _check_positive_int(self.batch_size, "batch_size")
-        lr = _check_positive_float(self.lr, "lr")
-        sigma = self.sigma
-        if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real) or not sigma >= 0 or not math.isfinite(sigma):
-            raise ValueError(f"sigma must be a finite number >= 0; got {sigma!r}")
+        epochs = check_int(self.epochs, "epochs", low=1)
+        batch_size = check_int(self.batch_size, "batch_size", low=1)
+        lr = check_float(self.lr, "lr", low=0.0, low_inclusive=False)
+        sigma = check_float(self.sigma, "sigma", low=0.0)
         hidden = tuple(self.hidden) if self.hidden is not None else ()
         for h in hidden:
-            _check_positive_int(h, "each width in hidden")
-        if self.task not in ("auto", "classification", "regression"):
-            raise ValueError(f"task must be 'auto', 'classification' or 'regression'; got {self.task!r}")
-        seed = self.seed
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int; got {seed!r}")
+            check_int(h, "each width in hidden", low=1)
+        check_option(self.task, "task", ("auto", "classification", "regression"))
+        check_seed(self.seed)
+        check_optional_bool(self.progress, "progress")
         try:
             torch.device(self.device)
         except (RuntimeError, TypeError) as err:
             raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda'; got {self.device!r}") from err
         if self.module is not None and not isinstance(self.module, torch.nn.Module):
             raise TypeError(f"module must be a torch.nn.Module or None; got {type(self.module).__name__}")
-        wd = self.weight_decay
-        if isinstance(wd, bool) or not isinstance(wd, numbers.Real) or not wd >= 0 or not math.isfinite(wd):
-            raise ValueError(f"weight_decay must be a finite number >= 0; got {wd!r}")
-        return epochs, batch_size, lr, float(sigma), hidden, float(wd)
+        wd = check_float(self.weight_decay, "weight_decay", low=0.0)
+        return epochs, batch_size, lr, sigma, hidden, wd
 
     def _check_module_output(self, net, d: int, n_out: int, device) -> None:
         with torch.no_grad():
@@ -259,11 +236,12 @@ class SAND(ScoreSelector):
             loss_fn = torch.nn.MSELoss()
 
         device = torch.device(self.device)
-        gen = torch.Generator().manual_seed(int(self.seed))
+        # An int seed seeds both streams with itself; a numpy Generator (or None) gives one drawn int.
+        gen = torch_generator(self.seed)
         # Network initialisation and noise use the global RNG; fork it so fitting does not disturb
         # the caller's random state and the same seed gives the same gains.
         with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
-            torch.manual_seed(int(self.seed))
+            torch.manual_seed(gen.initial_seed())
             layer = NoiseGainLayer(d, int(self.k), sigma)
             if self.module is not None:
                 import copy

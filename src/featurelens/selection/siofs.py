@@ -13,12 +13,12 @@ predecessor IOFS, IEEE TIP 33 (2024) 809-824.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 from scipy.spatial.distance import cdist
 from sklearn.utils.multiclass import type_of_target
 
+from .._validation import check_bool, check_float
 from ._base import ScoreSelector
 
 __all__ = ["SIOFS", "refined_density_mean", "siofs_intrusion"]
@@ -174,9 +174,8 @@ class SIOFS(ScoreSelector):
         self.standardize = standardize
 
     def _compute_scores(self, X, y):
-        a = self.alpha
-        if not isinstance(a, numbers.Real) or isinstance(a, bool) or not (0 < a <= 1):
-            raise ValueError(f"alpha must be a number in (0, 1], got {a!r}")
+        a = check_float(self.alpha, "alpha", low=0.0, high=1.0, low_inclusive=False)
+        check_bool(self.standardize, "standardize")
         kind = type_of_target(y, raise_unknown=True)  # sklearn's 'Unknown label type' error
         if kind not in ("binary", "multiclass"):
             raise ValueError(

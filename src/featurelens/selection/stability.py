@@ -7,10 +7,10 @@ feature) by Nogueira's stability index and by the mean pairwise Jaccard index.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from sklearn.base import clone
+
+from .._validation import check_int, numpy_rng
 
 __all__ = ["stability", "nogueira_index", "mean_pairwise_jaccard"]
 
@@ -91,7 +91,8 @@ def stability(selector, X, y=None, n_bootstrap: int = 30, seed=0) -> dict:
       selection frequency), ``"n_selected"``: Z.sum(axis=1), and ``"n_bootstrap"``.
 
     The clone keeps the selector's parameters (including its own seed); the resamples come from
-    ``np.random.default_rng(seed)``, so the result is reproducible.
+    ``seed`` (None, an int or a ``numpy.random.Generator``), so an int seed gives the same result
+    on every call.
 
     Nogueira, Sechidis, Brown, JMLR 18(174), 2018 (the index); Jaccard (1901).
     """
@@ -100,8 +101,7 @@ def stability(selector, X, y=None, n_bootstrap: int = 30, seed=0) -> dict:
             f"selector must be a scikit-learn selector (with fit, get_params and get_support), "
             f"got {type(selector).__name__}"
         )
-    if not isinstance(n_bootstrap, numbers.Integral) or isinstance(n_bootstrap, bool) or n_bootstrap < 2:
-        raise ValueError(f"n_bootstrap must be an integer >= 2, got {n_bootstrap!r}")
+    n_bootstrap = check_int(n_bootstrap, "n_bootstrap", low=2)
     if not hasattr(X, "shape"):
         X = np.asarray(X)
     if len(X.shape) != 2:
@@ -114,7 +114,7 @@ def stability(selector, X, y=None, n_bootstrap: int = 30, seed=0) -> dict:
         if y_len != n:
             raise ValueError(f"y has {y_len} entries but X has {n} rows; expected one target per row of X")
 
-    rng = np.random.default_rng(seed)
+    rng = numpy_rng(seed)
     supports = []
     for _ in range(int(n_bootstrap)):
         idx = rng.integers(0, n, size=n)

@@ -1,0 +1,284 @@
+"""The one home of featurelens's saved formats: JSON conversion and schema-checked ``.npz`` files.
+
+Saved results (:class:`featurelens.Explanation`, :class:`featurelens.interactions.Interactions`) are
+one ``.npz`` archive each: plain numeric arrays plus an array ``meta`` holding a JSON document.
+Nothing is ever unpickled (``allow_pickle=False``), and a file is read against a schema: every
+problem (not a zip archive, a truncated or corrupt member, an array holding Python objects, broken
+or deeply nested JSON, a missing, unknown or mistyped field, inconsistent lengths) raises
+:class:`SavedFileError`, a ``ValueError`` whose message names the file, the field, what was found
+and what was expected.
+
+:func:`to_jsonable` is the one conversion of parameters, diagnostics and results to JSON (numpy
+scalars to Python numbers, small arrays to lists, non-finite floats to null); report writers use it
+too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import tempfile
+import zipfile
+from typing import Any, Iterable
+
+import numpy as np
+
+__all__ = [
+    "SavedFileError",
+    "describe_load_error",
+    "to_jsonable",
+    "dumps",
+    "npz_path",
+    "write_npz",
+    "read_npz",
+    "read_meta",
+    "check_keys",
+    "meta_field",
+    "array_field",
+]
+
+#: Arrays of at most this many elements become JSON lists; larger ones a shape/dtype summary.
+MAX_LIST = 64
+#: The deepest nesting of lists/dicts accepted in a saved JSON document.
+MAX_DEPTH = 64
+
+
+class SavedFileError(ValueError):
+    """A saved featurelens file that does not match its schema.
+
+    ``path`` is the file, ``field`` the array or JSON field at fault (None for the file as a
+    whole); the message says what was found and what was expected.
+    """
+
+    def __init__(self, path: str, kind: str, field: str | None, problem: str):
+        self.path = path
+        self.field = field
+        where = "" if field is None else f"{field}: "
+        article = "a " if not kind.endswith("s") else ""
+        super().__init__(f"{path!r} is not {article}saved featurelens {kind}: {where}{problem}")
+
+
+# --------------------------------------------------------------------------------------------------
+# JSON
+
+
+def to_jsonable(value: Any, *, max_list: int = MAX_LIST) -> Any:
+    """``value`` as plain JSON data (dict, list, str, int, float, bool, None).
+
+    Dict keys become strings, tuples lists; numpy and torch scalars become Python numbers (bools
+    stay bools); arrays and tensors with at most ``max_list`` elements become nested lists, larger
+    ones ``{"array_shape": [...], "dtype": "..."}``; NaN and inf become ``None`` (JSON has no
+    non-finite numbers); any other object becomes its ``repr``.
+    """
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v, max_list=max_list) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v, max_list=max_list) for v in value]
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "biufU" and value.size <= max_list:
+            return to_jsonable(value.tolist(), max_list=max_list)
+        return {"array_shape": [int(s) for s in value.shape], "dtype": str(value.dtype)}
+    return repr(value)
+
+
+def dumps(value: Any, **kwargs) -> str:
+    """Strict JSON text of :func:`to_jsonable` ``(value)`` (never ``NaN``/``Infinity`` tokens)."""
+    return json.dumps(to_jsonable(value), allow_nan=False, **kwargs)
+
+
+def _depth(value) -> int:
+    """Nesting depth of parsed JSON, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if level > MAX_DEPTH:
+            return level
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+# --------------------------------------------------------------------------------------------------
+# writing
+
+
+def npz_path(path: str | os.PathLike) -> str:
+    """``path`` as a string with ``.npz`` appended when missing."""
+    path = os.fspath(path)
+    return path if path.endswith(".npz") else path + ".npz"
+
+
+def write_npz(path: str | os.PathLike, arrays: dict, meta: dict) -> str:
+    """Write ``arrays`` and the JSON document ``meta`` (strict JSON, see :func:`dumps`) to a
+    compressed ``.npz`` file; returns the path (``.npz`` appended when missing).
+
+    The archive is written to a temporary file beside ``path`` and moved into place, so an
+    interrupted save never leaves a truncated file under the name.
+    """
+    path = npz_path(path)
+    payload = {name: np.asarray(a) for name, a in arrays.items()}
+    for name, a in payload.items():
+        if a.dtype.kind == "O":
+            raise TypeError(f"array {name!r} holds Python objects (dtype object); only numeric arrays are saved")
+    payload["meta"] = np.array(dumps(meta))
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez_compressed(f, **payload)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return path
+
+
+# --------------------------------------------------------------------------------------------------
+# reading
+
+
+def describe_load_error(err: Exception) -> str:
+    """What a failure of ``np.load(..., allow_pickle=False)`` means, without numpy's advice to
+    load the file unsafely."""
+    text = str(err)
+    if "pickle" in text.lower():
+        # numpy's own message suggests loading it unsafely; a saved featurelens file never needs that.
+        return "it holds Python objects (pickled data), which are never loaded because unpickling can run code"
+    return f"it is corrupt or truncated ({type(err).__name__}: {text})"
+
+
+def read_npz(path: str | os.PathLike, kind: str, required: Iterable[str], optional: Iterable[str] = (),
+             prefixes: Iterable[str] = ()) -> tuple[str, dict]:
+    """Read every array of the ``.npz`` file ``path`` (``.npz`` appended when the bare name does not
+    exist); returns ``(path, {name: array})``.
+
+    ``required`` arrays must be present; ``optional`` ones and names starting with one of
+    ``prefixes`` may be; any other name is refused. A missing file raises ``FileNotFoundError``;
+    every other problem :class:`SavedFileError`. Object arrays are never loaded.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path) and os.path.exists(path + ".npz"):
+        path += ".npz"
+    if os.path.isdir(path):
+        raise SavedFileError(path, kind, None, "it is a folder; expected a .npz file written by featurelens's save()")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"saved featurelens {kind} {path!r} does not exist")
+    if not zipfile.is_zipfile(path):
+        with open(path, "rb") as f:
+            head = f.read(8)
+        if head.startswith(b"PK"):
+            problem = "it is corrupt or truncated (a zip archive without its central directory)"
+        else:
+            problem = f"the file is not a .npz (zip) archive (it starts with {head!r})"
+        raise SavedFileError(path, kind, None, f"{problem}; expected a file written by featurelens's save()")
+    required, optional, prefixes = tuple(required), tuple(optional), tuple(prefixes)
+    arrays = {}
+    try:
+        data = np.load(path, allow_pickle=False)
+    except Exception as err:  # zipfile, zlib and numpy raise a zoo of types for broken archives
+        raise SavedFileError(path, kind, None, describe_load_error(err)) from None
+    with data:
+        names = list(data.files)
+        missing = [n for n in required if n not in names]
+        if missing:
+            raise SavedFileError(
+                path, kind, None,
+                f"the archive lacks the array(s) {', '.join(map(repr, missing))}; found {names}, expected "
+                f"{list(required)}{' and optionally ' + str(list(optional)) if optional else ''}",
+            )
+        unknown = [n for n in names if n not in required and n not in optional and not n.startswith(prefixes)]
+        if unknown:
+            raise SavedFileError(
+                path, kind, None,
+                f"unknown array(s) {', '.join(map(repr, unknown))}; expected only {list(required + optional)}"
+                + (f" and names starting with {', '.join(map(repr, prefixes))}" if prefixes else ""),
+            )
+        for name in names:
+            try:
+                value = data[name]
+            except Exception as err:
+                raise SavedFileError(path, kind, f"array {name!r}", describe_load_error(err)) from None
+            if not isinstance(value, np.ndarray):
+                raise SavedFileError(path, kind, f"array {name!r}", "the member is not a .npy array")
+            if value.dtype.kind in "OV":
+                raise SavedFileError(path, kind, f"array {name!r}",
+                                     f"found dtype {value.dtype}; expected a plain numeric array")
+            arrays[name] = value
+    return path, arrays
+
+
+def read_meta(path: str, kind: str, array: np.ndarray, fmt: str) -> dict:
+    """Parse the JSON document in the 0-d string array ``meta`` and check its ``format`` field."""
+    if array.ndim != 0 or array.dtype.kind != "U":
+        raise SavedFileError(path, kind, "array 'meta'",
+                             f"found dtype {array.dtype} and shape {array.shape}; expected one JSON string")
+    try:
+        meta = json.loads(str(array))
+    except RecursionError:
+        raise SavedFileError(path, kind, "array 'meta'", f"the JSON is nested too deeply; expected at most "
+                             f"{MAX_DEPTH} levels") from None
+    except ValueError as err:  # JSONDecodeError
+        raise SavedFileError(path, kind, "array 'meta'", f"invalid JSON ({err})") from None
+    if not isinstance(meta, dict):
+        raise SavedFileError(path, kind, "array 'meta'", f"found a JSON {type(meta).__name__}; expected an object")
+    if _depth(meta) > MAX_DEPTH:
+        raise SavedFileError(path, kind, "array 'meta'", f"the JSON is nested more than {MAX_DEPTH} levels deep")
+    if meta.get("format") != fmt:
+        raise SavedFileError(path, kind, "meta field 'format'", f"found {meta.get('format')!r}; expected {fmt!r}")
+    return meta
+
+
+def check_keys(path: str, kind: str, meta: dict, required: Iterable[str], optional: Iterable[str] = ()) -> None:
+    """Refuse a JSON document with missing or unknown fields."""
+    required, optional = tuple(required), tuple(optional)
+    missing = [k for k in required if k not in meta]
+    if missing:
+        raise SavedFileError(path, kind, "array 'meta'",
+                             f"missing field(s) {', '.join(map(repr, missing))}; expected {list(required)}")
+    unknown = [k for k in meta if k not in required and k not in optional]
+    if unknown:
+        raise SavedFileError(path, kind, "array 'meta'",
+                             f"unknown field(s) {', '.join(map(repr, unknown))}; expected only {list(required + optional)}")
+
+
+def meta_field(path: str, kind: str, meta: dict, key: str, check, *args, **kwargs):
+    """``check(meta[key], name, *args, **kwargs)`` with a :mod:`featurelens._validation` check;
+    its TypeError/ValueError becomes a :class:`SavedFileError` naming the file and the field."""
+    try:
+        return check(meta[key], f"meta field {key!r}", *args, **kwargs)
+    except (TypeError, ValueError) as err:
+        raise SavedFileError(path, kind, None, str(err)) from None
+
+
+def array_field(path: str, kind: str, arrays: dict, name: str, kinds: str, ndim: Iterable[int] | None = None):
+    """The array ``name``, refused unless its dtype kind is in ``kinds`` (numpy kind letters) and
+    its number of dimensions in ``ndim`` (any when None)."""
+    a = arrays[name]
+    names = {"b": "bool", "i": "int", "u": "unsigned int", "f": "float"}
+    if a.dtype.kind not in kinds:
+        expected = " or ".join(names.get(k, k) for k in kinds)
+        raise SavedFileError(path, kind, f"array {name!r}", f"found dtype {a.dtype}; expected {expected} values")
+    if ndim is not None and a.ndim not in tuple(ndim):
+        raise SavedFileError(path, kind, f"array {name!r}",
+                             f"found {a.ndim} dimension(s) (shape {a.shape}); expected {' or '.join(map(str, ndim))}")
+    return a
