@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["positive_int", "non_negative_int", "non_negative_float", "fraction"]
+__all__ = ["positive_int", "non_negative_int", "non_negative_float", "fraction", "Choices", "shape", "output_target"]
 
 
 def positive_int(text: str) -> int:
@@ -45,4 +45,52 @@ def fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return value
+
+
+class Choices(argparse.Action):
+    """``nargs="+"`` names, also accepted comma-separated (``--methods saliency,random``), each
+    checked against ``valid`` with a message naming the option, the value and the valid choices.
+
+    ``valid`` is a sequence, or a callable returning one: a callable is only called when the option
+    is given, so that listing heavy registries (the explainers import torch) never slows ``--help``.
+    """
+
+    def __init__(self, option_strings, dest, valid=(), **kwargs):
+        self.valid = valid
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        valid = tuple(self.valid() if callable(self.valid) else self.valid)
+        names = [v for value in values for v in value.split(",") if v]
+        for name in names:
+            if name not in valid:
+                parser.error(f"argument {option_string}: unknown value {name!r}; valid choices: {', '.join(valid)}")
+        setattr(namespace, self.dest, list(dict.fromkeys(names)))
+
+
+def shape(text: str) -> tuple[int, ...]:
+    """A one-sample shape such as ``1,8,8`` or ``1x8x8``."""
+    parts = [p for p in text.replace("x", ",").split(",") if p.strip()]
+    try:
+        value = tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a shape such as 1,8,8; got {text!r}") from None
+    if not value or any(s < 1 for s in value):
+        raise argparse.ArgumentTypeError(f"expected a shape of positive ints such as 1,8,8; got {text!r}")
+    return value
+
+
+def output_target(text: str):
+    """An output index (int >= 0), ``predicted`` or ``labels``."""
+    if text in ("predicted", "labels"):
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an output index (int >= 0), 'predicted' or 'labels'; got {text!r}"
+        ) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an output index >= 0; got {text!r}")
     return value

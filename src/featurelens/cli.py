@@ -1,7 +1,14 @@
 """The command line: ``featurelens benchmark | diagnose | select | audit`` (also ``python -m featurelens``).
 
 ``main(argv=None)`` returns the exit code: 0 on success, 2 for a usage error (an unknown
-scenario, background, model or method name, a bad number), 1 when the run itself fails.
+scenario, background, model or method name, a bad number, an unusable ``--out``), 1 when the run
+itself fails.
+
+Every command's options are defined here, from modules that do not import torch, and each
+command's work is imported only when it runs: ``featurelens --help`` and ``featurelens COMMAND
+--help`` stay instant. A few names and defaults shown by ``--help`` live in modules that import
+torch (the XAI-TRIS scenarios, the grokking defaults, the selectors): :data:`HELP_NAMES` holds them,
+and tests/test_cli.py checks each against its source.
 """
 
 from __future__ import annotations
@@ -10,13 +17,23 @@ import argparse
 import os
 import sys
 
-from . import __version__
-from ._argtypes import non_negative_int as _non_negative_int
-from ._argtypes import positive_int as _positive_int
+from ._argtypes import Choices, fraction, non_negative_float, non_negative_int, output_target, positive_int, shape
+from ._version import __version__
+from .bench.settings import DEFAULT_SETTINGS, MODEL_NAMES, QUICK_SETTINGS
 
 __all__ = ["main", "build_parser"]
 
 DEFAULT_OUT = "featurelens-report"
+AUDIT_OUT = "featurelens-audit"
+DIAGNOSE_OUT = "featurelens-diagnose"
+
+#: Names and defaults shown by --help whose home imports torch; each is checked against it by a test.
+HELP_NAMES = {
+    "scenarios": ("linear", "multiplicative", "translations_rotations", "xor"),  # datasets.SCENARIOS
+    "backgrounds": ("white", "correlated"),  # datasets.BACKGROUNDS
+    "grokking": dict(p=31, width=256, train_fraction=0.5, lr=3e-3, weight_decay=1.0, steps=3000),  # learning._grokking.DEFAULTS
+    "selectors": ("agop", "minkowski", "minshap", "nbse", "sand", "siofs"),  # selection._cli.METHODS
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,39 +56,20 @@ class _Exit(Exception):
         self.status = status
 
 
-class _Choices(argparse.Action):
-    """``nargs="+"`` names, also accepted comma-separated (``--methods saliency,random``),
-    each checked against ``choices`` with a message naming the option, the value and the valid
-    choices."""
-
-    def __init__(self, option_strings, dest, valid=(), **kwargs):
-        self.valid = tuple(valid)
-        super().__init__(option_strings, dest, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        names = [v for value in values for v in value.split(",") if v]
-        for name in names:
-            if name not in self.valid:
-                parser.error(
-                    f"argument {option_string}: unknown value {name!r}; valid choices: {', '.join(self.valid)}"
-                )
-        setattr(namespace, self.dest, list(dict.fromkeys(names)))
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from .bench.models import MODELS
-    from .bench.runner import DEFAULT_SETTINGS, QUICK_SETTINGS
-    from .datasets import BACKGROUNDS, SCENARIOS
+def _explainer_names():
     from .explainers import list_explainers
 
-    parser = _Parser(
-        prog="featurelens",
-        description="featurelens: which features drive a model, can the explanation be trusted, "
-        "and which features did the network learn.",
-    )
-    parser.add_argument("--version", action="version", version=f"featurelens {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    return list_explainers()
 
+
+def _overwrite(parser, what: str) -> None:
+    parser.add_argument("--overwrite", action="store_true",
+                        help=f"write into --out even when it holds other files ({what}); without it such a "
+                             "place is refused before any work")
+
+
+def _add_benchmark(sub) -> None:
+    scenarios, backgrounds = HELP_NAMES["scenarios"], HELP_NAMES["backgrounds"]
     bench = sub.add_parser(
         "benchmark",
         help="run the XAI-TRIS ground-truth benchmark and write an HTML report",
@@ -84,45 +82,135 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--quick", action="store_true", help="small data sets and short training (about a minute)")
     bench.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"report folder (default: {DEFAULT_OUT})")
-    bench.add_argument("--scenarios", nargs="+", action=_Choices, valid=SCENARIOS, metavar="NAME",
-                       help=f"subset of: {', '.join(SCENARIOS)} (default: all)")
-    bench.add_argument("--backgrounds", nargs="+", action=_Choices, valid=BACKGROUNDS, metavar="NAME",
-                       help=f"subset of: {', '.join(BACKGROUNDS)} (default: all)")
-    bench.add_argument("--methods", nargs="+", action=_Choices, valid=list_explainers(), metavar="NAME",
+    _overwrite(bench, "an earlier benchmark report is always replaced")
+    bench.add_argument("--scenarios", nargs="+", action=Choices, valid=scenarios, metavar="NAME",
+                       help=f"subset of: {', '.join(scenarios)} (default: all)")
+    bench.add_argument("--backgrounds", nargs="+", action=Choices, valid=backgrounds, metavar="NAME",
+                       help=f"subset of: {', '.join(backgrounds)} (default: all)")
+    bench.add_argument("--methods", nargs="+", action=Choices, valid=_explainer_names, metavar="NAME",
                        help="explainer names (default: every gradient and AGOP explainer, and random)")
-    bench.add_argument("--models", nargs="+", action=_Choices, valid=tuple(MODELS), metavar="NAME",
-                       help=f"subset of: {', '.join(MODELS)} (default: all; llr only on linear)")
+    bench.add_argument("--models", nargs="+", action=Choices, valid=MODEL_NAMES, metavar="NAME",
+                       help=f"subset of: {', '.join(MODEL_NAMES)} (default: all; llr only on linear)")
     bench.add_argument("--image-size", type=int, choices=(8, 64), default=8, help="8 (default) or 64")
-    bench.add_argument("--n-samples", type=_positive_int, default=None, metavar="N",
+    bench.add_argument("--n-samples", type=positive_int, default=None, metavar="N",
                        help="samples per data set, a multiple of 4 (split 80/10/10)")
-    bench.add_argument("--n-explain", type=_positive_int, default=None, metavar="N",
+    bench.add_argument("--n-explain", type=positive_int, default=None, metavar="N",
                        help="most test samples explained per data set")
-    bench.add_argument("--epochs", type=_positive_int, default=None, metavar="N", help="most training epochs")
-    bench.add_argument("--seed", type=_non_negative_int, default=0, metavar="N", help="random seed (default 0)")
-    bench.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+    bench.add_argument("--epochs", type=positive_int, default=None, metavar="N", help="most training epochs")
+    bench.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
+    bench.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                        help="data sets run in parallel (default: one per CPU core)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bars")
 
-    # The other commands live beside the code they drive: each module has
-    # add_arguments(parser) and run(args) -> exit code.
-    for name, module in _COMMANDS.items():
-        command = _command_module(module)
-        command.add_arguments(sub.add_parser(name, help=command.HELP, description=command.DESCRIPTION))
+
+def _add_audit(sub) -> None:
+    parser = sub.add_parser(
+        "audit",
+        help="score every applicable explainer on a model and data and write a report",
+        description="Load a model (TorchScript; a torch state dict with --architecture; a scikit-learn "
+        "model from a skops file; a joblib/pickle file only with --trust-model-file, since unpickling "
+        "runs code) and data (.npy, .npz, .csv, .parquet), run every applicable explainer, score the "
+        "maps for faithfulness (deletion/insertion, faithfulness correlation), robustness "
+        "(sensitivity), complexity and randomisation, rank them and write a self-contained HTML "
+        "report with results.json and results.csv. Exit codes: 0 ok, 2 usage error, 1 failure.",
+    )
+    parser.add_argument("--model", required=True, metavar="FILE",
+                        help="TorchScript (.pt), torch state dict (with --architecture), skops (.skops), "
+                             "or joblib/pickle (.joblib, .pkl; needs --trust-model-file)")
+    parser.add_argument("--data", required=True, metavar="FILE", help="inputs: .npy, .npz, .csv or .parquet (rows = samples)")
+    parser.add_argument("--labels", default=None, metavar="FILE|COLUMN",
+                        help="labels: a column of the CSV/parquet data, an array name in the .npz, or a .npy/.csv file")
+    parser.add_argument("--target", type=output_target, default=None, metavar="INT|predicted|labels",
+                        help="the explained output: an index, the predicted class, or the labels "
+                             "(default: the labels when given, else the predicted class)")
+    parser.add_argument("--out", default=AUDIT_OUT, metavar="DIR", help=f"report folder (default: {AUDIT_OUT})")
+    _overwrite(parser, "an earlier audit report is always replaced")
+    parser.add_argument("--trust-model-file", action="store_true",
+                        help="allow a pickle/joblib model file (unpickling runs code from the file: only for files you trust)")
+    parser.add_argument("--architecture", default=None, choices=MODEL_NAMES, metavar="NAME",
+                        help=f"built-in architecture of a state dict: {', '.join(MODEL_NAMES)}")
+    parser.add_argument("--image-size", type=int, choices=(8, 64), default=None,
+                        help="input size of the built-in architecture (default: the one the weights fit)")
+    parser.add_argument("--input-shape", type=shape, default=None, metavar="SHAPE",
+                        help="shape of one sample to reshape flat rows into, e.g. 1,8,8")
+    parser.add_argument("--methods", nargs="+", action=Choices, valid=_explainer_names, metavar="NAME",
+                        help="explainer names (default: every applicable one, and random)")
+    parser.add_argument("--n-explain", type=positive_int, default=32, metavar="N",
+                        help="samples audited (a seeded subset; default 32)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_diagnose(sub) -> None:
+    d = HELP_NAMES["grokking"]
+    parser = sub.add_parser(
+        "diagnose",
+        help="train a small network on modular addition with the training monitor and write a report",
+        description="Train a two-layer network with quadratic activation, f(x) = V (W x)^2, on (a + b) mod p "
+        "(one-hot operands, full-batch AdamW, MSE on one-hot labels) on the CPU until it groks or the "
+        "step budget ends, with featurelens.learning.Monitor recording the NFA correlation, effective "
+        "ranks, neural collapse and the rolling-window spectrum of the weight updates, whose eigengap "
+        "detector announces grokking. Writes PNG curves, the first-layer Gram matrix W^T W and its "
+        "AGOP as images, results.json and index.html into --out, and prints a summary. "
+        f"Defaults: p={d['p']}, width {d['width']}, training fraction {d['train_fraction']}, lr {d['lr']}, "
+        f"weight decay {d['weight_decay']}, at most {d['steps']} steps (about 15 seconds on 2 cores).",
+    )
+    parser.add_argument("--out", default=DIAGNOSE_OUT, metavar="DIR", help=f"report folder (default: {DIAGNOSE_OUT})")
+    _overwrite(parser, "an earlier diagnose report is always replaced")
+    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
+    parser.add_argument("--steps", type=positive_int, default=d["steps"], metavar="N",
+                        help=f"most training steps (default {d['steps']}; training stops "
+                        "300 steps after test accuracy reaches 99%%)")
+    parser.add_argument("--weight-decay", type=non_negative_float, default=d["weight_decay"], metavar="F",
+                        help=f"AdamW weight decay (default {d['weight_decay']}; 0 gives the no-grokking control)")
+    parser.add_argument("--p", type=positive_int, default=d["p"], metavar="P", help=f"the modulus (default {d['p']})")
+    parser.add_argument("--width", type=positive_int, default=d["width"], metavar="N",
+                        help=f"hidden units (default {d['width']})")
+    parser.add_argument("--train-fraction", type=fraction, default=d["train_fraction"], metavar="F",
+                        help=f"fraction of the p^2 pairs used for training (default {d['train_fraction']})")
+    parser.add_argument("--lr", type=non_negative_float, default=d["lr"], metavar="F",
+                        help=f"AdamW learning rate (default {d['lr']})")
+    parser.add_argument("--probe-every", type=positive_int, default=100, metavar="N",
+                        help="steps between AGOP/NFA/rank/collapse measurements (default 100)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_select(sub) -> None:
+    methods = HELP_NAMES["selectors"]
+    parser = sub.add_parser(
+        "select",
+        help="select the columns of a CSV file that predict a target column",
+        description="Fit one of featurelens's feature selectors on the numeric columns of DATA.csv (all "
+        "but the target column), print the selected columns with their scores (higher = more "
+        "important) and ranks, and optionally write them to a CSV file.",
+    )
+    parser.add_argument("data", metavar="DATA.csv", help="a CSV file with a header row")
+    parser.add_argument("--target", required=True, metavar="COLUMN", help="the column to predict")
+    parser.add_argument("-k", type=positive_int, default=None, metavar="K",
+                        help="number of columns to select (default: the method's own rule; sand needs K)")
+    parser.add_argument("--method", required=True, choices=methods, metavar="NAME",
+                        help=f"the selector: {', '.join(methods)}")
+    parser.add_argument("--out", default=None, metavar="FILE",
+                        help="write column,score,rank of the selection here (an existing file is replaced only "
+                             "when an earlier select wrote it, or with --overwrite)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --out even when it is a file select did not write")
+    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="featurelens",
+        description="featurelens: which features drive a model, can the explanation be trusted, "
+        "and which features did the network learn.",
+    )
+    parser.add_argument("--version", action="version", version=f"featurelens {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add_benchmark(sub)
+    _add_diagnose(sub)
+    _add_select(sub)
+    _add_audit(sub)
     return parser
-
-
-# command name -> module (relative to featurelens) with HELP, DESCRIPTION, add_arguments, run
-_COMMANDS = {
-    "diagnose": "learning._diagnose_cli",
-    "select": "selection._cli",
-    "audit": "_audit_cli",
-}
-
-
-def _command_module(module: str):
-    import importlib
-
-    return importlib.import_module(f"featurelens.{module}")
 
 
 def _plus_minus() -> str:
@@ -152,6 +240,7 @@ def _benchmark(args) -> int:
             progress=False if args.no_progress else None,
             epochs=args.epochs,
             n_jobs=args.jobs,
+            overwrite=args.overwrite,
         )
     except ValueError as err:  # settings the parser cannot check alone (e.g. n_samples % 4)
         print(f"featurelens benchmark: error: {err}", file=sys.stderr)
@@ -165,6 +254,26 @@ def _benchmark(args) -> int:
     return 0
 
 
+def _run(command: str, args) -> int:
+    if command in ("benchmark", "audit", "diagnose"):
+        from .report import OutError, check_out
+
+        try:  # before importing torch, loading or training: a bad --out costs nothing
+            check_out(args.out, command, args.overwrite, name="--out")
+        except OutError as err:
+            print(f"featurelens {command}: error: {err}", file=sys.stderr)
+            return 2
+    if command == "benchmark":
+        return _benchmark(args)
+    if command == "audit":
+        from ._audit.cli import run
+    elif command == "diagnose":
+        from .learning._diagnose_cli import run
+    else:
+        from .selection._cli import run
+    return run(args)
+
+
 def main(argv=None) -> int:
     """Entry point of the ``featurelens`` command; returns the exit code."""
     parser = build_parser()
@@ -175,11 +284,7 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    if args.command == "benchmark":
-        return _benchmark(args)
-    if args.command in _COMMANDS:
-        return _command_module(_COMMANDS[args.command]).run(args)
-    return 2  # pragma: no cover - argparse rejects unknown commands
+    return _run(args.command, args)
 
 
 if __name__ == "__main__":  # pragma: no cover

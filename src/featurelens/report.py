@@ -1,24 +1,35 @@
-"""Self-contained HTML reports.
+"""The one home of report writing, shared by the benchmark, the audit and ``diagnose``.
 
-:class:`HTMLReport` builds one page from headings, paragraphs, tables and PNG figures, with inline
-CSS and the figures embedded as base64, so that the single ``index.html`` can be moved or mailed on
-its own. Every piece of text is HTML-escaped; only :meth:`HTMLReport.add_html` inserts raw markup.
-
-:func:`write_benchmark_report` writes the report of :func:`featurelens.bench.run_benchmark` into a
-folder: ``index.html``, ``results.csv``, ``results.json`` and the figures as PNG files.
+- :class:`HTMLReport` builds one self-contained page from headings, paragraphs, tables and PNG
+  figures (inline CSS, figures embedded as base64), so that ``index.html`` can be moved or mailed
+  on its own. Every piece of text is HTML-escaped; only :meth:`HTMLReport.add_html` inserts markup.
+- :func:`jsonable` / :func:`write_json`: the one conversion of results to strict JSON (numpy
+  scalars and small arrays to numbers and lists, NaN and inf to null).
+- :func:`check_out` and :func:`report_folder`: safe report folders. ``--out`` is checked before
+  any work starts; the report is built in a temporary folder beside the target and moved into
+  place at the end, so an interrupted run leaves either the old report or the new one, never a
+  mix; a folder that holds files and is not a report of the same command is refused unless
+  ``overwrite=True``. :func:`check_out_file` / :func:`replace_file` do the same for one file.
 """
 
 from __future__ import annotations
 
 import base64
-import csv
+import contextlib
 import html
 import json
 import math
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 
-__all__ = ["HTMLReport", "Cell", "write_benchmark_report", "CSV_COLUMNS"]
+import numpy as np
+
+__all__ = [
+    "HTMLReport", "Cell", "jsonable", "write_json", "OutError", "check_out", "report_folder",
+    "check_out_file", "replace_file", "MARKER",
+]
 
 _CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto;
@@ -160,194 +171,228 @@ class HTMLReport:
         return path
 
 
+
 # ------------------------------------------------------------------------------------------------
-# the benchmark report
-
-CSV_COLUMNS = (
-    "scenario", "background", "model", "method", "status", "n",
-    "precision_mean", "precision_std", "iou_mean", "iou_std", "emd_mean", "emd_std",
-    "emd_undefined", "seconds", "note",
-)
-_METRICS = (("precision", "precision"), ("iou", "IoU"), ("emd", "EMD"))
+# JSON
 
 
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+def jsonable(value, max_array: int = 64):
+    """``value`` as strict-JSON data: dicts (keys as strings), lists and tuples recursively; numpy
+    and Python floats as floats with NaN and inf as None; numpy integers and booleans as ints and
+    bools; arrays of at most ``max_array`` elements as nested lists, larger ones as the text
+    ``"array(shape)"``; anything else by its ``repr``."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v, max_array) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v, max_array) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist(), max_array) if value.size <= max_array else f"array{tuple(value.shape)}"
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return v if math.isfinite(v) else None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, str) or value is None:
+        return value
+    return repr(value)
 
 
-def _fmt(mean, std=None) -> str:
-    if not _finite(mean):
-        return "n/a"
-    return f"{mean:.3f}" if std is None or not _finite(std) else f"{mean:.3f} ± {std:.3f}"
+def write_json(path, doc, indent: int = 1) -> None:
+    """Write ``jsonable(doc)`` to ``path`` (strict JSON: no NaN)."""
+    with open(os.fspath(path), "w", encoding="utf-8") as f:
+        json.dump(jsonable(doc), f, indent=indent, allow_nan=False)
 
 
-def _best(values) -> float | None:
-    finite = [v for v in values if _finite(v)]
-    return max(finite) if finite else None
+# ------------------------------------------------------------------------------------------------
+# safe report folders
+
+#: The file that marks a folder as a featurelens report: JSON ``{"command": ..., "files": [...]}``.
+MARKER = ".featurelens-report.json"
 
 
-def _write_csv(rows, path: str) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(CSV_COLUMNS)
-        for r in rows:
-            out = []
-            for c in CSV_COLUMNS:
-                v = r.get(c, "")
-                if isinstance(v, float):
-                    v = f"{v:.6g}" if math.isfinite(v) else ""
-                out.append(v)
-            writer.writerow(out)
+class OutError(ValueError):
+    """A report destination (``out=``, ``--out``) that cannot be used; raised before any work."""
 
 
-def _summary_table(page: HTMLReport, result) -> None:
-    scenarios = [s for s in result.scenarios if any(r["scenario"] == s for r in result.summary)]
-    methods = [m for m in result.methods if any(r["method"] == m for r in result.summary)]
-    header1 = [Cell("method", "text")] + [Cell(s, colspan=3) for s in scenarios]
-    header2 = [Cell("")] + [Cell(label) for _ in scenarios for _, label in _METRICS]
-    best = {
-        (s, m): _best([result.summary_row(meth, s)[f"{m}_mean"] for meth in methods])
-        for s in scenarios
-        for m, _ in _METRICS
-    }
-    rows = []
-    for meth in methods:
-        row = [meth]
-        for s in scenarios:
-            r = result.summary_row(meth, s)
-            for m, _ in _METRICS:
-                mean = r[f"{m}_mean"]
-                if not _finite(mean):
-                    row.append(Cell("n/a", "na"))
-                    continue
-                cls = "best" if mean == best[(s, m)] else ""
-                row.append(Cell(_fmt(mean, r[f"{m}_std"]), cls))
-        rows.append(row)
-    page.add_table([header1, header2], rows)
+def _read_marker(folder: str) -> dict | None:
+    try:
+        with open(os.path.join(folder, MARKER), encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("command"), str) or not isinstance(doc.get("files"), list):
+        return None
+    return doc
 
 
-def _model_table(page: HTMLReport, result, model: str) -> None:
-    datasets = []
-    for r in result.rows:
-        key = (r["scenario"], r["background"])
-        if r["model"] == model and key not in datasets:
-            datasets.append(key)
-    methods = [m for m in result.methods if any(r["method"] == m and r["model"] == model for r in result.rows)]
-    header1 = [Cell("method", "text")] + [Cell(s, colspan=3) for s, _ in datasets]
-    header2 = [Cell("")] + [Cell(bg) for _, bg in datasets for _ in range(3)]
-    header3 = [Cell("")] + [Cell(label) for _ in datasets for _, label in _METRICS]
-    lookup = {(r["scenario"], r["background"], r["method"]): r for r in result.rows if r["model"] == model}
-    best = {
-        (d, m): _best([lookup[(*d, meth)][f"{m}_mean"] for meth in methods if (*d, meth) in lookup])
-        for d in datasets
-        for m, _ in _METRICS
-    }
-    rows = []
-    for meth in methods:
-        row = [meth]
-        for d in datasets:
-            r = lookup.get((*d, meth))
-            for m, _ in _METRICS:
-                if r is None or r["status"] != "ok" or not _finite(r[f"{m}_mean"]):
-                    row.append(Cell("n/a", "na"))
-                    continue
-                mean = r[f"{m}_mean"]
-                row.append(Cell(_fmt(mean, r[f"{m}_std"]), "best" if mean == best[(d, m)] else ""))
-        rows.append(row)
-    page.add_table([header1, header2, header3], rows)
+def _probe_writable(folder: str, what: str) -> None:
+    """Create and remove a folder in ``folder``: the one reliable test (``os.access`` says yes to
+    root on read-only mounts and /proc)."""
+    try:
+        probe = tempfile.mkdtemp(prefix=".featurelens-probe-", dir=folder)
+    except OSError as err:
+        raise OutError(f"{what}: cannot write in {folder!r} ({err.strerror or err})") from None
+    os.rmdir(probe)
 
 
-def _models_overview(page: HTMLReport, result) -> None:
-    header = [[
-        "scenario", "background", "model", "parameters", "epochs (best)", "train acc.", "val. acc.",
-        "test acc.", "best val. loss", "train s", "explained",
-    ]]
-    rows = []
-    for r in result.models:
-        rows.append([
-            r["scenario"], r["background"], r["model"], r["parameters"],
-            f"{r['epochs']} ({r['best_epoch']})", f"{r['train_accuracy']:.3f}", f"{r['val_accuracy']:.3f}",
-            f"{r['test_accuracy']:.3f}", f"{r['best_val_loss']:.4f}", f"{r['train_seconds']:.1f}",
-            r.get("n_explained", ""),
-        ])
-    page.add_table(header, rows)
+def _nearest_existing(path: str) -> str:
+    parent = path
+    while not os.path.exists(parent):
+        up = os.path.dirname(parent)
+        if up == parent:
+            break
+        parent = up
+    return parent
 
 
-_HOW_TO_READ = (
-    "Each XAI-TRIS image hides a tetromino pattern (the ground truth) in noise; only the pattern "
-    "pixels carry the class. Every method explains the true-label logit of each model on test "
-    "samples that all models of the data set classify correctly. Precision is the share of the k "
-    "pixels with the largest |attribution| that lie on the pattern, with k the number of pattern "
-    "pixels (XAI-TRIS top-k precision). IoU is the intersection over union of the same top-k pixels"
-    " with the pattern (p / (2 - p) when the map has at least k non-zero pixels). The EMD score is "
-    "1 - EMD / sqrt(2D): |attribution| and the mask are normalised to unit mass and EMD is the "
-    "exact optimal-transport cost between them in pixel units (D = number of pixels); it is "
-    "undefined for an all-zero map, and such samples are left out of the EMD mean (their count is "
-    "the emd_undefined column of results.csv). For all three, higher is better and 1 is perfect. "
-    "The random map is the floor: a method that does not beat it points at noise. Cells show mean ±"
-    " standard deviation over samples; the best mean of each column is highlighted; n/a marks a "
-    "method that does not apply (GradCAM needs a convolutional layer)."
-)
+def _check_path(out, name: str) -> str:
+    if isinstance(out, bytes) or not isinstance(out, (str, os.PathLike)):
+        raise OutError(f"{name} must be a path (str or os.PathLike); got {type(out).__name__} {out!r}")
+    text = os.fspath(out)
+    if not isinstance(text, str) or not text.strip():
+        raise OutError(f"{name} is empty; expected a path such as featurelens-report")
+    if "\x00" in text:
+        raise OutError(f"{name} contains a NUL character; got {text!r}")
+    return os.path.abspath(text)
 
 
-def write_benchmark_report(result, out) -> str:
-    """Write ``index.html``, ``results.csv``, ``results.json`` and the figures (PNG) of a
-    :class:`featurelens.bench.BenchmarkResult` into the folder ``out`` (created if missing).
-    Returns the path of ``index.html``."""
-    out = os.fspath(out)
-    os.makedirs(out, exist_ok=True)
-    _write_csv(result.rows, os.path.join(out, "results.csv"))
-    with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
-        json.dump(result.to_dict(), f, indent=1, allow_nan=False)
-    for name, png in result.figures.items():
-        with open(os.path.join(out, os.path.basename(name)), "wb") as f:
-            f.write(png)
+def check_out(out, command: str, overwrite: bool = False, name: str = "out") -> str:
+    """Check the report folder ``out`` of ``command`` before any work; returns its absolute path.
 
-    s = result.settings
-    t = result.timings
-    page = HTMLReport(
-        "featurelens ground-truth benchmark",
-        f"XAI-TRIS {s.get('image_size')}x{s.get('image_size')}, seed {s.get('seed')}"
-        f"{', quick run' if s.get('quick') else ''}; featurelens {result.versions.get('featurelens')}, "
-        f"torch {result.versions.get('torch')}; {t.get('total_seconds', 0.0):.0f} s in total",
-    )
-    page.add_heading("How to read this")
-    page.add_paragraph(_HOW_TO_READ)
-    page.add_heading("Summary: method x scenario")
-    page.add_paragraph(
-        "Mean ± std over explained test samples, pooled over backgrounds and models.", "small"
-    )
-    _summary_table(page, result)
-    page.add_heading("Per model")
-    for model in s.get("models", []):
-        if any(r["model"] == model for r in result.rows):
-            page.add_heading(f"model {model}", 3)
-            _model_table(page, result, model)
-    page.add_heading("Example maps")
-    page.add_paragraph(
-        "One correctly classified test sample per background (rows); columns: the input, the "
-        "ground-truth mask and each method's map (red positive, blue negative; magma for "
-        "non-negative maps).",
-        "small",
-    )
-    for name in sorted(result.figures):
-        page.add_image(result.figures[name], alt=name, caption=name)
-    page.add_heading("Trained models")
-    _models_overview(page, result)
-    page.add_heading("Settings and timings")
-    page.add_definitions(
-        [(k, ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v) for k, v in s.items()]
-        + [
-            ("total seconds", f"{t.get('total_seconds', 0.0):.1f}"),
-            ("training seconds", f"{t.get('train_seconds', 0.0):.1f}"),
-            ("explanation seconds", f"{t.get('explain_seconds', 0.0):.1f}"),
-            ("scoring seconds", f"{t.get('score_seconds', 0.0):.1f}"),
-        ]
-        + [(k, v) for k, v in result.versions.items()]
-    )
-    page.add_paragraph(
-        "Files next to this page: results.csv (one row per scenario, background, model and method), "
-        "results.json (rows, summary, models, settings, timings, versions) and the figures as PNG.",
-        "small",
-    )
-    return page.save(os.path.join(out, "index.html"))
+    Refused with :class:`OutError`: an empty or non-path value; an existing file; a place where
+    nothing can be written (a parent that is a file, a read-only folder); and, unless
+    ``overwrite=True``, an existing folder that holds files and is not a report of ``command``
+    (no marker file, a report of another command, or files the report did not write). An empty
+    folder, or an earlier report of the same command, is written over.
+    """
+    path = _check_path(out, name)
+    if not isinstance(overwrite, bool):
+        raise TypeError(f"overwrite must be True or False; got {overwrite!r}")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise OutError(f"{name} {os.fspath(out)!r} is an existing file; expected a folder for the report")
+    existing = _nearest_existing(os.path.dirname(path))
+    if not os.path.isdir(existing):
+        raise OutError(f"{name} {os.fspath(out)!r} lies under {existing!r}, which is a file, not a folder")
+    _probe_writable(existing, f"{name} {os.fspath(out)!r}")
+    if os.path.isdir(path) and not overwrite:
+        entries = sorted(os.listdir(path))
+        if entries:
+            marker = _read_marker(path)
+            if marker is None:
+                raise OutError(
+                    f"{name} {os.fspath(out)!r} is a folder that holds files ({', '.join(entries[:5])}"
+                    f"{', ...' if len(entries) > 5 else ''}) and is not a featurelens report; choose another "
+                    f"folder, or pass --overwrite (overwrite=True) to write into it"
+                )
+            if marker["command"] != command:
+                raise OutError(
+                    f"{name} {os.fspath(out)!r} holds a featurelens {marker['command']} report, not a "
+                    f"{command} report; choose another folder, or pass --overwrite (overwrite=True)"
+                )
+            foreign = [e for e in entries if e != MARKER and e not in marker["files"]]
+            if foreign:
+                raise OutError(
+                    f"{name} {os.fspath(out)!r} holds files the earlier {command} report did not write "
+                    f"({', '.join(foreign[:5])}); move them, or pass --overwrite (overwrite=True)"
+                )
+    return path
+
+
+def _is_replaceable(path: str, command: str) -> bool:
+    """True when the folder can be swapped out whole: empty, or an earlier report of ``command``
+    holding only its own files."""
+    entries = os.listdir(path)
+    if not entries:
+        return True
+    marker = _read_marker(path)
+    return (marker is not None and marker["command"] == command
+            and all(e == MARKER or e in marker["files"] for e in entries))
+
+
+@contextlib.contextmanager
+def report_folder(out, command: str, overwrite: bool = False):
+    """Build a report in a temporary folder and move it into place on success.
+
+    >>> with report_folder("featurelens-report", "benchmark") as tmp:
+    ...     page.save(os.path.join(tmp, "index.html"))
+
+    ``out`` is checked first (:func:`check_out`). The body writes into the yielded temporary folder
+    (created beside ``out``, so the final move is a rename on the same file system). On success the
+    folder gets the marker file listing its files and replaces ``out``: a missing, empty or earlier
+    report folder is swapped out whole (rename the old one aside, rename the new one in, delete the
+    old one); a folder of other files, allowed by ``overwrite=True``, keeps those files and gets each
+    report file moved in. If the body raises, the temporary folder is removed and ``out`` is left
+    exactly as it was.
+    """
+    path = check_out(out, command, overwrite)
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    base = os.path.basename(path) or "report"
+    tmp = tempfile.mkdtemp(prefix=f".{base}.featurelens-tmp-", dir=parent)
+    try:
+        yield tmp
+        files = sorted(os.listdir(tmp))
+        with open(os.path.join(tmp, MARKER), "w", encoding="utf-8") as f:
+            json.dump({"command": command, "files": files}, f, indent=1)
+        if not os.path.exists(path):
+            os.replace(tmp, path)
+        elif _is_replaceable(path, command):
+            old = tempfile.mkdtemp(prefix=f".{base}.featurelens-old-", dir=parent)
+            os.replace(path, os.path.join(old, "report"))
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:  # overwrite=True into a folder of other files: keep them, replace ours one by one
+            for name in files + [MARKER]:
+                target = os.path.join(path, name)
+                if os.path.isdir(target) and not os.path.islink(target):
+                    shutil.rmtree(target)
+                os.replace(os.path.join(tmp, name), target)
+            os.rmdir(tmp)
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_out_file(out, headers, overwrite: bool = False, name: str = "out") -> str:
+    """Check an output file before any work; returns its absolute path. Refused with
+    :class:`OutError`: an empty value, a folder, a missing parent folder, an unwritable place and,
+    unless ``overwrite=True``, an existing file whose first line is not one of ``headers`` (a str
+    or a tuple of them: a file this command wrote earlier starts with one and is written over)."""
+    headers = (headers,) if isinstance(headers, str) else tuple(headers)
+    path = _check_path(out, name)
+    if not isinstance(overwrite, bool):
+        raise TypeError(f"overwrite must be True or False; got {overwrite!r}")
+    if os.path.isdir(path):
+        raise OutError(f"{name} {os.fspath(out)!r} is a folder; expected a file name")
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        raise OutError(f"{name} {os.fspath(out)!r}: the folder {parent!r} does not exist")
+    _probe_writable(parent, f"{name} {os.fspath(out)!r}")
+    if os.path.exists(path) and not overwrite:
+        try:
+            with open(path, encoding="utf-8", newline="") as f:
+                first = f.readline().rstrip("\r\n")
+        except (OSError, UnicodeDecodeError):
+            first = None
+        if first not in headers:
+            raise OutError(
+                f"{name} {os.fspath(out)!r} is an existing file that this command did not write; "
+                f"choose another name, or pass --overwrite (overwrite=True)"
+            )
+    return path
+
+
+def replace_file(path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path`` and rename it over ``path``: readers
+    see the old file or the new one, never half of it."""
+    path = os.path.abspath(os.fspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)

@@ -11,7 +11,8 @@ import pytest
 
 from featurelens.bench import run_benchmark
 from featurelens.bench.runner import default_methods
-from featurelens.report import HTMLReport, write_benchmark_report
+from featurelens.bench.report import write_benchmark_report
+from featurelens.report import HTMLReport
 
 TINY = dict(
     scenarios=["linear"],

@@ -1,18 +1,27 @@
 """The ground-truth benchmark behind ``featurelens benchmark``: the XAI-TRIS reference models,
-their training, and the runner that explains and scores them against planted masks."""
+their training, and the runner that explains and scores them against planted masks.
 
-from .models import CNN, LLR, MLP, build_model, count_parameters
-from .runner import BenchmarkResult, default_methods, run_benchmark
-from .training import train_model
+The names load on first use (PEP 562), so that ``featurelens.bench.settings`` is importable
+without torch (the command line's ``--help``)."""
 
-__all__ = [
-    "LLR",
-    "MLP",
-    "CNN",
-    "build_model",
-    "count_parameters",
-    "train_model",
-    "run_benchmark",
-    "BenchmarkResult",
-    "default_methods",
-]
+import importlib
+
+_LAZY = {
+    "LLR": ".models", "MLP": ".models", "CNN": ".models", "build_model": ".models",
+    "count_parameters": ".models", "train_model": ".training", "run_benchmark": ".runner",
+    "BenchmarkResult": ".runner", "default_methods": ".runner",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'featurelens.bench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

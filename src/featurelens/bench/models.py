@@ -27,6 +27,8 @@ import numbers
 import torch
 from torch import nn
 
+from .settings import MODEL_NAMES
+
 __all__ = ["LLR", "MLP", "CNN", "MODELS", "IMAGE_SIZES", "build_model", "count_parameters"]
 
 IMAGE_SIZES = (8, 64)
@@ -107,7 +109,7 @@ class CNN(nn.Module):
         return self.classifier(self.features(x).flatten(1))
 
 
-MODELS = {"llr": LLR, "mlp": MLP, "cnn": CNN}
+MODELS = dict(zip(MODEL_NAMES, (LLR, MLP, CNN)))
 
 
 def he_normal_(module: nn.Module, generator: torch.Generator) -> nn.Module:

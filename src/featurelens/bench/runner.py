@@ -28,9 +28,6 @@ parallel worker processes (``n_jobs``, one per core by default); the results do 
 
 from __future__ import annotations
 
-import inspect
-import io
-import numbers
 import platform
 import sys
 import time
@@ -39,11 +36,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .. import __version__
+from .. import _harness
+from .._validation import check_bool, check_float, check_int, check_optional_bool
+from .._version import __version__
 from ..datasets import BACKGROUNDS, SCENARIOS, xai_tris
-from ..explainers import explainer, explainer_class, list_explainers
+from ..explainers import explainer_class, list_explainers
 from ..metrics import emd_score, iou_at_k, precision_at_k
+from ..models import Model
+from ..report import check_out, jsonable
 from .models import MODELS, build_model
+from .formatting import SCENARIO_LABELS, example_figure, format_models, format_summary
+from .settings import DEFAULT_SETTINGS, QUICK_SETTINGS
 from .training import as_tensors, available_cores, limited_threads, train_model
 
 __all__ = [
@@ -56,28 +59,11 @@ __all__ = [
     "SCENARIO_LABELS",
 ]
 
-#: Settings of the default run: all scenarios, backgrounds, models and methods. Measured end to end
-#: on a 2-core machine shared with other jobs: 3 min 47 s and 5 min 2 s wall, about 4.9 min CPU
-#: (the limit is ten minutes).
-DEFAULT_SETTINGS = {"n_samples": 10000, "n_explain": 500, "epochs": 500, "patience": 50, "lr": 5e-3}
-#: Settings of ``quick=True``: measured 36-42 s end to end on the same machine (the limit is two
-#: minutes). A smoke run: some hard data sets (e.g. translations_rotations/correlated) do not
-#: leave the loss plateau with so few samples, and their models stay near chance.
-QUICK_SETTINGS = {"n_samples": 2000, "n_explain": 100, "epochs": 150, "patience": 50, "lr": 5e-3}
-
 #: Metric name -> (function, label); every function returns one float per sample.
 METRICS = {
     "precision": (precision_at_k, "precision"),
     "iou": (iou_at_k, "IoU"),
     "emd": (emd_score, "EMD score"),
-}
-
-#: Short scenario labels of the XAI-TRIS paper, used where space is tight.
-SCENARIO_LABELS = {
-    "linear": "LIN",
-    "multiplicative": "MULT",
-    "translations_rotations": "RIGID",
-    "xor": "XOR",
 }
 
 # Built-in order of the gradient and AGOP methods; "random" always comes last.
@@ -91,8 +77,6 @@ _METHOD_ORDER = (
     "agop_global",
     "agop_weighted",
 )
-_AGOP_DATA_METHODS = ("agop_global", "agop_weighted")
-_CONV_TYPES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
 
 
 def default_methods() -> list[str]:
@@ -174,7 +158,7 @@ class BenchmarkResult:
 
     def to_dict(self) -> dict:
         """Everything but the figures' bytes, JSON-ready (NaN as None)."""
-        return _json_ready(
+        return jsonable(
             {
                 "rows": self.rows,
                 "summary": self.summary,
@@ -185,21 +169,6 @@ class BenchmarkResult:
                 "figures": sorted(self.figures),
             }
         )
-
-
-def _json_ready(value):
-    if isinstance(value, dict):
-        return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
-    if isinstance(value, (np.floating, float)):
-        v = float(value)
-        return v if np.isfinite(v) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
 
 
 # ------------------------------------------------------------------------------------------------
@@ -221,54 +190,20 @@ def _check_names(option: str, given, valid) -> list[str]:
     return list(dict.fromkeys(given))  # drop repeats, keep order
 
 
-def _setting(value, name: str, default, kind=int, minimum=1):
-    if value is None:
-        return default
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    if kind is int:
-        ok = ok and isinstance(value, numbers.Integral)
-    if not ok or value < minimum:
-        raise ValueError(f"{name} must be {'an int' if kind is int else 'a number'} >= {minimum}; got {value!r}")
-    return kind(value)
-
-
-def _has_conv(model: torch.nn.Module) -> bool:
-    return any(isinstance(m, _CONV_TYPES) for m in model.modules())
-
-
-def _accepts(name: str, param: str) -> bool:
-    return param in inspect.signature(explainer_class(name).__init__).parameters
+def _setting(value, name: str, default, minimum: int = 1):
+    return default if value is None else check_int(value, name, low=minimum)
 
 
 def _method_kwargs(name: str, seed: int, train_X: np.ndarray) -> dict:
-    """Constructor arguments of a method in the benchmark: the AGOP diagonal from the training
-    inputs, and the run's seed for every stochastic method."""
-    kwargs = {}
-    if name in _AGOP_DATA_METHODS:
-        kwargs["data"] = train_X
-    if _accepts(name, "seed"):
-        kwargs["seed"] = seed
-    return kwargs
-
-
-def _not_applicable(name: str, model: torch.nn.Module) -> str | None:
-    """Why ``name`` cannot explain ``model``, or None."""
-    if name == "gradcam" and not _has_conv(model):
-        return "gradcam needs a convolutional layer"
-    return None
-
-
-def _stats(values: np.ndarray) -> tuple[float, float, int]:
-    finite = values[np.isfinite(values)]
-    if finite.size == 0:
-        return float("nan"), float("nan"), int(values.size)
-    return float(finite.mean()), float(finite.std()), int(values.size - finite.size)
+    """Constructor arguments of a method in the benchmark (those it declares in ``accepts``): the
+    training inputs for explainers that summarise data (the AGOP diagonal), and the run's seed."""
+    return _harness.explainer_kwargs(name, seed=seed, data=train_X)
 
 
 def _score_row(base: dict, scores: dict) -> dict:
     row = dict(base)
     for metric in METRICS:
-        mean, std, undefined = _stats(scores[metric])
+        mean, std, undefined = _harness.stats(scores[metric])
         row[f"{metric}_mean"] = mean
         row[f"{metric}_std"] = std
         if metric == "emd":
@@ -308,6 +243,7 @@ def run_benchmark(
     batch_size: int = 512,
     threads: int | None = None,
     n_jobs: int | None = None,
+    overwrite: bool = False,
 ) -> BenchmarkResult:
     """Run the XAI-TRIS ground-truth benchmark (see the module docstring for the protocol).
 
@@ -329,7 +265,11 @@ def run_benchmark(
     seed
         Seeds data, model initialisation, training order and every stochastic explainer.
     out
-        A folder: write the HTML report, CSV, JSON and figures there (:mod:`featurelens.report`).
+        A folder: write the HTML report, CSV, JSON and figures there (:mod:`featurelens.bench.report`).
+        Checked before any work; the report is built beside it and moved into place at the end.
+    overwrite
+        Write into ``out`` even when it holds files and is not an earlier benchmark report
+        (otherwise refused with a ValueError before any work).
     progress
         tqdm progress bars; None: only when stderr is a terminal.
     threads
@@ -345,9 +285,11 @@ def run_benchmark(
     methods = _check_names("method", methods, list_explainers()) if methods is not None else default_methods()
     if isinstance(image_size, bool) or image_size not in (8, 64):
         raise ValueError(f"image_size must be 8 or 64; got {image_size!r}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int; got {seed!r}")
-    seed = int(seed)
+    # An int: the data, the models and every worker process derive their streams from it.
+    seed = check_int(seed, "seed", low=0)
+    quick = check_bool(quick, "quick")
+    progress = check_optional_bool(progress, "progress")
+    overwrite = check_bool(overwrite, "overwrite")
     defaults = QUICK_SETTINGS if quick else DEFAULT_SETTINGS
     n_samples = _setting(n_samples, "n_samples", defaults["n_samples"], minimum=40)
     if n_samples % 4:
@@ -355,9 +297,7 @@ def run_benchmark(
     n_explain = _setting(n_explain, "n_explain", defaults["n_explain"])
     epochs = _setting(epochs, "epochs", defaults["epochs"])
     patience = _setting(patience, "patience", defaults["patience"])
-    lr = _setting(lr, "lr", defaults["lr"], kind=float, minimum=0.0)
-    if not lr > 0:
-        raise ValueError(f"lr must be a positive number; got {lr!r}")
+    lr = defaults["lr"] if lr is None else check_float(lr, "lr", low=0.0, low_inclusive=False)
     plan = [
         (scenario, background, [m for m in model_names if m != "llr" or scenario == "linear"])
         for scenario in scenarios
@@ -369,6 +309,8 @@ def run_benchmark(
             f"models={model_names} train only on the linear scenario (the LLR cannot solve the others), "
             f"and scenarios={scenarios} leave nothing to run; add 'mlp' or 'cnn', or the linear scenario"
         )
+    if out is not None:  # before the minutes of training: a bad folder fails at once
+        check_out(out, "benchmark", overwrite)
     if progress is None:
         progress = sys.stderr.isatty()
     if n_jobs is not None:
@@ -485,9 +427,9 @@ def run_benchmark(
         "cpu_seconds": sum(t["cpu_seconds"] for t in dataset_timings),
     }
     if out is not None:
-        from ..report import write_benchmark_report
+        from .report import write_benchmark_report
 
-        result.report_path = write_benchmark_report(result, out)
+        result.report_path = write_benchmark_report(result, out, overwrite)
     return result
 
 
@@ -561,31 +503,32 @@ def _run_dataset(task: dict, bar=None) -> dict:
             example.update(x=np.array(x[0, 0]), mask=np.array(masks[0]), label=int(y[0]))
         t_explain = t_score = 0.0
         for name, model in trained.items():
+            # What applies is each explainer's declared requirements, read by the shared harness.
+            _, not_applicable = _harness.applicable(methods, Model(model), tuple(x.shape[1:]))
             for method in methods:
                 status(f"{name} {method}")
                 base = {"scenario": scenario, "background": background, "model": name, "method": method}
-                reason = _not_applicable(method, model)
+                reason = not_applicable.get(method)
                 if reason is None and idx.size == 0:
                     reason = "no test sample is classified correctly by every model"
                 if reason is not None:
                     row = {**base, "status": "n/a", "n": 0, "seconds": 0.0, "note": reason}
                     out["rows"].append(_empty_row(row))
                     continue
-                t0 = time.perf_counter()
-                ex = explainer(method, model, **_method_kwargs(method, seed, train.X))
-                values = np.asarray(ex.explain(x, target=y).values)
-                seconds = time.perf_counter() - t0
+                run = _harness.run_method(method, model, x, y, _method_kwargs(method, seed, train.X))
+                values, seconds = run.values, run.seconds
                 t_explain += seconds
-                if values.shape != x.shape:
-                    reason = f"maps of shape {values.shape[1:]} are not in input space {x.shape[1:]}"
-                    row = {**base, "status": "n/a", "n": 0, "seconds": seconds, "note": reason}
+                if run.status != "ok" or values.shape != x.shape:
+                    reason = run.error or f"maps of shape {values.shape[1:]} are not in input space {x.shape[1:]}"
+                    row = {**base, "status": "failed" if run.error else "n/a", "n": 0, "seconds": seconds,
+                           "note": reason}
                     out["rows"].append(_empty_row(row))
                     continue
                 t0 = time.perf_counter()
-                scores = {
-                    metric: fn(values, masks, pool=task["emd_pool"]) if fn is emd_score else fn(values, masks)
+                scores = _harness.score({
+                    metric: (lambda fn=fn: fn(values, masks, pool=task["emd_pool"]) if fn is emd_score else fn(values, masks))
                     for metric, (fn, _) in METRICS.items()
-                }
+                })
                 t_score += time.perf_counter() - t0
                 row = {**base, "status": "ok", "n": int(idx.size), "seconds": seconds, "note": ""}
                 out["rows"].append(_score_row(row, scores))
@@ -601,117 +544,3 @@ def _run_dataset(task: dict, bar=None) -> dict:
     out["example"] = example
     out["timings"] = t
     return out
-
-
-# ------------------------------------------------------------------------------------------------
-# figures
-
-
-def example_figure(scenario: str, examples: list, methods: list[str], dpi: int = 90) -> bytes:
-    """PNG bytes of one scenario's example maps: a row per background (one correctly classified
-    test sample), columns input, ground truth and each method's map for the row's model."""
-    from matplotlib.figure import Figure
-
-    from ..plot import show_map
-
-    ncols = 2 + len(methods)
-    nrows = max(1, len(examples))
-    fig = Figure(figsize=(1.55 * ncols, 1.75 * nrows + 0.35))
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    for r, (background, ex) in enumerate(examples):
-        panels = [("input", ex["x"], "gray"), ("ground truth", ex["mask"], "gray")]
-        panels += [(m, ex["maps"].get(m), "RdBu_r") for m in methods]
-        for c, (title, image, cmap) in enumerate(panels):
-            ax = axes[r, c]
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if image is None:
-                ax.text(0.5, 0.5, "n/a", ha="center", va="center", fontsize=9, transform=ax.transAxes)
-                ax.set_title(title, fontsize=7)
-                continue
-            if c < 2:
-                ax.imshow(np.asarray(image, dtype=float), cmap=cmap, interpolation="nearest")
-                ax.set_title(title, fontsize=7)
-            else:
-                show_map(ax, np.asarray(image, dtype=float), cmap=cmap, title=title)
-                ax.title.set_fontsize(7)
-        label = "" if ex["label"] is None else f", class {ex['label']}"
-        axes[r, 0].set_ylabel(f"{background}\n{ex['model']}{label}", fontsize=7)
-    fig.suptitle(f"XAI-TRIS {scenario}: example maps", fontsize=9)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return buf.getvalue()
-
-
-# ------------------------------------------------------------------------------------------------
-# plain-text tables
-
-
-def _cell(mean, std, pm: str) -> str:
-    if mean is None or not np.isfinite(mean):
-        return "n/a"
-    return f"{mean:.2f}{pm}{std:.2f}"
-
-
-def format_summary(result: BenchmarkResult, plus_minus: str = "±") -> str:
-    """Method x scenario tables of mean ± std (pooled over backgrounds and models), one per metric;
-    ``*`` marks the best mean of each column."""
-    scenarios = [s for s in result.scenarios if any(r["scenario"] == s for r in result.summary)]
-    methods = [m for m in result.methods if any(r["method"] == m for r in result.summary)]
-    if not scenarios or not methods:
-        return "(no results)"
-    width = max(len(m) for m in methods + ["method"]) + 2
-    col = max(13, max(len(SCENARIO_LABELS.get(s, s)) for s in scenarios) + 2)
-    lines = []
-    headers = {
-        "precision": "precision: share of the top-k pixels on the pattern (k = pattern size); higher is better",
-        "iou": "IoU of the top-k pixels with the pattern; higher is better",
-        "emd": "EMD score = 1 - EMD / sqrt(2D); higher is better",
-    }
-    for metric in METRICS:
-        lines.append(headers[metric])
-        lines.append("method".ljust(width) + "".join(SCENARIO_LABELS.get(s, s).rjust(col) for s in scenarios))
-        best = {}
-        for s in scenarios:
-            means = [result.summary_row(m, s)[f"{metric}_mean"] for m in methods]
-            finite = [v for v in means if v is not None and np.isfinite(v)]
-            best[s] = max(finite) if finite else None
-        for m in methods:
-            cells = []
-            for s in scenarios:
-                r = result.summary_row(m, s)
-                text = _cell(r[f"{metric}_mean"], r[f"{metric}_std"], plus_minus)
-                mark = "*" if best[s] is not None and r[f"{metric}_mean"] == best[s] else " "
-                cells.append((text + mark).rjust(col))
-            lines.append(m.ljust(width) + "".join(cells))
-        lines.append("")
-    legend = ", ".join(f"{SCENARIO_LABELS.get(s, s)} = {s}" for s in scenarios)
-    lines.append(
-        f"{legend}; mean{plus_minus}std over explained test samples, pooled over backgrounds and "
-        "models; * = best"
-    )
-    return "\n".join(lines)
-
-
-def format_models(result: BenchmarkResult) -> str:
-    """Test accuracy of every trained model, a line per data set."""
-    names = list(result.settings.get("models", []))
-    lines = ["test accuracy of the trained models (epochs run), samples explained"]
-    head = "scenario".ljust(24) + "background".ljust(12) + "".join(n.rjust(14) for n in names)
-    head += "explained".rjust(11)
-    lines.append(head)
-    seen = []
-    for rec in result.models:
-        key = (rec["scenario"], rec["background"])
-        if key not in seen:
-            seen.append(key)
-    for scenario, background in seen:
-        recs = {r["model"]: r for r in result.models if (r["scenario"], r["background"]) == (scenario, background)}
-        cells = []
-        for n in names:
-            r = recs.get(n)
-            cells.append(("-" if r is None else f"{r['test_accuracy']:.3f} ({r['epochs']})").rjust(14))
-        explained = next(iter(recs.values()))["n_explained"]
-        lines.append(scenario.ljust(24) + background.ljust(12) + "".join(cells) + str(explained).rjust(11))
-    return "\n".join(lines)

@@ -1,57 +1,21 @@
 """The ``featurelens diagnose`` command: grokking modular addition with the training monitor on.
 
-The contract with featurelens.cli: HELP, DESCRIPTION, add_arguments(parser), run(args) -> int.
+Its options are defined in :mod:`featurelens.cli` (no torch import for ``--help``); :func:`run`
+does the work and returns the exit code. The report folder is built aside and moved into place
+(:func:`featurelens.report.report_folder`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 import sys
 
-from .._argtypes import fraction as _fraction
-from .._argtypes import non_negative_float as _non_negative_float
-from .._argtypes import non_negative_int as _non_negative_int
-from .._argtypes import positive_int as _positive_int
+from ..report import HTMLReport, OutError, check_out, report_folder, write_json
 from ._grokking import DEFAULTS
 
-HELP = "train a small network on modular addition with the training monitor and write a report"
-DESCRIPTION = (
-    "Train a two-layer network with quadratic activation, f(x) = V (W x)^2, on (a + b) mod p "
-    "(one-hot operands, full-batch AdamW, MSE on one-hot labels) on the CPU until it groks or the "
-    "step budget ends, with featurelens.learning.Monitor recording the NFA correlation, effective "
-    "ranks, neural collapse and the rolling-window spectrum of the weight updates, whose eigengap "
-    "detector announces grokking. Writes PNG curves, the first-layer Gram matrix W^T W and its "
-    "AGOP as images, results.json and index.html into --out, and prints a summary. "
-    f"Defaults: p={DEFAULTS['p']}, width {DEFAULTS['width']}, training fraction "
-    f"{DEFAULTS['train_fraction']}, lr {DEFAULTS['lr']}, weight decay {DEFAULTS['weight_decay']}, "
-    f"at most {DEFAULTS['steps']} steps (about 15 seconds on 2 cores)."
-)
-
 DEFAULT_OUT = "featurelens-diagnose"
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"report folder (default: {DEFAULT_OUT})")
-    parser.add_argument("--seed", type=_non_negative_int, default=0, metavar="N", help="random seed (default 0)")
-    parser.add_argument("--steps", type=_positive_int, default=DEFAULTS["steps"], metavar="N",
-                        help=f"most training steps (default {DEFAULTS['steps']}; training stops "
-                        "300 steps after test accuracy reaches 99%%)")
-    parser.add_argument("--weight-decay", type=_non_negative_float, default=DEFAULTS["weight_decay"], metavar="F",
-                        help=f"AdamW weight decay (default {DEFAULTS['weight_decay']}; 0 gives the no-grokking control)")
-    parser.add_argument("--p", type=_positive_int, default=DEFAULTS["p"], metavar="P",
-                        help=f"the modulus (default {DEFAULTS['p']})")
-    parser.add_argument("--width", type=_positive_int, default=DEFAULTS["width"], metavar="N",
-                        help=f"hidden units (default {DEFAULTS['width']})")
-    parser.add_argument("--train-fraction", type=_fraction, default=DEFAULTS["train_fraction"], metavar="F",
-                        help=f"fraction of the p^2 pairs used for training (default {DEFAULTS['train_fraction']})")
-    parser.add_argument("--lr", type=_non_negative_float, default=DEFAULTS["lr"], metavar="F",
-                        help=f"AdamW learning rate (default {DEFAULTS['lr']})")
-    parser.add_argument("--probe-every", type=_positive_int, default=100, metavar="N",
-                        help="steps between AGOP/NFA/rank/collapse measurements (default 100)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _png(fig) -> bytes:
@@ -124,17 +88,23 @@ def _matrices(model, X, p):
 
 def diagnose(out=DEFAULT_OUT, seed=0, steps=DEFAULTS["steps"], weight_decay=DEFAULTS["weight_decay"],
              p=DEFAULTS["p"], width=DEFAULTS["width"], train_fraction=DEFAULTS["train_fraction"],
-             lr=DEFAULTS["lr"], probe_every=100, progress=None) -> dict:
-    """Run the grokking experiment with the monitor and write the report folder; returns the
-    summary written to results.json."""
-    from ..report import HTMLReport
+             lr=DEFAULTS["lr"], probe_every=100, progress=None, overwrite=False) -> dict:
+    """Run the grokking experiment with the monitor and write the report folder ``out``; returns
+    the summary written to results.json. ``out`` is checked before training: an existing file, an
+    unwritable place, or a folder that holds files and is not an earlier diagnose report (unless
+    ``overwrite=True``) raises :class:`featurelens.report.OutError` (a ValueError)."""
     from ._grokking import run_grokking
 
+    check_out(out, "diagnose", overwrite)
     monitor, model, (Xtr, ytr, Xte, yte), summary = run_grokking(
         p=p, width=width, train_fraction=train_fraction, lr=lr, weight_decay=weight_decay, steps=steps,
         seed=seed, probe_every=probe_every, progress=progress,
     )
-    os.makedirs(out, exist_ok=True)
+    with report_folder(out, "diagnose", overwrite) as tmp:
+        return _write(tmp, monitor, model, Xtr, summary, p, width, train_fraction, lr, weight_decay, seed)
+
+
+def _write(out, monitor, model, Xtr, summary, p, width, train_fraction, lr, weight_decay, seed) -> dict:
     files = {}
     curves = _png(_curves(monitor, summary))
     files["curves"] = "curves.png"
@@ -174,8 +144,7 @@ def diagnose(out=DEFAULT_OUT, seed=0, steps=DEFAULTS["steps"], weight_decay=DEFA
         writer.writeheader()
         writer.writerows(monitor.records)
     files["history"] = "history.csv"
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump(summary, f, indent=2)
+    write_json(os.path.join(out, "results.json"), summary, indent=2)
     files["results"] = "results.json"
 
     page = HTMLReport("featurelens diagnose: grokking modular addition",
@@ -200,17 +169,21 @@ def diagnose(out=DEFAULT_OUT, seed=0, steps=DEFAULTS["steps"], weight_decay=DEFA
                        f"{monitor.detector.baseline} values for {monitor.detector.patience} consecutive steps.")
     page.save(os.path.join(out, "index.html"))
     files["report"] = "index.html"
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump(summary, f, indent=2)
+    write_json(os.path.join(out, "results.json"), summary, indent=2)
     return summary
 
 
 def run(args) -> int:
+    try:  # before importing torch and training: a bad --out costs nothing
+        check_out(args.out, "diagnose", args.overwrite, name="--out")
+    except OutError as err:
+        print(f"featurelens diagnose: error: {err}", file=sys.stderr)
+        return 2
     try:
         summary = diagnose(
             out=args.out, seed=args.seed, steps=args.steps, weight_decay=args.weight_decay, p=args.p,
             width=args.width, train_fraction=args.train_fraction, lr=args.lr, probe_every=args.probe_every,
-            progress=False if args.no_progress else None,
+            progress=False if args.no_progress else None, overwrite=args.overwrite,
         )
     except ValueError as err:
         print(f"featurelens diagnose: error: {err}", file=sys.stderr)

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import featurelens as fl
-from featurelens import _audit
+from featurelens import _audit, _harness
+from featurelens._audit import core, scoring
 from featurelens.bench.models import build_model
 from featurelens.datasets import xai_tris
 from featurelens.models import Model
@@ -171,14 +172,14 @@ def test_choose_methods():
 
 
 def test_patch_groups_cover_the_image_with_at_most_64_players():
-    g = _audit._patch_groups((3, 30, 30))
+    g = core._patch_groups((3, 30, 30))
     assert g.shape == (3, 30, 30)
     labels = np.unique(g)
     assert labels.size <= 64 and np.array_equal(labels, np.arange(labels.size))
     assert np.array_equal(g[0], g[2])  # channels share a patch
     # Each patch is a square block: pixels (0,0) and (3,3) share the first patch of side 4.
     assert g[0, 0, 0] == g[0, 3, 3] != g[0, 0, 4]
-    assert _audit._patch_groups((1, 8, 8)) is None
+    assert core._patch_groups((1, 8, 8)) is None
 
 
 def test_targets_map_labels_through_classes():
@@ -188,10 +189,10 @@ def test_targets_map_labels_through_classes():
     X = rng.normal(size=(40, 3)).astype(np.float32)
     labels = np.where(X[:, 0] > 0, "yes", "no")
     clf = LogisticRegression().fit(X, labels)
-    t = _audit._targets(Model(clf.predict_proba), X[:5], labels[:5], None, clf.classes_)
+    t = core._targets(Model(clf.predict_proba), X[:5], labels[:5], None, clf.classes_)
     np.testing.assert_array_equal(t, np.searchsorted(clf.classes_, labels[:5]))
     with pytest.raises(ValueError, match="not one of the model's classes"):
-        _audit._targets(Model(clf.predict_proba), X[:2], np.array(["yes", "maybe"]), None, clf.classes_)
+        core._targets(Model(clf.predict_proba), X[:2], np.array(["yes", "maybe"]), None, clf.classes_)
 
 
 def test_a_failing_metric_or_explainer_is_reported_not_fatal(monkeypatch):
@@ -200,14 +201,14 @@ def test_a_failing_metric_or_explainer_is_reported_not_fatal(monkeypatch):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(fl.metrics, "sparseness", broken)
-    real = _audit._make_explainer
+    real = _harness.explainer
 
     def make(name, model, **kw):
         if name == "smoothgrad":
             raise RuntimeError("explainer exploded")
         return real(name, model, **kw)
 
-    monkeypatch.setattr(_audit, "_make_explainer", make)
+    monkeypatch.setattr(_harness, "explainer", make)
     model = torch.nn.Sequential(torch.nn.Linear(4, 2))
     X = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
     table = fl.audit(model, X, methods=["saliency", "smoothgrad", "random"], n_explain=4, progress=False,
@@ -236,10 +237,10 @@ def pd_na():
         (dict(n_explain=0), ValueError, "n_explain must be an int >= 1; got 0"),
         (dict(ground_truth=np.zeros((3, 4), bool)), ValueError, "ground_truth must hold one mask per sample"),
         (dict(X=np.zeros((8, 5), np.float32)), ValueError, "cannot take them"),
-        (dict(as_frame="yes"), TypeError, "as_frame must be None, True or False"),
+        (dict(as_frame="yes"), TypeError, "as_frame must be True, False or None"),
         (dict(baseline="blur"), TypeError, "baseline must be None, a number or an array"),
-        (dict(baseline=np.zeros(3, np.float32)), ValueError, r"baseline must be a number or shaped like one sample"),
-        (dict(radius=-1.0), ValueError, "radius must be > 0"),
+        (dict(baseline=np.zeros(3, np.float32)), ValueError, r"baseline must be a scalar, shaped like one input \(4,\)"),
+        (dict(radius=-1.0), ValueError, "radius must be a finite number > 0"),
     ],
 )
 def test_bad_input(kwargs, error, match):
@@ -259,19 +260,19 @@ def test_ranking_rule_on_hand_made_scores():
 
     rows = [r("A", 0.5, 0.9, 0.3), r("B", 0.6, 0.8, 0.1), r("C", 0.1, 0.2, 0.0),
             r("random", 0.0, 0.0, 0.5), r("D", float("nan"), float("nan"), float("nan"), "failed")]
-    ranked = _audit._rank_rows(rows)
+    ranked = scoring._rank_rows(rows)
     # A and B both have mean faithfulness rank (2 + 1) / 2 = 1.5; B is more robust (0.1 < 0.3).
     assert [x["method"] for x in ranked] == ["B", "A", "C", "random", "D"]
     assert [x["rank"] for x in ranked] == [1, 2, 3, 4, None]
     assert ranked[0]["faithfulness_rank"] == ranked[1]["faithfulness_rank"] == 1.5
-    _audit._reasons(ranked)
-    assert _audit._verdict(ranked).startswith("Trust B most") and "3 of 3 methods beat" in _audit._verdict(ranked)
+    scoring._reasons(ranked)
+    assert scoring._verdict(ranked).startswith("Trust B most") and "3 of 3 methods beat" in scoring._verdict(ranked)
     rows = [r("A", 0.5, 0.9, 0.3), r("random", 0.9, 0.95, 0.5)]
-    ranked = _audit._rank_rows(rows)
-    _audit._reasons(ranked)
+    ranked = scoring._rank_rows(rows)
+    scoring._reasons(ranked)
     assert ranked[0]["method"] == "random"
     assert "Not more faithful than the random map" in ranked[1]["reason"]
-    assert _audit._verdict(ranked).startswith("No method beats the random map")
+    assert scoring._verdict(ranked).startswith("No method beats the random map")
 
 
 def test_sensitivity_pair_equals_the_public_metrics():
@@ -283,7 +284,7 @@ def test_sensitivity_pair_equals_the_public_metrics():
     ex = fl.explainer("saliency", net)
     t = np.array([0, 1, 2, 0, 1, 2])
     a = ex.explain(x, target=t).values
-    avg, mx = _audit._sensitivity_pair(ex, x, t, 0.1, 4, 3, a)
+    avg, mx = scoring._sensitivity_pair(ex, x, t, 0.1, 4, 3, a)
     np.testing.assert_allclose(avg, fl.metrics.avg_sensitivity(ex, x, target=t, radius=0.1, n_samples=4, seed=3))
     np.testing.assert_allclose(mx, fl.metrics.max_sensitivity(ex, x, target=t, radius=0.1, n_samples=4, seed=3))
     assert (mx >= avg).all() and (avg > 0).all()
@@ -318,7 +319,7 @@ def test_randomization_explainers_get_the_audited_batch_size():
 
     model = fl.models.Model(net)
     t = np.zeros(5, dtype=np.int64)
-    got = _audit._randomization(fake, "smoothgrad", model, x, t, 0, {"seed": 4, "batch_size": 3}, None)
+    got = scoring._randomization(fake, "smoothgrad", model, x, t, 0, {"seed": 4, "batch_size": 3}, None)
     assert seen == {"seed": 4, "batch_size": 3}
     ref = fl.metrics.model_randomization("smoothgrad", net, x, target=t, seed=0,
                                          explainer_params={"seed": 4, "batch_size": 3})["last"]
@@ -343,8 +344,8 @@ def test_numpy_scalar_baseline_is_a_number():
 def test_patch_groups_give_at_most_64_players_for_thin_inputs_too(shape):
     # The patch side was sized for square inputs: a (1, 1024) signal got 256 players and a
     # (3, 5, 1000) image 112, above the bound the black-box games are sized for.
-    groups = _audit._patch_groups(shape)
-    n = _audit._players(shape, groups)
+    groups = core._patch_groups(shape)
+    n = core._players(shape, groups)
     assert 1 < n <= 64
     assert groups.shape == shape and np.array_equal(np.unique(groups), np.arange(n))
     if len(shape) >= 3:  # patches are shared over the channels

@@ -1,0 +1,106 @@
+"""The ``featurelens audit`` command: load a model file and a data file safely, run
+:func:`featurelens.audit` and write its HTML report. Its options are defined in
+:mod:`featurelens.cli` (no torch import for ``--help``); :func:`run` does the work.
+
+Exit codes: 0 success; 2 usage error (a missing option or flag, an unsupported file type, an
+untrusted pickle without ``--trust-model-file``, a bad ``--target``, an unusable ``--out``); 1
+failure (a corrupt, mismatched or non-numeric file, or an audit that fails). Messages go to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["run"]
+
+
+def _error(message: str, code: int) -> int:
+    print(f"featurelens audit: error: {message}", file=sys.stderr)
+    return code
+
+
+def _format(table) -> str:
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else list(table)
+    head = f"{'rank':>4}  {'method':<22} {'ins-del':>8} {'faithf.':>8} {'avg sens':>9}  status"
+    lines = [head]
+    skipped = [r["method"] for r in rows if r["status"] == "n/a"]
+    for r in rows:
+        if r["status"] == "n/a":
+            continue
+        def f(key):
+            v = r.get(key)
+            try:
+                return f"{float(v):8.3f}" if v is not None and float(v) == float(v) else "     n/a"
+            except (TypeError, ValueError):
+                return "     n/a"
+        rank = "" if r.get("rank") is None or str(r.get("rank")) == "<NA>" else str(r["rank"])
+        lines.append(f"{rank:>4}  {r['method']:<22} {f('insertion_minus_deletion')} "
+                     f"{f('faithfulness_correlation')} {f('avg_sensitivity')} "
+                     f"  {r['status']}")
+    if skipped:
+        lines.append(f"not applicable (reasons in the report): {', '.join(skipped)}")
+    return "\n".join(lines)
+
+
+def run(args) -> int:
+    import numpy as np
+
+    from .._loading import LoadError, check_model_data, load_data, load_model
+    from ..report import OutError, check_out
+    from .core import audit
+
+    try:  # before loading anything: a bad --out costs nothing
+        check_out(args.out, "audit", args.overwrite, name="--out")
+    except OutError as err:
+        return _error(str(err), 2)
+
+    try:
+        model, description = load_model(
+            args.model, architecture=args.architecture, image_size=args.image_size, trust=args.trust_model_file
+        )
+        X, y, names = load_data(args.data, labels=args.labels, input_shape=args.input_shape)
+        check_model_data(model, X, args.data)
+    except LoadError as err:
+        return _error(str(err), err.exit_code)
+
+    target = args.target
+    if target == "labels":
+        if y is None:
+            return _error("--target labels needs --labels", 2)
+        target = None
+    elif target == "predicted":
+        target, y = None, None  # explain the predicted class even when labels are given
+    if isinstance(target, int):
+        from .._loading import as_callable
+        from ..models import Model
+
+        n_out = int(Model(as_callable(model)).predict(X[:1]).shape[1])
+        if target >= n_out:
+            return _error(f"--target {target} is out of range: the model has {n_out} output(s)", 2)
+    if y is not None and not hasattr(model, "classes_") and np.asarray(y).dtype.kind not in "iu":
+        try:
+            as_int = np.asarray(y).astype(np.int64)
+            # float labels (a CSV column of 0.0/1.0) are fine; 1.5 would be truncated to class 1.
+            integral = bool(np.all(as_int == np.asarray(y, dtype=np.float64)))
+        except (TypeError, ValueError):
+            integral = False
+        if not integral:
+            return _error(f"the labels must be integer class indices for this model; got values such as {y[0]!r}", 1)
+        y = as_int
+
+    try:
+        table = audit(
+            model, X, y, methods=args.methods, out=args.out, n_explain=args.n_explain, seed=args.seed,
+            progress=False if args.no_progress else None, target=target,
+            feature_names=names if names is not None and X.ndim == 2 else None, overwrite=args.overwrite,
+        )
+    except (ValueError, TypeError) as err:
+        return _error(str(err), 1)
+    attrs = table.attrs if hasattr(table, "attrs") else {"verdict": table.verdict, "report": table.report}
+    print(f"model: {description}; data: {os.path.basename(args.data)} {X.shape}")
+    print(_format(table))
+    print()
+    print(attrs["verdict"])
+    print(f"report: {os.path.abspath(attrs['report'])}")
+    return 0

@@ -1,0 +1,463 @@
+"""Audit of explainers: which explanation should I believe for this model and these inputs?
+
+:func:`audit` runs every applicable registered explainer on a sample of the data, scores each map
+with the metrics of :mod:`featurelens.metrics` (faithfulness, robustness, complexity,
+randomisation, and localisation when ground-truth masks are given), ranks the methods with a
+stated rule and a reason per method, and optionally writes a self-contained HTML report.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import numpy as np
+import torch
+
+from .. import _harness
+from .._validation import (
+    as_numpy, check_bool, check_float, check_floating, check_int, check_optional_bool, check_seed,
+    numpy_rng, resolve_baseline, resolve_target, seed_param,
+)
+from ..explainers._base import explainer_class, list_explainers
+from ..models import Model
+from ..report import check_out
+from .scoring import COLUMNS, RANKING_RULE, _ROW_KEYS, _clean_rows, _mean, _rank_rows, _reasons, _score, _verdict
+
+__all__ = ["audit", "AuditTable", "choose_methods", "RANKING_RULE", "COLUMNS"]
+
+#: Gradient-family explainers in the order they appear in the table (those registered); the other
+#: registered explainers that need gradients (or gradient-based data summaries) follow.
+_GRADIENT_ORDER = (
+    "saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "gradcam",
+    "agop_weighted", "agop_global", "wam", "wam_smoothgrad", "wam_ig",
+)
+#: Black-box explainers tried by default on models without gradients.
+_BLACKBOX_ORDER = ("occlusion", "kernel_shap", "permutation_shap", "exact_shapley")
+#: Registered names never chosen by default, with the reason shown in the report.
+_NOT_BY_DEFAULT = {
+    "agop_local": "identical to saliency (the signed per-sample gradient)",
+    "spex": "made for games with hundreds of players; request it with methods=",
+    "minshap": "a Shapley variant for feature selection; request it with methods=",
+}
+#: The audit's budget for explainers that evaluate all 2^n coalitions (``Requires.max_players``):
+#: at most 10 players, whatever larger limit the explainer itself allows.
+_MAX_EXACT_PLAYERS = 10
+_MAX_PLAYERS = 64  # black-box games on larger inputs use square patches as players
+_AGOP_ROWS = 2048  # most rows of X used to compute the AGOP diagonal for explainers that take data=
+
+
+class AuditTable(list):
+    """The ranked table as a list of dicts (one per method, best first) when pandas is absent or
+    ``as_frame=False``; ``verdict``, ``ranking_rule`` and ``report`` (path of index.html or None)
+    ride along as attributes, and ``explanations`` maps each method to its Explanation."""
+
+    def __init__(self, rows=()):
+        super().__init__(rows)
+        self.verdict: str = ""
+        self.ranking_rule: str = RANKING_RULE
+        self.report: str | None = None
+        self.explanations: dict = {}
+        self.notes: list = []
+
+
+# ------------------------------------------------------------------------------------------------
+# helpers
+
+
+def _wrap_model(model, batch_size):
+    """A Model for torch modules, featurelens Models, scikit-learn estimators and callables."""
+    if isinstance(model, Model):
+        return Model.wrap(model, batch_size=batch_size), model.module
+    from .._loading import as_callable
+
+    fn = as_callable(model)
+    wrapped = Model(fn, batch_size=batch_size)
+    return wrapped, wrapped.module
+
+
+def _patch_groups(shape: tuple) -> np.ndarray | None:
+    """Square patches (shared over channels) so that a black-box game has at most 64 players;
+    None when every element can be a player."""
+    if int(np.prod(shape)) <= _MAX_PLAYERS or len(shape) < 2:
+        return None
+    spatial = shape[1:] if len(shape) >= 3 else shape
+    p = int(math.ceil((int(np.prod(spatial)) / _MAX_PLAYERS) ** (1.0 / len(spatial))))
+    # The estimate assumes square inputs; a thin axis (1 x 1024, 5 x 1000) holds fewer patches than
+    # it, so grow the side until the patch count is within the bound.
+    while math.prod(math.ceil(s / p) for s in spatial) > _MAX_PLAYERS:
+        p += 1
+    per_axis = [int(math.ceil(s / p)) for s in spatial]
+    idx = np.zeros(spatial, dtype=np.int64)
+    stride = 1
+    for axis in reversed(range(len(spatial))):
+        coord = (np.arange(spatial[axis]) // p).reshape([-1 if a == axis else 1 for a in range(len(spatial))])
+        idx = idx + coord * stride
+        stride *= per_axis[axis]
+    _, idx = np.unique(idx, return_inverse=True)  # every label must occur
+    idx = idx.reshape(spatial)
+    return np.broadcast_to(idx, shape).copy() if len(shape) >= 3 else idx
+
+
+def _players(shape: tuple, groups) -> int:
+    return int(np.prod(shape)) if groups is None else int(groups.max()) + 1
+
+
+def _gradient_based(name: str) -> bool:
+    req = explainer_class(name).requires
+    return req.gradients or req.data
+
+
+def choose_methods(model: Model, x_shape: tuple, methods=None):
+    """``(chosen, skipped)``: the explainers the audit runs on inputs of one-sample shape
+    ``x_shape`` and ``{name: reason}`` for registered ones it leaves out.
+
+    Applicability is each explainer's declared :class:`~featurelens.explainers.Requires` (read by
+    :func:`featurelens._harness.applicable`). Differentiable models (torch modules, torch
+    callables): every gradient explainer that applies (gradcam only with a convolutional layer,
+    WAM only on 1-3-D inputs with a channel axis), AGOP-Weighted and AGOP-Global (diag(M) from the
+    audited data). Other models: occlusion, KernelSHAP, permutation Shapley, exact Shapley when
+    there are at most 10 players. Always the seeded ``random`` map as the floor.
+    """
+    registered = list_explainers()
+    if methods is not None:
+        if isinstance(methods, str):
+            methods = [methods]
+        names = list(dict.fromkeys(methods))
+        for name in names:
+            if not isinstance(name, str) or name not in registered:
+                explainer_class(name)  # raises naming the registered explainers
+        if not names:
+            raise ValueError("methods must name at least one explainer; got an empty list")
+        return _applicable(names, model, x_shape)
+    if model.differentiable:
+        order = [m for m in _GRADIENT_ORDER if m in registered]
+        order += [m for m in registered if m not in order and m not in _NOT_BY_DEFAULT and m != "random"
+                  and _gradient_based(m)]
+    else:
+        order = [m for m in _BLACKBOX_ORDER if m in registered]
+    chosen, skipped = _applicable(order, model, x_shape)
+    rest = [m for m in registered if m not in chosen and m not in skipped and m != "random"]
+    _, why = _applicable(rest, model, x_shape)
+    for name in rest:
+        skipped[name] = why.get(name) or _NOT_BY_DEFAULT.get(
+            name, "needs gradients, and the model is not differentiable" if _gradient_based(name)
+            else "black-box; the model has gradients, so the gradient methods are audited (request it with methods=)"
+        )
+    if "random" in registered:
+        chosen.append("random")
+    return chosen, skipped
+
+
+def _applicable(names, model: Model, x_shape: tuple):
+    """The harness's choice by the declared requirements, with the audit's players (patches of
+    at most 64) and its budget for exact methods."""
+    n = _players(x_shape, _patch_groups(x_shape))
+    chosen, skipped = _harness.applicable(names, model, x_shape, n)
+    for name in list(chosen):
+        limit = explainer_class(name).requires.max_players
+        if limit is not None and n > min(limit, _MAX_EXACT_PLAYERS):
+            chosen.remove(name)
+            skipped[name] = f"evaluates 2^n coalitions, and the inputs have {n} players (> {min(limit, _MAX_EXACT_PLAYERS)})"
+    return chosen, skipped
+
+
+def _explainer_kwargs(name: str, X: np.ndarray, baseline, seed, batch_size) -> dict:
+    """The audit's options for ``name`` (those it declares in ``accepts``): the seed, the baseline,
+    square-patch players, the AGOP data (a seeded subset of at most 2,048 rows of X bounds the
+    cost), no progress bar, and ``batch_size``."""
+    accepts = explainer_class(name).accepts
+    data = None
+    if "data" in accepts:
+        data = X
+        if X.shape[0] > _AGOP_ROWS:
+            data = X[np.sort(numpy_rng(seed).choice(X.shape[0], _AGOP_ROWS, replace=False))]
+    groups = _patch_groups(X.shape[1:]) if "groups" in accepts else None
+    return _harness.explainer_kwargs(name, batch_size=batch_size, seed=seed, baseline=baseline, groups=groups,
+                                     data=data, progress=False)
+
+
+def _targets(model: Model, x: np.ndarray, y, target, classes) -> np.ndarray:
+    """One output index per sample: ``target`` when given; else the label ``y`` (mapped through
+    ``classes`` for scikit-learn classifiers) for classifiers; else the predicted class. Targets
+    and labels are checked by :func:`featurelens._validation.resolve_target`."""
+    xt = model.to_tensor(x)
+    outputs = model.predict(xt)
+    n, n_outputs = int(xt.shape[0]), int(outputs.shape[1])
+    if target is not None:
+        return resolve_target(target, n, n_outputs)
+    if y is not None and n_outputs > 1:
+        if classes is not None:
+            lookup = {c: i for i, c in enumerate(np.asarray(classes).tolist())}
+            missing = [v for v in np.asarray(y).tolist() if v not in lookup]
+            if missing:
+                raise ValueError(
+                    f"y holds label {missing[0]!r}, which is not one of the model's classes {list(lookup)}"
+                )
+            y = np.array([lookup[v] for v in np.asarray(y).tolist()], dtype=np.int64)
+        elif np.asarray(y).dtype.kind not in "iu":
+            raise TypeError(f"y must hold integer class indices (one per sample); got dtype {np.asarray(y).dtype}")
+        return resolve_target(np.asarray(y), n, n_outputs, name="y")
+    return model.resolve_target(None, xt, outputs).cpu().numpy()
+
+
+def _check_inputs(X, y, ground_truth, n_explain, seed):
+    X = as_numpy(X, "X")
+    if X.dtype.kind in "iub":
+        X = X.astype(np.float32)
+    check_floating(X, "X")
+    if X.ndim < 2:
+        raise ValueError(f"X must be a batch with the samples along the first axis, shape (n, ...); got shape {X.shape}")
+    if X.shape[0] == 0:
+        raise ValueError(f"X is empty (shape {X.shape}); expected at least one sample")
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    n = X.shape[0]
+    if y is not None:
+        y = np.asarray(as_numpy(y, "y"))
+        if y.ndim != 1 or y.shape[0] != n:
+            raise ValueError(f"y must hold one label per sample of X ({n}); got shape {y.shape}")
+    if ground_truth is not None:
+        ground_truth = np.asarray(as_numpy(ground_truth, "ground_truth"))
+        if ground_truth.shape[0] != n:
+            raise ValueError(
+                f"ground_truth must hold one mask per sample of X ({n}); got shape {ground_truth.shape}"
+            )
+        if ground_truth.dtype != bool and not np.isin(ground_truth, (0, 1)).all():
+            raise ValueError("ground_truth must be boolean masks (or 0/1); got other values")
+        ground_truth = ground_truth.astype(bool)
+    n_explain = check_int(n_explain, "n_explain", low=1)
+    if n > n_explain:
+        idx = np.sort(numpy_rng(seed).choice(n, size=n_explain, replace=False))
+    else:
+        idx = np.arange(n)
+    return X, y, ground_truth, idx
+
+
+def _baseline(baseline, X: np.ndarray):
+    """The fill of removed features: None gives 0 for images/signals (the usual black fill) and the
+    feature means for tabular rows, where a zero may lie far outside the data; a number stays a
+    float; an array shaped like one sample becomes float32. Checked by
+    :func:`featurelens._validation.resolve_baseline`."""
+    if baseline is None:
+        return X.mean(axis=0).astype(np.float32) if X.ndim == 2 else 0.0
+    full = resolve_baseline(baseline, torch.from_numpy(X[:1]))
+    if np.ndim(baseline) == 0 and not isinstance(baseline, torch.Tensor):
+        return float(full.reshape(-1)[0])
+    return full[0].cpu().numpy().astype(np.float32)
+
+
+# ------------------------------------------------------------------------------------------------
+# the audit
+
+
+def audit(
+    model,
+    X,
+    y=None,
+    methods=None,
+    ground_truth=None,
+    out=None,
+    n_explain: int = 32,
+    seed: int = 0,
+    progress: bool | None = None,
+    target=None,
+    baseline=None,
+    steps: int = 20,
+    n_subsets: int = 50,
+    subset_size: int | None = None,
+    radius: float = 0.1,
+    robustness_samples: int = 5,
+    randomization: bool = True,
+    batch_size: int | None = None,
+    as_frame: bool | None = None,
+    feature_names=None,
+    overwrite: bool = False,
+):
+    """Run every applicable explainer on ``X``, score and rank the maps, optionally write a report.
+
+    Which explainers (see :func:`choose_methods`): for a differentiable model every gradient and
+    AGOP explainer that applies (gradcam only with a convolutional layer); for a scikit-learn
+    estimator or numpy callable occlusion, KernelSHAP, permutation Shapley and, up to 10 players,
+    exact Shapley (inputs with more than 64 elements use patches as players, at most 64, shared over
+    the channels of images); always the seeded
+    ``random`` map as the floor. ``methods`` overrides the choice. AGOP-Global/Weighted compute
+    diag(M) from X (a seeded subset of 2,048 rows when X has more).
+
+    Scores per method, averaged over the ``n_explain`` audited samples (a seeded subset of X):
+
+    - faithfulness: deletion and insertion AUC (most relevant first, ``steps`` steps, filled with
+      ``baseline``), their difference ``AUC_ins - AUC_del`` (Petsiuk et al. 2018, arXiv
+      1806.07421), and the faithfulness correlation ``corr_S(sum_{i in S} a_i, f(x) - f(x_{S <-
+      baseline}))`` over ``n_subsets`` random subsets of ``subset_size`` features (Bhatt et al. 2020,
+      arXiv 2005.00631);
+    - robustness: average and max sensitivity ``||a(x + eps) - a(x)|| / ||a(x)||`` over
+      ``robustness_samples`` draws in a ball of ``radius`` (Yeh et al. 2019, arXiv 1901.09392);
+    - complexity: sparseness (Gini index of |a|, Chalasani et al. 2020, arXiv 1810.06583) and
+      complexity (entropy of |a| / sum |a|, Bhatt et al. 2020);
+    - randomisation (torch modules): Spearman similarity between the maps of the trained model and
+      of the model with all layers re-initialised (Adebayo et al. 2018, arXiv 1810.03292);
+    - localisation when ``ground_truth`` masks (one per sample, shaped like a sample or its spatial
+      part) are given: relevance mass, relevance rank accuracy (Arras et al. 2022, arXiv
+      2003.07258) and top-k precision (Clark et al. 2024, arXiv 2306.12816).
+
+    Ranking: see :data:`RANKING_RULE` (faithfulness ranks first, robustness breaks ties). A metric
+    that fails is reported in the notes and left out, never fatal; an explainer that fails gets
+    status "failed" with the error as its reason.
+
+    Parameters
+    ----------
+    model
+        A torch module, a featurelens Model, a scikit-learn estimator (``predict_proba`` for
+        classifiers, ``predict`` for regressors) or a callable on numpy batches.
+    X
+        Inputs, samples first (numpy, torch or pandas).
+    y
+        Labels (optional): the explained output of a classifier is the label (class index, or a
+        class of a scikit-learn classifier's ``classes_``); without it the predicted class.
+    target
+        Overrides ``y``: an int or one int per sample of X.
+    baseline
+        The value removed features take (deletion/insertion, faithfulness correlation, IG and
+        Shapley fills); None: 0 for images and signals, the feature means for tabular (n, d) X.
+    out
+        A folder for ``index.html`` (self-contained), ``results.json``, ``results.csv`` and the
+        figures; None writes nothing. Checked before any work; the report is built beside it and
+        moved into place at the end (:func:`featurelens.report.report_folder`).
+    overwrite
+        Write into ``out`` even when it holds files and is not an earlier audit report (otherwise
+        refused with a ValueError before any work).
+    n_explain, seed, progress
+        Samples audited (a seeded subset when X has more); the seed of every stochastic part (None,
+        an int or a numpy Generator, whose stream the parts then draw from in turn); a progress bar
+        over methods (None: only on a terminal).
+    feature_names
+        Names of the columns of tabular X for the report (default: a DataFrame's columns).
+    as_frame
+        True: a pandas DataFrame; False: an :class:`AuditTable` (list of dicts); None (default): a
+        DataFrame when pandas can be imported. Either way best first, one row per method, with
+        ``rank``, ``method``, ``status``, the metric means, ``faithfulness_rank``,
+        ``robustness_rank``, ``seconds``, ``model_calls`` and ``reason``; the DataFrame's
+        ``attrs`` (the list's attributes) hold ``verdict``, ``ranking_rule``, ``report`` and
+        ``notes`` (metrics that failed or did not apply, warnings); the list also has
+        ``explanations`` (method -> Explanation).
+    """
+    start = time.perf_counter()
+    seed = check_seed(seed)
+    if out is not None:
+        check_out(out, "audit", check_bool(overwrite, "overwrite"))
+    if feature_names is None and hasattr(X, "columns"):
+        feature_names = [str(c) for c in X.columns]
+    X, y, masks_all, idx = _check_inputs(X, y, ground_truth, n_explain, seed)
+    if feature_names is not None:
+        feature_names = [str(f) for f in feature_names]
+        if X.ndim != 2 or len(feature_names) != X.shape[1]:
+            raise ValueError(
+                f"feature_names must name the {X.shape[1] if X.ndim == 2 else 'columns'} columns of a tabular "
+                f"X (shape {X.shape}); got {len(feature_names)} names"
+            )
+    steps = check_int(steps, "steps", low=1)
+    n_subsets = check_int(n_subsets, "n_subsets", low=2)
+    subset_size = check_int(subset_size, "subset_size", low=1, allow_none=True)
+    radius = check_float(radius, "radius", low=0.0, low_inclusive=False)
+    robustness_samples = check_int(robustness_samples, "robustness_samples", low=0)
+    randomization = check_bool(randomization, "randomization")
+    progress = check_optional_bool(progress, "progress")
+    as_frame = check_optional_bool(as_frame, "as_frame")
+    wrapped, module = _wrap_model(model, batch_size)
+    classes = getattr(model, "classes_", None)
+    x = X[idx]
+    try:
+        wrapped.predict(x[:1])
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"X has samples of shape {X.shape[1:]}, and the model cannot take them: {err}") from err
+    t = _targets(wrapped, x, None if y is None else y[idx], target, classes)
+    masks = None if masks_all is None else masks_all[idx]
+    baseline = _baseline(baseline, X)
+    chosen, skipped = choose_methods(wrapped, X.shape[1:], methods)
+    notes: list[str] = []
+    if X.ndim == 2 and X.shape[1] > 1 and robustness_samples > 0:
+        sd = X.std(axis=0)
+        sd = sd[sd > 0]
+        if sd.size and sd.max() > 10 * sd.min():
+            notes.append(
+                "The features have very different scales (standard deviations from "
+                f"{sd.min():.3g} to {sd.max():.3g}); the robustness noise is relative to each "
+                "sample's value range over all its features, so the sensitivities are large. "
+                "Standardise X (and put the scaler inside the model) for comparable sensitivities."
+            )
+
+    settings = {
+        "n_explain": int(len(idx)), "n_samples_in_X": int(X.shape[0]), "seed": seed_param(seed), "steps": steps,
+        "n_subsets": n_subsets, "subset_size": subset_size, "radius": radius,
+        "robustness_samples": robustness_samples, "randomization": bool(randomization),
+        "baseline": baseline, "explainer_kwargs": {},
+    }
+    rows, curves, explanations, per_sample = [], {}, {}, {}
+    from tqdm.auto import tqdm
+
+    show = sys.stderr.isatty() if progress is None else bool(progress)
+    for name in tqdm(chosen, desc="audit", disable=not show, leave=False, unit="method"):
+        row = {"method": name, "status": "ok", "reason": ""}
+        kwargs = _explainer_kwargs(name, X, baseline, seed, batch_size)
+        settings["explainer_kwargs"][name] = kwargs
+        t0 = time.perf_counter()
+        run = _harness.run_method(name, wrapped, x, t, kwargs)
+        if run.status != "ok":
+            row.update(status=run.status, reason=run.error)
+            rows.append(row)
+            continue
+        ex, e, a = run.explainer, run.explanation, run.values
+        if a.shape != x.shape and a.ndim == x.ndim and a.shape[0] == x.shape[0]:
+            a = np.broadcast_to(a, x.shape).copy()  # a one-channel map (gradcam) for every channel
+        explanations[name] = e
+        row["explain_seconds"] = float(e.seconds)
+        row["model_calls"] = int(e.model_calls)
+        scores, c = _score(name, ex, wrapped, x, a, np.asarray(e.values), t, masks, settings, notes)
+        row["seconds"] = time.perf_counter() - t0
+        for key, _, _ in COLUMNS:
+            if key in scores:
+                row[key] = _mean(scores[key])
+        per_sample[name] = {k: v.tolist() for k, v in scores.items()}
+        curves[name] = c
+        rows.append(row)
+    for name, why in skipped.items():
+        rows.append({"method": name, "status": "n/a", "reason": why})
+
+    ranked = _rank_rows(rows)
+    _reasons(ranked)
+    verdict = _verdict(ranked)
+    settings["baseline"] = baseline if isinstance(baseline, float) else "feature means" if X.ndim == 2 else "array"
+    total = time.perf_counter() - start
+    report_path = None
+    if out is not None:
+        from .report import write_report
+
+        report_path = write_report(
+            out, overwrite, ranked, verdict, notes, settings, curves, explanations, x, masks, t,
+            per_sample, total, model, feature_names,
+        )
+    return _as_table(ranked, verdict, report_path, explanations, as_frame, notes)
+
+
+def _as_table(rows, verdict, report_path, explanations, as_frame, notes):
+    rows = _clean_rows(rows)
+    if as_frame is not False:
+        try:
+            import pandas as pd
+        except ImportError:
+            if as_frame:
+                raise ImportError("as_frame=True needs pandas: pip install pandas") from None
+        else:
+            frame = pd.DataFrame(rows, columns=list(_ROW_KEYS))
+            frame["rank"] = frame["rank"].astype("Int64")
+            frame.attrs.update({"verdict": verdict, "ranking_rule": RANKING_RULE, "report": report_path,
+                                "notes": list(notes)})
+            return frame
+    table = AuditTable(rows)
+    table.verdict = verdict
+    table.report = report_path
+    table.explanations = explanations
+    table.notes = list(notes)
+    return table
+
