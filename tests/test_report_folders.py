@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from featurelens.report import MARKER, OutError, check_out, check_out_file, jsonable, replace_file, report_folder
+from featurelens.report import MARKER, write_json, OutError, check_out, check_out_file, replace_file, report_folder
 
 
 def _write(folder, files):
@@ -125,10 +125,10 @@ def test_select_output_file_rules(tmp_path):
         check_out_file(tmp_path / "nope" / "x.csv", ("column,score,rank",))
 
 
-def test_jsonable_is_strict_json():
+def test_report_json_is_strict_json(tmp_path):
     doc = {1: np.float32(0.5), "nan": float("nan"), "inf": np.inf, "i": np.int64(3), "b": np.bool_(True),
            "small": np.arange(3), "big": np.zeros((10, 10)), "t": (1, 2), "obj": object}
-    out = jsonable(doc)
-    json.dumps(out, allow_nan=False)
+    write_json(tmp_path / "r.json", doc)
+    out = json.loads((tmp_path / "r.json").read_text())
     assert out["1"] == 0.5 and out["nan"] is None and out["inf"] is None and out["i"] == 3 and out["b"] is True
-    assert out["small"] == [0, 1, 2] and out["big"] == "array(10, 10)" and out["t"] == [1, 2]
+    assert out["small"] == [0, 1, 2] and out["big"] == {"array_shape": [10, 10], "dtype": "float64"} and out["t"] == [1, 2]

@@ -8,44 +8,26 @@ import argparse
 __all__ = ["positive_int", "non_negative_int", "non_negative_float", "fraction", "Choices", "shape", "output_target"]
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+def _number(parse, expected: str, ok):
+    """An argparse type: ``parse(text)`` (int or float), refused unless ``ok(value)``, with one
+    message saying what was ``expected`` and what was given."""
+
+    def convert(text: str):
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    return convert
 
 
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a non-negative finite number, got {text!r}")
-    return value
-
-
-def fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
-    return value
+positive_int = _number(int, "a positive integer", lambda v: v >= 1)
+non_negative_int = _number(int, "a non-negative integer", lambda v: v >= 0)
+non_negative_float = _number(float, "a non-negative finite number", lambda v: 0 <= v < float("inf"))
+fraction = _number(float, "a number in (0, 1)", lambda v: 0 < v < 1)
 
 
 class Choices(argparse.Action):

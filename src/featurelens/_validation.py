@@ -35,6 +35,7 @@ __all__ = [
     "check_option",
     "check_optional_bool",
     "check_seed",
+    "check_device",
     "numpy_rng",
     "torch_generator",
     "seed_param",
@@ -182,6 +183,37 @@ def check_option(value, name: str, options: Iterable):
         close = difflib.get_close_matches(value, [o for o in options if isinstance(o, str)], n=2)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     raise ValueError(f"{name} must be one of {listed}; got {value!r}.{hint}")
+
+
+# --------------------------------------------------------------------------------------------------
+# devices
+
+
+def check_device(device, name: str = "device") -> torch.device:
+    """A torch device that exists here: a clear ValueError for an unknown name or an accelerator
+    this machine lacks (torch itself fails later with an AssertionError or a RuntimeError)."""
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{name} must be a string such as 'cpu' or 'cuda:0', or a torch.device; got {device!r}")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"{name} must name a torch device such as 'cpu' or 'cuda:0'; got {device!r} ({err})") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"{name}={str(device)!r} was requested, but CUDA is not available here "
+                "(torch.cuda.is_available() is False); use device='cpu' or leave device=None"
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"{name}={str(device)!r} was requested, but only {torch.cuda.device_count()} CUDA "
+                "device(s) exist here"
+            )
+    elif dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError(f"{name}={str(device)!r} was requested, but MPS is not available here; use device='cpu'")
+    return dev
 
 
 # --------------------------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ _FORMAT = "featurelens.explanation/1"
 
 
 #: Kept for modules that imported it from here; the one JSON conversion lives in _serialization.
-_jsonable = to_jsonable
 
 
 @dataclass

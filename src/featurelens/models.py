@@ -29,35 +29,8 @@ import numpy as np
 import torch
 
 from ._batching import check_batch_size, chunks, default_rows, expansion_index
-from ._validation import as_numpy, check_floating, check_int, check_option
+from ._validation import as_numpy, check_device, check_floating, check_int, check_option
 from ._validation import resolve_target as _resolve_target
-
-
-def _check_device(device) -> torch.device:
-    """A torch device that exists here: a clear ValueError for an unknown name or an accelerator
-    this machine lacks (torch itself fails later with an AssertionError or a RuntimeError)."""
-    if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"device must be a string such as 'cpu' or 'cuda:0', or a torch.device; got {device!r}")
-    try:
-        dev = torch.device(device)
-    except RuntimeError as err:
-        raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda:0'; got {device!r} ({err})") from None
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(
-                f"device={str(device)!r} was requested, but CUDA is not available here "
-                "(torch.cuda.is_available() is False); use device='cpu' or leave device=None"
-            )
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(
-                f"device={str(device)!r} was requested, but only {torch.cuda.device_count()} CUDA "
-                "device(s) exist here"
-            )
-    elif dev.type == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is None or not mps.is_available():
-            raise ValueError(f"device={str(device)!r} was requested, but MPS is not available here; use device='cpu'")
-    return dev
 
 
 class Model:
@@ -104,7 +77,7 @@ class Model:
         if device is None:
             param = next(iter(self.module.parameters()), None) if self.module is not None else None
             device = param.device if param is not None else torch.device("cpu")
-        self.device = _check_device(device)
+        self.device = check_device(device)
         param = next(iter(self.module.parameters()), None) if self.module is not None else None
         self.dtype = param.dtype if param is not None and param.is_floating_point() else torch.float32
         self.calls = 0  # rows sent through the model since construction

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._serialization import to_jsonable
+
 __all__ = [
     "HTMLReport", "Cell", "jsonable", "write_json", "OutError", "check_out", "report_folder",
     "check_out_file", "replace_file", "MARKER",
@@ -176,33 +178,11 @@ class HTMLReport:
 # JSON
 
 
-def jsonable(value, max_array: int = 64):
-    """``value`` as strict-JSON data: dicts (keys as strings), lists and tuples recursively; numpy
-    and Python floats as floats with NaN and inf as None; numpy integers and booleans as ints and
-    bools; arrays of at most ``max_array`` elements as nested lists, larger ones as the text
-    ``"array(shape)"``; anything else by its ``repr``."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v, max_array) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v, max_array) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist(), max_array) if value.size <= max_array else f"array{tuple(value.shape)}"
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        return v if math.isfinite(v) else None
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, str) or value is None:
-        return value
-    return repr(value)
-
-
 def write_json(path, doc, indent: int = 1) -> None:
-    """Write ``jsonable(doc)`` to ``path`` (strict JSON: no NaN)."""
+    """Write ``to_jsonable(doc)`` (the one JSON conversion, :mod:`featurelens._serialization`) to
+    ``path`` as strict JSON (no NaN)."""
     with open(os.fspath(path), "w", encoding="utf-8") as f:
-        json.dump(jsonable(doc), f, indent=indent, allow_nan=False)
+        json.dump(to_jsonable(doc), f, indent=indent, allow_nan=False)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -252,7 +252,7 @@ def test_device_argument():
     a = RFMRegressor(iters=1, device="cpu").fit(X, y)
     b = RFMRegressor(iters=1, device=torch.device("cpu")).fit(X, y)
     np.testing.assert_array_equal(a.M_, b.M_)
-    with pytest.raises(ValueError, match="device must be a torch device.*'gpu0'"):
+    with pytest.raises(ValueError, match="device must name a torch device.*'gpu0'"):
         RFMRegressor(device="gpu0").fit(X, y)
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="device='cuda'.*CUDA is not available"):

@@ -161,7 +161,7 @@ def test_dataframe_round_trip():
         (dict(k=2, task="ranking"), ValueError, "task must be one of 'auto', 'classification', 'regression'; got 'ranking'"),
         (dict(k=2, module="mlp"), TypeError, "module must be a torch.nn.Module or None; got str"),
         (dict(k=2, seed=-3), ValueError, "seed must be None, a non-negative int or a numpy.random.Generator; got -3"),
-        (dict(k=2, device="gpu0"), ValueError, "device must be a torch device such as 'cpu' or 'cuda'; got 'gpu0'"),
+        (dict(k=2, device="gpu0"), ValueError, "device must name a torch device such as 'cpu' or 'cuda:0'; got 'gpu0'"),
     ],
 )
 def test_bad_parameters(kwargs, err, match):

@@ -43,7 +43,8 @@ from ..datasets import BACKGROUNDS, SCENARIOS, xai_tris
 from ..explainers import explainer_class, list_explainers
 from ..metrics import emd_score, iou_at_k, precision_at_k
 from ..models import Model
-from ..report import check_out, jsonable
+from .._serialization import to_jsonable
+from ..report import check_out
 from .models import MODELS, build_model
 from .formatting import SCENARIO_LABELS, example_figure, format_models, format_summary
 from .settings import DEFAULT_SETTINGS, QUICK_SETTINGS
@@ -158,7 +159,7 @@ class BenchmarkResult:
 
     def to_dict(self) -> dict:
         """Everything but the figures' bytes, JSON-ready (NaN as None)."""
-        return jsonable(
+        return to_jsonable(
             {
                 "rows": self.rows,
                 "summary": self.summary,

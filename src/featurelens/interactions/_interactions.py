@@ -24,7 +24,7 @@ from itertools import permutations
 import numpy as np
 import scipy.sparse
 
-from ..explanation import _jsonable
+from .._validation import check_int, check_option
 from ..games import Game
 
 __all__ = ["BASES", "INDEX_NAMES", "Interactions", "exact", "load_interactions"]
@@ -46,21 +46,6 @@ _PREDICT_BLOCK = 2**22
 def _transforms():
     # Loaded on first use: featurelens.interactions.transforms is only needed for conversions.
     return importlib.import_module(".transforms", __package__)
-
-
-def _check_index(index) -> str:
-    if not isinstance(index, str) or index not in INDEX_NAMES:
-        raise ValueError(f"index must be one of {list(INDEX_NAMES)}; got {index!r}")
-    return index
-
-
-def _check_order(value, name: str, allow_none: bool = True, low: int = 0):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low:
-        expected = f"an int >= {low}" + (" or None" if allow_none else "")
-        raise ValueError(f"{name} must be {expected}; got {value!r}")
-    return int(value)
 
 
 def _check_terms(terms, n_players: int) -> dict:
@@ -116,11 +101,11 @@ class Interactions:
 
     def __init__(self, terms: dict, index: str, n_players: int, max_order: int | None = None,
                  queries: int = 0, params: dict | None = None):
-        self._index = _check_index(index)
-        self._n = _check_order(n_players, "n_players", allow_none=False, low=1)
+        self._index = check_option(index, "index", INDEX_NAMES)
+        self._n = check_int(n_players, "n_players", low=1)
         self._terms = _check_terms(terms, self._n)
-        self._max_order = _check_order(max_order, "max_order")
-        self._queries = _check_order(queries, "queries", allow_none=False)
+        self._max_order = check_int(max_order, "max_order", low=0, allow_none=True)
+        self._queries = check_int(queries, "queries", low=0)
         if params is not None and not isinstance(params, dict):
             raise TypeError(f"params must be a dict or None; got {type(params).__name__}")
         self._params = dict(params or {})
@@ -175,8 +160,8 @@ class Interactions:
         target index (ignored for ``"shapley"`` and ``"banzhaf"``). An index is not invertible to a
         basis, so from any other index only to the same index (and order).
         """
-        index = _check_index(index)
-        max_order = _check_order(max_order, "max_order")
+        index = check_option(index, "index", INDEX_NAMES)
+        max_order = check_int(max_order, "max_order", low=0, allow_none=True)
         if self._index not in BASES:
             same_order = max_order is None or max_order == self._max_order
             if index != self._index or not same_order:
@@ -256,7 +241,7 @@ class Interactions:
             raise ValueError(
                 f"game has n_players = {game.n_players}; these interactions have n_players = {self._n}"
             )
-        n_masks = _check_order(n_masks, "n_masks", allow_none=False, low=2)
+        n_masks = check_int(n_masks, "n_masks", low=2)
         rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         masks = rng.random((n_masks, self._n)) < 0.5
         y = np.asarray(game(masks), dtype=np.float64)
@@ -272,8 +257,8 @@ class Interactions:
         """The ``k`` terms with the largest ``|value|`` (the constant ``()`` excluded), as a list of
         ``(tuple, value)``, largest first (ties: lower order, then lexicographic); ``order``
         restricts them to terms of that many players."""
-        k = _check_order(k, "k", allow_none=False, low=1)
-        order = _check_order(order, "order", low=1)
+        k = check_int(k, "k", low=1)
+        order = check_int(order, "order", low=1, allow_none=True)
         items = [(t, v) for t, v in self._terms.items() if t and (order is None or len(t) == order)]
         items.sort(key=lambda tv: (-abs(tv[1]), len(tv[0]), tv[0]))
         return items[:k]
@@ -285,7 +270,7 @@ class Interactions:
         a zero diagonal; ``k >= 3``: shape ``(n,) * k``, symmetric under any permutation of the axes
         and zero wherever two indices coincide (refused above 2^24 entries).
         """
-        order = _check_order(order, "order", allow_none=False)
+        order = check_int(order, "order", low=0)
         if order == 0:
             return float(self._terms.get((), 0.0))
         n = self._n
@@ -457,8 +442,8 @@ def exact(game, index: str = "mobius", max_order: int | None = None, tol: float 
     ``1e-12 * max|v(S)|``, which removes only the transform's rounding noise. ``queries`` is the
     number of game evaluations spent (``2^n``).
     """
-    index = _check_index(index)
-    max_order = _check_order(max_order, "max_order")
+    index = check_option(index, "index", INDEX_NAMES)
+    max_order = check_int(max_order, "max_order", low=0, allow_none=True)
     if not isinstance(game, Game):
         raise TypeError(f"game must be a featurelens Game; got {type(game).__name__}")
     n = game.n_players

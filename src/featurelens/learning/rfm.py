@@ -33,7 +33,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._batching import chunks, rows_for_bytes
-from .._validation import check_bool, check_float, check_floating, check_int, check_option, check_seed, numpy_rng
+from .._validation import check_bool, check_device, check_float, check_floating, check_int, check_option, check_seed, numpy_rng
 
 __all__ = ["RFMRegressor", "RFMClassifier"]
 
@@ -42,18 +42,6 @@ _NORMALIZE = ("max", "trace", None)
 #: Distances below this count as zero: the Laplace kernel is not differentiable there, so such
 #: pairs are left out of the gradient (the sample itself always is, by index).
 _EPS_DIST = 1e-10
-
-
-def _check_device(device) -> torch.device:
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as err:
-        raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda'; got {device!r}") from err
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} was requested but CUDA is not available; use device='cpu'")
-    if dev.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
-        raise ValueError(f"device={device!r} was requested but MPS is not available; use device='cpu'")
-    return dev
 
 
 class _BaseRFM(BaseEstimator):
@@ -109,7 +97,7 @@ class _BaseRFM(BaseEstimator):
         check_int(self.agop_samples, "agop_samples", low=1, allow_none=True)
         check_int(self.batch_size, "batch_size", low=1, allow_none=True)
         check_seed(self.seed)
-        return _check_device(self.device)
+        return check_device(self.device)
 
     # ------------------------------------------------------------------ kernel algebra
     def _rows(self, n_cols: int, width: int) -> int:
@@ -403,7 +391,7 @@ class _BaseRFM(BaseEstimator):
         check_is_fitted(self, "alphas_")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], ensure_all_finite=False)
         check_floating(X, "X")
-        device = _check_device(self.device)
+        device = check_device(self.device)
         dtype = torch.as_tensor(self.X_fit_[:0]).dtype
         shift = torch.as_tensor(self._shift, dtype=dtype, device=device)
         tX = torch.as_tensor(np.asarray(X, dtype=self.X_fit_.dtype), dtype=dtype, device=device) - shift

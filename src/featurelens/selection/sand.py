@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from sklearn.utils.multiclass import type_of_target
 
-from .._validation import check_float, check_int, check_option, check_optional_bool, check_seed, torch_generator
+from .._validation import check_device, check_float, check_int, check_option, check_optional_bool, check_seed, torch_generator
 from ._base import ScoreSelector
 
 __all__ = ["NoiseGainLayer", "SAND"]
@@ -184,10 +184,7 @@ class SAND(ScoreSelector):
         check_option(self.task, "task", ("auto", "classification", "regression"))
         check_seed(self.seed)
         check_optional_bool(self.progress, "progress")
-        try:
-            torch.device(self.device)
-        except (RuntimeError, TypeError) as err:
-            raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda'; got {self.device!r}") from err
+        check_device(self.device)
         if self.module is not None and not isinstance(self.module, torch.nn.Module):
             raise TypeError(f"module must be a torch.nn.Module or None; got {type(self.module).__name__}")
         wd = check_float(self.weight_decay, "weight_decay", low=0.0)
@@ -235,7 +232,7 @@ class SAND(ScoreSelector):
             n_out = 1
             loss_fn = torch.nn.MSELoss()
 
-        device = torch.device(self.device)
+        device = check_device(self.device)
         # An int seed seeds both streams with itself; a numpy Generator (or None) gives one drawn int.
         gen = torch_generator(self.seed)
         # Network initialisation and noise use the global RNG; fork it so fitting does not disturb
