@@ -13,6 +13,7 @@ SMALL = ["--scenarios", "linear", "--backgrounds", "white", "--models", "llr", "
          "random", "--n-samples", "400", "--epochs", "20", "--no-progress", "--jobs", "1"]
 
 
+@pytest.mark.slow
 def test_benchmark_quick_prints_the_table_and_writes_the_report(tmp_path, capsys):
     out = tmp_path / "rep"
     code = main(["benchmark", "--quick", "--out", str(out)] + SMALL)
@@ -68,6 +69,7 @@ def test_version_and_no_command(capsys):
     assert "benchmark" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_python_dash_m():
     env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), "..", "src"))
     done = subprocess.run([sys.executable, "-m", "featurelens", "--version"], capture_output=True,

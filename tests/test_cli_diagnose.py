@@ -9,6 +9,7 @@ import pytest
 from featurelens.cli import main
 
 
+@pytest.mark.slow
 def test_diagnose_writes_the_report_folder(tmp_path, capsys):
     out = tmp_path / "diag"
     code = main(["diagnose", "--out", str(out), "--steps", "40", "--p", "7", "--width", "16",

@@ -60,6 +60,7 @@ def test_select_refuses_to_replace_a_foreign_file(tmp_path, capsys):
     assert main(["select", str(data), "--target", "y", "--method", "agop", "--out", ""]) == 2
 
 
+@pytest.mark.slow
 def test_help_does_not_import_torch():
     code = ("import sys\nfrom featurelens.cli import main\n"
             "for argv in (['--help'], ['benchmark', '--help'], ['audit', '--help'], ['diagnose', '--help'],"
@@ -70,6 +71,7 @@ def test_help_does_not_import_torch():
     assert run.returncode == 0, run.stderr
 
 
+@pytest.mark.slow
 def test_import_featurelens_is_lazy_and_public_names_still_work():
     code = ("import sys, featurelens as fl\nassert 'torch' not in sys.modules\n"
             "from featurelens import audit\nassert callable(audit) and fl.audit is audit\n"

@@ -19,3 +19,14 @@ def lstsq(design: np.ndarray, values: np.ndarray) -> np.ndarray:
     b = torch.as_tensor(np.ascontiguousarray(values, dtype=np.float64))
     solution = torch.linalg.lstsq(a, b if b.ndim == 2 else b[:, None], driver="gelsd").solution
     return (solution if b.ndim == 2 else solution[:, 0]).numpy()
+
+
+def normal_equations(design: np.ndarray, values: np.ndarray, weights: np.ndarray | None = None):
+    """``(A^T W A, A^T W y)`` of one block of a least-squares problem, float64 numpy: the terms a
+    streamed fit adds up block by block so that the ``(rows, columns)`` design is never held whole.
+    ``weights`` None means ``W = I``. Computed in torch's pool for the reason given in
+    :func:`lstsq` (numpy's OpenBLAS threads, called between torch forward passes, stall both)."""
+    a = torch.as_tensor(np.ascontiguousarray(design, dtype=np.float64))
+    y = torch.as_tensor(np.ascontiguousarray(values, dtype=np.float64))
+    aw = a if weights is None else a * torch.as_tensor(np.asarray(weights, dtype=np.float64))[:, None]
+    return (aw.T @ a).numpy(), (aw.T @ y).numpy()

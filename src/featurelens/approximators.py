@@ -42,7 +42,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ._linalg import lstsq
+from ._linalg import lstsq, normal_equations
 from ._validation import check_int, check_option, numpy_rng
 from .games import all_masks
 
@@ -138,6 +138,36 @@ def _check_game(game):
 
 def _chunk_rows(n: int) -> int:
     return max(1, CHUNK_ELEMENTS // max(1, n))
+
+
+def _game_rows(game, n: int) -> int:
+    """Mask rows per block sent to ``game``: about :data:`CHUNK_ELEMENTS` mask elements, rounded to
+    a multiple of the game's own chunk size so that no block leaves a small partial chunk (each
+    chunk is one model call)."""
+    per_call = max(1, int(getattr(game, "chunk_size", 1) or 1))
+    return max(per_call, _chunk_rows(n) // per_call * per_call)
+
+
+def _regroup(pieces, rows: int, first_rows: int | None = None):
+    """Concatenate consecutive ``(masks, weights)`` pieces into blocks of exactly ``rows`` rows
+    (``first_rows`` for the first block, which leaves room for rows added to it; the last block may
+    be shorter), so that many small pieces (the enumerated sizes of a KernelSHAP plan) cost few
+    game calls; memory stays bounded by ``rows``."""
+    buffer_m, buffer_w, held = [], [], 0
+    target = rows if first_rows is None else max(1, first_rows)
+    for masks, weights in pieces:
+        start = 0
+        while start < masks.shape[0]:
+            take = min(target - held, masks.shape[0] - start)
+            buffer_m.append(masks[start : start + take])
+            buffer_w.append(weights[start : start + take])
+            held += take
+            start += take
+            if held == target:
+                yield np.concatenate(buffer_m), np.concatenate(buffer_w)
+                buffer_m, buffer_w, held, target = [], [], 0, rows
+    if held:
+        yield np.concatenate(buffer_m), np.concatenate(buffer_w)
 
 
 def _ends(game, n: int) -> tuple[float, float]:
@@ -407,22 +437,33 @@ def kernel_shap(game, budget: int | None = None, seed=0):
     rng = numpy_rng(seed)
     before = _model_calls(game)
     plan = kernel_coalitions(n, budget, rng)
-    v0, vn = _ends(game, n)
-    delta = vn - v0
     if n == 1:
-        return np.array([delta]), _info(game, n, budget, 2, v0, vn, before)
+        v0, vn = _ends(game, n)
+        return np.array([vn - v0]), _info(game, n, budget, 2, v0, vn, before)
     ata = np.zeros((n - 1, n - 1))
     aty = np.zeros(n - 1)
     used = 2
-    for masks, w in plan.chunks():
-        values = game(masks)
+    v0 = vn = None
+    ends = np.stack([np.zeros(n, dtype=bool), np.ones(n, dtype=bool)])
+    rows = _game_rows(game, n)
+    for masks, w in _regroup(plan.chunks(), rows, first_rows=rows - 2):
+        if v0 is None:
+            # v(empty) and v(N) ride along with the first block: one game call fewer per game.
+            values = game(np.concatenate([ends, masks]))
+            v0, vn, values = float(values[0]), float(values[1]), values[2:]
+        else:
+            values = game(masks)
+        delta = vn - v0
         used += masks.shape[0]
         z = masks.astype(np.float64)
         a = z[:, :-1] - z[:, -1:]
         y = values - v0 - z[:, -1] * delta
-        aw = a * w[:, None]
-        ata += aw.T @ a
-        aty += aw.T @ y
+        block_ata, block_aty = normal_equations(a, y, w)
+        ata += block_ata
+        aty += block_aty
+    if v0 is None:  # no coalition besides empty and N
+        v0, vn = _ends(game, n)
+    delta = vn - v0
     # Minimum-norm solve (gelsd) of the small symmetric system: a budget below n - 1 free
     # directions leaves it singular.
     head = lstsq(ata, aty)

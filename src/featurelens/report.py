@@ -3,8 +3,9 @@
 - :class:`HTMLReport` builds one self-contained page from headings, paragraphs, tables and PNG
   figures (inline CSS, figures embedded as base64), so that ``index.html`` can be moved or mailed
   on its own. Every piece of text is HTML-escaped; only :meth:`HTMLReport.add_html` inserts markup.
-- :func:`jsonable` / :func:`write_json`: the one conversion of results to strict JSON (numpy
-  scalars and small arrays to numbers and lists, NaN and inf to null).
+- :func:`write_json`: results as strict JSON through the one conversion,
+  :func:`featurelens._serialization.to_jsonable` (numpy scalars and small arrays to numbers and
+  lists, NaN and inf to null).
 - :func:`check_out` and :func:`report_folder`: safe report folders. ``--out`` is checked before
   any work starts; the report is built in a temporary folder beside the target and moved into
   place at the end, so an interrupted run leaves either the old report or the new one, never a

@@ -223,6 +223,7 @@ def test_image_groups_of_the_wrong_shape_are_named(name):
     assert e.values.shape == x.shape
 
 
+@pytest.mark.slow
 def test_interactions_transforms_loaded_lazily():
     # Regression: interactions/__init__'s lazy __getattr__ was dead (explainers/shapley.py imported
     # interactions.transforms eagerly).

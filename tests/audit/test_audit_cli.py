@@ -55,6 +55,7 @@ def test_pickle_is_refused_without_the_flag(files, capsys):
     assert info.value.exit_code == 2
 
 
+@pytest.mark.slow
 def test_joblib_model_with_the_flag_runs_the_audit(files, capsys, tmp_path):
     d = files["dir"]
     rc = main(["audit", "--model", str(d / "clf.joblib"), "--data", str(d / "X.npy"), "--labels",
@@ -86,6 +87,7 @@ def test_torchscript_and_state_dict_load_the_same_network(files):
     torch.testing.assert_close(trusted(x), expected)
 
 
+@pytest.mark.slow
 def test_torchscript_cli_end_to_end(files, capsys, tmp_path):
     d = files["dir"]
     rc = main(["audit", "--model", str(d / "llr_script.pt"), "--data", str(d / "images.npy"), "--methods",
@@ -112,6 +114,7 @@ def test_state_dict_cli_with_architecture_and_input_shape(files, capsys, tmp_pat
     assert rc == 2 and "out of range: the model has 2 output(s)" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_skops_loads_without_running_code(files, tmp_path):
     sio = pytest.importorskip("skops.io")
     sio.dump(files["clf"], tmp_path / "clf.skops")

@@ -104,6 +104,7 @@ def _separable(n, seed):
     return X, y
 
 
+@pytest.mark.slow
 def test_training_reaches_high_accuracy_on_a_separable_problem():
     train, val, test = _separable(800, 0), _separable(200, 1), _separable(200, 2)
     model, history = train_model(

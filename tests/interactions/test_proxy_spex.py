@@ -51,6 +51,7 @@ def test_ensemble_extraction_exact(data):
     np.testing.assert_allclose(evaluate(F, test), gbr.predict(test), atol=1e-10)
 
 
+@pytest.mark.slow
 def test_recovers_planted_fourier_game():
     # n = 50, 10 Fourier terms of degree <= 3, noiseless. Measured with the defaults (300 trees of
     # depth 5) at budget 3000: held-out r2 = 1.0000 on game seeds 0-4 (100 trees: 0.86-1.0).

@@ -75,6 +75,7 @@ def test_mahalanobis_parameters_numpy_scalars_and_bad_batch_size():
         MahalanobisOOD(ridge=True).fit(H, y)
 
 
+@pytest.mark.slow
 def test_diagnose_writes_history_csv_without_pandas(tmp_path, monkeypatch):
     # results.json lists history.csv; without pandas (an optional dependency) it was not written.
     import builtins

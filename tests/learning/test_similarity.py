@@ -78,6 +78,7 @@ def test_rbf_cka_equals_gram_hsic(pair, debiased):
     assert cka(A, B, kernel="rbf", debiased=debiased, sigma=2.0) == pytest.approx(_cka_gram(D_A, D_B, debiased), rel=1e-9)
 
 
+@pytest.mark.slow
 def test_debiased_cka_of_independent_data_is_near_zero():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(2000, 2048))

@@ -25,6 +25,7 @@ def test_planted_classification_top5():
     assert len(set(s.get_support(indices=True).tolist()) & {0, 1, 2, 3, 4}) >= 4
 
 
+@pytest.mark.slow
 def test_friedman1_selects_the_true_features_by_k_and_by_pvalue():
     X, y = make_friedman1(n_samples=1000, n_features=20, random_state=0)
     s = MinShapSelector(k=5, n_permutations=6).fit(X, y)  # the default estimator

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import numbers
 import os
 import sys
 import time
@@ -22,6 +21,8 @@ import time
 import numpy as np
 import torch
 from torch import nn
+
+from .._validation import check_float, check_int, check_seed, torch_generator
 
 __all__ = ["train_model", "evaluate", "as_tensors", "available_cores", "limited_threads",
            "DEFAULT_EPOCHS", "DEFAULT_PATIENCE", "SMALL_MODEL_PARAMETERS"]
@@ -87,12 +88,6 @@ def evaluate(model: nn.Module, X: torch.Tensor, y: torch.Tensor) -> tuple[float,
     return loss_sum / X.shape[0], correct / X.shape[0]
 
 
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive int; got {value!r}")
-    return int(value)
-
-
 def train_model(
     model: nn.Module,
     train,
@@ -145,13 +140,11 @@ def train_model(
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
-    epochs = _positive_int(epochs, "epochs")
-    patience = _positive_int(patience, "patience")
-    batch_size = _positive_int(batch_size, "batch_size")
-    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not lr > 0:
-        raise ValueError(f"lr must be a positive number; got {lr!r}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise ValueError(f"seed must be an int; got {seed!r}")
+    epochs = check_int(epochs, "epochs", low=1)
+    patience = check_int(patience, "patience", low=1)
+    batch_size = check_int(batch_size, "batch_size", low=1)
+    lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
+    check_seed(seed)
     Xtr, ytr = as_tensors(train, "train")
     Xva, yva = as_tensors(val, "val")
     if progress is None:
@@ -159,12 +152,12 @@ def train_model(
     if threads is None:
         n_params = sum(p.numel() for p in model.parameters())
         threads = 1 if n_params < SMALL_MODEL_PARAMETERS else available_cores()
-    threads = _positive_int(threads, "threads")
+    threads = check_int(threads, "threads", low=1)
 
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
-    gen = torch.Generator().manual_seed(int(seed))
+    gen = torch_generator(seed)
     optimiser = torch.optim.Adam(model.parameters(), lr=float(lr))
     loss_fn = nn.CrossEntropyLoss()
     n = Xtr.shape[0]

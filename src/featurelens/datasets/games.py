@@ -20,8 +20,9 @@ import math
 import numpy as np
 import scipy.sparse
 
-from featurelens._validation import check_float, check_int, check_option, check_seed, numpy_rng
-from featurelens.games import Executor, Game
+from .._validation import check_float, check_int, check_option, check_seed, numpy_rng
+from ..interactions.transforms import check_terms
+from ..games import Executor, Game
 
 __all__ = ["SparseGame", "sparse_game", "BASES"]
 
@@ -76,20 +77,8 @@ class SparseGame(Game):
         super().__init__(n_players, chunk_size=batch_size, executor=executor)
         basis = check_option(basis, "basis", BASES)
         noise = check_float(noise, "noise", low=0)
-        if not isinstance(terms, dict):
-            raise TypeError(f"terms must be a dict {{tuple of players: coefficient}}; got {type(terms).__name__}")
         n = self.n_players
-        clean: dict[tuple, float] = {}
-        for key, coef in terms.items():
-            t = tuple(int(i) for i in key)
-            if list(t) != sorted(set(t)) or (t and (t[0] < 0 or t[-1] >= n)):
-                raise ValueError(
-                    f"terms keys must be sorted tuples of distinct players in 0..{n - 1}; got {key!r}"
-                )
-            c = float(coef)
-            if not math.isfinite(c):
-                raise ValueError(f"terms[{key!r}] is {c}; expected a finite coefficient")
-            clean[t] = clean.get(t, 0.0) + c
+        clean = check_terms(terms, n, canonical=True)
         self._terms = clean
         self.basis = basis
         self.noise = noise

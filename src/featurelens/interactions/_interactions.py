@@ -24,7 +24,7 @@ from itertools import permutations
 import numpy as np
 import scipy.sparse
 
-from .._validation import check_int, check_option
+from .._validation import check_int, check_option, numpy_rng
 from ..games import Game
 
 __all__ = ["BASES", "INDEX_NAMES", "Interactions", "exact", "load_interactions"]
@@ -46,32 +46,6 @@ _PREDICT_BLOCK = 2**22
 def _transforms():
     # Loaded on first use: featurelens.interactions.transforms is only needed for conversions.
     return importlib.import_module(".transforms", __package__)
-
-
-def _check_terms(terms, n_players: int) -> dict:
-    """Validate ``terms`` and return a clean copy with tuple-of-int keys and float values."""
-    if not isinstance(terms, dict):
-        raise TypeError(f"terms must be a dict {{tuple of players: value}}; got {type(terms).__name__}")
-    clean = {}
-    for key, value in terms.items():
-        ok = isinstance(key, tuple) and all(
-            isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)) for p in key
-        )
-        if ok:
-            key = tuple(int(p) for p in key)
-            ok = all(0 <= p < n_players for p in key) and all(a < b for a, b in zip(key, key[1:]))
-        if not ok:
-            raise ValueError(
-                f"terms keys must be sorted tuples of distinct players in 0..{n_players - 1} "
-                f"(n_players = {n_players}); got the key {key!r}"
-            )
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise TypeError(f"terms[{key!r}] must be a real number; got {type(value).__name__}")
-        value = float(value)
-        if not math.isfinite(value):
-            raise ValueError(f"terms[{key!r}] is {value}; expected a finite number")
-        clean[key] = value
-    return clean
 
 
 def _label(key: tuple) -> str:
@@ -103,7 +77,7 @@ class Interactions:
                  queries: int = 0, params: dict | None = None):
         self._index = check_option(index, "index", INDEX_NAMES)
         self._n = check_int(n_players, "n_players", low=1)
-        self._terms = _check_terms(terms, self._n)
+        self._terms = _transforms().check_terms(terms, self._n, canonical=True)
         self._max_order = check_int(max_order, "max_order", low=0, allow_none=True)
         self._queries = check_int(queries, "queries", low=0)
         if params is not None and not isinstance(params, dict):
@@ -242,7 +216,7 @@ class Interactions:
                 f"game has n_players = {game.n_players}; these interactions have n_players = {self._n}"
             )
         n_masks = check_int(n_masks, "n_masks", low=2)
-        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        rng = numpy_rng(seed)
         masks = rng.random((n_masks, self._n)) < 0.5
         y = np.asarray(game(masks), dtype=np.float64)
         resid = float(np.sum((y - self.predict(masks)) ** 2))
@@ -383,7 +357,7 @@ def load_interactions(path: str | os.PathLike) -> Interactions:
     what was found and what was expected; a missing file raises ``FileNotFoundError``.
     """
     from .. import _serialization as ser
-    from .._validation import check_int, check_option
+    from .._validation import check_int, check_option, numpy_rng
 
     kind = "interactions"
     path, arrays = ser.read_npz(path, kind, ("players", "lengths", "values", "meta"))

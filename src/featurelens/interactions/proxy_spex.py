@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from ._interactions import Interactions
-from .._linalg import lstsq
+from .._linalg import lstsq, normal_equations
 from .._validation import check_int, numpy_rng
 from ..approximators import CHUNK_ELEMENTS, check_memory
 from .spex import _fourier_design
@@ -226,9 +226,10 @@ def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, **gb
     xtx = np.zeros((len(keys), len(keys)))
     xty = np.zeros(len(keys))
     for start in range(0, budget, rows):
-        design = _fourier_design(masks[start : start + rows], keys)
-        xtx += design.T @ design
-        xty += design.T @ values[start : start + rows]
+        block_xtx, block_xty = normal_equations(_fourier_design(masks[start : start + rows], keys),
+                                                values[start : start + rows])
+        xtx += block_xtx
+        xty += block_xty
     coef = lstsq(xtx, xty)
     refit_seconds = time.perf_counter() - t_refit
     terms = {k: float(c) for k, c in zip(keys, coef)}

@@ -37,7 +37,7 @@ import time
 import numpy as np
 import scipy.sparse
 
-from .._linalg import lstsq
+from .._linalg import lstsq, normal_equations
 from .._validation import check_int, check_option, numpy_rng
 from ..approximators import CHUNK_ELEMENTS, check_memory
 
@@ -309,9 +309,9 @@ def _refit(M, D, rows, keys, values):
     xtx = np.zeros((k, k))
     xty = np.zeros(k)
     for c, r, l, masks in query_blocks(M, D, max(1, rows)):
-        X = _fourier_design(masks, keys)
-        xtx += X.T @ X
-        xty += X.T @ values[c, r, l].reshape(-1)
+        block_xtx, block_xty = normal_equations(_fourier_design(masks, keys), values[c, r, l].reshape(-1))
+        xtx += block_xtx
+        xty += block_xty
     return lstsq(xtx, xty)
 
 

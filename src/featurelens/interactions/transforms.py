@@ -60,6 +60,7 @@ coalitions of small random games.
 from __future__ import annotations
 
 import math
+import numbers
 from fractions import Fraction
 from itertools import combinations
 from typing import Dict, Mapping, Tuple
@@ -209,7 +210,7 @@ def terms_to_table(terms: Mapping, n: int) -> np.ndarray:
     """The dense ``(2^n,)`` float64 table (bitmask order) of a term dict over ``n`` players;
     coalitions without a term are 0."""
     n = check_int(n, "n", low=0)
-    terms = _check_terms(terms, n)
+    terms = check_terms(terms, n)
     table = np.zeros(2**n, dtype=np.float64)
     for key, value in terms.items():
         table[sum(1 << i for i in key)] += value
@@ -219,13 +220,23 @@ def terms_to_table(terms: Mapping, n: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # Validation helpers
 # ---------------------------------------------------------------------------------------------
-def _check_terms(terms: Mapping, n: int | None = None) -> Terms:
-    """Normalise a term dict: keys to sorted tuples of Python ints, values to floats; keys that
-    normalise to the same coalition are summed."""
+def check_terms(terms: Mapping, n: int | None = None, canonical: bool = False) -> Terms:
+    """The one check of a term dict ``{tuple of players: value}``: keys to sorted tuples of Python
+    ints (an int key is one player), values to finite floats; keys that normalise to the same
+    coalition are summed. ``n``: players must lie in ``0..n-1``. ``canonical=True`` (the stored
+    terms of :class:`~featurelens.interactions.Interactions` and planted games) refuses keys that
+    are not already sorted tuples of distinct ints instead of normalising them."""
     if not isinstance(terms, Mapping):
         raise TypeError(f"terms must be a dict {{tuple of players: float}}; got {type(terms).__name__}")
     out: Terms = {}
     for key, value in terms.items():
+        if canonical:
+            ok = isinstance(key, tuple) and all(
+                isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)) for p in key
+            ) and all(a < b for a, b in zip(key, key[1:])) and all(0 <= p and (n is None or p < n) for p in key)
+            if not ok:
+                bound = f" in 0..{n - 1} (n_players = {n})" if n is not None else ""
+                raise ValueError(f"terms keys must be sorted tuples of distinct players{bound}; got the key {key!r}")
         if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
             key = (key,)
         try:
@@ -239,11 +250,15 @@ def _check_terms(terms: Mapping, n: int | None = None) -> Terms:
             raise ValueError(f"term key {key!r} has a negative player index")
         if n is not None and norm and norm[-1] >= n:
             raise ValueError(f"term key {key!r} has a player index >= n_players = {n}")
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"terms[{key!r}] must be a real number; got {type(value).__name__}")
         v = float(value)
         if not math.isfinite(v):
-            raise ValueError(f"term {key!r} has the non-finite value {value!r}")
+            raise ValueError(f"term {key!r} has the non-finite value {value!r}; expected a finite number")
         out[norm] = out.get(norm, 0.0) + v
     return out
+
+
 
 
 def _drop_zeros(terms: Terms) -> Terms:
@@ -277,7 +292,7 @@ def fourier_to_mobius(terms: Mapping, max_expansion_order: int = MAX_EXPANSION_O
     (Kang et al. 2025, arXiv:2502.13870, Appendix C). Every term ``K`` is expanded over its
     ``2^{|K|}`` subsets; terms of order above ``max_expansion_order`` raise a ValueError. Exact
     zeros are dropped."""
-    terms = _check_terms(terms)
+    terms = check_terms(terms)
     out: Terms = {}
     for key, value in terms.items():
         _check_expansion(key, max_expansion_order, "fourier_to_mobius")
@@ -290,7 +305,7 @@ def mobius_to_fourier(terms: Mapping, max_expansion_order: int = MAX_EXPANSION_O
     """Fourier coefficients ``F(K) = (-1)^{|K|} sum_{S superset K} a(S) / 2^{|S|}`` of sparse Möbius
     terms (Kang et al. 2025, Appendix C); every term is expanded over its subsets (order at most
     ``max_expansion_order``). Exact zeros are dropped."""
-    terms = _check_terms(terms)
+    terms = check_terms(terms)
     out: Terms = {}
     for key, value in terms.items():
         _check_expansion(key, max_expansion_order, "mobius_to_fourier")
@@ -305,7 +320,7 @@ def mobius_to_fourier(terms: Mapping, max_expansion_order: int = MAX_EXPANSION_O
 # ---------------------------------------------------------------------------------------------
 def _aggregate(terms: Mapping, weight, max_size: int, min_size: int) -> Terms:
     """``out(S) = sum_{T superset S} weight(|T|, |S|) a(T)`` for ``min_size <= |S| <= max_size``."""
-    terms = _check_terms(terms)
+    terms = check_terms(terms)
     out: Terms = {}
     cache: Dict[Tuple[int, int], float] = {}
     for key, value in terms.items():
@@ -324,7 +339,7 @@ def _values(terms: Mapping, weight, n_players: int | None) -> Terms:
     if n_players is None:
         return _aggregate(terms, weight, max_size=1, min_size=1)
     n = check_int(n_players, "n_players", low=0)
-    out = _aggregate(_check_terms(terms, n), weight, max_size=1, min_size=1)
+    out = _aggregate(check_terms(terms, n), weight, max_size=1, min_size=1)
     return {(i,): out.get((i,), 0.0) for i in range(n)}
 
 
@@ -350,14 +365,14 @@ def _max_or_all(max_order, terms: Terms) -> int:
 def mobius_to_sii(terms: Mapping, max_order: int | None = None) -> Terms:
     """Shapley interaction index (Grabisch 1997) ``SII(S) = sum_{T superset S} a(T)/(|T|-|S|+1)``
     for ``1 <= |S| <= max_order`` (None: up to the highest order in ``terms``); no constant term."""
-    terms = _check_terms(terms)
+    terms = check_terms(terms)
     return _aggregate(terms, lambda t, s: 1.0 / (t - s + 1), _max_or_all(max_order, terms), 1)
 
 
 def mobius_to_bii(terms: Mapping, max_order: int | None = None) -> Terms:
     """Banzhaf interaction index ``BII(S) = sum_{T superset S} a(T) / 2^{|T|-|S|}`` (Grabisch &
     Roubens 1999) for ``1 <= |S| <= max_order`` (None: all orders); no constant term."""
-    terms = _check_terms(terms)
+    terms = check_terms(terms)
     return _aggregate(terms, lambda t, s: 0.5 ** (t - s), _max_or_all(max_order, terms), 1)
 
 
@@ -380,7 +395,7 @@ def mobius_to_ksii(terms: Mapping, order: int) -> Terms:
     if ``s < t <= k``: order-``k`` k-SII of a game of order at most ``k`` is its Möbius transform,
     and order 1 is the Shapley value."""
     k = check_int(order, "order", low=1)
-    terms = _check_terms(terms)
+    terms = check_terms(terms)
     bern = _bernoulli(k)
 
     def weight(t: int, s: int) -> float:
@@ -475,7 +490,7 @@ def convert(terms: Mapping, source: str, target: str, n_players: int, max_order:
     if target not in INDICES:
         raise ValueError(f"unknown target {target!r}; valid targets: {', '.join(INDICES)}")
     n = check_int(n_players, "n_players", low=0)
-    terms = _check_terms(terms, n)
+    terms = check_terms(terms, n)
     if target in _NEED_ORDER:
         if max_order is None:
             raise ValueError(f"target {target!r} needs max_order, the order of the index")
