@@ -3,6 +3,7 @@ refused without overwrite, bad destinations refused before any work."""
 
 import json
 import os
+import stat
 
 import numpy as np
 import pytest
@@ -132,3 +133,31 @@ def test_report_json_is_strict_json(tmp_path):
     out = json.loads((tmp_path / "r.json").read_text())
     assert out["1"] == 0.5 and out["nan"] is None and out["inf"] is None and out["i"] == 3 and out["b"] is True
     assert out["small"] == [0, 1, 2] and out["big"] == {"array_shape": [10, 10], "dtype": "float64"} and out["t"] == [1, 2]
+
+
+def test_reports_and_replaced_files_get_the_usual_permissions(tmp_path):
+    # tempfile makes owner-only (0700/0600) folders and files; what lands in place must be as
+    # readable as a plain mkdir/open would make it (0777/0666 less the umask).
+    umask = os.umask(0o022)
+    try:
+        with report_folder(tmp_path / "report", "benchmark") as tmp:
+            with open(os.path.join(tmp, "index.html"), "w") as f:
+                f.write("<html></html>")
+        assert stat.S_IMODE(os.stat(tmp_path / "report").st_mode) == 0o755
+        assert stat.S_IMODE(os.stat(tmp_path / "report" / "index.html").st_mode) == 0o644
+        replace_file(tmp_path / "selected.csv", "column,score,rank\n")
+        assert stat.S_IMODE(os.stat(tmp_path / "selected.csv").st_mode) == 0o644
+    finally:
+        os.umask(umask)
+
+
+def test_saved_explanations_get_the_usual_permissions(tmp_path):
+    import featurelens as fl
+
+    umask = os.umask(0o022)
+    try:
+        e = fl.Explanation(values=np.zeros((2, 3)), method="saliency")
+        e.save(tmp_path / "e.npz")
+        assert stat.S_IMODE(os.stat(tmp_path / "e.npz").st_mode) == 0o644
+    finally:
+        os.umask(umask)

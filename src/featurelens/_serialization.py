@@ -145,12 +145,22 @@ def write_npz(path: str | os.PathLike, arrays: dict, meta: dict) -> str:
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez_compressed(f, **payload)
+        usual_permissions(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
     return path
+
+
+def usual_permissions(path: str) -> None:
+    """Give a file or folder made by ``tempfile.mkstemp``/``mkdtemp`` (owner-only, 0600/0700) the
+    permissions a plain ``open``/``mkdir`` would have given it (0666/0777 less the umask), before it
+    is renamed into place: a saved explanation or a report must be as readable as any other file."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, (0o777 if os.path.isdir(path) else 0o666) & ~umask)
 
 
 # --------------------------------------------------------------------------------------------------

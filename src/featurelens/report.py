@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._serialization import to_jsonable
+from ._serialization import to_jsonable, usual_permissions
 
 __all__ = [
     "HTMLReport", "Cell", "jsonable", "write_json", "OutError", "check_out", "report_folder",
@@ -317,6 +317,7 @@ def report_folder(out, command: str, overwrite: bool = False):
         files = sorted(os.listdir(tmp))
         with open(os.path.join(tmp, MARKER), "w", encoding="utf-8") as f:
             json.dump({"command": command, "files": files}, f, indent=1)
+        usual_permissions(tmp)  # mkdtemp made it owner-only
         if not os.path.exists(path):
             os.replace(tmp, path)
         elif _is_replaceable(path, command):
@@ -373,6 +374,7 @@ def replace_file(path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
+        usual_permissions(tmp)  # mkstemp made it owner-only
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

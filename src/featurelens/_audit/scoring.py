@@ -224,7 +224,7 @@ def _verdict(rows: list[dict]) -> str:
             f"{_fmt(best.get('faithfulness_correlation'))}).")
     if any(r["method"] == "random" for r in ok):
         text += f" {len(beat)} of {len(real)} methods beat the random map on faithfulness"
-        text += f"; {', '.join(lost)} do not." if lost else "."
+        text += f"; {', '.join(lost)} {'does' if len(lost) == 1 else 'do'} not." if lost else "."
     return text
 
 
