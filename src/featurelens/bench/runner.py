@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from .. import _harness
-from .._validation import check_bool, check_float, check_int, check_optional_bool
+from .._validation import check_bool, check_float, check_int, check_optional_bool, check_seed, numpy_rng
 from .._version import __version__
 from ..datasets import BACKGROUNDS, SCENARIOS, xai_tris
 from ..explainers import explainer_class, list_explainers
@@ -264,7 +264,9 @@ def run_benchmark(
         training settings; None takes :data:`DEFAULT_SETTINGS` (or :data:`QUICK_SETTINGS` with
         ``quick=True``).
     seed
-        Seeds data, model initialisation, training order and every stochastic explainer.
+        Seeds data, model initialisation, training order and every stochastic explainer: a
+        non-negative int, or None / a numpy Generator, from which one int is drawn first (and
+        recorded in ``settings["seed"]``, so the run can be repeated exactly).
     out
         A folder: write the HTML report, CSV, JSON and figures there (:mod:`featurelens.bench.report`).
         Checked before any work; the report is built beside it and moved into place at the end.
@@ -287,7 +289,9 @@ def run_benchmark(
     if isinstance(image_size, bool) or image_size not in (8, 64):
         raise ValueError(f"image_size must be 8 or 64; got {image_size!r}")
     # An int: the data, the models and every worker process derive their streams from it.
-    seed = check_int(seed, "seed", low=0)
+    seed = check_seed(seed)
+    if not isinstance(seed, int):
+        seed = int(numpy_rng(seed).integers(0, 2**31 - 1))
     quick = check_bool(quick, "quick")
     progress = check_optional_bool(progress, "progress")
     overwrite = check_bool(overwrite, "overwrite")

@@ -101,7 +101,7 @@ def diagnose(out=DEFAULT_OUT, seed=0, steps=DEFAULTS["steps"], weight_decay=DEFA
         seed=seed, probe_every=probe_every, progress=progress,
     )
     with report_folder(out, "diagnose", overwrite) as tmp:
-        return _write(tmp, monitor, model, Xtr, summary, p, width, train_fraction, lr, weight_decay, seed)
+        return _write(tmp, monitor, model, Xtr, summary, p, width, train_fraction, lr, weight_decay, summary["seed"])
 
 
 def _write(out, monitor, model, Xtr, summary, p, width, train_fraction, lr, weight_decay, seed) -> dict:
