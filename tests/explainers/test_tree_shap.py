@@ -1,0 +1,385 @@
+"""Exact TreeSHAP (featurelens.explainers.tree) against brute-force Shapley values.
+
+References written here, independently of the code under test:
+- path-dependent: v(S) by the classic recursive EXPVALUE (Lundberg et al. 2020, Algorithm 1) on the
+  raw node arrays, covers = ``weighted_n_node_samples`` (HGB: ``count``);
+- interventional: v(S) = mean over background rows b of f(x_S, b_notS), f evaluated by the model's
+  own ``predict`` / ``predict_proba`` / ``decision_function`` on hybrid rows;
+then phi_i = sum_S |S|!(d-|S|-1)!/d! (v(S+i) - v(S)) over all 2^d coalitions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+from sklearn import ensemble as E
+from sklearn import tree as T
+
+from featurelens.explainers.tree import supported_tree_models, tree_shap_values
+
+D = 5
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(160, D))
+    y = X[:, 0] + X[:, 1] * X[:, 2] - 0.5 * X[:, 3] + 0.3 * rng.normal(size=160)
+    return X, y, (y > 0).astype(int), np.digitize(y, [-0.6, 0.6])
+
+
+# --------------------------------------------------------------------------------------------------
+# references
+
+
+def model_output(m, x):
+    """The model's raw output f(x) as tree_shap_values documents it: (n,) or (n, k)."""
+    name = type(m).__name__
+    if name.startswith(("GradientBoostingClassifier", "HistGradientBoostingClassifier")):
+        return m.decision_function(x)
+    if name.endswith("Classifier"):
+        return m.predict_proba(x)
+    return m.predict(x)
+
+
+def shapley_from_game(v):
+    """v: dict frozenset -> array; exact Shapley values (d, ...) by enumeration."""
+    d = max(len(s) for s in v)
+    phi = []
+    for i in range(d):
+        total = 0.0
+        others = [j for j in range(d) if j != i]
+        for k in range(d):
+            w = math.factorial(k) * math.factorial(d - k - 1) / math.factorial(d)
+            for S in itertools.combinations(others, k):
+                S = frozenset(S)
+                total = total + w * (v[S | {i}] - v[S])
+        phi.append(total)
+    return np.stack(phi, axis=0)
+
+
+def expvalue(tree, x, S, node=0):
+    """Lundberg et al. 2020 Algorithm 1 (EXPVALUE) on raw node arrays."""
+    left, right, feat, thr, nan_left, cover, value = tree
+    if left[node] < 0:
+        return value[node]
+    f = feat[node]
+    if f in S:
+        xf = x[f]
+        go_left = bool(nan_left[node]) if np.isnan(xf) else xf <= thr[node]
+        return expvalue(tree, x, S, left[node] if go_left else right[node])
+    a, b = left[node], right[node]
+    return (cover[a] * expvalue(tree, x, S, a) + cover[b] * expvalue(tree, x, S, b)) / cover[node]
+
+
+def sk_tree(est, scale, classifier, k=None, n_out=1, weighted=True):
+    t = est.tree_
+    val = np.asarray(t.value, dtype=np.float64)
+    if classifier:
+        val = val[:, 0, :] / val[:, 0, :].sum(axis=1, keepdims=True)
+    else:
+        v1 = val[:, :, 0]
+        val = np.zeros((t.node_count, n_out))
+        if k is None:
+            val[:] = v1
+        else:
+            val[:, k] = v1[:, 0]
+    cover = t.weighted_n_node_samples if weighted else t.n_node_samples.astype(float)
+    return (t.children_left, t.children_right, t.feature, t.threshold, t.missing_go_to_left, cover, val * scale)
+
+
+def hgb_tree(pred, k, n_out):
+    nd = pred.nodes
+    left = np.where(nd["is_leaf"] == 1, -1, nd["left"].astype(int))
+    val = np.zeros((len(nd), n_out))
+    val[:, k] = nd["value"]
+    return (left, nd["right"].astype(int), nd["feature_idx"], nd["num_threshold"], nd["missing_go_to_left"],
+            nd["count"].astype(float), val)
+
+
+def trees_of(m, weighted=True):
+    name = type(m).__name__
+    if name.startswith("Hist"):
+        n_out = len(m._predictors[0])
+        return [hgb_tree(p, k, n_out) for stage in m._predictors for k, p in enumerate(stage)]
+    if name.startswith("GradientBoosting"):
+        n_out = m.estimators_.shape[1]
+        return [sk_tree(t, m.learning_rate, False, k, n_out) for stage in m.estimators_ for k, t in enumerate(stage)]
+    ests = m.estimators_ if hasattr(m, "estimators_") else [m]
+    clf = name.endswith("Classifier")
+    n_out = getattr(m, "n_outputs_", 1)
+    return [sk_tree(t, 1.0 / len(ests), clf, None, n_out, weighted) for t in ests]
+
+
+def brute_path_dependent(m, x, weighted=True):
+    """(values (n, d, K), v(empty) (n, K), v(full) (n, K)) from EXPVALUE."""
+    trees = trees_of(m, weighted)
+    if not type(m).__name__.startswith("Hist"):
+        x = x.astype(np.float32).astype(np.float64)  # scikit-learn trees compare float32(x)
+    out, empty, full = [], [], []
+    for row in x:
+        v = {}
+        for k in range(D + 1):
+            for S in itertools.combinations(range(D), k):
+                v[frozenset(S)] = sum(expvalue(t, row, set(S)) for t in trees)
+        out.append(shapley_from_game(v))
+        empty.append(v[frozenset()])
+        full.append(v[frozenset(range(D))])
+    return np.array(out), np.array(empty), np.array(full)
+
+
+def brute_interventional(m, x, bg):
+    """values (n, d[, K]) from the model evaluated on hybrid rows."""
+    masks = [frozenset(S) for k in range(D + 1) for S in itertools.combinations(range(D), k)]
+    rows = []
+    for S in masks:
+        sel = np.zeros(D, dtype=bool)
+        sel[list(S)] = True
+        rows.append(np.where(sel, x[:, None, :], bg[None, :, :]))  # (n, R, D)
+    hyb = np.stack(rows)  # (M, n, R, D)
+    f = np.asarray(model_output(m, hyb.reshape(-1, D)))
+    f = f.reshape(hyb.shape[:3] + f.shape[1:]).mean(axis=2)  # (M, n[, K])
+    v = {S: f[i] for i, S in enumerate(masks)}
+    return np.moveaxis(shapley_from_game(v), 0, 1)
+
+
+def as3(a):
+    return a[:, :, None] if a.ndim == 2 else a
+
+
+def families(X, y, yc, y3):
+    kw = dict(max_depth=3)
+    return {
+        "dt_reg": T.DecisionTreeRegressor(**kw, random_state=0).fit(X, y),
+        "dt_clf3": T.DecisionTreeClassifier(**kw, random_state=0).fit(X, y3),
+        "rf_reg": E.RandomForestRegressor(4, **kw, random_state=0).fit(X, y),
+        "rf_clf": E.RandomForestClassifier(4, **kw, random_state=0).fit(X, yc),
+        "et_reg": E.ExtraTreesRegressor(4, **kw, random_state=0).fit(X, y),
+        "et_clf3": E.ExtraTreesClassifier(4, **kw, random_state=0).fit(X, y3),
+        "gb_reg": E.GradientBoostingRegressor(n_estimators=4, **kw, random_state=0).fit(X, y),
+        "gb_clf": E.GradientBoostingClassifier(n_estimators=4, **kw, random_state=0).fit(X, yc),
+        "gb_clf3": E.GradientBoostingClassifier(n_estimators=3, **kw, random_state=0).fit(X, y3),
+        "hgb_reg": E.HistGradientBoostingRegressor(max_iter=4, max_depth=3).fit(X, y),
+        "hgb_clf": E.HistGradientBoostingClassifier(max_iter=4, max_depth=3).fit(X, yc),
+        "hgb_clf3": E.HistGradientBoostingClassifier(max_iter=3, max_depth=3).fit(X, y3),
+    }
+
+
+FAMILIES = ["dt_reg", "dt_clf3", "rf_reg", "rf_clf", "et_reg", "et_clf3", "gb_reg", "gb_clf", "gb_clf3",
+            "hgb_reg", "hgb_clf", "hgb_clf3"]
+
+
+@pytest.fixture(scope="module")
+def models(data):
+    return families(*data)
+
+
+def check_additivity(m, x, values, base):
+    f = np.asarray(model_output(m, x), dtype=np.float64)
+    np.testing.assert_allclose(np.asarray(base) + values.sum(axis=1), f, rtol=0, atol=1e-9)
+
+
+# --------------------------------------------------------------------------------------------------
+# values equal brute force, both games, every family
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_path_dependent_equals_brute_force(models, data, name):
+    m = models[name]
+    x = data[0][:3]
+    values, base = tree_shap_values(m, x)
+    check_additivity(m, x, values, base)
+    ref, v_empty, v_full = brute_path_dependent(m, x)
+    np.testing.assert_allclose(as3(values), ref, rtol=0, atol=1e-10)
+    # the base is v(empty) plus the ensemble's constant, the same constant that turns v(full) into f(x)
+    f = np.asarray(model_output(m, x)).reshape(v_full.shape)
+    np.testing.assert_allclose(np.asarray(base).reshape(1, -1) - v_empty, f - v_full, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_interventional_equals_brute_force(models, data, name):
+    m = models[name]
+    X = data[0]
+    x, bg = X[:3], X[100:104]
+    values, base = tree_shap_values(m, x, background=bg)
+    check_additivity(m, x, values, base)
+    np.testing.assert_allclose(values, brute_interventional(m, x, bg), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(base, np.asarray(model_output(m, bg)).mean(axis=0), atol=1e-12)
+
+
+def test_shapes_and_base_types(models, data):
+    x = data[0][:2]
+    v, b = tree_shap_values(models["gb_clf"], x)
+    assert v.shape == (2, D) and isinstance(b, float) and v.dtype == np.float64
+    v, b = tree_shap_values(models["rf_clf"], x)
+    assert v.shape == (2, D, 2) and b.shape == (2,)
+    v, b = tree_shap_values(models["hgb_clf3"], x[0])  # one row as a vector
+    assert v.shape == (1, D, 3) and b.shape == (3,)
+
+
+def test_multi_output_regressor(data):
+    X, y, _, _ = data
+    Y = np.c_[y, X[:, 4] - X[:, 0]]
+    m = E.RandomForestRegressor(3, max_depth=3, random_state=0).fit(X, Y)
+    x = X[:3]
+    values, base = tree_shap_values(m, x)
+    assert values.shape == (3, D, 2) and base.shape == (2,)
+    check_additivity(m, x, values, base)
+    np.testing.assert_allclose(values, brute_path_dependent(m, x)[0], atol=1e-10)
+
+
+# --------------------------------------------------------------------------------------------------
+# covers: bootstrap weights of random forests count
+
+
+def test_random_forest_bootstrap_weights_count(data):
+    X, y, _, _ = data
+    w = np.random.default_rng(1).uniform(0.2, 3.0, size=len(y))
+    m = E.RandomForestRegressor(3, max_depth=3, bootstrap=True, random_state=0).fit(X, y, sample_weight=w)
+    t = m.estimators_[0].tree_
+    assert not np.allclose(t.weighted_n_node_samples / t.weighted_n_node_samples[0],
+                           t.n_node_samples / t.n_node_samples[0])
+    x = X[:3]
+    values, base = tree_shap_values(m, x)
+    weighted, v_empty, _ = brute_path_dependent(m, x, weighted=True)
+    unweighted, _, _ = brute_path_dependent(m, x, weighted=False)
+    np.testing.assert_allclose(values, weighted[..., 0], atol=1e-10)
+    assert np.abs(values - unweighted[..., 0]).max() > 1e-3  # the unweighted covers give other values
+    np.testing.assert_allclose(base, v_empty[0, 0], atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------------
+# missing values (HistGradientBoosting)
+
+
+@pytest.fixture(scope="module")
+def hgb_nan(data):
+    X, y, yc, _ = data
+    Xn = X.copy()
+    Xn[::5, 1] = np.nan
+    Xn[::7, 3] = np.nan
+    return Xn, E.HistGradientBoostingClassifier(max_iter=4, max_depth=3).fit(Xn, yc)
+
+
+def test_hgb_missing_values_both_games(hgb_nan):
+    Xn, m = hgb_nan
+    x = Xn[[0, 5, 7, 14, 3]]  # rows with NaN in feature 1, 3, both, and none
+    assert np.isnan(x).any()
+    values, base = tree_shap_values(m, x)
+    check_additivity(m, x, values, base)
+    np.testing.assert_allclose(values, brute_path_dependent(m, x)[0][..., 0], atol=1e-10)
+    bg = Xn[[20, 21, 35, 2]]
+    assert np.isnan(bg).any()
+    values, base = tree_shap_values(m, x, background=bg)
+    check_additivity(m, x, values, base)
+    np.testing.assert_allclose(values, brute_interventional(m, x, bg), atol=1e-10)
+
+
+# --------------------------------------------------------------------------------------------------
+# agreement with shap (tests only; skipped without shap)
+
+
+@pytest.mark.parametrize("name", ["dt_reg", "dt_clf3", "rf_clf", "et_reg", "gb_reg", "gb_clf", "hgb_reg", "hgb_clf3"])
+def test_matches_shap_tree_explainer(models, data, name):
+    shap = pytest.importorskip("shap")
+    m = models[name]
+    X = data[0]
+    x, bg = X[:4], X[100:106]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for background in (None, bg):
+            ex = shap.TreeExplainer(m) if background is None else shap.TreeExplainer(m, background)
+            ref = np.asarray(ex.shap_values(x, check_additivity=False))
+            values, base = tree_shap_values(m, x, background=background)
+            np.testing.assert_allclose(values, ref, atol=1e-6)
+            np.testing.assert_allclose(base, np.asarray(ex.expected_value).reshape(np.shape(base)), atol=1e-6)
+
+
+def test_matches_shap_with_missing_values(hgb_nan):
+    shap = pytest.importorskip("shap")
+    Xn, m = hgb_nan
+    x = Xn[[0, 5, 7, 14, 3]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = np.asarray(shap.TreeExplainer(m).shap_values(x, check_additivity=False))
+    np.testing.assert_allclose(tree_shap_values(m, x)[0], ref, atol=1e-6)
+
+
+# --------------------------------------------------------------------------------------------------
+# bad input
+
+
+def test_unsupported_model_is_refused(data):
+    from sklearn.linear_model import LinearRegression
+
+    X, y, _, _ = data
+    with pytest.raises(TypeError, match="LinearRegression.*supported.*RandomForestRegressor"):
+        tree_shap_values(LinearRegression().fit(X, y), X[:2])
+    with pytest.raises(TypeError, match="function"):
+        tree_shap_values(lambda a: a, X[:2])
+    assert "HistGradientBoostingClassifier" in supported_tree_models()
+
+
+def test_unfitted_and_non_constant_init(data):
+    X, y, _, _ = data
+    with pytest.raises(ValueError, match="not fitted"):
+        tree_shap_values(T.DecisionTreeRegressor(), X[:2])
+    m = E.GradientBoostingRegressor(n_estimators=2, init=T.DecisionTreeRegressor(max_depth=1)).fit(X, y)
+    with pytest.raises(TypeError, match="constant init"):
+        tree_shap_values(m, X[:2])
+
+
+def test_wrong_width_nan_and_background(models, data):
+    X = data[0]
+    m = models["rf_reg"]
+    with pytest.raises(ValueError, match=r"X must have shape \(n_rows, 5\).*got shape \(2, 4\)"):
+        tree_shap_values(m, X[:2, :4])
+    with pytest.raises(ValueError, match=r"background must have shape \(n_rows, 5\).*\(3, 6\)"):
+        tree_shap_values(m, X[:2], background=np.zeros((3, 6)))
+    bad = X[:2].copy()
+    bad[0, 1] = np.nan
+    with pytest.raises(ValueError, match="X contains NaN.*HistGradientBoosting"):
+        tree_shap_values(m, bad)
+    with pytest.raises(ValueError, match="background contains NaN"):
+        tree_shap_values(m, X[:2], background=bad)
+    with pytest.raises(ValueError, match="inf"):
+        tree_shap_values(models["hgb_reg"], np.full((1, 5), np.inf))
+    with pytest.raises(ValueError, match="output must be one of 'raw'"):
+        tree_shap_values(m, X[:2], output="probability")
+    with pytest.raises(TypeError, match="numeric"):
+        tree_shap_values(m, np.array([["a"] * 5]))
+    # NaN is fine for HistGradientBoosting
+    values, _ = tree_shap_values(models["hgb_reg"], bad)
+    assert np.isfinite(values).all()
+
+
+def test_hgb_categorical_refused(data):
+    X, y, _, _ = data
+    Xc = X.copy()
+    Xc[:, 0] = (X[:, 0] > 0).astype(float) + (X[:, 0] > 1)
+    m = E.HistGradientBoostingRegressor(max_iter=2, categorical_features=[0]).fit(Xc, y)
+    with pytest.raises(TypeError, match="categorical"):
+        tree_shap_values(m, Xc[:2])
+
+
+def test_float32_thresholds_like_scikit_learn(data):
+    """scikit-learn compares float32(x) <= threshold: a float64 x equal to a threshold that rounds up
+    in float32 goes right. Regression test for comparing in float64 (additivity then fails)."""
+    X, y, _, _ = data
+    for seed in range(200):
+        idx = np.random.default_rng(seed).choice(len(y), 60, replace=False)
+        m = T.DecisionTreeRegressor(max_depth=2, random_state=0).fit(X[idx], y[idx])
+        t, f = m.tree_.threshold[0], m.tree_.feature[0]
+        if np.float64(np.float32(t)) > t:
+            break
+    else:  # pragma: no cover
+        pytest.skip("no threshold rounding up in float32 found")
+    x = X[:3].copy()
+    x[:, f] = t  # float64 says left, scikit-learn (float32) says right
+    for background in (None, X[100:103]):
+        values, base = tree_shap_values(m, x, background=background)
+        check_additivity(m, x, values, base)
