@@ -64,7 +64,7 @@ def test_extra_arrays_survive_save_and_load(tmp_path):
 
 
 def test_plot_volumes_shows_the_middle_depth_slice():
-    from featurelens.plot import image_map
+    from featurelens.plots.maps import image_map
 
     values = np.zeros((2, 3, 5, 4, 4))
     values[:, :, 2, 1, 1] = 1.0  # only the middle slice (depth 2) holds mass, in 3 channels

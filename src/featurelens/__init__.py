@@ -20,6 +20,7 @@ _LAZY = {
     "interactions": (".interactions", None),
     "learning": (".learning", None),
     "metrics": (".metrics", None),
+    "plots": (".plots", None),
     "selection": (".selection", None),
     "Explainer": (".explainers", "Explainer"),
     "explainer": (".explainers", "explainer"),
@@ -46,6 +47,7 @@ __all__ = [
     "list_explainers",
     "load_explanation",
     "metrics",
+    "plots",
     "selection",
 ]
 

@@ -99,7 +99,7 @@ class Explanation:
         heatmaps with a symmetric colour scale (signed maps) next to the inputs when given.
         Tabular values ``(n, d)`` are shown as a bar chart of the first sample (or ``index``).
         """
-        from .plot import plot_explanation
+        from .plots.maps import plot_explanation
 
         return plot_explanation(self, index=index, inputs=inputs, cmap=cmap, ax=ax, max_samples=max_samples)
 

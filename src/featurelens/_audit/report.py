@@ -28,7 +28,7 @@ def _png(fig) -> bytes:
 def _maps_figure(x, masks, explanations, methods, feature_names=None) -> bytes:
     from matplotlib.figure import Figure
 
-    from ..plot import show_map
+    from ..plots.maps import show_map
 
     if x.ndim == 2:  # tabular: mean |a| per feature, the top 15
         ncols = len(methods)

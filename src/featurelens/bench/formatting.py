@@ -26,7 +26,7 @@ def example_figure(scenario: str, examples: list, methods: list[str], dpi: int =
     test sample), columns input, ground truth and each method's map for the row's model."""
     from matplotlib.figure import Figure
 
-    from ..plot import show_map
+    from ..plots.maps import show_map
 
     ncols = 2 + len(methods)
     nrows = max(1, len(examples))

@@ -244,7 +244,7 @@ def plot_wam_scales(explanation, index: int = 0, inputs=None, cmap: str = "magma
     finest detail level first, then the approximation; the input first when ``inputs`` is given.
     2-D maps are heatmaps, 1-D maps line plots, 3-D maps their middle depth slice. Returns the
     matplotlib Figure."""
-    from ..plot import _figure, show_map
+    from ..plots.maps import _figure, show_map
 
     extra = getattr(explanation, "extra", None) or {}
     if "scales" not in extra:

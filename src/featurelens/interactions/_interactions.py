@@ -294,7 +294,7 @@ class Interactions:
     def plot_top(self, k: int = 20, ax=None):
         """Bar chart of the :meth:`top` ``k`` terms (labels like ``"3×7"``, red positive, blue
         negative); returns the matplotlib Figure."""
-        from ..plot import _figure
+        from ..plots.maps import _figure
 
         items = self.top(k)
         if ax is None:
@@ -313,7 +313,7 @@ class Interactions:
         """The top ``k`` pairwise terms as a circular network: players are nodes on a circle (size
         by ``|order-1 value|`` when there are any), one line per pair with width proportional to
         ``|value|``, red positive and blue negative; returns the matplotlib Figure."""
-        from ..plot import _figure
+        from ..plots.maps import _figure
 
         pairs = self.top(k, order=2)
         if ax is None:

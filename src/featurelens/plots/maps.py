@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_numpy, check_int
+from .._validation import as_numpy, check_int
 
 
 def _figure(ncols: int, nrows: int = 1, size: float = 2.2):

@@ -1,0 +1,34 @@
+"""Plots of tabular attributions and pairwise interactions, with feature names (``fl.plots``).
+
+``bar``, ``beeswarm``, ``waterfall``, ``force``, ``dependence`` and ``heatmap`` draw attribution
+values ``(n, d)`` (or one row ``(d,)``); ``interaction_heatmap`` and ``interaction_network`` draw a
+``(d, d)`` pairwise interaction matrix. Each returns the matplotlib Axes it drew into (pass
+``ax=`` to draw into your own) and never calls ``plt.show``. See :mod:`featurelens.plots.tabular`.
+
+:mod:`featurelens.plots.maps` draws attribution maps (images, signals, volumes): what
+``Explanation.plot`` and the reports use.
+"""
+
+from .tabular import (
+    bar,
+    beeswarm,
+    dependence,
+    force,
+    heatmap,
+    interaction_heatmap,
+    interaction_network,
+    interaction_scores,
+    waterfall,
+)
+
+__all__ = [
+    "bar",
+    "beeswarm",
+    "dependence",
+    "force",
+    "heatmap",
+    "interaction_heatmap",
+    "interaction_network",
+    "interaction_scores",
+    "waterfall",
+]
