@@ -40,7 +40,7 @@ def test_outputs_of_shape_batch_become_one_column_and_bad_shapes_fail():
 
 
 def test_model_arguments_are_checked():
-    with pytest.raises(TypeError, match="model must be a torch.nn.Module or a callable; got int"):
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module, .*or a callable .*; got int"):
         fl.Model(3)
     with pytest.raises(ValueError, match="accepts must be one of 'numpy', 'torch'"):
         fl.Model(lambda a: a, accepts="jax")
@@ -214,3 +214,16 @@ def test_integer_outputs_give_a_clear_error_for_gradients():
 def test_non_numeric_outputs_are_refused():
     with pytest.raises(TypeError, match=r"must return a tensor or an array of numbers"):
         fl.Model(lambda a: np.array(["a"] * len(a))).predict(np.ones((2, 3)))
+
+
+def test_read_only_inputs_are_copied_not_warned_about():
+    # pandas copy-on-write frames, np.broadcast_to views and memory maps are read-only: torch
+    # warns on them ("not writable") and writing would be undefined, so the adapter copies them.
+    import warnings
+
+    x = np.broadcast_to(np.arange(6.0).reshape(1, 6), (3, 6))
+    assert not x.flags.writeable
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = fl.Model(lambda a: a.sum(1)).to_tensor(x)
+    assert t.shape == (3, 6) and float(t[2, 5]) == 5.0

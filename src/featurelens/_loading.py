@@ -250,40 +250,24 @@ def load_model(path, architecture: str | None = None, image_size: int | None = N
 
 
 def as_callable(model):
-    """What :class:`featurelens.models.Model` accepts: a torch module as is; a scikit-learn
-    estimator as its ``predict_proba`` (classifiers, (n, classes)) or ``predict`` (regressors);
-    any other callable as is."""
-    import torch
-
-    if isinstance(model, torch.nn.Module) or not hasattr(model, "predict"):
-        if not callable(model):
-            raise TypeError(
-                f"model must be a torch.nn.Module, a scikit-learn estimator or a callable; got {type(model).__name__}"
-            )
-        return model
-    method = model.predict_proba if hasattr(model, "predict_proba") else model.predict
-    names = getattr(model, "feature_names_in_", None)
-    if names is None:
-        return method
-
-    def predict(x):
-        # A model fitted on a DataFrame warns on plain arrays; give it the column names it knows.
-        import pandas as pd
-
-        return method(pd.DataFrame(np.asarray(x).reshape(len(x), -1), columns=list(names)))
-
-    return predict
+    """What :class:`featurelens.models.Model` accepts. Kept for the audit and the CLI: the Model
+    adapter itself now takes scikit-learn estimators (``predict_proba`` / ``predict``, with a
+    DataFrame of their fitted columns), torch modules and callables, so the model is returned as is."""
+    return model
 
 
-def check_model_data(model, X: np.ndarray, data_path: str = "the data") -> None:
-    """Raise :class:`LoadError` when the model cannot take rows shaped like ``X``'s."""
+def check_model_data(model, X: np.ndarray, data_path: str = "the data", names=None) -> None:
+    """Raise :class:`LoadError` when the model cannot take rows shaped like ``X``'s. With one
+    feature too many, the message suggests ``--labels`` (naming likely label columns among
+    ``names``, the data's column names)."""
     n_in = getattr(model, "n_features_in_", None)
     if n_in is not None:
         d = int(np.prod(X.shape[1:]))
         if d != int(n_in):
+            hint = _label_hint(X, names) if d == int(n_in) + 1 else ""
             raise LoadError(
                 f"the model expects {int(n_in)} features per row (n_features_in_), but {data_path} "
-                f"has {d} per row (shape {X.shape})"
+                f"has {d} per row (shape {X.shape}){hint}"
             )
     from .models import Model
 
@@ -294,6 +278,20 @@ def check_model_data(model, X: np.ndarray, data_path: str = "the data") -> None:
             f"the model cannot take the rows of {data_path} (each of shape {X.shape[1:]}): {err}. "
             "Check that the data file belongs to this model (number of features, --input-shape)."
         ) from err
+
+
+def _label_hint(X: np.ndarray, names) -> str:
+    """The hint for data with exactly one column more than the model takes: pass ``--labels``,
+    naming the columns that look like labels (whole numbers with at most 20 distinct values)."""
+    hint = "; if one column is the label, pass --labels NAME"
+    if X.ndim != 2 or not names or len(names) != X.shape[1]:
+        return hint
+    likely = [n for n, col in zip(names, X.T)
+              if np.all(col == np.round(col)) and len(np.unique(col)) <= 20]
+    if likely:
+        shown = ", ".join(repr(n) for n in likely[:3]) + (" ..." if len(likely) > 3 else "")
+        hint += f" (column{'s' if len(likely) > 1 else ''} {shown} look{'' if len(likely) > 1 else 's'} like labels)"
+    return hint
 
 
 # ------------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import torch
 
 __all__ = [
     "as_numpy",
+    "numpy_to_tensor",
     "check_floating",
     "check_int",
     "check_float",
@@ -62,6 +63,14 @@ def as_numpy(a, name: str) -> np.ndarray:
         return np.asarray(a)
     except Exception as err:  # ragged lists and other exotic inputs
         raise TypeError(f"{name} must be array-like (numpy or torch); got {type(a).__name__} ({err})") from err
+
+
+def numpy_to_tensor(arr: np.ndarray, dtype=None) -> torch.Tensor:
+    """A C-contiguous tensor sharing ``arr``'s memory where that is safe: a read-only array (pandas'
+    copy-on-write frames, ``np.broadcast_to`` views, memory maps) is copied first, since torch
+    cannot hold read-only memory (it warns and writes would be undefined)."""
+    arr = np.ascontiguousarray(arr, dtype=dtype)
+    return torch.from_numpy(arr if arr.flags.writeable else arr.copy())
 
 
 def check_floating(a: np.ndarray | torch.Tensor, name: str) -> None:
@@ -323,7 +332,7 @@ def resolve_baseline(baseline, x: torch.Tensor, name: str = "baseline") -> torch
         arr = as_numpy(baseline, name)
         if arr.dtype.kind not in "iuf":
             raise TypeError(f"{name} must hold numbers; got an array of dtype {arr.dtype}")
-        b = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float64 if arr.dtype.kind != "f" else arr.dtype))
+        b = numpy_to_tensor(arr, dtype=np.float64 if arr.dtype.kind != "f" else arr.dtype)
     if not torch.is_floating_point(b):
         b = b.double()
     check_floating(b, name)

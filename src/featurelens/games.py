@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ._batching import check_batch_size, chunks
-from ._validation import as_numpy, check_floating, check_int, resolve_baseline
+from ._validation import as_numpy, check_floating, check_int, numpy_to_tensor, resolve_baseline
 from .models import Model
 
 __all__ = ["Game", "FunctionGame", "MaskedModel", "all_masks", "local_executor"]
@@ -328,7 +328,7 @@ class MaskedModel(Game):
         else:
             arr = as_numpy(x, "x")
             check_floating(arr, "x")
-            t = torch.from_numpy(np.ascontiguousarray(arr))
+            t = numpy_to_tensor(arr)
         if t.ndim == 0:
             raise ValueError("x must be one input, shape (d,) or (C, H, W) etc.; got a scalar")
         return t.to(device=self.model.device, dtype=self.model.dtype)

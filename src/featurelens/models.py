@@ -1,11 +1,19 @@
 """The one model adapter.
 
-:class:`Model` wraps a ``torch.nn.Module`` or a plain callable and gives every explainer, metric and
+:class:`Model` wraps a ``torch.nn.Module``, a fitted scikit-learn estimator or Pipeline, or a plain
+callable and gives every explainer, metric and
 learning tool the same few operations: forward passes in bounded chunks, target selection, input
 gradients (plain or over an expansion of the batch), and the bookkeeping of how many rows went
 through the model. Torch models are put in eval mode for the duration of each call and their
 previous train/eval flags restored afterwards; inputs are moved to the model's device, so the same
 code runs on a GPU.
+
+Estimators: classifiers are called through ``predict_proba`` (every class an output), classifiers
+without it through ``decision_function``, regressors through ``predict``. An estimator fitted on a
+DataFrame (it has ``feature_names_in_``) is called with a DataFrame that has those columns, so it
+never warns about feature names and a ColumnTransformer may select columns by name. pandas is
+imported only then. Precision: numpy callables and estimators are evaluated in float64 when the
+input is float64 (float32 otherwise); torch modules in their parameters' dtype.
 
 Rows per chunk: the Model owns the one rule (:meth:`Model.chunk_rows`). Consumers (explainers,
 metrics, learning tools) only *read* it; they never change a Model they were handed. A consumer
@@ -29,7 +37,7 @@ import numpy as np
 import torch
 
 from ._batching import check_batch_size, chunks, default_rows, expansion_index
-from ._validation import as_numpy, check_device, check_floating, check_int, check_option
+from ._validation import as_numpy, check_device, check_floating, check_int, check_option, numpy_to_tensor
 from ._validation import resolve_target as _resolve_target
 
 
@@ -39,10 +47,16 @@ class Model:
     Parameters
     ----------
     model
-        A ``torch.nn.Module`` (differentiable), or a callable mapping a batch to outputs of shape
-        ``(batch,)`` or ``(batch, classes)``. A callable receives numpy arrays unless
-        ``accepts="torch"``, in which case it receives tensors and, if it is built from torch
-        operations, is differentiable too.
+        A ``torch.nn.Module`` (differentiable); a fitted scikit-learn estimator or Pipeline (or any
+        object with the same methods, e.g. LightGBM's and XGBoost's scikit-learn wrappers), called
+        through ``predict_proba`` (classifiers: every class an output), ``decision_function``
+        (classifiers without ``predict_proba``) or ``predict`` (regressors); or a callable mapping
+        a batch to outputs of shape ``(batch,)`` or ``(batch, classes)``. A callable receives numpy
+        arrays unless ``accepts="torch"``, in which case it receives tensors and, if it is built
+        from torch operations, is differentiable too. An estimator fitted on a DataFrame (and a
+        bound method of one, ``estimator.predict_proba``) receives a DataFrame with the columns it
+        was fitted on. Numpy callables and estimators are evaluated in float64 for float64 inputs
+        (``dtype`` is None: the input's precision is kept), float32 otherwise.
     batch_size
         The most rows sent through the model in one call (memory bound for every expansion).
         None (default): chunks of at most 1024 rows (16384 for forward-only passes) and at most
@@ -52,7 +66,7 @@ class Model:
         Where inputs go. Default: the device of the module's first parameter (CPU otherwise).
         A device that is not available here (``"cuda"`` without CUDA) is refused.
     accepts
-        For a callable: ``"numpy"`` (default) or ``"torch"``. Ignored for modules.
+        For a callable: ``"numpy"`` (default) or ``"torch"``. Ignored for modules and estimators.
     """
 
     def __init__(
@@ -64,14 +78,23 @@ class Model:
     ):
         if isinstance(model, Model):
             raise TypeError("model is already a featurelens Model; pass it directly instead of wrapping it")
-        if not (isinstance(model, torch.nn.Module) or callable(model)):
-            raise TypeError(
-                f"model must be a torch.nn.Module or a callable; got {type(model).__name__}"
-            )
         accepts = check_option(accepts, "accepts", ("numpy", "torch"))
+        estimator, method = _estimator_method(model)
+        if estimator is None and not (isinstance(model, torch.nn.Module) or callable(model)):
+            raise TypeError(
+                "model must be a torch.nn.Module, a fitted scikit-learn estimator or Pipeline (with "
+                "predict_proba or predict), or a callable mapping a batch to outputs such as "
+                f"estimator.predict_proba; got {type(model).__name__}, which is none of these"
+            )
         self.module = model if isinstance(model, torch.nn.Module) else None
-        self.function = model
-        self.accepts = "torch" if self.module is not None else accepts
+        #: The scikit-learn-style estimator (or the owner of a bound ``predict*`` method), else None.
+        self.estimator = estimator
+        self.function = method if method is not None else model
+        self.accepts = "torch" if self.module is not None else ("numpy" if estimator is not None else accepts)
+        names = getattr(estimator, "feature_names_in_", None) if estimator is not None else None
+        #: The column names the estimator was fitted on (a DataFrame is built with them), else None.
+        self.feature_names = None if names is None else tuple(str(n) for n in names)
+        self._column_dtypes: dict = {}  # numpy dtypes of a DataFrame x's columns (to_tensor)
         self.batch_size = check_batch_size(batch_size)
         self.auto_batch = batch_size is None  # chunk rows also bounded by input size (chunk_rows)
         if device is None:
@@ -79,7 +102,11 @@ class Model:
             device = param.device if param is not None else torch.device("cpu")
         self.device = check_device(device)
         param = next(iter(self.module.parameters()), None) if self.module is not None else None
-        self.dtype = param.dtype if param is not None and param.is_floating_point() else torch.float32
+        if self.accepts == "numpy":
+            # None: the input's precision is kept (float64 stays float64, other floats float32).
+            self.dtype = None
+        else:
+            self.dtype = param.dtype if param is not None and param.is_floating_point() else torch.float32
         self.calls = 0  # rows sent through the model since construction
         self._eval_depth = 0  # nesting of evaluating() contexts
         self._parent: Model | None = None  # the Model this one was derived from (with_batch_size)
@@ -129,8 +156,10 @@ class Model:
         if not self.differentiable:
             raise TypeError(
                 f"{method} needs gradients, so model must be a torch.nn.Module or a torch callable "
-                f"(Model(fn, accepts='torch')); got a numpy callable "
-                f"({type(self.function).__name__}). Use a black-box explainer instead."
+                f"(Model(fn, accepts='torch')); got "
+                + (f"a scikit-learn-style estimator ({self._name()})" if self.estimator is not None
+                   else f"a numpy callable ({type(self.function).__name__})")
+                + ". Use a black-box explainer instead (kernel_shap, permutation_shap, occlusion)"
             )
 
     # -- eval mode --------------------------------------------------------------------------
@@ -158,14 +187,24 @@ class Model:
 
     # -- inputs -----------------------------------------------------------------------------
     def to_tensor(self, x, name: str = "x") -> torch.Tensor:
-        """Validate a batch (numpy or torch) and return it as a tensor on the model's device."""
+        """Validate a batch (numpy, torch or a pandas DataFrame) and return it as a tensor on the
+        model's device, in the model's dtype (numpy callables and estimators: float64 inputs stay
+        float64, other floats become float32).
+
+        A DataFrame's numeric columns (floats, integers, booleans) become a float64 array. For an
+        estimator fitted on a DataFrame its columns must be the fitted ones, in order; their dtypes
+        are remembered, so integer columns reach the estimator as integers again. Non-numeric
+        columns are refused with an error naming them.
+        """
+        if _is_dataframe(x):
+            x = self._frame_to_numpy(x, name)
         if isinstance(x, torch.Tensor):
             check_floating(x, name)
             t = x.detach()
         else:
             arr = as_numpy(x, name)
             check_floating(arr, name)
-            t = torch.from_numpy(np.ascontiguousarray(arr))
+            t = numpy_to_tensor(arr)
         if t.ndim < 2:
             raise ValueError(
                 f"{name} must be a batch with the samples along the first axis, shape (n, ...); "
@@ -173,7 +212,70 @@ class Model:
             )
         if t.shape[0] == 0:
             raise ValueError(f"{name} is an empty batch (shape {tuple(t.shape)}); expected n >= 1 rows")
-        return t.to(device=self.device, dtype=self.dtype)
+        dtype = self.dtype
+        if dtype is None:
+            dtype = torch.float64 if t.dtype == torch.float64 else torch.float32
+        return t.to(device=self.device, dtype=dtype)
+
+    def _frame_to_numpy(self, frame, name: str) -> np.ndarray:
+        """A DataFrame's values as a float64 array, its columns checked against the estimator's."""
+        columns = [str(c) for c in frame.columns]
+        kinds = {str(c): getattr(dt, "kind", "O") for c, dt in frame.dtypes.items()}
+        bad = [c for c in columns if kinds[c] not in "biuf"]
+        if bad:
+            shown = ", ".join(f"{c!r} ({frame.dtypes[c]})" for c in bad[:10]) + (" ..." if len(bad) > 10 else "")
+            if self.estimator is not None:
+                how = (
+                    "passing non-numeric columns through an estimator's own preprocessing (e.g. a "
+                    "Pipeline with a OneHotEncoder) is not supported yet (a later step of issue 11 "
+                    "item 1); for now encode them first and explain the estimator on the encoded "
+                    "columns (e.g. pipeline[-1] on pipeline[:-1].transform(x))"
+                )
+            elif self.differentiable:
+                how = "gradient methods need numbers: encode these columns first (e.g. one-hot)"
+            else:
+                how = "encode these columns first (e.g. one-hot or ordinal codes)"
+            raise TypeError(f"{name} has non-numeric columns {shown}; expected numeric columns only: {how}")
+        if self.feature_names is not None and tuple(columns) != self.feature_names:
+            missing = [c for c in self.feature_names if c not in columns]
+            extra = [c for c in columns if c not in self.feature_names]
+            detail = (
+                f"missing {missing[:10]}" if missing else ""
+            ) + ("; " if missing and extra else "") + (f"not fitted on {extra[:10]}" if extra else "")
+            raise ValueError(
+                f"{name}'s columns must be the ones the model was fitted on (feature_names_in_), in "
+                f"that order; got {columns[:10]}{' ...' if len(columns) > 10 else ''} "
+                f"({detail or 'another order'}). Use {name}[list(model.feature_names_in_)]"
+            )
+        for c in columns:
+            self._column_dtypes[c] = np.dtype(frame.dtypes[c]) if kinds[c] in "biu" and isinstance(
+                frame.dtypes[c], np.dtype
+            ) else np.dtype(np.float64)
+        return frame.to_numpy(dtype=np.float64, na_value=np.nan)
+
+    def _model_input(self, arr: np.ndarray):
+        """What the numpy callable or estimator is called with: the array, or for an estimator
+        fitted on a DataFrame a DataFrame with its columns (integer columns given as integers when
+        every value in them is whole)."""
+        if self.estimator is None:
+            return arr
+        arr = arr.reshape(arr.shape[0], -1)
+        if self.feature_names is None:
+            return arr
+        if arr.shape[1] != len(self.feature_names):
+            raise ValueError(
+                f"the model was fitted on {len(self.feature_names)} columns (feature_names_in_), but "
+                f"the input has {arr.shape[1]} values per row"
+            )
+        import pandas as pd  # only for estimators fitted on a DataFrame
+
+        frame = pd.DataFrame(arr, columns=list(self.feature_names), copy=False)
+        for c, dt in self._column_dtypes.items():
+            if dt.kind in "biu" and c in frame.columns:
+                col = frame[c].to_numpy()
+                if np.all(col == np.round(col)):
+                    frame[c] = col.astype(dt)
+        return frame
 
     # -- forward ----------------------------------------------------------------------------
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -191,7 +293,7 @@ class Model:
             if self.accepts == "torch":
                 out = self.function(x)
             else:
-                out = self.function(x.detach().cpu().numpy())
+                out = self.function(self._model_input(x.detach().cpu().numpy()))
         except (RuntimeError, ValueError) as err:
             raise ValueError(
                 f"x has shape {tuple(x.shape)} (samples first), and the model failed on it: {err}"
@@ -207,13 +309,13 @@ class Model:
                         "probabilities), e.g. return the logits rather than the predicted labels, or "
                         "use a black-box explainer (occlusion, kernel_shap)"
                     )
-                out = out.to(self.dtype)
+                out = out.to(self.dtype or x.dtype)
         else:
             try:
                 arr = np.asarray(out)
                 if arr.dtype.kind not in "biuf":
                     raise TypeError(f"dtype {arr.dtype}")
-                out = torch.as_tensor(arr.astype(np.float64), device=x.device).to(self.dtype)
+                out = torch.as_tensor(arr.astype(np.float64), device=x.device).to(self.dtype or x.dtype)
             except (TypeError, ValueError) as err:
                 raise TypeError(
                     f"model {self._name()} must return a tensor or an array of numbers; got "
@@ -247,6 +349,8 @@ class Model:
         return out
 
     def _name(self) -> str:
+        if self.estimator is not None:
+            return f"{type(self.estimator).__name__}.{getattr(self.function, '__name__', 'predict')}"
         return type(self.function).__name__ if self.module is not None else getattr(
             self.function, "__name__", type(self.function).__name__
         )
@@ -478,6 +582,90 @@ class Model:
         return result
 
     def __repr__(self) -> str:
-        kind = type(self.function).__name__
+        kind = self._name() if self.estimator is not None else type(self.function).__name__
         bs = "auto" if self.auto_batch else self.batch_size
         return f"Model({kind}, device={self.device}, batch_size={bs})"
+
+
+# ------------------------------------------------------------------------------------------------
+# estimators
+
+_ESTIMATOR_METHODS = ("predict_proba", "decision_function", "predict", "predict_log_proba")
+
+
+def _is_dataframe(x) -> bool:
+    """A pandas DataFrame, recognised without importing pandas."""
+    return type(x).__module__.split(".")[0] == "pandas" and hasattr(x, "columns") and hasattr(x, "dtypes")
+
+
+def _is_classifier(estimator) -> bool:
+    try:
+        from sklearn.base import is_classifier
+
+        if is_classifier(estimator):
+            return True
+    except Exception:  # no scikit-learn, or an object its tags do not understand
+        pass
+    return getattr(estimator, "_estimator_type", None) == "classifier" or hasattr(estimator, "classes_")
+
+
+def _check_fitted(estimator) -> None:
+    try:
+        from sklearn.base import BaseEstimator
+        from sklearn.exceptions import NotFittedError
+        from sklearn.utils.validation import check_is_fitted
+    except ImportError:
+        return
+    if not isinstance(estimator, BaseEstimator):
+        return
+    try:
+        check_is_fitted(estimator)
+    except NotFittedError as err:
+        raise ValueError(
+            f"model {type(estimator).__name__} is not fitted; call its fit(X, y) before explaining it ({err})"
+        ) from err
+    except TypeError:  # an object check_is_fitted does not know how to inspect
+        pass
+
+
+def _estimator_method(model):
+    """``(estimator, bound method)`` for a scikit-learn-style estimator or Pipeline (any object
+    with ``predict_proba`` or ``predict``) or a bound ``predict*`` method of one; ``(None, None)``
+    for torch modules and other callables.
+
+    Classifiers: ``predict_proba`` (every class an output), else ``decision_function`` (margins);
+    a classifier with only ``predict`` (class labels, no gradation) is refused. Regressors and
+    other estimators: ``predict``.
+    """
+    if isinstance(model, torch.nn.Module):
+        return None, None
+    owner = getattr(model, "__self__", None)
+    if (
+        owner is not None
+        and not isinstance(owner, torch.nn.Module)
+        and getattr(model, "__name__", None) in _ESTIMATOR_METHODS
+        and hasattr(owner, "predict")
+    ):
+        return owner, model  # estimator.predict_proba passed as a callable
+
+    def has(name):
+        try:
+            return callable(getattr(model, name, None))
+        except Exception:  # a property that raises (scikit-learn's available_if raises AttributeError)
+            return False
+
+    if not (has("predict_proba") or has("predict")):
+        return None, None
+    _check_fitted(model)
+    if has("predict_proba"):
+        return model, model.predict_proba
+    if _is_classifier(model):
+        if has("decision_function"):
+            return model, model.decision_function
+        raise TypeError(
+            f"model {type(model).__name__} is a classifier with neither predict_proba nor "
+            "decision_function; its predict returns class labels, which attributions cannot grade. "
+            "Use a classifier with predict_proba (e.g. SVC(probability=True)) or pass a callable "
+            "returning scores"
+        )
+    return model, model.predict
