@@ -60,7 +60,7 @@ def run(args) -> int:
             args.model, architecture=args.architecture, image_size=args.image_size, trust=args.trust_model_file
         )
         X, y, names = load_data(args.data, labels=args.labels, input_shape=args.input_shape)
-        check_model_data(model, X, args.data)
+        check_model_data(model, X, args.data, names)
     except LoadError as err:
         return _error(str(err), err.exit_code)
 

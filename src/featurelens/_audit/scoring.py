@@ -7,13 +7,15 @@ import math
 import numpy as np
 
 from .._harness import attempt, score
+from ._torchscript import ScriptLayers, is_script
 
 RANKING_RULE = (
     "Methods are ranked by faithfulness first: each method gets its rank (1 = best) on "
     "insertion minus deletion AUC (higher is better) and on faithfulness correlation (higher is "
     "better), and the mean of those ranks orders the table. Ties, and methods with equal "
     "faithfulness, are ordered by robustness: the rank of the average sensitivity (lower is "
-    "better). Complexity, randomisation and localisation are reported beside the ranking but do "
+    "better); the verdict names the methods that tie and calls them indistinguishable when their "
+    "average sensitivities differ by less than 1%. Complexity, randomisation and localisation are reported beside the ranking but do "
     "not change it; a method whose maps barely change when the model's weights are randomised "
     "(Spearman similarity above 0.5) is flagged, as is every method that does not beat the random "
     "map on faithfulness."
@@ -36,6 +38,9 @@ COLUMNS = (
     ("precision_at_k", "prec@k", +1),
 )
 _RANDOMISATION_FLAG = 0.5
+#: Relative difference of average sensitivity below which methods that tie on faithfulness are
+#: called indistinguishable in the verdict (the sensitivity is a mean over a few noise draws).
+ROBUSTNESS_TOLERANCE = 0.01
 
 def _mean(v) -> float:
     arr = np.asarray(v, dtype=np.float64).reshape(-1)
@@ -111,7 +116,10 @@ def _randomization(fn, name, model, x, t, seed, kwargs, a):
     re-initialised (the last step of the top-down cascade)."""
     # The explainers of the randomised copies get the audited explainer's parameters, batch_size
     # included (it bounds their memory as it does the audited explainer's).
-    res = fn(name, model.module, x, target=t, seed=seed, explainer_params=dict(kwargs), attributions=a)
+    # A TorchScript module's layers have no reset_parameters: the wrapper gives each layer that owns
+    # parameters a handle that redraws it (torch.nn's default initialisation by original_name).
+    module = ScriptLayers(model.module) if is_script(model.module) else model.module
+    res = fn(name, module, x, target=t, seed=seed, explainer_params=dict(kwargs), attributions=a)
     return np.asarray(res["last"], dtype=np.float64).reshape(-1)
 
 
@@ -206,6 +214,47 @@ def _reasons(rows: list[dict]) -> None:
         r["reason"] = text
 
 
+def _names(names: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _tie_text(best: dict, real: list[dict]) -> tuple[str, str]:
+    """``(lead, detail)`` of the verdict: who is trusted, and why (naming a tie on faithfulness
+    and what broke it). ``real`` is ranked best first."""
+    faith = (f"insertion - deletion {_fmt(best.get('insertion_minus_deletion'))}, faithfulness correlation "
+             f"{_fmt(best.get('faithfulness_correlation'))}")
+    f0 = best.get("faithfulness_rank")
+    tied = [r for r in real if _finite(f0) and _finite(r.get("faithfulness_rank"))
+            and math.isclose(r["faithfulness_rank"], f0, rel_tol=1e-9, abs_tol=1e-12)]
+    if len(tied) < 2:
+        return f"Trust {best['method']} most", f"it ranks first on faithfulness ({faith})"
+    names = [r["method"] for r in tied]
+    tie = f"{_names(names)} tie on faithfulness (mean rank {f0:g}; {best['method']}: {faith})"
+    sens = [r.get("avg_sensitivity") for r in tied]
+    if not all(_finite(v) for v in sens):
+        return (f"Trust {_names(names)} equally",
+                f"{tie}, and robustness was not measured for all of them, so nothing breaks the tie")
+    a = float(sens[0])
+    close = [r for r, v in zip(tied, sens) if abs(v - a) <= ROBUSTNESS_TOLERANCE * max(abs(v), abs(a))]
+    if len(close) > 1:
+        lo, hi = min(r["avg_sensitivity"] for r in close), max(r["avg_sensitivity"] for r in close)
+        close_names = [r["method"] for r in close]
+        text = (f"{tie}; {'they' if len(close) == len(tied) else _names(close_names)} are indistinguishable "
+                f"on robustness too (average sensitivity {_fmt(lo)} to {_fmt(hi)}, less than "
+                f"{ROBUSTNESS_TOLERANCE:.0%} apart)")
+        rest = [r["method"] for r in tied if r not in close]
+        if rest:
+            text += f", and {_names(rest)} {'is' if len(rest) == 1 else 'are'} less robust"
+        return f"Trust {_names(close_names)} equally", text
+    second = tied[1]
+    b = float(second["avg_sensitivity"])
+    pct = (b - a) / abs(b) if b else float("nan")
+    return (f"Trust {best['method']} most",
+            f"{tie}; {best['method']} is the most robust (average sensitivity {_fmt(a)} against {_fmt(b)} "
+            f"for {second['method']}, {pct:.1%} lower)")
+
+
 def _verdict(rows: list[dict]) -> str:
     ok = [r for r in rows if r["status"] == "ok"]
     if not ok:
@@ -219,9 +268,8 @@ def _verdict(rows: list[dict]) -> str:
                 "explanations for this model and these inputs.")
     beat = [r["method"] for r in real if r.get("beats_random", True)]
     lost = [r["method"] for r in real if r.get("beats_random") is False]
-    text = (f"Trust {best['method']} most for this model and these inputs: it ranks first on faithfulness "
-            f"(insertion - deletion {_fmt(best.get('insertion_minus_deletion'))}, faithfulness correlation "
-            f"{_fmt(best.get('faithfulness_correlation'))}).")
+    lead, detail = _tie_text(best, real)
+    text = f"{lead} for this model and these inputs: {detail}."
     if any(r["method"] == "random" for r in ok):
         text += f" {len(beat)} of {len(real)} methods beat the random map on faithfulness"
         text += f"; {', '.join(lost)} {'does' if len(lost) == 1 else 'do'} not." if lost else "."
