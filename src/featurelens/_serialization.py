@@ -37,6 +37,7 @@ __all__ = [
     "check_keys",
     "meta_field",
     "array_field",
+    "names_field",
 ]
 
 #: Arrays of at most this many elements become JSON lists; larger ones a shape/dtype summary.
@@ -292,3 +293,24 @@ def array_field(path: str, kind: str, arrays: dict, name: str, kinds: str, ndim:
         raise SavedFileError(path, kind, f"array {name!r}",
                              f"found {a.ndim} dimension(s) (shape {a.shape}); expected {' or '.join(map(str, ndim))}")
     return a
+
+
+def names_field(path: str, kind: str, meta: dict, key: str, ints: bool = False) -> list | None:
+    """The optional JSON field ``key``: None when absent or null, else a list of distinct names,
+    all strings (or, with ``ints``, all strings or all ints); anything else is refused."""
+    value = meta.get(key)
+    if value is None:
+        return None
+    allowed = "strings or all ints" if ints else "strings"
+    if not isinstance(value, list):
+        raise SavedFileError(path, kind, f"meta field {key!r}",
+                             f"found a {type(value).__name__}; expected null or a list of distinct {allowed}")
+    types = {type(v) for v in value}
+    if not (types <= {str} or (ints and types <= {int})):
+        first = type(value[0]) if ints and type(value[0]) in (str, int) else str
+        bad = next(v for v in value if type(v) is not first)
+        raise SavedFileError(path, kind, f"meta field {key!r}",
+                             f"found {bad!r} ({type(bad).__name__}) among {len(value)} names; expected all {allowed}")
+    if len(set(value)) != len(value):
+        raise SavedFileError(path, kind, f"meta field {key!r}", "found a name twice; expected distinct names")
+    return list(value)

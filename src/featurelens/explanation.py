@@ -15,9 +15,31 @@ import numpy as np
 
 from . import _serialization as _ser
 from ._serialization import SavedFileError, to_jsonable
-from ._validation import check_float, check_int
+from ._validation import check_float, check_int, check_option
 
 _FORMAT = "featurelens.explanation/1"
+#: The units an explanation's output may be in (``Explanation.output``).
+OUTPUTS = ("raw", "probability", "log_odds")
+
+
+def _names(names, what: str, ints: bool) -> list:
+    """``names`` as a list of distinct str (or, with ``ints``, of distinct ints or of distinct str)."""
+    if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
+        raise TypeError(f"{what} must be a list of names; got {type(names).__name__}")
+    out = []
+    for name in names:
+        if isinstance(name, (np.str_, str)):
+            out.append(str(name))
+        elif ints and isinstance(name, (int, np.integer)) and not isinstance(name, (bool, np.bool_)):
+            out.append(int(name))
+        else:
+            allowed = "str or int" if ints else "str"
+            raise TypeError(f"{what} must hold {allowed} names; got {name!r} ({type(name).__name__})")
+    if len({type(n) for n in out}) > 1:
+        raise TypeError(f"{what} must be all str or all int; got {out!r}")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{what} must be distinct; got {out!r}")
+    return out
 
 
 #: Kept for modules that imported it from here; the one JSON conversion lives in _serialization.
@@ -45,6 +67,26 @@ class Explanation:
         Further named arrays a method returns beside ``values`` (for example WAM's wavelet
         coefficient gradients, or MinShap's per-permutation contributions); saved with the
         explanation.
+    feature_names
+        One name (str) per input element (the columns of a tabular batch), or None. Taken from a
+        DataFrame's columns or ``feature_names=`` given to ``explain``.
+    data
+        The explained rows (numpy, shape ``(n, *input_shape)``), or None.
+    base_values
+        Per sample (shape ``values.shape[:1]``, or ``(n, k)`` for ``k`` targets per sample): the
+        value the attributions add up from: ``v(empty)`` (the expected output over the background,
+        or the output at the baseline) for the Shapley explainers and SPEX, ``f(baseline)`` for
+        integrated gradients; None where a method has none.
+    output
+        The units of the explained output: ``"raw"`` (the model's outputs as they are, for example
+        logits), ``"probability"`` or ``"log_odds"``.
+    group_values
+        With ``groups=``: one value per group, shape ``(n, n_groups)`` (``(n, k, n_groups)``);
+        ``values`` then holds each group's value at every element of the group (shaped like ``x``,
+        so summing ``values`` over a group counts the group's value once per element).
+    groups
+        With ``groups=``: the group names (str, from ``group_names=``) or labels (int), one per
+        column of ``group_values``; else None.
     """
 
     values: np.ndarray
@@ -54,12 +96,47 @@ class Explanation:
     model_calls: int = 0
     seconds: float = 0.0
     extra: dict = field(default_factory=dict)
+    feature_names: list | None = None
+    data: np.ndarray | None = None
+    base_values: np.ndarray | None = None
+    output: str = "raw"
+    group_values: np.ndarray | None = None
+    groups: list | None = None
 
     def __post_init__(self):
         self.values = np.asarray(self.values)
         self.extra = {str(k): np.asarray(v) for k, v in (self.extra or {}).items()}
         if self.target is not None:
             self.target = np.asarray(self.target)
+        self.output = check_option(self.output, "output", OUTPUTS)
+        if self.feature_names is not None:
+            self.feature_names = _names(self.feature_names, "feature_names", ints=False)
+        if self.data is not None:
+            self.data = np.asarray(self.data)
+            if self.data.ndim < 1 or self.data.shape[0] != self.values.shape[0]:
+                raise ValueError(f"data must hold the {self.values.shape[0]} explained rows (one per sample of "
+                                 f"values); got shape {self.data.shape}")
+        if self.feature_names is not None and self.data is not None:
+            size = int(np.prod(self.data.shape[1:]))
+            if len(self.feature_names) != size:
+                raise ValueError(f"feature_names must name each of the {size} elements of one input; "
+                                 f"got {len(self.feature_names)} names")
+        if self.base_values is not None:
+            self.base_values = np.asarray(self.base_values, dtype=np.float64)
+            if self.base_values.ndim not in (1, 2) or self.base_values.shape != self.values.shape[: self.base_values.ndim]:
+                raise ValueError(f"base_values must hold one value per sample, shape {self.values.shape[:1]} (or "
+                                 f"{self.values.shape[:2]} for several targets per sample); got shape "
+                                 f"{self.base_values.shape}")
+        if (self.group_values is None) != (self.groups is None):
+            raise ValueError("give group_values and groups together (one value per group and the group names), or neither")
+        if self.groups is not None:
+            self.groups = _names(self.groups, "groups", ints=True)
+            self.group_values = np.asarray(self.group_values)
+            if self.group_values.ndim < 2 or self.group_values.shape[-1] != len(self.groups) \
+                    or self.group_values.shape[:-1] != self.values.shape[: self.group_values.ndim - 1]:
+                raise ValueError(f"group_values must have shape (n, n_groups) (or (n, k, n_groups)) with "
+                                 f"n = {self.values.shape[0]} and n_groups = {len(self.groups)}; got shape "
+                                 f"{self.group_values.shape}")
 
     @property
     def shape(self) -> tuple:
@@ -74,6 +151,57 @@ class Explanation:
             f"model_calls={self.model_calls}, seconds={self.seconds:.3g})"
         )
 
+    # -- bridges ----------------------------------------------------------------------------
+    def to_shap(self):
+        """This explanation as a ``shap.Explanation(values, base_values, data, feature_names)``,
+        for shap's plots and pipelines (needs the optional package ``shap``).
+
+        With groups, shap gets one column per group (``group_values``, names from ``groups``, no
+        data). With ``k`` targets per sample, the target axis moves last, shap's layout for
+        several outputs: values ``(n, d, k)``, base values ``(n, k)``.
+        """
+        shap = _optional("shap", "Explanation.to_shap()")
+        if self.groups is not None:
+            values, data, names = self.group_values, None, [str(g) for g in self.groups]
+        else:
+            values, data, names = self.values, self.data, self.feature_names
+        if self.base_values is not None and self.base_values.ndim == 2:
+            values = np.moveaxis(values, 1, -1)
+        return shap.Explanation(
+            values=np.array(values),
+            base_values=None if self.base_values is None else np.array(self.base_values),
+            data=None if data is None else np.array(data),
+            feature_names=None if names is None else list(names),
+        )
+
+    @classmethod
+    def from_shap(cls, explanation, method: str = "shap", output: str = "raw") -> "Explanation":
+        """An :class:`Explanation` from a ``shap.Explanation`` (values, base values, data and
+        feature names are kept; ``method`` names where the values came from).
+
+        Base values of shape ``(n, k)`` mean ``k`` outputs per sample: the values' last axis (shap's
+        output axis) moves to axis 1, featurelens's layout for several targets, and ``target`` is
+        ``0..k-1`` for each sample. A scalar base value is repeated for each sample.
+        """
+        values = np.array(getattr(explanation, "values", None))
+        if values.dtype.kind not in "biuf" or values.ndim < 1:
+            raise TypeError(f"from_shap needs a shap.Explanation with numeric values; got "
+                            f"{type(explanation).__name__} with values of dtype {values.dtype}")
+        base = getattr(explanation, "base_values", None)
+        target = None
+        if base is not None:
+            base = np.array(base, dtype=np.float64)
+            if base.ndim == 0:
+                base = np.full(values.shape[:1], float(base))
+            if base.ndim == 2:
+                values = np.moveaxis(values, -1, 1)
+                target = np.tile(np.arange(base.shape[1]), (base.shape[0], 1))
+        data = getattr(explanation, "data", None)
+        data = None if data is None else np.array(data)
+        names = getattr(explanation, "feature_names", None)
+        return cls(values=values, method=method, target=target, base_values=base, data=data,
+                   feature_names=None if names is None else list(names), output=output)
+
     # -- persistence ------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> str:
         """Write the explanation to ``path`` (``.npz`` is appended when missing); returns the path."""
@@ -84,9 +212,13 @@ class Explanation:
             "model_calls": int(self.model_calls),
             "seconds": float(self.seconds),
         }
+        meta.update({"feature_names": self.feature_names, "output": self.output, "groups": self.groups})
         arrays = {"values": self.values}
         if self.target is not None:
             arrays["target"] = self.target
+        for name in ("data", "base_values", "group_values"):
+            if getattr(self, name) is not None:
+                arrays[name] = getattr(self, name)
         for name, array in self.extra.items():
             arrays[f"extra/{name}"] = array
         return _ser.write_npz(path, arrays, meta)
@@ -106,6 +238,18 @@ class Explanation:
 
 _KIND = "explanation"
 _META_KEYS = ("format", "method", "params", "model_calls", "seconds")
+#: Fields added by issue 11; files written before them lack them and still load.
+_META_OPTIONAL = ("feature_names", "output", "groups")
+
+
+def _optional(package: str, what: str):
+    import importlib
+
+    try:
+        return importlib.import_module(package)
+    except ImportError:
+        raise ImportError(f"{what} needs the optional package {package!r}, which is not installed; "
+                          f"install it with `pip install {package}`") from None
 
 
 def load_explanation(path: str | os.PathLike) -> Explanation:
@@ -115,14 +259,21 @@ def load_explanation(path: str | os.PathLike) -> Explanation:
     (numbers), ``meta`` (a JSON object with exactly ``format``, ``method`` (a non-empty string),
     ``params`` (an object), ``model_calls`` (an int >= 0) and ``seconds`` (a number >= 0)),
     optionally ``target`` (ints shaped like the leading axes of ``values``: one per sample, or
-    ``(n, k)`` for ``k`` targets per sample) and ``extra/NAME`` (numbers). Anything else (a corrupt
+    ``(n, k)`` for ``k`` targets per sample) and ``extra/NAME`` (numbers); since issue 11 also the
+    optional meta fields ``feature_names`` (null or a list of distinct strings, one per input
+    element), ``output`` (one of :data:`OUTPUTS`) and ``groups`` (null or a list of distinct names,
+    all strings or all ints) and the optional arrays ``data`` (numbers, one row per sample),
+    ``base_values`` (floats, one per sample or per (sample, target)) and ``group_values`` (numbers,
+    ``(n, n_groups)``, present exactly when ``groups`` is); files without them load with the
+    defaults (None, ``"raw"``). Anything else (a corrupt
     or truncated archive, an object array, broken JSON, a missing, unknown or mistyped field)
     raises :class:`featurelens._serialization.SavedFileError`, a ``ValueError`` naming the file,
     the field, what was found and what was expected; a missing file raises ``FileNotFoundError``.
     """
-    path, arrays = _ser.read_npz(path, _KIND, ("values", "meta"), ("target",), ("extra/",))
+    path, arrays = _ser.read_npz(path, _KIND, ("values", "meta"), ("target", "data", "base_values", "group_values"),
+                                 ("extra/",))
     meta = _ser.read_meta(path, _KIND, arrays.pop("meta"), _FORMAT)
-    _ser.check_keys(path, _KIND, meta, _META_KEYS)
+    _ser.check_keys(path, _KIND, meta, _META_KEYS, _META_OPTIONAL)
     method = meta["method"]
     if not isinstance(method, str) or not method:
         raise SavedFileError(path, _KIND, "meta field 'method'",
@@ -142,6 +293,35 @@ def load_explanation(path: str | os.PathLike) -> Explanation:
                 f"found shape {target.shape} for values of shape {values.shape}; expected one target per "
                 f"sample, shape {values.shape[:1]} (or {values.shape[:2]} for several targets per sample)",
             )
+    output = _ser.meta_field(path, _KIND, meta, "output", check_option, OUTPUTS) if "output" in meta else "raw"
+    feature_names = _ser.names_field(path, _KIND, meta, "feature_names", ints=False)
+    groups = _ser.names_field(path, _KIND, meta, "groups", ints=True)
+    data = base_values = group_values = None
+    if "data" in arrays:
+        data = _ser.array_field(path, _KIND, arrays, "data", "biuf")
+        if data.ndim < 1 or data.shape[0] != values.shape[0]:
+            raise SavedFileError(path, _KIND, "array 'data'",
+                                 f"found shape {data.shape} for values of shape {values.shape}; expected one row per sample")
+    if feature_names is not None and data is not None and len(feature_names) != int(np.prod(data.shape[1:])):
+        raise SavedFileError(path, _KIND, "meta field 'feature_names'",
+                             f"found {len(feature_names)} names for inputs of shape {data.shape[1:]}; expected one per element")
+    if "base_values" in arrays:
+        base_values = _ser.array_field(path, _KIND, arrays, "base_values", "iuf", ndim=(1, 2))
+        if base_values.shape != values.shape[: base_values.ndim]:
+            raise SavedFileError(path, _KIND, "array 'base_values'",
+                                 f"found shape {base_values.shape} for values of shape {values.shape}; expected one per "
+                                 f"sample, shape {values.shape[:1]} (or {values.shape[:2]} for several targets per sample)")
+    if ("group_values" in arrays) != (groups is not None):
+        field_name = "meta field 'groups'" if "group_values" in arrays else "array 'group_values'"
+        raise SavedFileError(path, _KIND, field_name, "found one of 'groups' and 'group_values' without the other; "
+                             "expected both (the group names and one value per group) or neither")
+    if groups is not None:
+        group_values = _ser.array_field(path, _KIND, arrays, "group_values", "biuf")
+        if group_values.ndim < 2 or group_values.shape[-1] != len(groups) \
+                or group_values.shape[:-1] != values.shape[: group_values.ndim - 1]:
+            raise SavedFileError(path, _KIND, "array 'group_values'",
+                                 f"found shape {group_values.shape} for values of shape {values.shape} and "
+                                 f"{len(groups)} groups; expected (n, n_groups) or (n, k, n_groups)")
     extra = {}
     for key in [k for k in arrays if k.startswith("extra/")]:
         name = key[len("extra/"):]
@@ -156,4 +336,10 @@ def load_explanation(path: str | os.PathLike) -> Explanation:
         model_calls=model_calls,
         seconds=seconds,
         extra=extra,
+        feature_names=feature_names,
+        data=data,
+        base_values=base_values,
+        output=output,
+        group_values=group_values,
+        groups=groups,
     )

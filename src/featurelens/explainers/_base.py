@@ -154,7 +154,7 @@ class Explainer:
         # None: automatic chunking (at most 1024 rows and 2**19 input elements per chunk).
         return {"batch_size": None if self.model.auto_batch else self.model.batch_size}
 
-    def explain(self, x, target=None, **kwargs) -> Explanation:
+    def explain(self, x, target=None, feature_names=None, group_names=None, **kwargs) -> Explanation:
         """Attribute the model's ``target`` output for each sample of the batch ``x``.
 
         ``x`` is a numpy array or tensor with the samples along the first axis; ``target`` is None
@@ -162,10 +162,20 @@ class Explainer:
         targets per sample in one call: the values then have shape ``(n, k, *x.shape[1:])`` and
         ``Explanation.target`` shape ``(n, k)`` (each (sample, target) pair is one row of an
         expanded batch, so memory stays bounded by ``batch_size``).
+
+        The explanation records the explained rows (``data``), the base values the attributions
+        add up from (where the method has them), the output units and the feature names: a
+        DataFrame's columns, or ``feature_names`` (one str per element of one input). With an
+        explainer's ``groups``, ``group_values`` holds one value per group and ``groups`` the group
+        labels, or ``group_names`` (one str per distinct label, in sorted label order).
         """
         start = time.perf_counter()
         calls_before = self.model.calls
+        columns = getattr(x, "columns", None)  # read before x becomes a tensor
         xt = self.model.to_tensor(x)
+        data = xt.detach().cpu().numpy() if isinstance(xt, torch.Tensor) else np.asarray(xt)
+        input_shape = tuple(data.shape[1:])
+        feature_names = self._feature_names(feature_names, columns, input_shape)
         per_sample = None
         if target is not None and not isinstance(target, (int, np.integer)):
             t = as_numpy(target, "target")
@@ -209,15 +219,62 @@ class Explainer:
             arrays[name] = array
         params = dict(self.params())
         params.update(extra)
+        values = np.asarray(values)
+        base_values = None
+        if extra.get("base_values") is not None:  # kept in params too, where it has always been
+            base_values = np.asarray(extra["base_values"], dtype=np.float64).reshape(target_np.shape)
+        group_values, groups = self._group_values(values, input_shape, group_names)
         return Explanation(
-            values=np.asarray(values),
+            values=values,
             method=self.name,
             params=params,
             target=target_np,
             model_calls=self.model.calls - calls_before,
             seconds=time.perf_counter() - start,
             extra=arrays,
+            feature_names=feature_names,
+            data=data,
+            base_values=base_values,
+            output="raw",
+            group_values=group_values,
+            groups=groups,
         )
+
+    @staticmethod
+    def _feature_names(given, columns, input_shape: tuple) -> list | None:
+        """Names for the elements of one input: ``given``, else a DataFrame's columns, else None."""
+        if given is None and columns is None:
+            return None
+        names = [str(c) for c in columns] if given is None else given
+        if isinstance(names, (str, bytes)) or not hasattr(names, "__len__"):
+            raise TypeError(f"feature_names must be a list of str, one per element of one input; got "
+                            f"{type(names).__name__}")
+        size = int(np.prod(input_shape))
+        if len(names) != size:
+            raise ValueError(f"feature_names must name each of the {size} elements of one input (shape "
+                             f"{input_shape}); got {len(names)} names")
+        return list(names)
+
+    def _group_values(self, values: np.ndarray, input_shape: tuple, group_names):
+        """``(group_values, groups)``: one value per group (read at each group's first element:
+        explainers with ``groups`` give every element of a group the group's value) and the group
+        labels or ``group_names``; ``(None, None)`` without groups."""
+        groups = getattr(self, "groups", None)
+        if groups is None:
+            if group_names is not None:
+                raise ValueError(f"group_names is for explainers built with groups=; {self.name!r} has none")
+            return None, None
+        labels, first = np.unique(np.asarray(groups).reshape(-1), return_index=True)
+        lead = values.ndim - len(input_shape)
+        group_values = values.reshape(*values.shape[:lead], -1)[..., first]
+        if group_names is None:
+            return group_values, [int(g) for g in labels]
+        if isinstance(group_names, (str, bytes)) or not hasattr(group_names, "__len__"):
+            raise TypeError(f"group_names must be a list of str, one per group; got {type(group_names).__name__}")
+        if len(group_names) != len(labels):
+            raise ValueError(f"group_names must name each of the {len(labels)} groups (labels "
+                             f"{[int(g) for g in labels]}, in sorted order); got {len(group_names)} names")
+        return group_values, list(group_names)
 
     def _attribute(self, x: torch.Tensor, target: torch.Tensor, outputs: torch.Tensor, **kwargs):
         raise NotImplementedError  # pragma: no cover - abstract

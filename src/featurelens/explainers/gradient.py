@@ -159,6 +159,7 @@ class IntegratedGradients(Explainer):
             "baseline": "zeros" if (self.baseline is None and baseline is None) else "given",
             "completeness_gap": gap.cpu().tolist(),
             "max_relative_gap": float(relative.max()),
+            "base_values": f_b.gather(1, idx).squeeze(1).double().cpu().tolist(),  # f(baseline): Explanation.base_values
         }
 
     def _attribute(self, x, target, outputs, baseline=None):

@@ -37,6 +37,10 @@ INDEX_NAMES = BASES + ("shapley", "banzhaf", "sii", "bii", "k-sii", "stii", "fsi
 _VALUES = ("shapley", "banzhaf")
 
 _FORMAT = "featurelens.interactions/1"
+#: featurelens index names and shapiq's (Interactions.to_shapiq/from_shapiq); Fourier has none.
+_TO_SHAPIQ = {"mobius": "Moebius", "shapley": "SV", "banzhaf": "BV", "sii": "SII", "bii": "BII",
+              "k-sii": "k-SII", "stii": "STII", "fsii": "FSII", "fbii": "FBII"}
+_FROM_SHAPIQ = {v: k for k, v in _TO_SHAPIQ.items()}
 #: The largest dense array :meth:`Interactions.dense` builds for order >= 3.
 _DENSE_LIMIT = 2**24
 #: The largest (masks x terms) block :meth:`Interactions.predict` holds at once.
@@ -289,6 +293,59 @@ class Interactions:
             "params": to_jsonable(self._params),
         }
         return write_npz(path, {"players": players, "lengths": lengths, "values": values}, meta)
+
+    # -- bridges ----------------------------------------------------------------------------
+    def to_shapiq(self):
+        """These interactions as a ``shapiq.InteractionValues`` (needs the optional package
+        ``shapiq``), for shapiq's plots and tools.
+
+        Every term is kept (the dict of terms goes over as it is, with the constant ``()`` as the
+        baseline value when present); the index maps to shapiq's name (``"mobius"`` to
+        ``"Moebius"``, ``"shapley"`` to ``"SV"``, ``"banzhaf"`` to ``"BV"``, ``"k-sii"`` to
+        ``"k-SII"`` and the other indices to their upper-case names). ``max_order`` None (all
+        orders) becomes the largest order present; ``queries`` the estimation budget. Fourier
+        terms have no shapiq counterpart: convert them first (``.to("mobius")``). shapiq itself
+        names an index of ``max_order`` 1 that generalises the Shapley (Banzhaf) value ``"SV"``
+        (``"BV"``), so such interactions come back from :meth:`from_shapiq` as ``"shapley"``
+        (``"banzhaf"``) values.
+        """
+        try:
+            import shapiq
+        except ImportError:
+            raise ImportError("Interactions.to_shapiq() needs the optional package 'shapiq', which is not "
+                              "installed; install it with `pip install shapiq`") from None
+        if self._index not in _TO_SHAPIQ:
+            raise ValueError(f"shapiq has no counterpart of {self._index!r} terms; convert them to the Moebius "
+                             f"basis or an index first, e.g. interactions.to('mobius').to_shapiq()")
+        orders = [len(t) for t in self._terms]
+        max_order = self._max_order if self._max_order is not None else max(orders, default=0)
+        # min_order is the smallest order present, so shapiq adds no constant term of its own.
+        min_order = min(orders, default=0)
+        estimated = bool(self._params.get("estimated", self._params.get("method") != "exact"))
+        return shapiq.InteractionValues(
+            dict(self._terms), index=_TO_SHAPIQ[self._index], max_order=max(max_order, min_order),
+            n_players=self._n, min_order=min_order, estimated=estimated,
+            estimation_budget=self._queries or None, baseline_value=float(self._terms.get((), 0.0)),
+        )
+
+    @classmethod
+    def from_shapiq(cls, interaction_values) -> "Interactions":
+        """Interactions from a ``shapiq.InteractionValues``: every term (its ``dict_values``),
+        the index (shapiq's names mapped back, see :meth:`to_shapiq`), ``n_players``,
+        ``max_order`` and the estimation budget as ``queries``."""
+        iv = interaction_values
+        for attribute in ("interactions", "index", "n_players", "max_order"):
+            if not hasattr(iv, attribute):
+                raise TypeError(f"from_shapiq needs a shapiq.InteractionValues; got {type(iv).__name__} "
+                                f"(no attribute {attribute!r})")
+        if iv.index not in _FROM_SHAPIQ:
+            raise ValueError(f"shapiq index {iv.index!r} has no featurelens counterpart; expected one of "
+                             f"{sorted(_FROM_SHAPIQ)}")
+        terms = {tuple(sorted(int(p) for p in key)): float(value) for key, value in iv.interactions.items()}
+        params = {"from": "shapiq", "estimated": bool(getattr(iv, "estimated", True)),
+                  "baseline_value": float(getattr(iv, "baseline_value", 0.0))}
+        return cls(terms, _FROM_SHAPIQ[iv.index], int(iv.n_players), max_order=int(iv.max_order),
+                   queries=int(getattr(iv, "estimation_budget", None) or 0), params=params)
 
     # -- plots ------------------------------------------------------------------------------
     def plot_top(self, k: int = 20, ax=None):
