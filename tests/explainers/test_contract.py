@@ -8,11 +8,17 @@
 
 A newly registered explainer fails ``test_every_explainer_has_contract_settings`` until it gets an
 entry in ``SETTINGS`` below: the settings that make it run on the small CNN of these tests.
+Explainers whose ``requires.why_not`` refuses the CNN (tree_shap reads the trees of a scikit-learn
+model) run the same checks on a model they apply to, from ``CASES``: rows per call are counted on
+the estimator's ``predict_proba``, "unchanged" compares the pickled estimator, NaN output comes
+from a ``predict_proba`` returning NaN and "frozen weights" (none in a tree model) just runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import pickle
 
 import numpy as np
 import pytest
@@ -48,6 +54,7 @@ SETTINGS = {
     "permutation_shap": {"groups": PATCHES, "budget": 64},
     "minshap": {"groups": PATCHES, "budget": 64},
     "spex": {"groups": PATCHES, "max_order": 2, "budget": 600},
+    "tree_shap": {},
 }
 
 BATCH_SIZE = 4
@@ -75,7 +82,7 @@ def make_x(n: int = 3, seed: int = 0) -> np.ndarray:
 def build(name: str, model, **overrides):
     kwargs = dict(SETTINGS[name])
     if kwargs.get("data") == "DATA":
-        kwargs["data"] = make_x(6, seed=1)
+        kwargs["data"] = case(name).make_x(6, seed=1)
     kwargs.update(overrides)
     return fl.explainer(name, model, **kwargs)
 
@@ -101,6 +108,102 @@ def assert_unchanged(model, before):
         assert torch.equal(after_state[key], value), f"{key} changed"
 
 
+class CnnCase:
+    """The small CNN on (n, 1, 8, 8) inputs: the model of every explainer that applies to it."""
+
+    make_model = staticmethod(make_cnn)
+    make_x = staticmethod(make_x)
+    snapshot = staticmethod(snapshot)
+    assert_unchanged = staticmethod(assert_unchanged)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def count_rows(model, rows):
+        handle = model.register_forward_pre_hook(lambda module, args: rows.append(args[0].shape[0]))
+        try:
+            yield
+        finally:
+            handle.remove()
+
+    @staticmethod
+    def nan_model():
+        return _NaNHead().double()
+
+    @staticmethod
+    def freeze(model):
+        for p in model.parameters():
+            p.requires_grad_(False)
+
+
+class TreeCase:
+    """A GradientBoostingClassifier (3 classes, 5 features) fitted on a DataFrame, DataFrame rows."""
+
+    columns = [f"x{i}" for i in range(5)]
+
+    @classmethod
+    def make_x(cls, n: int = 3, seed: int = 0):
+        import pandas as pd
+
+        return pd.DataFrame(np.random.default_rng(seed).normal(size=(n, 5)), columns=cls.columns)
+
+    @classmethod
+    def make_model(cls):
+        from sklearn.ensemble import GradientBoostingClassifier
+
+        x = cls.make_x(60, seed=7)
+        y = np.digitize(x["x0"] + x["x1"] * x["x2"], [-0.5, 0.5])
+        return GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0).fit(x, y)
+
+    @staticmethod
+    def snapshot(model):
+        return pickle.dumps(model)
+
+    @staticmethod
+    def assert_unchanged(model, before):
+        assert pickle.dumps(model) == before, "the estimator changed"
+
+    @staticmethod
+    @contextlib.contextmanager
+    def count_rows(model, rows):
+        method = model.predict_proba
+
+        def counted(x):
+            rows.append(len(x))
+            return method(x)
+
+        model.predict_proba = counted  # an instance attribute: the Model calls it
+        try:
+            yield
+        finally:
+            del model.predict_proba
+
+    @classmethod
+    def nan_model(cls):
+        model = cls.make_model()
+        model.predict_proba = lambda x: np.full((len(x), 3), np.nan)
+        return model
+
+    @staticmethod
+    def freeze(model):
+        pass  # a tree model has no weights to freeze
+
+
+#: The model each explainer is checked on: the CNN unless its ``requires`` refuses the CNN.
+CASES = {"tree_shap": TreeCase}
+
+
+def case(name: str):
+    return CASES.get(name, CnnCase)
+
+
+def test_explainers_with_a_case_are_refused_on_the_cnn_and_apply_to_their_case():
+    model = fl.Model(make_cnn())
+    for name in CASES:
+        assert explainer_class(name).requires.why_not(model, SHAPE) is not None, name
+        model_here = fl.Model(CASES[name].make_model())
+        assert explainer_class(name).requires.why_not(model_here, (5,)) is None, name
+
+
 def test_every_explainer_has_contract_settings():
     missing = sorted(set(fl.list_explainers()) - set(SETTINGS))
     assert not missing, f"add contract settings for {missing} to SETTINGS in {__file__}"
@@ -111,39 +214,36 @@ NAMES = sorted(SETTINGS)
 
 @pytest.mark.parametrize("name", NAMES)
 def test_rows_per_call_within_batch_size_and_model_untouched(name):
-    net = make_cnn()
-    net.train()  # the explainers must evaluate in eval mode and restore training mode afterwards
-    before = snapshot(net)
+    c = case(name)
+    net = c.make_model()
+    if isinstance(net, torch.nn.Module):
+        net.train()  # the explainers must evaluate in eval mode and restore training mode afterwards
+    before = c.snapshot(net)
     rows = []
-    handle = net.register_forward_pre_hook(lambda module, args: rows.append(args[0].shape[0]))
-    try:
-        e = build(name, net, batch_size=BATCH_SIZE).explain(make_x(5), target=1)
-    finally:
-        handle.remove()
+    with c.count_rows(net, rows):
+        e = build(name, net, batch_size=BATCH_SIZE).explain(c.make_x(5), target=1)
     assert rows, "the model was never called"
     assert max(rows) <= BATCH_SIZE, f"{name} sent {max(rows)} rows in one call (batch_size={BATCH_SIZE})"
     assert e.values.shape[0] == 5 and np.isfinite(e.values).all()
     assert e.model_calls >= 1
-    assert_unchanged(net, before)
+    c.assert_unchanged(net, before)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_model_keeps_its_batch_size(name):
-    net = make_cnn()
-    model = fl.Model(net, batch_size=2)
+    c = case(name)
+    net = c.make_model()
     rows = []
-    handle = net.register_forward_pre_hook(lambda module, args: rows.append(args[0].shape[0]))
-    try:
-        build(name, model).explain(make_x(3), target=0)
-    finally:
-        handle.remove()
+    with c.count_rows(net, rows):
+        model = fl.Model(net, batch_size=2)
+        build(name, model).explain(c.make_x(3), target=0)
     assert model.batch_size == 2 and max(rows) <= 2
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if accepts(n, "seed")])
 def test_same_seed_same_values_int_or_generator(name):
-    net = make_cnn()
-    x = make_x(2)
+    net = case(name).make_model()
+    x = case(name).make_x(2)
     a = build(name, net, seed=3).explain(x, target=2).values
     b = build(name, net, seed=3).explain(x, target=2).values
     np.testing.assert_array_equal(a, b)
@@ -157,15 +257,16 @@ def test_same_seed_same_values_int_or_generator(name):
 @pytest.mark.parametrize("seed", ["0", -1, 1.5, True])
 def test_bad_seed_is_refused_naming_seed(name, seed):
     with pytest.raises((TypeError, ValueError), match="seed"):
-        build(name, make_cnn(), seed=seed).explain(make_x(1), target=0)
+        build(name, case(name).make_model(), seed=seed).explain(case(name).make_x(1), target=0)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_nan_input_is_refused(name):
-    x = make_x(2)
-    x[1, 0, 3, 3] = np.nan
+    c = case(name)
+    x = np.array(c.make_x(2))  # NaN is refused for every model, HistGradientBoosting included
+    x.reshape(2, -1)[1, 3] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        build(name, make_cnn()).explain(x, target=0)
+        build(name, c.make_model()).explain(x, target=0)
 
 
 class _NaNHead(torch.nn.Module):
@@ -181,16 +282,17 @@ class _NaNHead(torch.nn.Module):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_nan_model_output_is_refused(name):
+    c = case(name)
     with pytest.raises(ValueError, match="NaN"):
-        build(name, _NaNHead().double()).explain(make_x(2), target=0)
+        build(name, c.nan_model()).explain(c.make_x(2), target=0)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_frozen_weights_work(name):
-    net = make_cnn()
-    for p in net.parameters():
-        p.requires_grad_(False)
-    before = snapshot(net)
-    e = build(name, net).explain(make_x(2), target=1)
+    c = case(name)
+    net = c.make_model()
+    c.freeze(net)
+    before = c.snapshot(net)
+    e = build(name, net).explain(c.make_x(2), target=1)
     assert np.isfinite(e.values).all()
-    assert_unchanged(net, before)
+    c.assert_unchanged(net, before)

@@ -383,3 +383,115 @@ def test_float32_thresholds_like_scikit_learn(data):
     for background in (None, X[100:103]):
         values, base = tree_shap_values(m, x, background=background)
         check_additivity(m, x, values, base)
+
+
+# --------------------------------------------------------------------------------------------------
+# the registered explainer: fl.explainer("tree_shap", model)
+
+
+def _frame(X):
+    import pandas as pd
+
+    return pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+
+
+def test_explainer_equals_tree_shap_values_with_names_and_additivity(data):
+    import featurelens as fl
+
+    X, y, yb, _ = data
+    frame = _frame(X)
+    model = E.GradientBoostingClassifier(n_estimators=15, max_depth=3, random_state=0).fit(frame, yb)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no feature-name warnings
+        e = fl.explainer("tree_shap", model).explain(frame.iloc[:12], target=1)
+    ref, base = tree_shap_values(model, X[:12])
+    np.testing.assert_allclose(e.values, ref, rtol=0, atol=1e-12)
+    assert e.feature_names == list(frame.columns)
+    np.testing.assert_allclose(e.params["base_values"], base)
+    # efficiency: base + sum = the raw output (log-odds margin) for the target
+    np.testing.assert_allclose(e.base_values + e.values.sum(axis=1), model.decision_function(frame.iloc[:12]),
+                               atol=1e-6)
+    assert e.params["feature_perturbation"] == "tree_path_dependent" and e.model_calls == 1
+
+
+def test_explainer_binary_target_zero_is_the_negative_margin_and_none_is_predicted(data):
+    import featurelens as fl
+
+    X, y, yb, _ = data
+    model = E.GradientBoostingClassifier(n_estimators=10, max_depth=2, random_state=0).fit(X, yb)
+    ex = fl.explainer("tree_shap", model)
+    e = ex.explain(X[:10])
+    np.testing.assert_array_equal(e.target, model.predict(X[:10]))
+    margin = model.decision_function(X[:10])
+    expected = np.where(e.target == 1, margin, -margin)  # log-odds of the predicted class
+    np.testing.assert_allclose(e.base_values + e.values.sum(axis=1), expected, atol=1e-6)
+    e0 = ex.explain(X[:10], target=0)
+    np.testing.assert_allclose(e0.base_values + e0.values.sum(axis=1), -margin, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["forest_classifier", "gb_multiclass", "regressor"])
+def test_explainer_selects_the_target_output_interventional(data, kind):
+    import featurelens as fl
+
+    X, y, yb, y3 = data
+    bg = X[100:120]
+    if kind == "forest_classifier":
+        model = E.RandomForestClassifier(n_estimators=6, max_depth=4, random_state=0).fit(X, y3)
+        f = model.predict_proba
+    elif kind == "gb_multiclass":
+        model = E.GradientBoostingClassifier(n_estimators=6, max_depth=2, random_state=0).fit(X, y3)
+        f = model.decision_function
+    else:
+        model = E.HistGradientBoostingRegressor(max_iter=8, max_depth=3).fit(X, y)
+        f = model.predict
+    target = np.array([0, 1, 2, 1, 0, 2]) if kind != "regressor" else 0
+    e = fl.explainer("tree_shap", model, background=bg).explain(X[:6], target=target)
+    ref, base = tree_shap_values(model, X[:6], background=bg)
+    out = f(X[:6])
+    if kind == "regressor":
+        np.testing.assert_allclose(e.values, ref, atol=1e-12)
+        np.testing.assert_allclose(e.base_values + e.values.sum(axis=1), out, atol=1e-6)
+    else:
+        np.testing.assert_allclose(e.values, ref[np.arange(6), :, target], atol=1e-12)
+        np.testing.assert_allclose(e.base_values + e.values.sum(axis=1), out[np.arange(6), target], atol=1e-6)
+    assert e.params["feature_perturbation"] == "interventional" and e.params["background_rows"] == 20
+
+
+def test_explainer_refuses_a_torch_model_with_the_requires_reason():
+    import torch
+
+    import featurelens as fl
+    from featurelens.explainers import explainer_class
+
+    net = torch.nn.Linear(D, 2)
+    reason = explainer_class("tree_shap").requires.why_not(fl.Model(net), (D,))
+    assert reason is not None and "tree model" in reason
+    with pytest.raises(TypeError, match="tree model"):
+        fl.explainer("tree_shap", net)
+    # ... and a scikit-learn model that is not a tree ensemble
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    lr = LogisticRegression().fit(rng.normal(size=(20, D)), np.arange(20) % 2)
+    assert "LogisticRegression" in explainer_class("tree_shap").requires.why_not(fl.Model(lr), (D,))
+    with pytest.raises(TypeError, match="LogisticRegression"):
+        fl.explainer("tree_shap", lr)
+
+
+def test_explainer_applies_to_a_fitted_tree_model(data):
+    import featurelens as fl
+    from featurelens.explainers import explainer_class
+
+    X, y, *_ = data
+    model = T.DecisionTreeRegressor(max_depth=3).fit(X, y)
+    assert explainer_class("tree_shap").requires.why_not(fl.Model(model), (D,)) is None
+
+
+def test_explainer_background_with_wrong_columns_is_refused(data):
+    import featurelens as fl
+
+    X, y, *_ = data
+    model = E.RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0).fit(_frame(X), y)
+    bad = _frame(X[:5]).rename(columns={"f0": "zz"})
+    with pytest.raises(ValueError, match="background"):
+        fl.explainer("tree_shap", model, background=bad)

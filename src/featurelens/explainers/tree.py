@@ -63,7 +63,9 @@ import numpy as np
 
 from featurelens._validation import as_numpy, check_int, check_option
 
-__all__ = ["tree_shap_values", "supported_tree_models"]
+from ._base import Explainer, Requires, register
+
+__all__ = ["tree_shap_values", "supported_tree_models", "TreeShap"]
 
 _SKLEARN_TREES = (
     "DecisionTreeRegressor",
@@ -367,6 +369,11 @@ def tree_shap_values(model, X, background=None, output="raw", *, batch_size=256)
     ens = _build(model)
     x = _prepare(X, "X", ens)
     bg = None if background is None else _prepare(background, "background", ens)
+    return _shap(ens, x, bg, batch_size)
+
+
+def _shap(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
+    """tree_shap_values on a built ensemble and prepared rows (see there)."""
     n, d, K = x.shape[0], ens.n_features, ens.n_out
     values = np.zeros((n, d, K))
     base = ens.offset.copy()
@@ -393,3 +400,103 @@ def tree_shap_values(model, X, background=None, output="raw", *, batch_size=256)
     if ens.squeeze:
         return values[:, :, 0], float(base[0])
     return values, base
+
+
+# --------------------------------------------------------------------------------------------------
+# the registered explainer
+
+
+def tree_model_reason(estimator) -> str | None:
+    """Why :class:`TreeShap` does not apply to ``estimator`` (a model's ``Model.estimator``), or
+    None when it is a fitted scikit-learn tree model of :func:`supported_tree_models`. Cheap: the
+    rarer refusals (HistGradientBoosting with categorical features, a gradient boosting ``init``
+    estimator, multi-output forest classifiers) are raised when the explainer is built."""
+    if estimator is None:
+        return (
+            "needs a fitted scikit-learn tree model (" + ", ".join(_SKLEARN_TREES) + "), and the "
+            "model is not a scikit-learn estimator"
+        )
+    name = type(estimator).__name__
+    if not type(estimator).__module__.startswith("sklearn.") or name not in _SKLEARN_TREES:
+        hint = " (explain its final step on the transformed features)" if name == "Pipeline" else ""
+        return f"needs a fitted scikit-learn tree model, and the model is a {name}{hint}"
+    if not hasattr(estimator, "n_features_in_"):
+        return f"needs a fitted tree model, and the {name} is not fitted"
+    return None
+
+
+@register("tree_shap")
+class TreeShap(Explainer):
+    """Exact TreeSHAP (Lundberg et al. 2020) of a fitted scikit-learn tree model; the algorithm is
+    :func:`tree_shap_values` (per-path products evaluated with Gauss-Legendre nodes, after
+    GPUTreeShap, Mitchell et al. 2022, and Linear TreeShap, Yu et al. 2022).
+
+    ``background=None``: path-dependent TreeSHAP (coalitions valued by the trees' training cover,
+    shap's ``feature_perturbation="tree_path_dependent"``); an array or DataFrame of rows:
+    interventional TreeSHAP (the mean of the single-reference values over those rows, Janzing et
+    al. 2020). ``batch_size``: rows per model call (target resolution) and rows (times background
+    rows) per vectorised step of the tree computation.
+
+    Units (``Explanation.output == "raw"``): the model's own output for forests and trees
+    (``predict``; ``predict_proba`` class fractions for classifiers) and the margin for gradient
+    boosting (``decision_function``, log-odds for binary classifiers). ``target`` picks the output
+    as everywhere else (None: the predicted class); for a binary gradient boosting classifier
+    wrapped through ``predict_proba``, target 1 explains the log-odds margin and target 0 its
+    negative (the log-odds of class 0). ``params["base_values"]`` holds one base value per row, so
+    ``base_values + values.sum(axis=1)`` equals that output (additivity).
+
+    Model calls: the trees are read directly; the only model calls are the base class's target
+    resolution (all rows when ``target`` is None, one row otherwise). NaN inputs are refused like
+    for every explainer (``Model.to_tensor``), also for HistGradientBoosting, whose missing-value
+    routing :func:`tree_shap_values` itself supports.
+    """
+
+    requires = Requires(gradients=False, tree_model=True)
+    accepts: frozenset = frozenset()  # no shared harness options (no seed, baseline or groups)
+
+    outputs = ("raw",)  # values come from the trees, not the Model's forward passes
+
+    def __init__(self, model, background=None, batch_size: int | None = None):
+        super().__init__(model, batch_size=batch_size)
+        reason = tree_model_reason(self.model.estimator)
+        if reason is not None:
+            raise TypeError(f"explainer 'tree_shap' {reason}")
+        self._ensemble = _build(self.model.estimator)
+        if background is None:
+            self.background = None
+        else:
+            bg = self.model.to_tensor(background, "background")
+            bg = bg.detach().cpu().numpy() if hasattr(bg, "detach") else np.asarray(bg)
+            self.background = _prepare(bg.reshape(bg.shape[0], -1), "background", self._ensemble)
+
+    def params(self) -> dict:
+        params = super().params()
+        params["feature_perturbation"] = (
+            "tree_path_dependent" if self.background is None else "interventional"
+        )
+        params["background_rows"] = None if self.background is None else int(self.background.shape[0])
+        return params
+
+    def _attribute(self, x, target, outputs=None, **kwargs):
+        if kwargs:
+            raise TypeError(f"tree_shap's explain got unknown argument(s) {', '.join(kwargs)}")
+        arr = x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+        if arr.ndim != 2:
+            raise ValueError(f"tree_shap explains tabular rows, shape (n, d); got x of shape {arr.shape}")
+        rows = _prepare(arr, "x", self._ensemble)
+        step = 256 if self.model.auto_batch else int(self.model.batch_size)
+        values, base = _shap(self._ensemble, rows, self.background, step)
+        t = target.detach().cpu().numpy().astype(np.int64)
+        n = rows.shape[0]
+        if values.ndim == 3:  # one column per output: pick the target's
+            values = values[np.arange(n), :, t]
+            base = np.asarray(base)[t]
+        else:
+            base = np.full(n, float(base))
+            est = self.model.estimator
+            through = getattr(self.model.function, "__name__", "")
+            if len(getattr(est, "classes_", ())) == 2 and through != "decision_function":
+                sign = np.where(t == 1, 1.0, -1.0)  # the margin is class 1's log-odds
+                values = values * sign[:, None]
+                base = base * sign
+        return values, {"base_values": [float(b) for b in base]}

@@ -1,0 +1,157 @@
+"""Exact TreeSHAP: featurelens ``tree_shap`` against shap's TreeExplainer, side by side.
+
+Issue 11, Acceptance 3: on a 500-tree GradientBoostingClassifier (depth 3), a 100-tree
+RandomForestClassifier (depth 8) and a LightGBM model (skipped with a note when lightgbm is not
+installed, and while featurelens does not read LightGBM boosters), explain 1,000 rows of a generated
+data set (``sklearn.datasets.make_classification``, 20 features, no download) with path-dependent
+TreeSHAP. For each model it records
+
+- ``featurelens_s``: ``fl.explainer("tree_shap", model).explain(X, target=1)`` (building the
+  explainer, which reads the trees, included), median of ``--repeats``;
+- ``shap_s``: ``shap.TreeExplainer(model).shap_values(X)`` (building included), median;
+- ``ratio``: featurelens_s / shap_s (goal: <= 1);
+- ``floor_s``: a plain numpy floor, the time to evaluate every row on every root-to-leaf path once
+  (``prod over the path of 1[x satisfies the split]``, times the leaf values: the model's output
+  computed from the same path arrays). Any per-path TreeSHAP must at least read each (row, path
+  element) pair, so this is the least work of the algorithm's form;
+- ``max_abs_diff``: the largest difference between the two methods' values (target: <= 1e-6), and
+  ``additivity``: the largest |base + sum(values) - f(x)| of featurelens.
+
+Timings need a quiet machine: ``--quick`` (100 rows, small models) only checks that the script
+works and does not write results. Usage::
+
+    python benchmarks/bench_tree.py            # full run, writes results/tree.{md,json}
+    python benchmarks/bench_tree.py --quick    # smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import environment, load_average, write_results  # noqa: E402
+
+import featurelens as fl  # noqa: E402
+from featurelens.explainers.tree import _build, _satisfies, tree_shap_values  # noqa: E402
+
+RESULTS = Path(__file__).parent / "results"
+N_FEATURES = 20
+
+
+def data(rows: int, seed: int = 0):
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=rows + 2000, n_features=N_FEATURES, n_informative=8,
+                               random_state=seed)
+    return X[:2000], y[:2000], X[2000:]  # train, labels, rows to explain
+
+
+def models(quick: bool):
+    from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+
+    out = [
+        ("GradientBoostingClassifier", f"{20 if quick else 500} trees, depth 3",
+         lambda: GradientBoostingClassifier(n_estimators=20 if quick else 500, max_depth=3, random_state=0)),
+        ("RandomForestClassifier", f"{10 if quick else 100} trees, depth 8",
+         lambda: RandomForestClassifier(n_estimators=10 if quick else 100, max_depth=8, random_state=0)),
+    ]
+    return out
+
+
+def median_time(fn, repeats: int):
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def numpy_floor(model, X, repeats: int) -> tuple[float, np.ndarray]:
+    """Median time of evaluating every row on every path once (see the module docstring)."""
+    ens = _build(model)
+    Xf = X.astype(np.float32).astype(np.float64) if ens.float32 else X
+
+    def run():
+        out = np.zeros((X.shape[0], ens.n_out))
+        for paths in ens.paths:
+            out += np.prod(_satisfies(paths, Xf), axis=-1) @ paths.value
+        return out + ens.offset
+
+    return median_time(run, repeats)
+
+
+def shap_class1(values) -> np.ndarray:
+    """shap's values for class 1 (binary GB margins are already single-output)."""
+    if isinstance(values, list):  # older shap: one array per class
+        return np.asarray(values[1])
+    values = np.asarray(values)
+    return values[..., 1] if values.ndim == 3 else values
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=1000, help="rows explained (default 1000)")
+    parser.add_argument("--repeats", type=int, default=3, help="calls per method (median time)")
+    parser.add_argument("--quick", action="store_true", help="100 rows, small models; does not write results")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
+    args = parser.parse_args(argv)
+    rows_n = 100 if args.quick else args.rows
+    repeats = 1 if args.quick else args.repeats
+    import shap
+
+    X_train, y_train, X = data(rows_n)
+    results, notes = [], []
+    for name, size, make in models(args.quick):
+        model = make().fit(X_train, y_train)
+        fl_s, e = median_time(lambda: fl.explainer("tree_shap", model).explain(X, target=1), repeats)
+        shap_s, sv = median_time(lambda: shap.TreeExplainer(model).shap_values(X, check_additivity=False),
+                                 repeats)
+        floor_s, out = numpy_floor(model, X, repeats)
+        ref, _ = tree_shap_values(model, X)
+        ours = e.values
+        f = model.decision_function(X) if name.startswith("Gradient") else model.predict_proba(X)[:, 1]
+        results.append({
+            "model": name, "size": size, "rows": rows_n, "features": N_FEATURES,
+            "featurelens_s": fl_s, "shap_s": shap_s, "ratio": fl_s / shap_s, "floor_s": floor_s,
+            "max_abs_diff": float(np.abs(ours - shap_class1(sv)).max()),
+            "additivity": float(np.abs(e.base_values + ours.sum(axis=1) - f).max()),
+            "floor_output_error": float(np.abs(out[:, -1] - f).max()),
+        })
+        print(results[-1])
+    if importlib.util.find_spec("lightgbm") is None:
+        notes.append("LightGBM: skipped, lightgbm is not installed.")
+    else:
+        notes.append("LightGBM: skipped, featurelens tree_shap does not read LightGBM boosters yet "
+                     "(issue 11 item 4).")
+    notes.append("Interaction values: not measured, tree_shap has no interactions yet.")
+    for note in notes:
+        print(note)
+    if args.quick:
+        bad = [r for r in results if r["max_abs_diff"] > 1e-6 or r["additivity"] > 1e-6]
+        print("quick run: results not written;", "values DIFFER" if bad else "values agree to 1e-6")
+        return 1 if bad else 0
+    env = environment(shap=shap.__version__, numpy=np.__version__)
+    table = ["# Exact TreeSHAP: featurelens tree_shap vs shap.TreeExplainer (path-dependent)", "",
+             f"{rows_n} rows x {N_FEATURES} features (make_classification), median of {repeats}; "
+             f"load average {load_average()}.", "",
+             "| model | size | featurelens (s) | shap (s) | ratio | numpy floor (s) | max abs diff | additivity |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        table.append(f"| {r['model']} | {r['size']} | {r['featurelens_s']:.3f} | {r['shap_s']:.3f} | "
+                     f"{r['ratio']:.2f} | {r['floor_s']:.3f} | {r['max_abs_diff']:.1e} | {r['additivity']:.1e} |")
+    table += [""] + [f"- {n}" for n in notes] + [""]
+    write_results(args.out, "tree", "\n".join(table),
+                  {"environment": env, "load_average": load_average(), "rows": results, "notes": notes})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
