@@ -198,6 +198,64 @@ def _add_select(sub) -> None:
     parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
 
 
+EXPLAIN_OUT = "featurelens-explain"
+
+
+def _background_spec(text: str):
+    """``--background``: a number of rows (int >= 1) or a data file."""
+    if text.strip().lstrip("+-").isdigit():
+        n = int(text)
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"expected a number of rows >= 1 or a data file, got {text!r}")
+        return n
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a number of rows or a data file, got ''")
+    return text
+
+
+def _explain_method(text: str) -> str:
+    names = _explainer_names()
+    if text not in names:
+        raise argparse.ArgumentTypeError(f"unknown value {text!r}; valid choices: {', '.join(names)}")
+    return text
+
+
+def _add_explain(sub) -> None:
+    parser = sub.add_parser(
+        "explain",
+        help="explain a model's predictions on a data file and write values, plots and an HTML page",
+        description="Load a model (as for audit: TorchScript; skops; a joblib/pickle file only with "
+        "--trust-model-file) and data (.npy, .npz, .csv, .parquet), explain the first rows with one "
+        "explainer and write into --out: values.csv (one row per explained row, one column per "
+        "feature, base_value, target), explanation.npz, bar/beeswarm/waterfall PNGs and index.html. "
+        "Exit codes: 0 ok, 2 usage error, 1 failure.",
+    )
+    parser.add_argument("--model", required=True, metavar="FILE",
+                        help="TorchScript (.pt), skops (.skops), or joblib/pickle (.joblib, .pkl; needs "
+                             "--trust-model-file)")
+    parser.add_argument("--data", required=True, metavar="FILE", help="inputs: .npy, .npz, .csv or .parquet (rows = samples)")
+    parser.add_argument("--labels", default=None, metavar="FILE|COLUMN",
+                        help="labels: a column of the CSV/parquet data (left out of the features), an array "
+                             "name in the .npz, or a .npy/.csv file")
+    parser.add_argument("--method", type=_explain_method, default=None, metavar="NAME",
+                        help="the explainer (default: kernel_shap for black-box models such as scikit-learn "
+                             "estimators, integrated_gradients for torch models)")
+    parser.add_argument("--background", type=_background_spec, default=None, metavar="FILE|N",
+                        help="rows that dropped features are averaged over (methods that take a background): "
+                             "a data file, or N rows sampled from the data with --seed (default 50)")
+    parser.add_argument("--rows", type=positive_int, default=None, metavar="N",
+                        help="explain the first N rows (default: all, up to 200)")
+    parser.add_argument("--target", type=output_target, default=None, metavar="INT|predicted",
+                        help="the explained output: an index, or the predicted class (default); "
+                             "'labels' explains each row's label (with --labels)")
+    parser.add_argument("--out", default=EXPLAIN_OUT, metavar="DIR", help=f"report folder (default: {EXPLAIN_OUT})")
+    _overwrite(parser, "an earlier explain report is always replaced")
+    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
+    parser.add_argument("--trust-model-file", action="store_true",
+                        help="allow a pickle/joblib model file (unpickling runs code from the file: only for "
+                             "files you trust)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="featurelens",
@@ -210,6 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_diagnose(sub)
     _add_select(sub)
     _add_audit(sub)
+    _add_explain(sub)
     return parser
 
 
@@ -255,7 +314,7 @@ def _benchmark(args) -> int:
 
 
 def _run(command: str, args) -> int:
-    if command in ("benchmark", "audit", "diagnose"):
+    if command in ("benchmark", "audit", "diagnose", "explain"):
         from .report import OutError, check_out
 
         try:  # before importing torch, loading or training: a bad --out costs nothing
@@ -269,6 +328,8 @@ def _run(command: str, args) -> int:
         from ._audit.cli import run
     elif command == "diagnose":
         from .learning._diagnose_cli import run
+    elif command == "explain":
+        from ._explain_cli import run
     else:
         from .selection._cli import run
     return run(args)

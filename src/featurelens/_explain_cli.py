@@ -1,0 +1,269 @@
+"""The ``featurelens explain`` command: load a model file and a data file as safely as ``audit``
+does, explain the first rows with one explainer and write a report folder:
+
+- ``values.csv``: one row per explained row, one column per feature (the data's column names, or
+  ``x0, x1, ...``), then ``base_value`` (what the attributions add up from, where the method has
+  one) and ``target`` (the explained output index);
+- ``explanation.npz``: the :class:`~featurelens.Explanation` (:meth:`~featurelens.Explanation.save`);
+- ``bar.png``, ``beeswarm.png``, ``waterfall.png`` (the first row; only when the method has base
+  values): :mod:`featurelens.plots` (shap-style summary plots, Lundberg & Lee 2017,
+  arXiv 1705.07874);
+- ``index.html``: a self-contained page (:class:`~featurelens.report.HTMLReport`) with the figures,
+  links to the files and a table of the top features.
+
+Default method: ``kernel_shap`` (KernelSHAP, Lundberg & Lee 2017) for black-box models (scikit-learn
+estimators), averaging dropped features over ``--background`` rows (default 50 sampled from the
+data with ``--seed``); ``integrated_gradients`` (Sundararajan, Taly & Yan 2017, arXiv 1703.01365)
+for torch models. The options are defined in :mod:`featurelens.cli` (no torch import for ``--help``).
+
+Exit codes: 0 success; 2 usage error (an unusable ``--out``, a missing flag, an untrusted pickle, an
+unknown or inapplicable method, a bad ``--target`` or ``--background``); 1 failure (a corrupt,
+mismatched or non-numeric file, an explainer that fails). Messages go to stderr.
+"""
+
+from __future__ import annotations
+
+import html
+import inspect
+import io
+import os
+import sys
+
+import numpy as np
+
+__all__ = ["run", "MAX_ROWS", "DEFAULT_BACKGROUND"]
+
+#: Rows explained when ``--rows`` is not given: all of them, up to this many.
+MAX_ROWS = 200
+#: Background rows sampled from the data for black-box methods when ``--background`` is not given.
+DEFAULT_BACKGROUND = 50
+#: Features listed in the report's table and the printed summary.
+TOP = 10
+
+
+def _error(message: str, code: int) -> int:
+    print(f"featurelens explain: error: {message}", file=sys.stderr)
+    return code
+
+
+class _Usage(Exception):
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _figure(draw) -> bytes:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.5, 4.8))
+    ax = fig.add_subplot(1, 1, 1)
+    draw(ax)
+    return _png(fig)
+
+
+def _unique_column(name: str, taken: set) -> str:
+    while name in taken:
+        name = "_" + name
+    return name
+
+
+def _background(spec, X, names, labels, seed):
+    """The background rows: ``spec`` an int N (N rows of ``X`` drawn without replacement with
+    ``seed``; all rows when N >= len(X)) or a data file (its label column dropped when present)."""
+    from ._loading import load_data
+    from ._validation import numpy_rng
+
+    if isinstance(spec, int):
+        if spec >= len(X):
+            return X
+        index = np.sort(numpy_rng(seed).choice(len(X), size=spec, replace=False))
+        return X[index]
+    B, _, bnames = load_data(spec)
+    if bnames is not None and labels is not None and labels in bnames and B.shape[1:] != X.shape[1:]:
+        B = np.delete(B, bnames.index(labels), axis=1)
+        bnames = [n for n in bnames if n != labels]
+    if int(np.prod(B.shape[1:])) != int(np.prod(X.shape[1:])):
+        raise _Usage(f"--background {spec} has {int(np.prod(B.shape[1:]))} values per row, the data "
+                     f"{int(np.prod(X.shape[1:]))}; expected rows like the data's", 1)
+    if names is not None and bnames is not None and bnames != names:
+        raise _Usage(f"--background {spec} has columns {bnames[:5]}..., expected the data's columns "
+                     f"{names[:5]}... in the same order", 1)
+    return B.reshape((B.shape[0],) + X.shape[1:])
+
+
+def _target(target, y, model, X):
+    """The ``target=`` for the explainer: None (predicted class), an int, or the labels."""
+    if target in (None, "predicted"):
+        return None
+    if target == "labels":
+        if y is None:
+            raise _Usage("--target labels needs --labels")
+        try:
+            as_int = np.asarray(y).astype(np.int64)
+            ok = bool(np.all(as_int == np.asarray(y, dtype=np.float64)))
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise _Usage(f"--target labels needs integer class indices; got values such as {y[0]!r}", 1)
+        classes = getattr(model, "classes_", None)
+        if classes is not None:  # labels are class values; outputs are indexed by position
+            lookup = {c: i for i, c in enumerate(np.asarray(classes).tolist())}
+            missing = sorted({v for v in as_int.tolist() if v not in lookup})
+            if missing:
+                raise _Usage(f"--target labels: label(s) {missing[:5]} are not among the model's classes "
+                             f"{list(lookup)[:10]}", 1)
+            as_int = np.array([lookup[v] for v in as_int.tolist()], dtype=np.int64)
+        return as_int
+    return int(target)
+
+
+def run(args) -> int:
+    from ._loading import LoadError, check_model_data, load_data, load_model
+    from .report import OutError, check_out
+
+    try:  # before loading anything: a bad --out costs nothing
+        check_out(args.out, "explain", args.overwrite, name="--out")
+    except OutError as err:
+        return _error(str(err), 2)
+    try:
+        model, description = load_model(args.model, trust=args.trust_model_file)
+        X, y, names = load_data(args.data, labels=args.labels)
+        check_model_data(model, X, args.data, names)
+    except LoadError as err:
+        return _error(str(err), err.exit_code)
+    try:
+        return _explain(args, model, description, X, y, names)
+    except _Usage as err:
+        return _error(str(err), err.code)
+    except LoadError as err:
+        return _error(str(err), err.exit_code)
+
+
+def _explain(args, model, description, X, y, names) -> int:
+    from ._harness import why_not
+    from .explainers import explainer, list_explainers
+    from .explainers._base import explainer_class
+    from .models import Model
+
+    wrapped = Model(model)
+    method = args.method or ("integrated_gradients" if wrapped.differentiable else "kernel_shap")
+    if method not in list_explainers():
+        raise _Usage(f"--method {method!r} is not an explainer; expected one of {', '.join(list_explainers())}")
+    n_rows = min(len(X), MAX_ROWS) if args.rows is None else min(args.rows, len(X))
+    rows = X[:n_rows]
+    if not wrapped.differentiable:
+        rows = rows.astype(np.float64)  # estimators then run in float64: base + sum = f(x) to 1e-12
+    reason = why_not(method, wrapped, rows.shape[1:])
+    if reason is not None:
+        raise _Usage(f"--method {method} does not apply to this model: it {reason}")
+
+    cls = explainer_class(method)
+    takes = inspect.signature(cls.__init__).parameters
+    params = {}
+    if "background" in takes:
+        spec = DEFAULT_BACKGROUND if args.background is None else args.background
+        background = _background(spec, X, names, args.labels, args.seed)
+        params["background"] = background.astype(rows.dtype)
+    elif args.background is not None:
+        raise _Usage(f"--background applies to methods that average over background rows "
+                     f"(kernel_shap, permutation_shap, exact_shapley, ...); {method} does not take one")
+    if "seed" in takes:
+        params["seed"] = args.seed
+    if "progress" in takes:
+        params["progress"] = False
+    n_out = int(wrapped.predict(rows[:1]).shape[1])
+    if isinstance(args.target, int) and args.target >= n_out:
+        raise _Usage(f"--target {args.target} is out of range: the model has {n_out} output(s)")
+    target = _target(args.target, None if y is None else y[:n_rows], model, X)
+
+    d = int(np.prod(rows.shape[1:]))
+    feature_names = names if names is not None and rows.ndim == 2 else [f"x{i}" for i in range(d)]
+    try:
+        e = explainer(method, model, **params).explain(rows, target=target, feature_names=feature_names)
+    except (ValueError, TypeError, RuntimeError) as err:
+        raise _Usage(f"{method} failed: {err}", 1) from err
+
+    values = e.values.reshape(n_rows, d).astype(np.float64)
+    base = None if e.base_values is None else np.asarray(e.base_values, dtype=np.float64).reshape(n_rows)
+    targets = np.asarray(e.target).reshape(n_rows)
+    outputs = wrapped.predict(rows).detach().cpu().numpy().astype(np.float64)
+    f_x = outputs[np.arange(n_rows), targets]
+    gap = None if base is None else float(np.max(np.abs(base + values.sum(axis=1) - f_x)))
+
+    _write(args, e, values, base, targets, f_x, gap, feature_names, rows.reshape(n_rows, d), description, method,
+           len(X))
+    mean_abs = np.abs(values).mean(axis=0)
+    order = np.argsort(-mean_abs, kind="stable")[:5]
+    print(f"model: {description}; data: {os.path.basename(args.data)} {X.shape}")
+    n_background = "" if "background" not in params else f" ({len(params['background'])} background rows)"
+    print(f"explained {n_rows} of {len(X)} rows with {method}{n_background}")
+    print("top features (mean |value|): " + ", ".join(f"{feature_names[i]} {mean_abs[i]:.4g}" for i in order))
+    if gap is not None:
+        print(f"efficiency: max |base_value + sum(values) - f(x)| = {gap:.3g}")
+    print(f"report: {os.path.abspath(args.out)}")
+    return 0
+
+
+def _write(args, e, values, base, targets, f_x, gap, names, data, description, method, n_data) -> None:
+    import pandas as pd
+
+    from . import plots
+    from .report import HTMLReport, report_folder
+
+    taken = set(names)
+    base_col = _unique_column("base_value", taken)
+    target_col = _unique_column("target", taken | {base_col})
+    table = pd.DataFrame(values, columns=names)
+    if base is not None:
+        table[base_col] = base
+    table[target_col] = targets
+
+    figures = {
+        "bar.png": (_figure(lambda ax: plots.bar(values, feature_names=names, ax=ax)),
+                    "mean |value| per feature over the explained rows"),
+        "beeswarm.png": (_figure(lambda ax: plots.beeswarm(values, data=data, feature_names=names, ax=ax)),
+                         "each explained row's value per feature, coloured by the feature's value"),
+    }
+    if base is not None:
+        figures["waterfall.png"] = (
+            _figure(lambda ax: plots.waterfall(values[0], base_value=base[0], data_row=data[0],
+                                               feature_names=names, ax=ax)),
+            f"row 0: from the base value {base[0]:.4g} to f(x) = {f_x[0]:.4g} (output {targets[0]})")
+
+    mean_abs = np.abs(values).mean(axis=0)
+    order = np.argsort(-mean_abs, kind="stable")[:TOP]
+    page = HTMLReport(f"featurelens explain: {method}",
+                      f"{description}; data {os.path.basename(args.data)}; {len(values)} of {n_data} rows")
+    settings = [("model", description), ("data", args.data), ("method", method), ("rows explained", len(values)),
+                ("target", "predicted class" if args.target in (None, "predicted") else args.target),
+                ("seed", args.seed)]
+    if "n_background" in e.params:
+        settings.append(("background rows", e.params["n_background"]))
+    if gap is not None:
+        settings.append(("max |base + sum - f(x)|", f"{gap:.3g}"))
+    page.add_definitions(settings)
+    page.add_heading("Top features")
+    page.add_table([["rank", "feature", "mean |value|", "mean value"]],
+                   [[str(r + 1), names[i], f"{mean_abs[i]:.4g}", f"{values[:, i].mean():.4g}"]
+                    for r, i in enumerate(order)])
+    page.add_heading("Figures")
+    for file, (png, caption) in figures.items():
+        page.add_image(png, alt=file, caption=caption)
+    page.add_heading("Files")
+    links = ["values.csv", "explanation.npz"] + list(figures)
+    page.add_html("<ul>" + "".join(f'<li><a href="{html.escape(f)}">{html.escape(f)}</a></li>' for f in links)
+                  + "</ul>")
+
+    with report_folder(args.out, "explain", args.overwrite) as tmp:
+        table.to_csv(os.path.join(tmp, "values.csv"), index=False)
+        e.save(os.path.join(tmp, "explanation.npz"))
+        for file, (png, _) in figures.items():
+            with open(os.path.join(tmp, file), "wb") as f:
+                f.write(png)
+        page.save(os.path.join(tmp, "index.html"))
