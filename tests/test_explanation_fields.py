@@ -33,7 +33,7 @@ NAMES = ["age", "income", "height", "weight"]
 
 def test_feature_names_from_dataframe_columns_and_from_the_argument():
     net = _linear()
-    e = fl.explainer("exact_shapley", net).explain(pd.DataFrame(X, columns=NAMES))
+    e = fl.explainer("exact_shapley", net, baseline=0.0).explain(pd.DataFrame(X, columns=NAMES))
     assert e.feature_names == NAMES
     np.testing.assert_array_equal(e.data, X)
     e = fl.explainer("saliency", net).explain(X, feature_names=NAMES)
@@ -80,7 +80,7 @@ def test_integrated_gradients_base_value_is_f_of_the_baseline():
 def test_several_targets_per_sample_give_base_values_per_pair():
     net = _linear()
     target = np.array([[0, 2]] * len(X))
-    e = fl.explainer("exact_shapley", net).explain(X, target=target)
+    e = fl.explainer("exact_shapley", net, baseline=0.0).explain(X, target=target)
     assert e.values.shape == (5, 2, 4) and e.base_values.shape == (5, 2) and e.data.shape == (5, 4)
     f = _f(net, X)
     np.testing.assert_allclose(e.base_values + e.values.sum(-1), f[:, [0, 2]], atol=1e-9)
@@ -92,7 +92,7 @@ def test_groups_carry_one_value_per_group_with_names():
     # summing values counted a two-column group twice; group_values holds it once.
     net = _linear()
     groups = np.array([1, 1, 0, 2])
-    ex = fl.explainer("exact_shapley", net, groups=groups)
+    ex = fl.explainer("exact_shapley", net, baseline=0.0, groups=groups)
     e = ex.explain(pd.DataFrame(X, columns=NAMES), group_names=["height", "age+income", "weight"])
     assert e.groups == ["height", "age+income", "weight"] and e.group_values.shape == (5, 3)
     assert e.values.shape == X.shape  # backward compatible: shaped like x
@@ -111,7 +111,7 @@ def test_groups_carry_one_value_per_group_with_names():
     with pytest.raises(ValueError, match="group_names must name each of the 3 groups"):
         ex.explain(X, group_names=["a", "b"])
     with pytest.raises(ValueError, match="group_names is for explainers built with groups"):
-        fl.explainer("exact_shapley", net).explain(X, group_names=["a"])
+        fl.explainer("exact_shapley", net, baseline=0.0).explain(X, group_names=["a"])
 
 
 def test_occlusion_groups_give_group_values_too():
@@ -123,7 +123,7 @@ def test_occlusion_groups_give_group_values_too():
 
 def test_all_fields_round_trip_through_a_saved_file(tmp_path):
     net = _linear()
-    ex = fl.explainer("exact_shapley", net, groups=np.array([0, 0, 1, 2]))
+    ex = fl.explainer("exact_shapley", net, baseline=0.0, groups=np.array([0, 0, 1, 2]))
     e = ex.explain(pd.DataFrame(X, columns=NAMES), group_names=["a", "b", "c"])
     back = fl.load_explanation(e.save(tmp_path / "e"))
     assert back.feature_names == NAMES and back.groups == ["a", "b", "c"] and back.output == "raw"
@@ -146,7 +146,7 @@ def test_files_without_the_new_fields_still_load(tmp_path):
 
 def _tamper(tmp_path, meta_edit=None, array_edit=None):
     net = _linear()
-    e = fl.explainer("exact_shapley", net, groups=np.array([0, 0, 1, 2])).explain(X, feature_names=NAMES)
+    e = fl.explainer("exact_shapley", net, baseline=0.0, groups=np.array([0, 0, 1, 2])).explain(X, feature_names=NAMES)
     good = e.save(tmp_path / "good")
     with np.load(good, allow_pickle=False) as data:
         arrays = {k: data[k] for k in data.files}

@@ -17,21 +17,26 @@ Evaluation is batched, and every game evaluates through one hook, its *executor*
 
 :class:`MaskedModel` builds the game of one model on one input ``x``: a kept player keeps its
 input values and a dropped player is replaced by a baseline value, or averaged over background rows
-(the interventional, or marginal, expectation).
+(the interventional, or marginal, expectation), optionally weighted: :func:`summarize_background`
+summarises a training set into ``k`` weighted rows (k-means centres weighted by cluster size, or a
+uniform sample), a :class:`Background`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 import torch
 
 from ._batching import check_batch_size, chunks
-from ._validation import as_numpy, check_floating, check_int, numpy_to_tensor, resolve_baseline
+from ._validation import (
+    as_numpy, check_floating, check_int, check_option, check_seed, numpy_rng, numpy_to_tensor, resolve_baseline,
+)
 from .models import Model
 
-__all__ = ["Game", "FunctionGame", "MaskedModel", "all_masks", "local_executor"]
+__all__ = ["Background", "Game", "FunctionGame", "MaskedModel", "all_masks", "local_executor", "summarize_background"]
 
 Executor = Callable[[Callable[[np.ndarray], np.ndarray], np.ndarray, int], np.ndarray]
 
@@ -52,6 +57,132 @@ def all_masks(n: int) -> np.ndarray:
     n = check_int(n, "n", low=0)
     rows = np.arange(2**n, dtype=np.int64)
     return ((rows[:, None] >> np.arange(n, dtype=np.int64)[None, :]) & 1).astype(bool)
+
+
+@dataclass(frozen=True, eq=False)
+class Background:
+    """Weighted background rows: ``rows`` (numpy array, tensor or DataFrame, shape
+    ``(B, *input_shape)``) and ``weights`` (float64, shape ``(B,)``, non-negative, summing to 1).
+
+    :class:`MaskedModel` (and every explainer taking ``background=``) averages the model over the
+    rows with these weights, ``v(S) = sum_j w_j f(x_S, b_{j, not S})``. Unpacks as a pair:
+    ``rows, weights = summarize_background(X_train, k=50)``. Made by :func:`summarize_background`.
+    """
+
+    rows: object
+    weights: np.ndarray
+
+    def __post_init__(self):
+        n = _n_rows(self.rows, "rows")
+        object.__setattr__(self, "weights", _check_weights(self.weights, n))
+
+    def __iter__(self):
+        return iter((self.rows, self.weights))
+
+    def __len__(self) -> int:
+        return int(self.weights.shape[0])
+
+    def __repr__(self) -> str:
+        return f"Background({len(self)} rows of shape {tuple(_shape(self.rows)[1:])}, weights summing to 1)"
+
+
+def _shape(rows) -> tuple:
+    return tuple(rows.shape) if hasattr(rows, "shape") else np.shape(rows)
+
+
+def _n_rows(rows, name: str) -> int:
+    shape = _shape(rows)
+    if len(shape) < 2 or shape[0] < 1:
+        raise ValueError(f"background {name} must be a batch of rows, shape (B >= 1, *input_shape); got shape {shape}")
+    return int(shape[0])
+
+
+def _check_weights(weights, n: int) -> np.ndarray:
+    """Background weights as float64 ``(n,)``, finite, non-negative, normalised to sum 1."""
+    w = as_numpy(weights, "background weights")
+    if w.dtype.kind not in "biuf":
+        raise TypeError(f"background weights must be numbers; got dtype {w.dtype}")
+    w = w.astype(np.float64).reshape(-1) if w.ndim == 1 else w.astype(np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"background weights must have one weight per row, shape ({n},); got shape {w.shape}")
+    if not bool(np.isfinite(w).all()) or bool((w < 0).any()) or not w.sum() > 0:
+        raise ValueError(
+            "background weights must be finite, non-negative and not all zero (they are normalised to sum 1); "
+            f"got min {w.min()}, sum {w.sum()}"
+        )
+    return w / w.sum()
+
+
+def _split_background(background):
+    """``(rows, weights or None)`` from a :class:`Background`, a ``(rows, weights)`` pair (rows a
+    batch of ndim >= 2, weights 1-D with one entry per row) or plain rows."""
+    if isinstance(background, Background):
+        return background.rows, background.weights
+    if isinstance(background, tuple) and len(background) == 2:
+        rows, weights = background
+        rs, ws = _shape(rows), np.shape(weights)
+        if len(rs) >= 2 and len(ws) == 1 and ws[0] == rs[0]:
+            return rows, _check_weights(weights, rs[0])
+    return background, None
+
+
+def summarize_background(X, k: int = 50, method: str = "kmeans", seed=0) -> Background:
+    """Summarise background rows ``X`` (numpy, tensor or DataFrame, shape ``(n, *input_shape)``)
+    into at most ``k`` weighted rows, a :class:`Background` to pass as ``background=``.
+
+    ``method="kmeans"``: the centres of k-means on the rows (scikit-learn's ``KMeans``, seeded,
+    ``n_init=10``; Lloyd 1982) weighted by cluster size / n, the summary shap's Kernel explainer
+    recommends (Lundberg & Lee 2017, arXiv 1705.07874). When ``X`` has at most ``k`` distinct rows
+    they are returned with weights (count / n), so the weighted background equals ``X`` exactly.
+    ``method="sample"``: ``k`` rows drawn uniformly without replacement, weights ``1 / k``. With
+    ``k >= n`` (sample) every row is kept. A DataFrame gives a DataFrame with the same columns
+    (sampled rows keep their dtypes; k-means centres are float64). The cost of a black-box
+    explanation grows linearly with the number of background rows, so ``k`` of 10 to 100 is usual.
+    """
+    k = check_int(k, "k", low=1)
+    method = check_option(method, "method", ("kmeans", "sample"))
+    seed = check_seed(seed)
+    frame = X if hasattr(X, "columns") and hasattr(X, "iloc") else None
+    if frame is not None:
+        kinds = {str(c): getattr(dt, "kind", "O") for c, dt in frame.dtypes.items()}
+        bad = [c for c, kind in kinds.items() if kind not in "biuf"]
+        if bad:
+            raise ValueError(f"X must have numeric columns to summarise; got non-numeric columns {bad[:10]}")
+        arr = frame.to_numpy(dtype=np.float64)
+    else:
+        arr = as_numpy(X, "X")
+        check_floating(arr, "X")
+    if arr.ndim < 2 or arr.shape[0] < 1:
+        raise ValueError(f"X must be a batch of rows, shape (n >= 1, *input_shape); got shape {arr.shape}")
+    check_floating(arr.astype(np.float64, copy=False), "X")
+    n, input_shape = arr.shape[0], arr.shape[1:]
+    flat = arr.reshape(n, -1)
+    rng = numpy_rng(seed)
+    if method == "sample":
+        if k >= n:
+            idx = np.arange(n)
+        else:
+            idx = np.sort(rng.choice(n, size=k, replace=False))
+        rows = frame.iloc[idx] if frame is not None else arr[idx]
+        return Background(rows, np.full(idx.size, 1.0 / idx.size))
+    unique, counts = np.unique(flat, axis=0, return_counts=True)
+    if unique.shape[0] <= k:
+        centres, weights = unique, counts.astype(np.float64) / n
+    else:
+        from sklearn.cluster import KMeans
+
+        km = KMeans(n_clusters=k, n_init=10, random_state=int(rng.integers(2**31 - 1))).fit(flat.astype(np.float64))
+        sizes = np.bincount(km.labels_, minlength=k).astype(np.float64)
+        keep = sizes > 0
+        centres, weights = km.cluster_centers_[keep], sizes[keep] / n
+    centres = centres.reshape(-1, *input_shape)
+    if frame is not None:
+        import pandas as pd
+
+        rows = pd.DataFrame(centres, columns=frame.columns)
+    else:
+        rows = centres.astype(arr.dtype if arr.dtype.kind == "f" else np.float64, copy=False)
+    return Background(rows, weights)
 
 
 class Game:
@@ -192,6 +323,8 @@ class MaskedModel(Game):
 
         v(S) = (1/B) sum_j f(x_S, b_{j, not S})[target]
 
+    and with weights ``w_j`` (normalised to sum 1), ``v(S) = sum_j w_j f(x_S, b_{j, not S})[target]``.
+
     Parameters
     ----------
     model
@@ -206,6 +339,8 @@ class MaskedModel(Game):
         The value of dropped input elements: a scalar or an array shaped like ``x``.
     background
         Rows that fill dropped elements, shape ``(B, *input_shape)``; not together with ``baseline``.
+        Weighted rows: a :class:`Background` (see :func:`summarize_background`) or a pair
+        ``(rows, weights)`` with one non-negative weight per row (normalised to sum 1).
     groups
         Int array shaped like ``x`` assigning each input element to a player ``0..n-1`` (superpixels,
         patches, tokens, columns); every label must occur. None: every input element is a player.
@@ -248,7 +383,8 @@ class MaskedModel(Game):
         self.model = model if isinstance(model, Model) else Model.wrap(model, batch_size)
         xt = self._check_x(x)
         groups_arr = None if groups is None else as_numpy(groups, "groups")
-        bg = None if background is None else self.model.to_tensor(background, "background")
+        bg_rows, bg_weights = _split_background(background)
+        bg = None if bg_rows is None else self.model.to_tensor(bg_rows, "background")
 
         # Decide whether a leading axis of size 1 is a batch axis, then run the target forward pass.
         squeezable = xt.ndim >= 2 and xt.shape[0] == 1
@@ -299,6 +435,7 @@ class MaskedModel(Game):
         # Fill values.
         self.background = None
         self.baseline = None
+        self.weights = None  # None: the B background rows weigh 1/B each (a plain mean)
         if bg is not None:
             if tuple(bg.shape[1:]) != self.input_shape:
                 raise ValueError(
@@ -308,6 +445,8 @@ class MaskedModel(Game):
             self.background = bg
             self._fill = bg.reshape(bg.shape[0], numel)  # (B, D)
             n_background = bg.shape[0]
+            if bg_weights is not None:
+                self.weights = torch.from_numpy(bg_weights).to(self.model.device)  # float64, sums to 1
         else:
             # The one baseline resolver: a scalar, one input, or a batch of one, shaped like x.
             self.baseline = resolve_baseline(baseline, xt[None], "baseline")[0].contiguous()
@@ -365,7 +504,11 @@ class MaskedModel(Game):
         out = self.model.predict(rows, batch_size=self.rows_per_forward)
         self.model_calls += rows.shape[0]
         # Average in float64 so a float32 model's B outputs do not lose precision in the sum.
-        values = out[:, self.target].double().reshape(m, self.n_background).mean(dim=1)
+        per_row = out[:, self.target].double().reshape(m, self.n_background)
+        if self.weights is None:
+            values = per_row.mean(dim=1)
+        else:
+            values = (per_row * self.weights[None, :]).sum(dim=1)
         return values.detach().cpu().numpy()
 
     def __repr__(self) -> str:

@@ -51,7 +51,7 @@ def x10():
 
 @pytest.fixture
 def exact10(x10):
-    return fl.explainer("exact_shapley", interacting).explain(x10, target=1).values
+    return fl.explainer("exact_shapley", interacting, baseline=0.0).explain(x10, target=1).values
 
 
 def test_registered():
@@ -64,7 +64,7 @@ def test_registered():
 # -- exact ------------------------------------------------------------------------------------
 def test_exact_linear_baseline_zero(linear):
     x = torch.randn(4, 5, dtype=torch.float64)
-    e = fl.explainer("exact_shapley", linear).explain(x, target=2)
+    e = fl.explainer("exact_shapley", linear, baseline=0.0).explain(x, target=2)
     expected = (linear.weight[2] * x).detach().numpy()
     np.testing.assert_allclose(e.values, expected, atol=1e-12)
     assert e.values.shape == (4, 5)
@@ -140,7 +140,7 @@ def test_exact_image_groups():
 
 def test_several_targets_per_sample(x10):
     x = x10[:, :7]
-    ex = fl.explainer("exact_shapley", interacting)
+    ex = fl.explainer("exact_shapley", interacting, baseline=0.0)
     e = ex.explain(x, target=np.array([[0, 1], [1, 0]]))
     assert e.values.shape == (2, 2, 7)
     np.testing.assert_allclose(e.values[:, 0], -e.values[:, 1], atol=1e-12)  # outputs are -y, y
@@ -160,7 +160,7 @@ def test_kernel_full_budget_equals_exact(mlp, budget):
 
 
 def test_kernel_sampled_accuracy_efficiency_seed(x10, exact10):
-    ex = fl.explainer("kernel_shap", interacting, budget=600, seed=3)
+    ex = fl.explainer("kernel_shap", interacting, baseline=0.0, budget=600, seed=3)
     e = ex.explain(x10, target=1)
     # Efficiency against the game's own v(N) - v(empty) (a numpy callable runs in float32).
     gain = np.subtract(e.params["full_values"], e.params["base_values"])
@@ -170,10 +170,10 @@ def test_kernel_sampled_accuracy_efficiency_seed(x10, exact10):
     np.testing.assert_allclose(gain, full - base, atol=1e-5)
     err = np.abs(e.values - exact10).max(1)
     assert (err < 0.05 * np.abs(exact10).max(1)).all()
-    again = fl.explainer("kernel_shap", interacting, budget=600, seed=3).explain(x10, target=1)
+    again = fl.explainer("kernel_shap", interacting, baseline=0.0, budget=600, seed=3).explain(x10, target=1)
     np.testing.assert_array_equal(e.values, again.values)
     np.testing.assert_array_equal(ex.explain(x10, target=1).values, e.values)  # same on a second call
-    other = fl.explainer("kernel_shap", interacting, budget=600, seed=4).explain(x10, target=1)
+    other = fl.explainer("kernel_shap", interacting, baseline=0.0, budget=600, seed=4).explain(x10, target=1)
     assert not np.array_equal(other.values, e.values)
     # The budget bounds the game evaluations; model rows = evaluations + 1 set-up per sample + 1 check.
     assert e.params["game_evaluations"] == [600, 600]
@@ -201,18 +201,18 @@ def test_kernel_coalitions_paired_and_weighted():
 
 def test_kernel_default_budget_and_small_n():
     x = np.random.default_rng(0).normal(size=(1, 7))
-    e = fl.explainer("kernel_shap", interacting).explain(x, target=1)
-    exact = fl.explainer("exact_shapley", interacting).explain(x, target=1)
+    e = fl.explainer("kernel_shap", interacting, baseline=0.0).explain(x, target=1)
+    exact = fl.explainer("exact_shapley", interacting, baseline=0.0).explain(x, target=1)
     np.testing.assert_allclose(e.values, exact.values, atol=1e-8)  # 2*7 + 2048 >= 2^7
-    one = fl.explainer("kernel_shap", lambda z: z.sum(1), budget=2).explain(np.ones((1, 1)) * 3.0, target=0)
+    one = fl.explainer("kernel_shap", lambda z: z.sum(1), baseline=0.0, budget=2).explain(np.ones((1, 1)) * 3.0, target=0)
     np.testing.assert_allclose(one.values, [[3.0]])
 
 
 # -- permutation_shap -------------------------------------------------------------------------
 def test_permutation_efficiency_convergence_seed(x10, exact10):
     n = 10
-    small = fl.explainer("permutation_shap", interacting, budget=2 * (n + 1), seed=0).explain(x10, target=1)
-    large = fl.explainer("permutation_shap", interacting, budget=200 * (n + 1), seed=0).explain(x10, target=1)
+    small = fl.explainer("permutation_shap", interacting, baseline=0.0, budget=2 * (n + 1), seed=0).explain(x10, target=1)
+    large = fl.explainer("permutation_shap", interacting, baseline=0.0, budget=200 * (n + 1), seed=0).explain(x10, target=1)
     for e in (small, large):
         gain = np.subtract(e.params["full_values"], e.params["base_values"])
         np.testing.assert_allclose(e.values.sum(1), gain, atol=1e-10, rtol=0)
@@ -220,7 +220,7 @@ def test_permutation_efficiency_convergence_seed(x10, exact10):
     err_large = np.abs(large.values - exact10).max()
     assert err_large < err_small
     assert err_large < 0.05 * np.abs(exact10).max()
-    again = fl.explainer("permutation_shap", interacting, budget=200 * (n + 1), seed=0).explain(x10, target=1)
+    again = fl.explainer("permutation_shap", interacting, baseline=0.0, budget=200 * (n + 1), seed=0).explain(x10, target=1)
     np.testing.assert_array_equal(again.values, large.values)
     # (2200 - 2) // 9 = 244 permutations (even), 9 interior coalitions each, plus empty and full.
     assert large.params["game_evaluations"] == [2 + 244 * 9] * 2
@@ -230,7 +230,7 @@ def test_permutation_efficiency_convergence_seed(x10, exact10):
 def test_permutation_exact_for_additive_game(linear):
     # For an additive game every permutation gives the exact values.
     x = torch.randn(2, 5, dtype=torch.float64)
-    e = fl.explainer("permutation_shap", linear, budget=10, seed=1).explain(x, target=1)
+    e = fl.explainer("permutation_shap", linear, baseline=0.0, budget=10, seed=1).explain(x, target=1)
     np.testing.assert_allclose(e.values, (linear.weight[1] * x).detach().numpy(), atol=1e-12)
 
 
@@ -238,15 +238,15 @@ def test_permutation_exact_for_additive_game(linear):
 def test_exact_refuses_many_players():
     x = np.zeros((1, 25))
     with pytest.raises(ValueError, match=r"n_players = 25.*kernel_shap.*permutation_shap.*spex"):
-        fl.explainer("exact_shapley", lambda z: z.sum(1)).explain(x, target=0)
+        fl.explainer("exact_shapley", lambda z: z.sum(1), baseline=0.0).explain(x, target=0)
 
 
 def test_budget_too_small():
     x = np.zeros((1, 10))
     with pytest.raises(ValueError, match=r"budget = 5 .*at least 12"):
-        fl.explainer("kernel_shap", interacting, budget=5).explain(x, target=1)
+        fl.explainer("kernel_shap", interacting, baseline=0.0, budget=5).explain(x, target=1)
     with pytest.raises(ValueError, match=r"budget = 19 .*at least 20"):
-        fl.explainer("permutation_shap", interacting, budget=19).explain(x, target=1)
+        fl.explainer("permutation_shap", interacting, baseline=0.0, budget=19).explain(x, target=1)
     with pytest.raises(ValueError, match="budget"):
         fl.explainer("kernel_shap", interacting, budget=0)
 
@@ -254,11 +254,11 @@ def test_budget_too_small():
 def test_bad_inputs():
     x = np.zeros((1, 10))
     with pytest.raises(ValueError, match=r"groups must be shaped like one input \(10,\).*got shape \(9,\)"):
-        fl.explainer("kernel_shap", interacting, groups=np.zeros(9, dtype=int)).explain(x, target=1)
+        fl.explainer("kernel_shap", interacting, baseline=0.0, groups=np.zeros(9, dtype=int)).explain(x, target=1)
     bad = x.copy()
     bad[0, 3] = np.nan
     with pytest.raises(ValueError, match="x"):
-        fl.explainer("permutation_shap", interacting).explain(bad, target=1)
+        fl.explainer("permutation_shap", interacting, baseline=0.0).explain(bad, target=1)
     with pytest.raises(ValueError, match="baseline.*background"):
         fl.explainer("exact_shapley", interacting, baseline=0.0, background=np.zeros((2, 10)))
     with pytest.raises(ValueError, match="seed"):
@@ -268,21 +268,21 @@ def test_bad_inputs():
 def test_kernel_saturated_budget_and_generator_seed():
     # Nearly all coalitions: sampling stops once the distinct pairs fill the budget.
     x = np.random.default_rng(2).normal(size=(1, 8))
-    exact = fl.explainer("exact_shapley", interacting).explain(x, target=1).values
-    e = fl.explainer("kernel_shap", interacting, budget=250, seed=np.random.default_rng(0)).explain(x, target=1)
+    exact = fl.explainer("exact_shapley", interacting, baseline=0.0).explain(x, target=1).values
+    e = fl.explainer("kernel_shap", interacting, baseline=0.0, budget=250, seed=np.random.default_rng(0)).explain(x, target=1)
     assert e.params["game_evaluations"] == [250] and e.params["seed"] == "generator"
     assert np.abs(e.values - exact).max() < 0.02 * np.abs(exact).max()
 
 
 def test_explanation_round_trip(tmp_path):
-    e = fl.explainer("permutation_shap", interacting, budget=40).explain(np.ones((2, 10)), target=1)
+    e = fl.explainer("permutation_shap", interacting, baseline=0.0, budget=40).explain(np.ones((2, 10)), target=1)
     back = fl.load_explanation(e.save(tmp_path / "perm"))
     np.testing.assert_array_equal(back.values, e.values)
     assert back.params["base_values"] == e.params["base_values"] and back.method == "permutation_shap"
 
 
 def test_progress_bar_option(capsys):
-    e = fl.explainer("kernel_shap", interacting, budget=40, progress=True).explain(np.ones((3, 10)), target=1)
+    e = fl.explainer("kernel_shap", interacting, baseline=0.0, budget=40, progress=True).explain(np.ones((3, 10)), target=1)
     assert e.values.shape == (3, 10)
     with pytest.raises(TypeError, match="progress"):
         fl.explainer("kernel_shap", interacting, progress="yes")

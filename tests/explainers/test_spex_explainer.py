@@ -41,13 +41,13 @@ def test_registered():
 
 def test_linear_shapley_is_w_times_x(linear12, x12):
     # A linear model with baseline 0 is Fourier-sparse of degree 1: phi_i = w_i x_i exactly.
-    ex = fl.explainer("spex", linear12, baseline=None, budget=2000, max_order=2)
+    ex = fl.explainer("spex", linear12, baseline=0.0, budget=2000, max_order=2)
     e = ex.explain(x12, target=1)
     w = linear12.weight.detach().numpy()[1]
     assert e.values.shape == x12.shape
     np.testing.assert_allclose(e.values, w * x12, atol=1e-8)
     # Banzhaf values of a linear game are the same.
-    eb = fl.explainer("spex", linear12, budget=2000, max_order=2, index="banzhaf").explain(x12, target=1)
+    eb = fl.explainer("spex", linear12, baseline=0.0, budget=2000, max_order=2, index="banzhaf").explain(x12, target=1)
     np.testing.assert_allclose(eb.values, w * x12, atol=1e-8)
     p = e.params
     assert p["spex_queries"] == [1056, 1056] and p["game_evaluations"] == [1058, 1058]
@@ -58,7 +58,7 @@ def test_linear_shapley_is_w_times_x(linear12, x12):
 
 
 def test_explain_interactions(linear12, x12):
-    ex = fl.explainer("spex", linear12, budget=2000, max_order=2)
+    ex = fl.explainer("spex", linear12, baseline=0.0, budget=2000, max_order=2)
     inters = ex.explain_interactions(x12, target=1)
     assert len(inters) == 2 and all(isinstance(i, Interactions) for i in inters)
     assert all(i.index == "fourier" and i.queries == 1056 for i in inters)
@@ -86,14 +86,14 @@ def test_groups_image_efficiency(image_model):
 
 
 def test_seed_reproducible(linear12, x12):
-    a = fl.explainer("spex", linear12, budget=2000, max_order=2, seed=3).explain(x12, target=0).values
-    b = fl.explainer("spex", linear12, budget=2000, max_order=2, seed=3).explain(x12, target=0).values
+    a = fl.explainer("spex", linear12, baseline=0.0, budget=2000, max_order=2, seed=3).explain(x12, target=0).values
+    b = fl.explainer("spex", linear12, baseline=0.0, budget=2000, max_order=2, seed=3).explain(x12, target=0).values
     np.testing.assert_array_equal(a, b)
 
 
 def test_errors(linear12, x12):
     with pytest.raises(ValueError, match="too small"):
-        fl.explainer("spex", linear12, budget=50).explain(x12, target=0)
+        fl.explainer("spex", linear12, baseline=0.0, budget=50).explain(x12, target=0)
     with pytest.raises(ValueError, match="index"):
         fl.explainer("spex", linear12, index="sii")
     with pytest.raises(ValueError, match="decoder"):

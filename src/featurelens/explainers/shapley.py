@@ -22,6 +22,10 @@ Registered names:
 * ``minshap``: the same permutations, the minimum instead of the mean of each player's marginal
   contributions (Zheng & Raskutti 2026, arXiv 2604.15107), for direct effects.
 
+Fill: on tabular data (one input is a row, shape ``(d,)``) a ``background`` (rows, or the weighted
+summary of :func:`featurelens.games.summarize_background`) or an explicit ``baseline`` is required;
+images and signals default to ``baseline=0.0``.
+
 Output layout: ``explain(x)`` returns values shaped like ``x``; every input element carries the
 full value of its player. With ``groups`` that means all elements of a group hold the same number,
 ``phi_player``, so summing a map over a group multiplies the player's value by the group size (take
@@ -43,7 +47,7 @@ from .. import approximators
 from .._validation import check_int, check_option, check_optional_bool, check_seed, numpy_rng, seed_param
 # Re-exported for callers of the old location; the samplers live in featurelens.approximators.
 from ..approximators import antithetic_permutations  # noqa: F401
-from ..games import MaskedModel
+from ..games import MaskedModel, _split_background
 from ._base import Explainer, Requires, register
 
 __all__ = ["ExactShapley", "KernelShap", "MinShap", "PermutationShap"]
@@ -65,6 +69,8 @@ class _ShapleyExplainer(Explainer):
                 "give either baseline (a fixed fill value) or background (rows to average over), not both; "
                 f"got baseline of type {type(baseline).__name__} and background of type {type(background).__name__}"
             )
+        if background is not None:
+            _split_background(background)  # bad weights of a (rows, weights) pair are refused here
         self.baseline = baseline
         self.background = background
         self.groups = groups
@@ -73,7 +79,9 @@ class _ShapleyExplainer(Explainer):
         p = dict(super().params())
         p["fill"] = "background" if self.background is not None else "baseline"
         if self.background is not None:
-            p["n_background"] = int(np.shape(self.background)[0])
+            rows, weights = _split_background(self.background)
+            p["n_background"] = int(rows.shape[0] if hasattr(rows, "shape") else np.shape(rows)[0])
+            p["background_weighted"] = weights is not None
         elif self.baseline is None or np.ndim(self.baseline) == 0:
             p["baseline"] = 0.0 if self.baseline is None else float(self.baseline)
         else:
@@ -106,7 +114,22 @@ class _ShapleyExplainer(Explainer):
                 f"element); got shape {shape}"
             )
 
+    def _check_fill(self, x) -> None:
+        """Refuse tabular inputs (one input is a row, shape ``(d,)``) when neither ``background``
+        nor ``baseline`` was given: the zero fill that images and signals default to is a black
+        image or silence there, but on unscaled tabular features a zero lies anywhere, often far
+        outside the data, and the values would explain that arbitrary point."""
+        if self.background is None and self.baseline is None and x.ndim == 2:
+            raise ValueError(
+                f"{self.name} on tabular data (one input of shape ({x.shape[1]},)) needs background= or baseline=: "
+                "removed features must be filled with something, and the default zero fill is meaningless on "
+                "unscaled features. Pass background=X_train (rows averaged over, as shap does), a summary "
+                "background=fl.games.summarize_background(X_train, k=50) (k-means, weighted), or baseline=0.0 "
+                "explicitly when a zero is meaningful (standardised features)"
+            )
+
     def _attribute(self, x, target, outputs=None):
+        self._check_fill(x)
         self._check_groups_shape(x)
         rng = self._rng()
         n_samples = x.shape[0]
@@ -165,7 +188,11 @@ class ExactShapley(_ShapleyExplainer):
     model
         A torch module or a numpy/torch callable (no gradients needed).
     baseline, background, groups
-        The value function and the players, see :class:`featurelens.games.MaskedModel`.
+        The value function and the players, see :class:`featurelens.games.MaskedModel`. On tabular
+        data (one input of shape ``(d,)``) give ``background`` (rows, or weighted rows from
+        :func:`featurelens.games.summarize_background`) or an explicit ``baseline``; without either
+        ``explain`` raises a ValueError (a zero fill is meaningless on unscaled features). Images
+        and signals (ndim >= 2 per input) default to ``baseline=0.0``.
     max_players
         The largest number of players evaluated exactly (default 20: about a million coalitions).
     batch_size

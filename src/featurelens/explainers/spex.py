@@ -40,7 +40,11 @@ class Spex(_ShapleyExplainer):
     model
         A torch module or a numpy/torch callable (no gradients needed).
     baseline, background, groups
-        The value function and the players, see :class:`featurelens.games.MaskedModel`.
+        The value function and the players, see :class:`featurelens.games.MaskedModel`. On tabular
+        data (one input of shape ``(d,)``) give ``background`` (rows, or weighted rows from
+        :func:`featurelens.games.summarize_background`) or an explicit ``baseline``; without either
+        ``explain`` raises a ValueError (a zero fill is meaningless on unscaled features). Images
+        and signals (ndim >= 2 per input) default to ``baseline=0.0``.
     budget
         Game evaluations per sample for :func:`featurelens.interactions.spex` (None: its default,
         15,000 with ``b <= 8``); too small a budget raises its ValueError (naming the minimum).
