@@ -67,6 +67,26 @@ class Model:
         A device that is not available here (``"cuda"`` without CUDA) is refused.
     accepts
         For a callable: ``"numpy"`` (default) or ``"torch"``. Ignored for modules and estimators.
+    output
+        The units of the outputs every consumer sees (the one place outputs are turned into
+        units; :data:`featurelens.explanation.OUTPUTS`):
+
+        - ``"raw"`` (default): the model's outputs as they are (logits, scores, predict_proba).
+        - ``"probability"``: for torch modules and callables, whose outputs are taken as logits,
+          the softmax over the outputs (a single-output model: the sigmoid of its one output,
+          the probability of the positive class); for estimators called through ``predict_proba``
+          its probabilities as they are (``predict_log_proba``: their exponential); for
+          classifiers called through ``decision_function`` the softmax (sigmoid) of the margins,
+          exact for logistic models and uncalibrated for margin classifiers such as SVC.
+        - ``"log_odds"``: ``log(p / (1 - p))`` of those probabilities. From logits it is computed
+          exactly and stably as ``z_k - logsumexp_{j != k} z_j`` (a single output: ``z`` itself),
+          no clipping; from probabilities as ``log(p) - log1p(-p)`` with ``p`` clipped to
+          ``[eps, 1 - eps]`` (``eps`` the machine epsilon of the output dtype: log-odds within
+          about +-36.0 in float64, +-15.9 in float32), so that 0 and 1 give finite values.
+
+        Gradients flow through the transform (the transforms are torch operations). Regressors
+        (estimators called through ``predict``) have no probabilities: only ``"raw"``.
+        :meth:`with_output` gives a Model in other units around the same function.
     """
 
     def __init__(
@@ -75,6 +95,7 @@ class Model:
         batch_size: int | None = None,
         device: str | torch.device | None = None,
         accepts: str = "numpy",
+        output: str = "raw",
     ):
         if isinstance(model, Model):
             raise TypeError("model is already a featurelens Model; pass it directly instead of wrapping it")
@@ -107,23 +128,54 @@ class Model:
             self.dtype = None
         else:
             self.dtype = param.dtype if param is not None and param.is_floating_point() else torch.float32
+        #: What the function returns: "probability" (predict_proba), "log_probability"
+        #: (predict_log_proba), "margin" (decision_function), "regression" (a regressor's
+        #: predict) or "logits" (torch modules and callables).
+        self.returns = _returns(estimator, method)
+        self.output = self._check_output(output)
         self.calls = 0  # rows sent through the model since construction
         self._eval_depth = 0  # nesting of evaluating() contexts
         self._parent: Model | None = None  # the Model this one was derived from (with_batch_size)
 
     # -- construction helpers ---------------------------------------------------------------
     @classmethod
-    def wrap(cls, model, batch_size: int | None = None) -> "Model":
+    def wrap(cls, model, batch_size: int | None = None, output: str | None = None) -> "Model":
         """The Model a consumer works with.
 
-        A Model is never changed: with ``batch_size=None`` (or the Model's own batch size) it is
-        returned as it is; with another ``batch_size`` a new Model around the same module or
-        function (same device and dtype) is returned (:meth:`with_batch_size`), so explainers that
-        share the Model keep their settings. Anything else gets a new Model.
+        A Model is never changed: with ``batch_size=None`` (or the Model's own batch size) and
+        ``output=None`` (or the Model's own units) it is returned as it is; otherwise a new Model
+        around the same module or function (same device and dtype) is returned
+        (:meth:`with_batch_size`, :meth:`with_output`), so explainers that share the Model keep
+        their settings. Anything else gets a new Model (``output=None``: ``"raw"``).
         """
         if isinstance(model, Model):
-            return model if batch_size is None else model.with_batch_size(batch_size)
-        return cls(model, batch_size=batch_size)
+            derived = model if batch_size is None else model.with_batch_size(batch_size)
+            return derived if output is None else derived.with_output(output)
+        return cls(model, batch_size=batch_size, output="raw" if output is None else output)
+
+    def _check_output(self, output) -> str:
+        output = check_option(output, "output", _OUTPUTS)
+        if output != "raw" and self.returns == "regression":
+            raise ValueError(
+                f"output={output!r} needs a classifier, and model {self._name()} is a regressor "
+                "(called through predict, no probabilities); use output='raw'"
+            )
+        return output
+
+    def with_output(self, output: str) -> "Model":
+        """This Model in other units (``"raw"``, ``"probability"`` or ``"log_odds"``, see the class
+        docstring): ``self`` when it already has them, else a new Model sharing the module or
+        function, device, dtype, batch size and input kind, whose ``calls`` also count in this
+        Model's ``calls`` (like :meth:`with_batch_size`)."""
+        output = self._check_output(output)
+        if output == self.output:
+            return self
+        derived = copy.copy(self)
+        derived.output = output
+        derived.calls = 0
+        derived._eval_depth = 0
+        derived._parent = self
+        return derived
 
     def with_batch_size(self, batch_size: int | None) -> "Model":
         """This Model with another batch size: ``self`` when it already has it, else a new Model
@@ -346,6 +398,8 @@ class Model:
                 f"{tuple(x.shape)}, all finite); attributions of non-finite outputs would be NaN. "
                 "Check the model on these inputs (e.g. a log of 0, a division by zero, overflow)"
             )
+        if self.output != "raw":
+            out = _to_units(out, self.returns, self.output)
         return out
 
     def _name(self) -> str:
@@ -584,7 +638,66 @@ class Model:
     def __repr__(self) -> str:
         kind = self._name() if self.estimator is not None else type(self.function).__name__
         bs = "auto" if self.auto_batch else self.batch_size
-        return f"Model({kind}, device={self.device}, batch_size={bs})"
+        units = "" if self.output == "raw" else f", output={self.output!r}"
+        return f"Model({kind}, device={self.device}, batch_size={bs}{units})"
+
+
+# ------------------------------------------------------------------------------------------------
+# output units
+
+#: The units a Model's outputs may be turned into (featurelens.explanation.OUTPUTS).
+_OUTPUTS = ("raw", "probability", "log_odds")
+
+
+def _returns(estimator, method) -> str:
+    """What the model's function returns (see :attr:`Model.returns`)."""
+    if estimator is None:
+        return "logits"
+    name = getattr(method, "__name__", "predict")
+    if name == "predict_proba":
+        return "probability"
+    if name == "predict_log_proba":
+        return "log_probability"
+    if name == "decision_function":
+        return "margin"
+    return "logits" if _is_classifier(estimator) else "regression"
+
+
+def _log_odds_from_logits(z: torch.Tensor) -> torch.Tensor:
+    """``log(p_k / (1 - p_k))`` with ``p = softmax(z)``, exactly: ``z_k - logsumexp_{j != k} z_j``.
+
+    For each non-maximal k the sum over ``j != k`` contains the largest term, so subtracting
+    ``exp(z_k - max)`` from the full sum loses nothing; for the maximal k the sum is taken over the
+    other outputs directly. Differentiable everywhere (no inf in either branch of ``where``).
+    """
+    if z.shape[1] == 1:
+        return z  # sigmoid: the logit is the log-odds
+    if z.shape[1] == 2:
+        diff = z[:, 1] - z[:, 0]
+        return torch.stack([-diff, diff], dim=1)
+    top, arg = z.max(dim=1, keepdim=True)
+    is_top = torch.zeros_like(z, dtype=torch.bool).scatter_(1, arg, True)
+    e = torch.exp(z - top)
+    rest = e.sum(dim=1, keepdim=True) - e  # sum over j != k of exp(z_j - top): >= 1 unless k is top
+    rest = torch.where(is_top, torch.ones_like(rest), rest)
+    lo_other = z - top - torch.log(rest)
+    lo_top = top - torch.logsumexp(z.masked_fill(is_top, -math.inf), dim=1, keepdim=True)
+    return torch.where(is_top, lo_top.expand_as(z), lo_other)
+
+
+def _to_units(out: torch.Tensor, returns: str, output: str) -> torch.Tensor:
+    """Turn a model's outputs (what it ``returns``) into ``output`` units ("probability" or
+    "log_odds"); torch operations throughout, so gradients flow through."""
+    if returns in ("logits", "margin"):
+        if output == "log_odds":
+            return _log_odds_from_logits(out)
+        return torch.sigmoid(out) if out.shape[1] == 1 else torch.softmax(out, dim=1)
+    p = torch.exp(out) if returns == "log_probability" else out
+    if output == "probability":
+        return p
+    eps = torch.finfo(p.dtype).eps
+    p = p.clamp(eps, 1.0 - eps)
+    return torch.log(p) - torch.log1p(-p)
 
 
 # ------------------------------------------------------------------------------------------------

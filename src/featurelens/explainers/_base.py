@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import time
 from dataclasses import dataclass
@@ -42,6 +43,9 @@ class Requires:
         The largest number of players it evaluates exactly (``2^n`` coalitions); None: no limit.
     package
         An optional package it needs beyond the core dependencies (None: none).
+    tree_model
+        The model must be a fitted scikit-learn tree model (``Model.estimator`` one of
+        :func:`featurelens.explainers.tree.supported_tree_models`): TreeSHAP reads its trees.
     """
 
     gradients: bool = True
@@ -50,6 +54,7 @@ class Requires:
     data: bool = False
     max_players: int | None = None
     package: str | None = None
+    tree_model: bool = False
 
     def why_not(self, model: Model, input_shape: tuple, n_players: int | None = None) -> str | None:
         """The reason this explainer does not apply to ``model`` on inputs of one-sample shape
@@ -62,6 +67,12 @@ class Requires:
             return "needs a convolutional layer, and the model has none"
         if self.channel_axis and not 2 <= len(input_shape) <= 4:
             return "needs 1-D, 2-D or 3-D inputs with a channel axis, (C, L), (C, H, W) or (C, D, H, W)"
+        if self.tree_model:
+            from .tree import tree_model_reason
+
+            reason = tree_model_reason(model.estimator)
+            if reason is not None:
+                return reason
         n = int(np.prod(input_shape)) if n_players is None else int(n_players)
         if self.max_players is not None and n > self.max_players:
             return f"evaluates 2^n coalitions, and the inputs have {n} players (> {self.max_players})"
@@ -134,6 +145,13 @@ class Explainer:
     ``batch_size``: rows per model call. None keeps the rule of the Model (its own batch size, or
     automatic chunks); a Model passed in is never changed: another batch size gives the explainer
     its own Model around the same module (:meth:`featurelens.models.Model.wrap`).
+
+    ``output``: the units of the explained output, ``"raw"``, ``"probability"`` (softmax /
+    sigmoid of logits, an estimator's ``predict_proba``) or ``"log_odds"`` (see
+    :class:`featurelens.models.Model`, the one place outputs are turned into units). None
+    (default) keeps the Model's own units: ``"raw"`` unless a ``Model(..., output=...)`` is passed.
+    Every explainer takes it (a subclass's ``__init__`` gets the keyword through
+    :meth:`__init_subclass__`); it is recorded in ``params`` and in ``Explanation.output``.
     """
 
     name = "explainer"
@@ -144,15 +162,55 @@ class Explainer:
     #: "groups", "data", "progress" (``batch_size`` every explainer takes).
     accepts: frozenset = frozenset()
 
-    def __init__(self, model, batch_size: int | None = None):
-        self.model = Model.wrap(model, batch_size=batch_size)
+    #: The output units it can explain in: those computed through the Model's forward passes get
+    #: all three; an explainer that reads the model's structure instead (tree_shap) lists its own.
+    outputs: tuple = ("raw", "probability", "log_odds")
+
+    def __init__(self, model, batch_size: int | None = None, output: str | None = None):
+        self.model = Model.wrap(model, batch_size=batch_size, output=output)
+        if self.model.output not in self.outputs:
+            raise ValueError(
+                f"explainer {self.name!r} explains outputs in {', '.join(repr(o) for o in self.outputs)} "
+                f"units only; got output={self.model.output!r}"
+            )
         if self.requires.gradients:
             self.model.require_gradients(f"explainer {self.name!r}")
+
+    def __init_subclass__(cls, **kwargs):
+        """Give a subclass's own ``__init__`` the ``output=`` keyword: the model is put in those
+        units (:meth:`featurelens.models.Model.with_output`) before the subclass sees it, so work
+        done at construction (e.g. AGOP's summary) is in the same units. The keyword appears in
+        the subclass's signature (the :func:`explainer` factory and the harness read it there)."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_takes_output", False):
+            return
+        sig = inspect.signature(init)
+        if "output" in sig.parameters:
+            return
+
+        @functools.wraps(init)
+        def __init__(self, model, *args, output: str | None = None, **kw):
+            if output is not None:
+                model = Model.wrap(model, output=output)
+            init(self, model, *args, **kw)
+
+        params = list(sig.parameters.values())
+        extra = inspect.Parameter("output", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
+        at = len(params) - (1 if params and params[-1].kind is inspect.Parameter.VAR_KEYWORD else 0)
+        __init__.__signature__ = sig.replace(parameters=params[:at] + [extra] + params[at:])
+        __init__._takes_output = True
+        cls.__init__ = __init__
+
+    @property
+    def output(self) -> str:
+        """The units of the explained output (the Model's): "raw", "probability" or "log_odds"."""
+        return self.model.output
 
     def params(self) -> dict:
         """The constructor parameters recorded in each explanation's provenance."""
         # None: automatic chunking (at most 1024 rows and 2**19 input elements per chunk).
-        return {"batch_size": None if self.model.auto_batch else self.model.batch_size}
+        return {"batch_size": None if self.model.auto_batch else self.model.batch_size, "output": self.model.output}
 
     def explain(self, x, target=None, feature_names=None, group_names=None, **kwargs) -> Explanation:
         """Attribute the model's ``target`` output for each sample of the batch ``x``.
@@ -235,7 +293,7 @@ class Explainer:
             feature_names=feature_names,
             data=data,
             base_values=base_values,
-            output="raw",
+            output=self.model.output,
             group_values=group_values,
             groups=groups,
         )

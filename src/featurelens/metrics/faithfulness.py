@@ -4,8 +4,9 @@ All metrics take a model (``torch.nn.Module``, callable, or :class:`featurelens.
 batch ``x`` with the samples first (images (n, c, h, w) or tabular rows (n, d)), attributions ``a``
 (array, tensor or :class:`featurelens.Explanation`) shaped like ``x`` (or, for images, like the
 spatial map (n, h, w) / (n, 1, h, w), spread over the channels), and ``target`` (None = the
-predicted class, an int, or one int per sample). ``f_t`` below is the model's raw ``target`` output
-(logit or whatever the model returns). Every perturbed copy of every sample goes through the model
+predicted class, an int, or one int per sample). ``f_t`` below is the model's ``target`` output in
+the units ``output=`` asks for (default: raw, the logit or whatever the model returns;
+``"probability"`` or ``"log_odds"``, see :class:`featurelens.models.Model`). Every perturbed copy of every sample goes through the model
 in chunked batches (the Model's batching), on the model's device. Scores come back as float64
 numpy arrays with one entry per sample.
 
@@ -26,10 +27,10 @@ from . import _perturb as P
 __all__ = ["deletion_curve", "insertion_curve", "faithfulness_correlation", "infidelity"]
 
 
-def _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert: bool):
+def _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert: bool, output=None):
     steps = check_int(steps, "steps", low=1)
     a_arr = P.attributions_array(a)
-    m, xt, at, t, _ = P.prepare(model, x, a_arr, target)
+    m, xt, at, t, _ = P.prepare(model, x, a_arr, target, output=output)
     spatial = a_arr.shape != tuple(xt.shape)
     region_of, n_regions = P.regions(groups, tuple(xt.shape), spatial)
     base = P.baseline_tensor(baseline, xt, blur_sigma)
@@ -52,7 +53,7 @@ def _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert: boo
     return curves, auc
 
 
-def deletion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=None, blur_sigma=None):
+def deletion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=None, blur_sigma=None, output=None):
     """Deletion (pixel-flipping) curve: the target output as the most relevant features are removed.
 
     ``curve[i, k] = f_t(x_i with its round(k G / steps) highest-attributed regions set to the
@@ -69,15 +70,18 @@ def deletion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=N
             max(1, min(h, w) / 8)), ``"mean"`` (each sample's mean) or ``"min"`` (each sample's
             minimum; Quantus's "black").
         groups: optional regions, see the module docstring.
+        output: the units of f, "raw", "probability" or "log_odds" (see
+            :class:`featurelens.models.Model`); None keeps the model's own ("raw" unless a
+            ``Model(..., output=...)`` is given). The same for every model-calling metric.
 
     Returns:
         ``(curves, auc)``: float64 arrays (n, steps + 1) and (n,). ``steps = G`` with ``"min"``
         reproduces Quantus's ``PixelFlipping`` curve (its entries 1..G).
     """
-    return _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert=False)
+    return _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert=False, output=output)
 
 
-def insertion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=None, blur_sigma=None):
+def insertion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=None, blur_sigma=None, output=None):
     """Insertion curve: start from the baseline and insert the most relevant regions first.
 
     ``curve[i, k] = f_t(baseline_i with the round(k G / steps) highest-attributed regions of x_i
@@ -85,7 +89,7 @@ def insertion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=
     by the trapezoid rule over the fraction inserted in [0, 1]; higher is better. Petsiuk et al.
     2018 (RISE, arXiv:1806.07421). Arguments and returns as :func:`deletion_curve`.
     """
-    return _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert=True)
+    return _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert=True, output=output)
 
 
 def faithfulness_correlation(
@@ -100,6 +104,7 @@ def faithfulness_correlation(
     target=None,
     groups=None,
     blur_sigma=None,
+    output=None,
 ):
     """Faithfulness correlation (Bhatt, Weller & Moura 2020, IJCAI, arXiv:2005.00631).
 
@@ -116,7 +121,7 @@ def faithfulness_correlation(
         seed: None, an int or a ``numpy.random.Generator``; the subsets are
             :func:`featurelens.metrics._perturb.subset_draws` of ``seed`` (a Generator built from
             an int gives the same subsets as the int; a Generator is advanced by the call).
-        baseline, groups, blur_sigma: see :func:`deletion_curve`.
+        baseline, groups, blur_sigma, output: see :func:`deletion_curve`.
 
     Returns:
         float64 array (n,).
@@ -124,7 +129,7 @@ def faithfulness_correlation(
     n_subsets = check_int(n_subsets, "n_subsets", low=2)  # a correlation needs two runs
     seed = check_seed(seed)
     a_arr = P.attributions_array(a)
-    m, xt, at, t, f0 = P.prepare(model, x, a_arr, target)
+    m, xt, at, t, f0 = P.prepare(model, x, a_arr, target, output=output)
     spatial = a_arr.shape != tuple(xt.shape)
     region_of, n_regions = P.regions(groups, tuple(xt.shape), spatial)
     if subset_size is None:
@@ -167,6 +172,7 @@ def infidelity(
     *,
     relative=True,
     normalize=False,
+    output=None,
 ):
     """Infidelity (Yeh, Hsieh, Suggala, Inouye & Ravikumar 2019, NeurIPS, arXiv:1901.09392).
 
@@ -182,7 +188,7 @@ def infidelity(
     Captum's ``infidelity``; Quantus's ``Infidelity`` instead removes square patches one after the
     other (no noise), a different quantity. A map with one channel on a c-channel input (Grad-CAM's
     ``(n, 1, h, w)``) is broadcast over the channels, so ``I . a`` counts each pixel's attribution
-    once per channel (as Captum does).
+    once per channel (as Captum does). ``output``: the units of f, see :func:`deletion_curve`.
 
     Returns:
         float64 array (n,).
@@ -192,7 +198,7 @@ def infidelity(
     seed = check_seed(seed)
     relative = check_bool(relative, "relative")
     normalize = check_bool(normalize, "normalize")
-    m, xt, at, t, f0 = P.prepare(model, x, a, target)
+    m, xt, at, t, f0 = P.prepare(model, x, a, target, output=output)
     scale = noise_std * (relative_scale(xt) if relative else torch.ones(xt.shape[0], device=xt.device))
     n = xt.shape[0]
     draws = P.gaussian_draws(numpy_rng(seed), n_perturbations, tuple(xt.shape), scale.double().cpu().numpy())

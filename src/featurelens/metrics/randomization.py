@@ -96,10 +96,12 @@ def model_randomization(
         )
 
     def wrap(m: torch.nn.Module):
-        # A featurelens Model's batch size and device hold for the trained and the randomised copies.
+        # A featurelens Model's batch size, device and output units hold for the trained and the
+        # randomised copies.
         if not isinstance(model, Model):
             return m
-        return Model(m, batch_size=None if model.auto_batch else model.batch_size, device=model.device)
+        return Model(m, batch_size=None if model.auto_batch else model.batch_size, device=model.device,
+                     output=model.output)
 
     base = make_explainer(explainer_name, wrap(module), **params)
     xt = base.model.to_tensor(x, "x")
