@@ -35,6 +35,7 @@ bench: setup
 	$(PY) benchmarks/bench_wam.py
 	$(PY) benchmarks/bench_selection.py
 	$(PY) benchmarks/bench_memory.py
+	$(PY) benchmarks/bench_tree.py
 	$(PY) benchmarks/bench_text.py
 
 clean:
