@@ -465,8 +465,8 @@ def test_explainer_refuses_a_torch_model_with_the_requires_reason():
 
     net = torch.nn.Linear(D, 2)
     reason = explainer_class("tree_shap").requires.why_not(fl.Model(net), (D,))
-    assert reason is not None and "tree model" in reason
-    with pytest.raises(TypeError, match="tree model"):
+    assert reason is not None and "DecisionTreeRegressor" in reason and "not a scikit-learn estimator" in reason
+    with pytest.raises(TypeError, match="needs a fitted scikit-learn model"):
         fl.explainer("tree_shap", net)
     # ... and a scikit-learn model that is not a tree ensemble
     from sklearn.linear_model import LogisticRegression

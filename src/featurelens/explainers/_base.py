@@ -21,6 +21,21 @@ _REGISTRY: dict[str, type["Explainer"]] = {}
 CONV_TYPES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
 
 
+def _estimator_reason(estimator, names: tuple) -> str | None:
+    """Why ``estimator`` (a Model's scikit-learn estimator, or None) is not a fitted scikit-learn
+    estimator of one of the class ``names``, or None."""
+    listed = ", ".join(names)
+    if estimator is None:
+        return f"needs a fitted scikit-learn model ({listed}), and the model is not a scikit-learn estimator"
+    name = type(estimator).__name__
+    if not type(estimator).__module__.startswith("sklearn.") or name not in names:
+        hint = " (explain its final step on the transformed features)" if name == "Pipeline" else ""
+        return f"needs a fitted scikit-learn model ({listed}), and the model is a {name}{hint}"
+    if not hasattr(estimator, "n_features_in_"):
+        return f"needs a fitted model, and the {name} is not fitted"
+    return None
+
+
 @dataclass(frozen=True)
 class Requires:
     """Where an explainer applies: declared once on its class (``Explainer.requires``) and read by
@@ -43,9 +58,9 @@ class Requires:
         The largest number of players it evaluates exactly (``2^n`` coalitions); None: no limit.
     package
         An optional package it needs beyond the core dependencies (None: none).
-    tree_model
-        The model must be a fitted scikit-learn tree model (``Model.estimator`` one of
-        :func:`featurelens.explainers.tree.supported_tree_models`): TreeSHAP reads its trees.
+    estimators
+        The model must be a fitted scikit-learn estimator of one of these class names (it reads the
+        estimator's structure, e.g. TreeSHAP its trees; ``Model.estimator``). None: any model.
     """
 
     gradients: bool = True
@@ -54,7 +69,7 @@ class Requires:
     data: bool = False
     max_players: int | None = None
     package: str | None = None
-    tree_model: bool = False
+    estimators: tuple | None = None
 
     def why_not(self, model: Model, input_shape: tuple, n_players: int | None = None) -> str | None:
         """The reason this explainer does not apply to ``model`` on inputs of one-sample shape
@@ -67,10 +82,8 @@ class Requires:
             return "needs a convolutional layer, and the model has none"
         if self.channel_axis and not 2 <= len(input_shape) <= 4:
             return "needs 1-D, 2-D or 3-D inputs with a channel axis, (C, L), (C, H, W) or (C, D, H, W)"
-        if self.tree_model:
-            from .tree import tree_model_reason
-
-            reason = tree_model_reason(model.estimator)
+        if self.estimators is not None:
+            reason = _estimator_reason(model.estimator, self.estimators)
             if reason is not None:
                 return reason
         n = int(np.prod(input_shape)) if n_players is None else int(n_players)

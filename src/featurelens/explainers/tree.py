@@ -406,25 +406,6 @@ def _shap(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int)
 # the registered explainer
 
 
-def tree_model_reason(estimator) -> str | None:
-    """Why :class:`TreeShap` does not apply to ``estimator`` (a model's ``Model.estimator``), or
-    None when it is a fitted scikit-learn tree model of :func:`supported_tree_models`. Cheap: the
-    rarer refusals (HistGradientBoosting with categorical features, a gradient boosting ``init``
-    estimator, multi-output forest classifiers) are raised when the explainer is built."""
-    if estimator is None:
-        return (
-            "needs a fitted scikit-learn tree model (" + ", ".join(_SKLEARN_TREES) + "), and the "
-            "model is not a scikit-learn estimator"
-        )
-    name = type(estimator).__name__
-    if not type(estimator).__module__.startswith("sklearn.") or name not in _SKLEARN_TREES:
-        hint = " (explain its final step on the transformed features)" if name == "Pipeline" else ""
-        return f"needs a fitted scikit-learn tree model, and the model is a {name}{hint}"
-    if not hasattr(estimator, "n_features_in_"):
-        return f"needs a fitted tree model, and the {name} is not fitted"
-    return None
-
-
 @register("tree_shap")
 class TreeShap(Explainer):
     """Exact TreeSHAP (Lundberg et al. 2020) of a fitted scikit-learn tree model; the algorithm is
@@ -451,14 +432,15 @@ class TreeShap(Explainer):
     routing :func:`tree_shap_values` itself supports.
     """
 
-    requires = Requires(gradients=False, tree_model=True)
+    requires = Requires(gradients=False, estimators=_SKLEARN_TREES)
     accepts: frozenset = frozenset()  # no shared harness options (no seed, baseline or groups)
 
     outputs = ("raw",)  # values come from the trees, not the Model's forward passes
 
     def __init__(self, model, background=None, batch_size: int | None = None):
         super().__init__(model, batch_size=batch_size)
-        reason = tree_model_reason(self.model.estimator)
+        reason = self.requires.why_not(self.model, (self.model.estimator.n_features_in_,)
+                                       if hasattr(self.model.estimator, "n_features_in_") else (1,))
         if reason is not None:
             raise TypeError(f"explainer 'tree_shap' {reason}")
         self._ensemble = _build(self.model.estimator)
