@@ -19,7 +19,7 @@ import pytest
 from sklearn import ensemble as E
 from sklearn import tree as T
 
-from featurelens.explainers.tree import supported_tree_models, tree_shap_values
+from featurelens.explainers.tree import supported_tree_models, tree_shap_interaction_values, tree_shap_values
 
 D = 5
 
@@ -495,3 +495,133 @@ def test_explainer_background_with_wrong_columns_is_refused(data):
     bad = _frame(X[:5]).rename(columns={"f0": "zz"})
     with pytest.raises(ValueError, match="background"):
         fl.explainer("tree_shap", model, background=bad)
+
+
+# --------------------------------------------------------------------------------------------------
+# interaction values (Lundberg et al. 2020) against the brute-force Shapley interaction index
+
+
+def interaction_from_game(v):
+    """Shapley interaction index (Grabisch & Roubens 1999) by enumeration, in shap's convention:
+    off-diagonal Phi_ij / 2, diagonal phi_i - sum_{j != i} Phi_ij / 2. Returns (d, d, ...)."""
+    d = max(len(s) for s in v)
+    phi = shapley_from_game(v)
+    out = np.zeros((d, d) + np.shape(phi[0]))
+    for i, j in itertools.combinations(range(d), 2):
+        others = [k for k in range(d) if k not in (i, j)]
+        total = 0.0
+        for s in range(d - 1):
+            w = math.factorial(s) * math.factorial(d - s - 2) / math.factorial(d - 1)
+            for S in itertools.combinations(others, s):
+                S = frozenset(S)
+                total = total + w * (v[S | {i, j}] - v[S | {i}] - v[S | {j}] + v[S])
+        out[i, j] = out[j, i] = total / 2.0
+    for i in range(d):
+        out[i, i] = phi[i] - (out[i].sum(axis=0) - out[i, i])
+    return out
+
+
+def games_path_dependent(m, x):
+    trees = trees_of(m)
+    if not type(m).__name__.startswith("Hist"):
+        x = x.astype(np.float32).astype(np.float64)
+    games = []
+    for row in x:
+        games.append({frozenset(S): sum(expvalue(t, row, set(S)) for t in trees)
+                      for k in range(D + 1) for S in itertools.combinations(range(D), k)})
+    return games
+
+
+def games_interventional(m, x, bg):
+    masks = [frozenset(S) for k in range(D + 1) for S in itertools.combinations(range(D), k)]
+    f = []
+    for S in masks:
+        sel = np.zeros(D, dtype=bool)
+        sel[list(S)] = True
+        hyb = np.where(sel, x[:, None, :], bg[None, :, :]).reshape(-1, D)
+        out = np.asarray(model_output(m, hyb), dtype=np.float64)
+        f.append(out.reshape((x.shape[0], bg.shape[0]) + out.shape[1:]).mean(axis=1))
+    return [{S: f[i][r] for i, S in enumerate(masks)} for r in range(x.shape[0])]
+
+
+INTERACTION_MODELS = ["dt_reg", "dt_clf3", "rf_reg", "rf_clf", "gb_reg", "gb_clf3", "hgb_reg"]
+
+
+@pytest.mark.parametrize("name", INTERACTION_MODELS)
+@pytest.mark.parametrize("mode", ["path_dependent", "interventional"])
+def test_interaction_values_equal_brute_force_interaction_index(models, data, name, mode):
+    m = models[name]
+    X = data[0]
+    x, bg = X[:3], (None if mode == "path_dependent" else X[100:104])
+    values, base = tree_shap_interaction_values(m, x, background=bg)
+    games = games_path_dependent(m, x) if bg is None else games_interventional(m, x, bg)
+    ref = np.stack([interaction_from_game(g) for g in games])  # (n, d, d[, K])
+    assert values.shape[:3] == ref.shape[:3] == (3, D, D) and values.size == ref.size
+    np.testing.assert_allclose(values.reshape(ref.shape), ref, rtol=0, atol=1e-10)
+    # symmetric, rows sum to the Shapley values, the whole matrix to f(x) - base
+    np.testing.assert_allclose(values, np.swapaxes(values, 1, 2), atol=1e-12)
+    phi, base_phi = tree_shap_values(m, x, background=bg)
+    np.testing.assert_allclose(values.sum(axis=2), phi, atol=1e-10)
+    np.testing.assert_allclose(base, base_phi, atol=0)
+    check_additivity(m, x, values.sum(axis=2), base)
+
+
+def test_interaction_values_deep_forest_rows_sum_to_shap_values(data):
+    # deeper trees (repeated features on a path, more quadrature nodes), several batches
+    X, y = data[0], data[1]
+    m = E.RandomForestRegressor(3, max_depth=8, random_state=1).fit(X, y)
+    x = X[:7]
+    values, base = tree_shap_interaction_values(m, x, batch_size=3)
+    phi, _ = tree_shap_values(m, x)
+    np.testing.assert_allclose(values.sum(axis=2), phi, atol=1e-10)
+    np.testing.assert_allclose(values, np.swapaxes(values, 1, 2), atol=1e-12)
+    ref = np.stack([interaction_from_game(g) for g in games_path_dependent(m, x[:2])])
+    np.testing.assert_allclose(values[:2], ref.reshape(values[:2].shape), atol=1e-10)
+    vi, _ = tree_shap_interaction_values(m, x, background=X[100:103], batch_size=2)
+    np.testing.assert_allclose(vi.sum(axis=2), tree_shap_values(m, x, background=X[100:103])[0],
+                               atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["gb_reg", "rf_reg"])
+def test_interaction_values_match_shap(models, data, name):
+    shap = pytest.importorskip("shap")
+    m = models[name]
+    x = data[0][:5]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = np.asarray(shap.TreeExplainer(m).shap_interaction_values(x))
+    values, _ = tree_shap_interaction_values(m, x)
+    np.testing.assert_allclose(values, ref, rtol=0, atol=1e-6)
+
+
+def test_interaction_values_bad_input(models, data):
+    m = models["gb_reg"]
+    with pytest.raises(ValueError, match="X must have shape"):
+        tree_shap_interaction_values(m, data[0][:2, :3])
+    with pytest.raises(ValueError, match="batch_size"):
+        tree_shap_interaction_values(m, data[0][:2], batch_size=0)
+    with pytest.raises(TypeError, match="does not support model type"):
+        tree_shap_interaction_values(object(), data[0][:2])
+
+
+def test_explainer_interactions_option_selects_the_target_matrix(data):
+    import featurelens as fl
+
+    X, y, yb, y3 = data
+    # multi-class forest, interventional: the target's (d, d) slice, rows sum to the values
+    model = E.RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0).fit(X, y3)
+    bg = X[100:105]
+    target = np.array([0, 1, 2, 1])
+    e = fl.explainer("tree_shap", model, background=bg, interactions=True).explain(X[:4], target=target)
+    ref, _ = tree_shap_interaction_values(model, X[:4], background=bg)
+    np.testing.assert_allclose(e.extra["interactions"], ref[np.arange(4), :, :, target], atol=1e-12)
+    np.testing.assert_allclose(e.extra["interactions"].sum(axis=2), e.values, atol=1e-10)
+    assert e.params["interactions"] is True
+    # binary gradient boosting through predict_proba: target 0 is the negative margin's matrix
+    gb = E.GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0).fit(X, yb)
+    e0 = fl.explainer("tree_shap", gb, interactions=True).explain(X[:3], target=0)
+    np.testing.assert_allclose(e0.extra["interactions"], -tree_shap_interaction_values(gb, X[:3])[0], atol=1e-12)
+    # off by default; a non-bool is refused
+    assert "interactions" not in fl.explainer("tree_shap", gb).explain(X[:2], target=1).extra
+    with pytest.raises(TypeError, match="interactions must be True or False"):
+        fl.explainer("tree_shap", gb, interactions=1)
