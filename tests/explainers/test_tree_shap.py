@@ -625,3 +625,128 @@ def test_explainer_interactions_option_selects_the_target_matrix(data):
     assert "interactions" not in fl.explainer("tree_shap", gb).explain(X[:2], target=1).extra
     with pytest.raises(TypeError, match="interactions must be True or False"):
         fl.explainer("tree_shap", gb, interactions=1)
+
+
+# --------------------------------------------------------------------------------------------------
+# a Pipeline's final step on the transformed features (issue 11, Acceptance 2)
+
+
+@pytest.fixture(scope="module")
+def cancer_pipeline():
+    from sklearn.compose import ColumnTransformer
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    frame, y = load_breast_cancer(return_X_y=True, as_frame=True)  # bundled with scikit-learn
+    scaled = ["mean radius", "mean texture", "worst area"]
+    pre = ColumnTransformer([("scale", StandardScaler(), scaled)], remainder="passthrough")
+    pipe = Pipeline([("pre", pre), ("gb", E.GradientBoostingClassifier(n_estimators=8, max_depth=3,
+                                                                        random_state=0))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(frame, y)
+    return pipe, frame
+
+
+def test_pipeline_final_step_names_additivity_and_no_warnings(cancer_pipeline):
+    from featurelens.explainers.tree import explain_pipeline_final_step
+    from featurelens.explanation import Explanation
+
+    pipe, frame = cancer_pipeline
+    rows = frame.iloc[:15]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        e = explain_pipeline_final_step(pipe, rows)
+    assert isinstance(e, Explanation) and e.method == "tree_shap" and e.output == "raw"
+    names = list(pipe[:-1].get_feature_names_out())
+    assert e.feature_names == names and "scale__mean radius" in names and len(names) == 30
+    z = pipe[:-1].transform(rows)
+    np.testing.assert_array_equal(e.data, z)
+    values, base = tree_shap_values(pipe[-1], z)
+    np.testing.assert_array_equal(e.values, values)
+    assert e.values.shape == (15, 30) and e.base_values.shape == (15,)
+    # the pipeline's raw output (log-odds margin), computed by scikit-learn itself
+    np.testing.assert_allclose(e.base_values + e.values.sum(axis=1), pipe.decision_function(rows),
+                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(e.base_values, base, rtol=0, atol=0)
+    assert e.params["feature_perturbation"] == "tree_path_dependent"
+
+
+def test_pipeline_final_step_interventional_with_interactions(cancer_pipeline):
+    from featurelens.explainers.tree import explain_pipeline_final_step
+
+    pipe, frame = cancer_pipeline
+    rows, bg = frame.iloc[:4], frame.iloc[200:210]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        e = explain_pipeline_final_step(pipe, rows, background=bg, interactions=True)
+    z, zb = pipe[:-1].transform(rows), pipe[:-1].transform(bg)
+    np.testing.assert_array_equal(e.values, tree_shap_values(pipe[-1], z, background=zb)[0])
+    # base = mean pipeline output over the background; base + sum = pipeline output
+    np.testing.assert_allclose(e.base_values, pipe.decision_function(bg).mean(), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(e.base_values + e.values.sum(axis=1), pipe.decision_function(rows),
+                               rtol=0, atol=1e-9)
+    inter = e.extra["interactions"]
+    assert inter.shape == (4, 30, 30)
+    np.testing.assert_allclose(inter.sum(axis=2), e.values, rtol=0, atol=1e-9)
+
+
+def test_pipeline_final_step_multiclass_layout_and_refusals(data):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from featurelens.explainers.tree import explain_pipeline_final_step
+
+    X, _, yc, y3 = data
+    forest = E.RandomForestClassifier(3, max_depth=3, random_state=0)
+    pipe = make_pipeline(StandardScaler(), forest).fit(X, y3)
+    e = explain_pipeline_final_step(pipe, X[:5])
+    assert e.values.shape == (5, 3, D) and e.base_values.shape == (5, 3)
+    np.testing.assert_array_equal(e.target, np.tile(np.arange(3), (5, 1)))
+    np.testing.assert_allclose(e.base_values + e.values.sum(axis=-1), pipe.predict_proba(X[:5]),
+                               rtol=0, atol=1e-9)
+    assert e.feature_names == [f"x{i}" for i in range(D)]  # StandardScaler's names for a numpy input
+    with pytest.raises(TypeError, match="Pipeline"):
+        explain_pipeline_final_step(pipe[-1], X[:5])
+    with pytest.raises(TypeError, match="LogisticRegression"):
+        explain_pipeline_final_step(make_pipeline(StandardScaler(), LogisticRegression()).fit(X, yc), X[:5])
+    with pytest.raises(ValueError, match="X could not be transformed"):
+        explain_pipeline_final_step(pipe, X[:5, :3])
+
+
+# --------------------------------------------------------------------------------------------------
+# where shap 0.51 is wrong: interventional TreeSHAP on HistGradientBoosting (issue 11, Acceptance 1)
+
+
+@pytest.mark.parametrize("kind", ["reg", "clf"])
+def test_hgb_interventional_shap_additivity_defect_ours_equals_brute_force(kind):
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = X[:, :D]  # 5 features: brute force over all 32 coalitions
+    if kind == "reg":
+        m = E.HistGradientBoostingRegressor(max_iter=5, max_depth=3, random_state=0).fit(X, y.astype(float))
+    else:
+        m = E.HistGradientBoostingClassifier(max_iter=5, max_depth=3, random_state=0).fit(X, y)
+    x, bg = X[:40], X[::50]
+    f = model_output(m, x)
+    ours, base = tree_shap_values(m, x, background=bg)
+    np.testing.assert_allclose(ours, brute_interventional(m, x, bg), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(base + ours.sum(axis=1), f, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(base, model_output(m, bg).mean(), rtol=0, atol=1e-9)
+
+    shap = pytest.importorskip("shap")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ex = shap.TreeExplainer(m, data=bg, feature_perturbation="interventional")
+        ref = np.asarray(ex.shap_values(x, check_additivity=False))
+    shap_gap = np.abs(float(np.ravel(ex.expected_value)[0]) + ref.sum(axis=1) - f).max()
+    # This documents a defect of shap (0.51): its interventional TreeSHAP on HistGradientBoosting is
+    # not additive (base + sum != f(x); 0.16 on the regressor, 0.59 on the classifier here). If a
+    # later shap fixes it, the gap vanishes and this part is skipped rather than failed.
+    if shap_gap < 1e-3:
+        pytest.skip(f"shap {shap.__version__} is additive here (gap {shap_gap:.2e}): its defect is fixed")
+    assert shap_gap > 1e-3
+    assert np.abs(ref - ours).max() > 1e-3  # shap's values differ from the exact ones
