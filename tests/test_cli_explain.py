@@ -61,7 +61,8 @@ def test_logistic_regression_skops_values_add_up_to_the_probability(files, tmp_p
                  "--rows", "4", "--background", "8", "--target", "1", "--out", str(out)])
     assert code == 0, capsys.readouterr().err
     values = pd.read_csv(out / "values.csv")
-    assert list(values.columns) == files["names"] + ["base_value", "target"]
+    assert list(values.columns) == files["names"] + ["base_value", "target", "output"]
+    assert (values["output"] == "raw").all()  # predict_proba as it is
     assert len(values) == 4 and (values["target"] == 1).all()
     p1 = files["logreg"].predict_proba(_rows_as_loaded(files["scaled"], 4))[:, 1]
     total = values["base_value"].to_numpy() + values[files["names"]].to_numpy().sum(axis=1)

@@ -1,9 +1,11 @@
 """The ``featurelens explain`` command: load a model file and a data file as safely as ``audit``
 does, explain the first rows with one explainer and write a report folder:
 
-- ``values.csv``: one row per explained row, one column per feature (the data's column names, or
+- ``values.csv`` (``values.parquet`` with ``--format parquet``, which needs pyarrow or
+  fastparquet): one row per explained row, one column per feature (the data's column names, or
   ``x0, x1, ...``), then ``base_value`` (what the attributions add up from, where the method has
-  one) and ``target`` (the explained output index);
+  one), ``target`` (the explained output index) and ``output`` (the units of the explained output
+  and so of the values: ``raw``, ``probability`` or ``log_odds``, from ``--output``);
 - ``explanation.npz``: the :class:`~featurelens.Explanation` (:meth:`~featurelens.Explanation.save`);
 - ``bar.png``, ``beeswarm.png``, ``waterfall.png`` (the first row; only when the method has base
   values): :mod:`featurelens.plots` (shap-style summary plots, Lundberg & Lee 2017,
@@ -14,7 +16,9 @@ does, explain the first rows with one explainer and write a report folder:
 Default method: ``kernel_shap`` (KernelSHAP, Lundberg & Lee 2017) for black-box models (scikit-learn
 estimators), averaging dropped features over ``--background`` rows (default 50 sampled from the
 data with ``--seed``); ``integrated_gradients`` (Sundararajan, Taly & Yan 2017, arXiv 1703.01365)
-for torch models. The options are defined in :mod:`featurelens.cli` (no torch import for ``--help``).
+for torch models. ``--output`` is passed to the explainer as ``output=`` (every explainer takes it;
+``tree_shap`` explains in ``raw`` units only, and other units are refused). Skops files load with
+skops' default trusted types plus each ``--trust-type NAME``. The options are defined in :mod:`featurelens.cli` (no torch import for ``--help``).
 
 Exit codes: 0 success; 2 usage error (an unusable ``--out``, a missing flag, an untrusted pickle, an
 unknown or inapplicable method, a bad ``--target`` or ``--background``); 1 failure (a corrupt,
@@ -31,7 +35,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["run", "MAX_ROWS", "DEFAULT_BACKGROUND"]
+__all__ = ["run", "MAX_ROWS", "DEFAULT_BACKGROUND", "parquet_engine"]
 
 #: Rows explained when ``--rows`` is not given: all of them, up to this many.
 MAX_ROWS = 200
@@ -39,6 +43,9 @@ MAX_ROWS = 200
 DEFAULT_BACKGROUND = 50
 #: Features listed in the report's table and the printed summary.
 TOP = 10
+#: How the report names each output unit.
+_UNITS = {"raw": "raw (the model's own outputs)", "probability": "probability",
+          "log_odds": "log_odds (log(p / (1 - p)))"}
 
 
 def _error(message: str, code: int) -> int:
@@ -65,6 +72,16 @@ def _figure(draw) -> bytes:
     ax = fig.add_subplot(1, 1, 1)
     draw(ax)
     return _png(fig)
+
+
+def parquet_engine() -> str | None:
+    """The installed parquet writer pandas can use: "pyarrow", else "fastparquet", else None."""
+    import importlib.util
+
+    for name in ("pyarrow", "fastparquet"):
+        if importlib.util.find_spec(name) is not None:
+            return name
+    return None
 
 
 def _unique_column(name: str, taken: set) -> str:
@@ -131,8 +148,11 @@ def run(args) -> int:
         check_out(args.out, "explain", args.overwrite, name="--out")
     except OutError as err:
         return _error(str(err), 2)
+    if getattr(args, "format", "csv") == "parquet" and parquet_engine() is None:
+        return _error("--format parquet needs a parquet writer: pip install pyarrow (or fastparquet)", 2)
     try:
-        model, description = load_model(args.model, trust=args.trust_model_file)
+        model, description = load_model(args.model, trust=args.trust_model_file,
+                                        trusted_types=getattr(args, "trust_type", None) or ())
         X, y, names = load_data(args.data, labels=args.labels)
         check_model_data(model, X, args.data, names)
     except LoadError as err:
@@ -151,10 +171,20 @@ def _explain(args, model, description, X, y, names) -> int:
     from .explainers._base import explainer_class
     from .models import Model
 
-    wrapped = Model(model)
+    output = getattr(args, "output", None)
+    try:
+        wrapped = Model(model) if output is None else Model(model, output=output)
+    except (ValueError, TypeError) as err:
+        raise _Usage(f"--output {output}: {err}") from err
     method = args.method or ("integrated_gradients" if wrapped.differentiable else "kernel_shap")
     if method not in list_explainers():
         raise _Usage(f"--method {method!r} is not an explainer; expected one of {', '.join(list_explainers())}")
+    cls = explainer_class(method)
+    allowed = tuple(getattr(cls, "outputs", ("raw", "probability", "log_odds")))
+    if wrapped.output not in allowed:
+        raise _Usage(f"--output {wrapped.output} does not apply to {method}: it explains in "
+                     f"{', '.join(allowed)} units only (its values come from the model's own structure, "
+                     "not from calls in other units)")
     n_rows = min(len(X), MAX_ROWS) if args.rows is None else min(args.rows, len(X))
     rows = X[:n_rows]
     if not wrapped.differentiable:
@@ -163,9 +193,8 @@ def _explain(args, model, description, X, y, names) -> int:
     if reason is not None:
         raise _Usage(f"--method {method} does not apply to this model: it {reason}")
 
-    cls = explainer_class(method)
     takes = inspect.signature(cls.__init__).parameters
-    params = {}
+    params = {} if output is None else {"output": output}
     if "background" in takes:
         spec = DEFAULT_BACKGROUND if args.background is None else args.background
         background = _background(spec, X, names, args.labels, args.seed)
@@ -197,12 +226,12 @@ def _explain(args, model, description, X, y, names) -> int:
     gap = None if base is None else float(np.max(np.abs(base + values.sum(axis=1) - f_x)))
 
     _write(args, e, values, base, targets, f_x, gap, feature_names, rows.reshape(n_rows, d), description, method,
-           len(X))
+           len(X), wrapped.output)
     mean_abs = np.abs(values).mean(axis=0)
     order = np.argsort(-mean_abs, kind="stable")[:5]
     print(f"model: {description}; data: {os.path.basename(args.data)} {X.shape}")
     n_background = "" if "background" not in params else f" ({len(params['background'])} background rows)"
-    print(f"explained {n_rows} of {len(X)} rows with {method}{n_background}")
+    print(f"explained {n_rows} of {len(X)} rows with {method}{n_background}, in {wrapped.output} units")
     print("top features (mean |value|): " + ", ".join(f"{feature_names[i]} {mean_abs[i]:.4g}" for i in order))
     if gap is not None:
         print(f"efficiency: max |base_value + sum(values) - f(x)| = {gap:.3g}")
@@ -210,7 +239,7 @@ def _explain(args, model, description, X, y, names) -> int:
     return 0
 
 
-def _write(args, e, values, base, targets, f_x, gap, names, data, description, method, n_data) -> None:
+def _write(args, e, values, base, targets, f_x, gap, names, data, description, method, n_data, units) -> None:
     import pandas as pd
 
     from . import plots
@@ -219,10 +248,13 @@ def _write(args, e, values, base, targets, f_x, gap, names, data, description, m
     taken = set(names)
     base_col = _unique_column("base_value", taken)
     target_col = _unique_column("target", taken | {base_col})
+    output_col = _unique_column("output", taken | {base_col, target_col})
     table = pd.DataFrame(values, columns=names)
     if base is not None:
         table[base_col] = base
     table[target_col] = targets
+    table[output_col] = units
+    values_file = "values.parquet" if getattr(args, "format", "csv") == "parquet" else "values.csv"
 
     figures = {
         "bar.png": (_figure(lambda ax: plots.bar(values, feature_names=names, ax=ax)),
@@ -242,7 +274,7 @@ def _write(args, e, values, base, targets, f_x, gap, names, data, description, m
                       f"{description}; data {os.path.basename(args.data)}; {len(values)} of {n_data} rows")
     settings = [("model", description), ("data", args.data), ("method", method), ("rows explained", len(values)),
                 ("target", "predicted class" if args.target in (None, "predicted") else args.target),
-                ("seed", args.seed)]
+                ("output units", _UNITS.get(units, units)), ("seed", args.seed)]
     if "n_background" in e.params:
         settings.append(("background rows", e.params["n_background"]))
     if gap is not None:
@@ -256,12 +288,15 @@ def _write(args, e, values, base, targets, f_x, gap, names, data, description, m
     for file, (png, caption) in figures.items():
         page.add_image(png, alt=file, caption=caption)
     page.add_heading("Files")
-    links = ["values.csv", "explanation.npz"] + list(figures)
+    links = [values_file, "explanation.npz"] + list(figures)
     page.add_html("<ul>" + "".join(f'<li><a href="{html.escape(f)}">{html.escape(f)}</a></li>' for f in links)
                   + "</ul>")
 
     with report_folder(args.out, "explain", args.overwrite) as tmp:
-        table.to_csv(os.path.join(tmp, "values.csv"), index=False)
+        if values_file == "values.csv":
+            table.to_csv(os.path.join(tmp, values_file), index=False)
+        else:
+            table.to_parquet(os.path.join(tmp, values_file), index=False, engine=parquet_engine())
         e.save(os.path.join(tmp, "explanation.npz"))
         for file, (png, _) in figures.items():
             with open(os.path.join(tmp, file), "wb") as f:

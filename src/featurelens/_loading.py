@@ -175,7 +175,11 @@ def _load_torch(path: str, names, architecture, image_size, trust: bool):
     return _build_architecture(path, state, architecture, image_size)
 
 
-def _load_skops(path: str, trust: bool):
+def _load_skops(path: str, trust: bool, trusted_types=()):
+    """Load a skops file with skops' default trusted types plus ``trusted_types`` (type names as
+    ``skops.io.get_untrusted_types`` prints them, from ``--trust-type NAME``); ``trust=True``
+    trusts every type in the file. A file holding other types is refused with the exact
+    ``--trust-type`` flags that would load it."""
     try:
         import skops.io as sio
     except ImportError as err:
@@ -185,15 +189,22 @@ def _load_skops(path: str, trust: bool):
         untrusted = sio.get_untrusted_types(file=path)
     except Exception as err:
         raise LoadError(f"cannot read {path} as a skops file (corrupt or not skops.io.dump output): {err}") from err
-    if untrusted and not trust:
+    extra = [str(t) for t in (trusted_types or ())]
+    missing = [t for t in untrusted if t not in extra]
+    if missing and not trust:
+        flags = " ".join(f"--trust-type {t}" for t in untrusted)
+        still = f" (still untrusted: {', '.join(missing)})" if extra else ""
         raise LoadError(
             f"refusing to load {path}: it holds types that skops does not trust by default "
-            f"({', '.join(untrusted)}); loading them could run their code. Check that they are "
-            "what you expect, then pass --trust-model-file.",
+            f"({', '.join(untrusted)}){still}; loading them could run their code. Check that they are "
+            f"what you expect, then pass {flags} (featurelens explain), or --trust-model-file to trust "
+            "every type in the file.",
             exit_code=2,
         )
+    # skops.io.load(trusted=[...]) trusts the listed types on top of its default trusted types
+    trusted = sorted(set(untrusted) | set(extra)) if trust else [t for t in untrusted if t in extra]
     try:
-        model = sio.load(path, trusted=list(untrusted) if untrusted else None)
+        model = sio.load(path, trusted=trusted or None)
     except Exception as err:
         raise LoadError(f"cannot load {path} with skops: {err}") from err
     return model, f"skops {os.path.basename(path)}"
@@ -217,7 +228,8 @@ def _load_pickle(path: str, trust: bool):
     return model, f"joblib/pickle {os.path.basename(path)} (trusted)"
 
 
-def load_model(path, architecture: str | None = None, image_size: int | None = None, trust: bool = False):
+def load_model(path, architecture: str | None = None, image_size: int | None = None, trust: bool = False,
+               trusted_types=()):
     """Load a model file; returns ``(model, description)``.
 
     The format comes from the content where it can (TorchScript and torch.save archives are zip
@@ -232,7 +244,7 @@ def load_model(path, architecture: str | None = None, image_size: int | None = N
     suffix = _suffix(path)
     names = _zip_names(path)
     if suffix in SKOPS_SUFFIXES:
-        return _load_skops(path, trust)
+        return _load_skops(path, trust, trusted_types)
     if _is_torchscript(names) or _is_torch_save(names) or suffix in TORCH_SUFFIXES:
         return _load_torch(path, names, architecture, image_size, trust)
     if suffix in PICKLE_SUFFIXES:

@@ -226,9 +226,9 @@ def _add_explain(sub) -> None:
         help="explain a model's predictions on a data file and write values, plots and an HTML page",
         description="Load a model (as for audit: TorchScript; skops; a joblib/pickle file only with "
         "--trust-model-file) and data (.npy, .npz, .csv, .parquet), explain the first rows with one "
-        "explainer and write into --out: values.csv (one row per explained row, one column per "
-        "feature, base_value, target), explanation.npz, bar/beeswarm/waterfall PNGs and index.html. "
-        "Exit codes: 0 ok, 2 usage error, 1 failure.",
+        "explainer and write into --out: values.csv or .parquet (one row per explained row, one column "
+        "per feature, base_value, target, output units), explanation.npz, bar/beeswarm/waterfall PNGs "
+        "and index.html. Exit codes: 0 ok, 2 usage error, 1 failure.",
     )
     parser.add_argument("--model", required=True, metavar="FILE",
                         help="TorchScript (.pt), skops (.skops), or joblib/pickle (.joblib, .pkl; needs "
@@ -253,7 +253,17 @@ def _add_explain(sub) -> None:
     parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
     parser.add_argument("--trust-model-file", action="store_true",
                         help="allow a pickle/joblib model file (unpickling runs code from the file: only for "
-                             "files you trust)")
+                             "files you trust); for a skops file, trust every type in it")
+    parser.add_argument("--trust-type", action="append", default=[], metavar="NAME", dest="trust_type",
+                        help="for a skops file: trust the type NAME (e.g. sklearn.tree._tree.Tree) on top of "
+                             "skops' default trusted types; repeatable. A refused file prints the flags it needs")
+    parser.add_argument("--output", choices=("raw", "probability", "log_odds"), default=None,
+                        help="units of the explained output: raw (the model's own: predict_proba for "
+                             "classifiers, logits for torch models; the default), probability (softmax / "
+                             "predict_proba) or log_odds (log(p / (1 - p))); tree_shap: raw only")
+    parser.add_argument("--format", choices=("csv", "parquet"), default="csv", dest="format",
+                        help="file format of the values table: csv (values.csv, default) or parquet "
+                             "(values.parquet; needs pyarrow or fastparquet)")
 
 
 def build_parser() -> argparse.ArgumentParser:
