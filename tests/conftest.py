@@ -8,6 +8,8 @@ import torch
 
 # Let the tests run from a plain checkout too (make test installs the package in editable mode).
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+# Shared brute-force references (tests/_references.py) are imported by name.
+sys.path.insert(0, os.path.dirname(__file__))
 
 # The test models are tiny: one thread is faster than two and leaves a core to the OS.
 torch.set_num_threads(1)

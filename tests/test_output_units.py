@@ -138,13 +138,25 @@ def test_default_is_raw_and_recorded():
     assert e2.output == "probability"
 
 
-def test_every_explainer_class_takes_output():
-    import inspect
+def test_every_explainer_takes_output_through_the_factory(monkeypatch):
+    # The factory wraps the model in the asked units before the class sees it, for every name.
+    from featurelens.explainers import _base
 
-    from featurelens.explainers._base import explainer_class
+    seen = {}
 
+    class Probe:
+        def __init__(self, model):
+            seen["output"] = model.output
+
+    net = torch.nn.Linear(3, 2).double()
     for name in fl.list_explainers():
-        assert "output" in inspect.signature(explainer_class(name).__init__).parameters, name
+        monkeypatch.setitem(_base._REGISTRY, name, Probe)
+        explainer(name, net, output="log_odds")
+        assert seen.pop("output") == "log_odds", name
+    # A class built directly keeps the units of the Model it is given.
+    from featurelens.explainers.gradient import Saliency
+
+    assert Saliency(Model(net, output="probability")).output == "probability"
 
 
 def test_tree_shap_refuses_units_it_cannot_compute():

@@ -121,12 +121,10 @@ def _target(target, y, model, X):
     if target == "labels":
         if y is None:
             raise _Usage("--target labels needs --labels")
-        try:
-            as_int = np.asarray(y).astype(np.int64)
-            ok = bool(np.all(as_int == np.asarray(y, dtype=np.float64)))
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
+        from ._loading import whole_number_labels
+
+        as_int = whole_number_labels(y)
+        if as_int is None:
             raise _Usage(f"--target labels needs integer class indices; got values such as {y[0]!r}", 1)
         classes = getattr(model, "classes_", None)
         if classes is not None:  # labels are class values; outputs are indexed by position

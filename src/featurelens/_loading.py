@@ -31,7 +31,7 @@ import zipfile
 
 import numpy as np
 
-__all__ = ["LoadError", "load_model", "load_data", "load_labels", "check_model_data", "as_callable"]
+__all__ = ["LoadError", "load_model", "load_data", "load_labels", "check_model_data", "whole_number_labels"]
 
 TORCH_SUFFIXES = (".pt", ".pth", ".ts", ".torchscript", ".jit")
 PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle", ".sav")
@@ -261,11 +261,15 @@ def load_model(path, architecture: str | None = None, image_size: int | None = N
     )
 
 
-def as_callable(model):
-    """What :class:`featurelens.models.Model` accepts. Kept for the audit and the CLI: the Model
-    adapter itself now takes scikit-learn estimators (``predict_proba`` / ``predict``, with a
-    DataFrame of their fitted columns), torch modules and callables, so the model is returned as is."""
-    return model
+def whole_number_labels(y) -> np.ndarray | None:
+    """``y`` as int64 when every label is a whole number (a CSV column of 0.0/1.0 included), else
+    None: 1.5 must not be truncated to class 1."""
+    try:
+        as_int = np.asarray(y).astype(np.int64)
+        whole = bool(np.all(as_int == np.asarray(y, dtype=np.float64)))
+    except (TypeError, ValueError):
+        return None
+    return as_int if whole else None
 
 
 def check_model_data(model, X: np.ndarray, data_path: str = "the data", names=None) -> None:
@@ -284,7 +288,7 @@ def check_model_data(model, X: np.ndarray, data_path: str = "the data", names=No
     from .models import Model
 
     try:
-        Model(as_callable(model)).predict(X[: min(2, len(X))])
+        Model(model).predict(X[: min(2, len(X))])
     except (ValueError, TypeError, RuntimeError) as err:
         raise LoadError(
             f"the model cannot take the rows of {data_path} (each of shape {X.shape[1:]}): {err}. "

@@ -1,9 +1,7 @@
 """featurelens.approximators: Shapley estimators as functions of a Game, bounded memory, refusals."""
 
-import math
 import subprocess
 import sys
-from itertools import combinations
 
 import numpy as np
 import pytest
@@ -14,21 +12,7 @@ from featurelens import approximators as ap
 from featurelens.games import Game
 
 
-def brute_shapley(game) -> np.ndarray:
-    """The Shapley formula, one coalition at a time (independent of the table routine)."""
-    n = game.n_players
-    phi = np.zeros(n)
-    for i in range(n):
-        others = [j for j in range(n) if j != i]
-        for s in range(n):
-            w = math.factorial(s) * math.factorial(n - s - 1) / math.factorial(n)
-            for subset in combinations(others, s):
-                m = np.zeros(n, dtype=bool)
-                m[list(subset)] = True
-                with_i = m.copy()
-                with_i[i] = True
-                phi[i] += w * (game(with_i)[0] - game(m)[0])
-    return phi
+from _references import brute_shapley  # noqa: E402  (tests/_references.py)
 
 
 def make_game(n, seed=0):

@@ -1,7 +1,6 @@
 """Exact Shapley, KernelSHAP and permutation SHAP, checked against brute-force Shapley values."""
 
 import math
-from itertools import combinations
 
 import numpy as np
 import pytest
@@ -12,21 +11,7 @@ from featurelens.explainers.shapley import KernelShap
 from featurelens.games import MaskedModel
 
 
-def brute_shapley(game) -> np.ndarray:
-    """phi_i = sum_{S not containing i} |S|!(n-|S|-1)!/n! (v(S+i) - v(S)), one coalition at a time."""
-    n = game.n_players
-    phi = np.zeros(n)
-    for i in range(n):
-        others = [j for j in range(n) if j != i]
-        for s in range(n):
-            w = math.factorial(s) * math.factorial(n - s - 1) / math.factorial(n)
-            for subset in combinations(others, s):
-                m = np.zeros(n, dtype=bool)
-                m[list(subset)] = True
-                with_i = m.copy()
-                with_i[i] = True
-                phi[i] += w * (game(with_i)[0] - game(m)[0])
-    return phi
+from _references import brute_shapley  # noqa: E402  (tests/_references.py)
 
 
 def interacting(x):

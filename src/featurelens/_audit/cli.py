@@ -72,20 +72,16 @@ def run(args) -> int:
     elif target == "predicted":
         target, y = None, None  # explain the predicted class even when labels are given
     if isinstance(target, int):
-        from .._loading import as_callable
         from ..models import Model
 
-        n_out = int(Model(as_callable(model)).predict(X[:1]).shape[1])
+        n_out = int(Model(model).predict(X[:1]).shape[1])
         if target >= n_out:
             return _error(f"--target {target} is out of range: the model has {n_out} output(s)", 2)
     if y is not None and not hasattr(model, "classes_") and np.asarray(y).dtype.kind not in "iu":
-        try:
-            as_int = np.asarray(y).astype(np.int64)
-            # float labels (a CSV column of 0.0/1.0) are fine; 1.5 would be truncated to class 1.
-            integral = bool(np.all(as_int == np.asarray(y, dtype=np.float64)))
-        except (TypeError, ValueError):
-            integral = False
-        if not integral:
+        from .._loading import whole_number_labels
+
+        as_int = whole_number_labels(y)
+        if as_int is None:
             return _error(f"the labels must be integer class indices for this model; got values such as {y[0]!r}", 1)
         y = as_int
 

@@ -69,12 +69,7 @@ class AuditTable(list):
 
 def _wrap_model(model, batch_size):
     """A Model for torch modules, featurelens Models, scikit-learn estimators and callables."""
-    if isinstance(model, Model):
-        return Model.wrap(model, batch_size=batch_size), model.module
-    from .._loading import as_callable
-
-    fn = as_callable(model)
-    wrapped = Model(fn, batch_size=batch_size)
+    wrapped = Model.wrap(model, batch_size=batch_size)  # estimators included: the adapter takes them
     return wrapped, wrapped.module
 
 

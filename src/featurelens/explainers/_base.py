@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import functools
 import inspect
 import time
 from dataclasses import dataclass
@@ -127,8 +126,12 @@ def explainer_class(name: str) -> type["Explainer"]:
     return _REGISTRY[name]
 
 
-def explainer(name: str, model, **params) -> "Explainer":
+def explainer(name: str, model, output: str | None = None, **params) -> "Explainer":
     """Build the explainer registered as ``name`` for ``model`` with the given parameters.
+
+    ``output`` (every explainer): the units of the explained output, ``"raw"``, ``"probability"``
+    or ``"log_odds"``; the model is put in those units (:meth:`featurelens.models.Model.wrap`)
+    before the explainer sees it. None keeps the model's own units (``"raw"`` for a plain model).
 
     >>> ex = explainer("integrated_gradients", net, n_steps=50)
     >>> e = ex.explain(x, target=y)
@@ -139,8 +142,10 @@ def explainer(name: str, model, **params) -> "Explainer":
     if unknown:
         raise TypeError(
             f"explainer {name!r} got unknown parameter(s) {', '.join(unknown)}; "
-            f"it accepts: {', '.join(allowed)}"
+            f"it accepts: {', '.join(allowed + ['output'])}"
         )
+    if output is not None:
+        model = Model.wrap(model, output=output)
     return cls(model, **params)
 
 
@@ -163,8 +168,9 @@ class Explainer:
     sigmoid of logits, an estimator's ``predict_proba``) or ``"log_odds"`` (see
     :class:`featurelens.models.Model`, the one place outputs are turned into units). None
     (default) keeps the Model's own units: ``"raw"`` unless a ``Model(..., output=...)`` is passed.
-    Every explainer takes it (a subclass's ``__init__`` gets the keyword through
-    :meth:`__init_subclass__`); it is recorded in ``params`` and in ``Explanation.output``.
+    The factory :func:`explainer` takes it for every explainer (``explainer(name, model,
+    output="probability")``); a class built directly takes a ``Model(..., output=...)``. It is
+    recorded in ``params`` and in ``Explanation.output``.
     """
 
     name = "explainer"
@@ -188,32 +194,6 @@ class Explainer:
             )
         if self.requires.gradients:
             self.model.require_gradients(f"explainer {self.name!r}")
-
-    def __init_subclass__(cls, **kwargs):
-        """Give a subclass's own ``__init__`` the ``output=`` keyword: the model is put in those
-        units (:meth:`featurelens.models.Model.with_output`) before the subclass sees it, so work
-        done at construction (e.g. AGOP's summary) is in the same units. The keyword appears in
-        the subclass's signature (the :func:`explainer` factory and the harness read it there)."""
-        super().__init_subclass__(**kwargs)
-        init = cls.__dict__.get("__init__")
-        if init is None or getattr(init, "_takes_output", False):
-            return
-        sig = inspect.signature(init)
-        if "output" in sig.parameters:
-            return
-
-        @functools.wraps(init)
-        def __init__(self, model, *args, output: str | None = None, **kw):
-            if output is not None:
-                model = Model.wrap(model, output=output)
-            init(self, model, *args, **kw)
-
-        params = list(sig.parameters.values())
-        extra = inspect.Parameter("output", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None")
-        at = len(params) - (1 if params and params[-1].kind is inspect.Parameter.VAR_KEYWORD else 0)
-        __init__.__signature__ = sig.replace(parameters=params[:at] + [extra] + params[at:])
-        __init__._takes_output = True
-        cls.__init__ = __init__
 
     @property
     def output(self) -> str:

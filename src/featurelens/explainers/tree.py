@@ -371,11 +371,16 @@ def tree_shap_values(model, X, background=None, output="raw", *, batch_size=256)
         ``base_value + values.sum(axis=1) == f(x)``.
     """
     check_option(output, "output", ("raw",))
+    return _shap(*_inputs(model, X, background, batch_size))
+
+
+def _inputs(model, X, background, batch_size):
+    """``(ensemble, rows, background rows or None, batch_size)``, checked, for the public functions."""
     batch_size = check_int(batch_size, "batch_size", low=1)
     ens = _build(model)
     x = _prepare(X, "X", ens)
     bg = None if background is None else _prepare(background, "background", ens)
-    return _shap(ens, x, bg, batch_size)
+    return ens, x, bg, batch_size
 
 
 def _shap(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
@@ -486,11 +491,7 @@ def tree_shap_interaction_values(model, X, background=None, *, batch_size=256):
     - M. Grabisch, M. Roubens, "An axiomatic approach to the concept of interaction among players
       in cooperative games", International Journal of Game Theory 28:547-565, 1999.
     """
-    batch_size = check_int(batch_size, "batch_size", low=1)
-    ens = _build(model)
-    x = _prepare(X, "X", ens)
-    bg = None if background is None else _prepare(background, "background", ens)
-    return _interactions(ens, x, bg, batch_size)
+    return _interactions(*_inputs(model, X, background, batch_size))
 
 
 def _interactions(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
