@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from ._batching import check_batch_size, chunks, default_rows, expansion_index
+from ._estimators import estimator_method, is_classifier_model, is_dataframe
 from ._validation import as_numpy, check_device, check_floating, check_int, check_option, numpy_to_tensor
 from ._validation import resolve_target as _resolve_target
 
@@ -100,7 +101,7 @@ class Model:
         if isinstance(model, Model):
             raise TypeError("model is already a featurelens Model; pass it directly instead of wrapping it")
         accepts = check_option(accepts, "accepts", ("numpy", "torch"))
-        estimator, method = _estimator_method(model)
+        estimator, method = estimator_method(model)
         if estimator is None and not (isinstance(model, torch.nn.Module) or callable(model)):
             raise TypeError(
                 "model must be a torch.nn.Module, a fitted scikit-learn estimator or Pipeline (with "
@@ -248,7 +249,7 @@ class Model:
         are remembered, so integer columns reach the estimator as integers again. Non-numeric
         columns are refused with an error naming them.
         """
-        if _is_dataframe(x):
+        if is_dataframe(x):
             x = self._frame_to_numpy(x, name)
         if isinstance(x, torch.Tensor):
             check_floating(x, name)
@@ -660,7 +661,7 @@ def _returns(estimator, method) -> str:
         return "log_probability"
     if name == "decision_function":
         return "margin"
-    return "logits" if _is_classifier(estimator) else "regression"
+    return "logits" if is_classifier_model(estimator) else "regression"
 
 
 def _log_odds_from_logits(z: torch.Tensor) -> torch.Tensor:
@@ -698,87 +699,3 @@ def _to_units(out: torch.Tensor, returns: str, output: str) -> torch.Tensor:
     eps = torch.finfo(p.dtype).eps
     p = p.clamp(eps, 1.0 - eps)
     return torch.log(p) - torch.log1p(-p)
-
-
-# ------------------------------------------------------------------------------------------------
-# estimators
-
-_ESTIMATOR_METHODS = ("predict_proba", "decision_function", "predict", "predict_log_proba")
-
-
-def _is_dataframe(x) -> bool:
-    """A pandas DataFrame, recognised without importing pandas."""
-    return type(x).__module__.split(".")[0] == "pandas" and hasattr(x, "columns") and hasattr(x, "dtypes")
-
-
-def _is_classifier(estimator) -> bool:
-    try:
-        from sklearn.base import is_classifier
-
-        if is_classifier(estimator):
-            return True
-    except Exception:  # no scikit-learn, or an object its tags do not understand
-        pass
-    return getattr(estimator, "_estimator_type", None) == "classifier" or hasattr(estimator, "classes_")
-
-
-def _check_fitted(estimator) -> None:
-    try:
-        from sklearn.base import BaseEstimator
-        from sklearn.exceptions import NotFittedError
-        from sklearn.utils.validation import check_is_fitted
-    except ImportError:
-        return
-    if not isinstance(estimator, BaseEstimator):
-        return
-    try:
-        check_is_fitted(estimator)
-    except NotFittedError as err:
-        raise ValueError(
-            f"model {type(estimator).__name__} is not fitted; call its fit(X, y) before explaining it ({err})"
-        ) from err
-    except TypeError:  # an object check_is_fitted does not know how to inspect
-        pass
-
-
-def _estimator_method(model):
-    """``(estimator, bound method)`` for a scikit-learn-style estimator or Pipeline (any object
-    with ``predict_proba`` or ``predict``) or a bound ``predict*`` method of one; ``(None, None)``
-    for torch modules and other callables.
-
-    Classifiers: ``predict_proba`` (every class an output), else ``decision_function`` (margins);
-    a classifier with only ``predict`` (class labels, no gradation) is refused. Regressors and
-    other estimators: ``predict``.
-    """
-    if isinstance(model, torch.nn.Module):
-        return None, None
-    owner = getattr(model, "__self__", None)
-    if (
-        owner is not None
-        and not isinstance(owner, torch.nn.Module)
-        and getattr(model, "__name__", None) in _ESTIMATOR_METHODS
-        and hasattr(owner, "predict")
-    ):
-        return owner, model  # estimator.predict_proba passed as a callable
-
-    def has(name):
-        try:
-            return callable(getattr(model, name, None))
-        except Exception:  # a property that raises (scikit-learn's available_if raises AttributeError)
-            return False
-
-    if not (has("predict_proba") or has("predict")):
-        return None, None
-    _check_fitted(model)
-    if has("predict_proba"):
-        return model, model.predict_proba
-    if _is_classifier(model):
-        if has("decision_function"):
-            return model, model.decision_function
-        raise TypeError(
-            f"model {type(model).__name__} is a classifier with neither predict_proba nor "
-            "decision_function; its predict returns class labels, which attributions cannot grade. "
-            "Use a classifier with predict_proba (e.g. SVC(probability=True)) or pass a callable "
-            "returning scores"
-        )
-    return model, model.predict
