@@ -39,8 +39,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import environment, load_average, write_results  # noqa: E402
 
 import featurelens as fl  # noqa: E402
+from featurelens.explainers._tree_engine import _satisfies  # noqa: E402
+from featurelens.explainers._tree_ensemble import _build  # noqa: E402
 from featurelens.explainers.tree import (  # noqa: E402
-    _build, _satisfies, tree_shap_interaction_values, tree_shap_values,
+    tree_shap_interaction_values, tree_shap_values,
 )
 
 #: Rows for the interaction values (d x d per row in both libraries).

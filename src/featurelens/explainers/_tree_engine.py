@@ -1,0 +1,165 @@
+"""The TreeSHAP engine: exact Shapley and interaction values of the per-path product games.
+
+See :mod:`featurelens.explainers.tree` for the algorithm and the references. Input: an
+:class:`~featurelens.explainers._tree_ensemble._Ensemble` and prepared float64 rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._tree_ensemble import _Ensemble, _Paths
+
+
+
+
+def _satisfies(paths: _Paths, x: np.ndarray) -> np.ndarray:
+    """(n, P, D) float: 1 where row x satisfies the path element (padding: 1)."""
+    xv = x[:, paths.feature]  # (n, P, D)
+    with np.errstate(invalid="ignore"):
+        ok = (xv > paths.lower) & (xv <= paths.upper)
+    if paths.has_categories:
+        n_cat = paths.cats.shape[-1] - 1
+        with np.errstate(invalid="ignore"):
+            code = np.where((xv >= 0) & (xv < n_cat) & (xv == np.floor(xv)), xv, n_cat)
+        code = np.nan_to_num(code, nan=n_cat).astype(np.int64)
+        p_idx, d_idx = np.indices(paths.feature.shape)
+        cat_ok = paths.cats[p_idx[None], d_idx[None], code]
+        ok = np.where(paths.is_cat, cat_ok, ok)
+    nan = np.isnan(xv)
+    ok = np.where(nan, paths.nan_ok, ok) | ~paths.valid
+    return ok.astype(np.float64)
+
+
+def _gauss_legendre(depth: int):
+    m = max(1, (depth + 1) // 2)
+    t, w = np.polynomial.legendre.leggauss(m)
+    return (t + 1.0) / 2.0, w / 2.0  # on [0, 1]
+
+
+def _path_phi(o, q, paths: _Paths, nodes, weights, n_features):
+    """Shapley values of the leaf product games, summed: (n, d, K).
+
+    ``o`` (n, P, D) and ``q`` (n or 1, P, D) are the "in coalition" and "out of coalition" factors.
+    """
+    n, P, D = o.shape
+    diff = o - q  # (n, P, D)
+    # factors at each quadrature node: (Q, n, P, D)
+    fac = q[None] + nodes[:, None, None, None] * diff[None]
+    prefix = np.ones_like(fac)
+    suffix = np.ones_like(fac)
+    if D > 1:
+        prefix[..., 1:] = np.cumprod(fac[..., :-1], axis=-1)
+        suffix[..., :-1] = np.cumprod(fac[..., :0:-1], axis=-1)[..., ::-1]
+    loo = np.tensordot(weights, prefix * suffix, axes=(0, 0))  # (n, P, D)
+    contrib = (diff * loo).reshape(n, P * D)  # padding elements have diff 0
+    onehot = np.zeros((P * D, n_features))
+    onehot[np.arange(P * D), paths.feature.ravel()] = 1.0
+    # phi[n, f, k] = sum_e contrib[n, e] * value[e, k] * onehot[e, f]
+    val = np.repeat(paths.value, D, axis=0)  # (P*D, K)
+    return np.einsum("ne,ek,ef->nfk", contrib, val, onehot, optimize=True)
+
+
+def _tree_output(factors, paths: _Paths):
+    """sum over leaves of value * prod of factors: (n, K)."""
+    return np.prod(factors, axis=-1) @ paths.value
+
+
+def _shap(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
+    """tree_shap_values on a built ensemble and prepared rows (see there)."""
+    n, d, K = x.shape[0], ens.n_features, ens.n_out
+    values = np.zeros((n, d, K))
+    base = ens.offset.copy()
+    for paths in ens.paths:
+        nodes, weights = _gauss_legendre(paths.feature.shape[1])
+        if bg is None:
+            q = paths.zero[None]
+            base += (np.prod(paths.zero, axis=1) @ paths.value)
+            for start in range(0, n, batch_size):
+                o = _satisfies(paths, x[start : start + batch_size])
+                values[start : start + batch_size] += _path_phi(o, q, paths, nodes, weights, d)
+        else:
+            qb = _satisfies(paths, bg)  # (R, P, D)
+            R = qb.shape[0]
+            base += _tree_output(qb, paths).mean(axis=0)
+            step = max(1, batch_size // R)
+            for start in range(0, n, step):
+                o = _satisfies(paths, x[start : start + step])  # (m, P, D)
+                m = o.shape[0]
+                oo = np.repeat(o, R, axis=0)  # (m*R, P, D)
+                qq = np.tile(qb, (m, 1, 1))
+                phi = _path_phi(oo, qq, paths, nodes, weights, d).reshape(m, R, d, K)
+                values[start : start + m] += phi.mean(axis=1)
+    if ens.squeeze:
+        return values[:, :, 0], float(base[0])
+    return values, base
+
+
+
+def _path_pair(o, q, paths: _Paths, nodes, weights, n_features, out):
+    """Shapley interaction indices of the leaf product games, summed into ``out`` (n, d*d, K).
+
+    For a product game v(S) = prod_f g_f the Shapley interaction index (Grabisch and Roubens 1999)
+    of the elements at path positions a != b is ``(o_a - q_a)(o_b - q_b) * int_0^1 prod_{k != a, b}
+    (q_k + t (o_k - q_k)) dt`` (the weights |S|!(m-|S|-2)!/(m-1)! are Beta integrals of
+    t^|S| (1-t)^(m-2-|S|)); the leave-two-out products come from prefix and suffix products of the
+    factors with factor a set to 1 (no division).
+    """
+    n, P, D = o.shape
+    K = paths.value.shape[1]
+    diff = o - q
+    fac = q[None] + nodes[:, None, None, None] * diff[None]  # (Q, n, P, D)
+    pair = np.zeros((n, P, D, D))
+    for a in range(D):
+        fa = fac.copy()
+        fa[..., a] = 1.0
+        prefix = np.ones_like(fa)
+        suffix = np.ones_like(fa)
+        prefix[..., 1:] = np.cumprod(fa[..., :-1], axis=-1)
+        suffix[..., :-1] = np.cumprod(fa[..., :0:-1], axis=-1)[..., ::-1]
+        l2o = np.tensordot(weights, prefix * suffix, axes=(0, 0))  # (n, P, D): prod_{k != a, b}
+        pair[:, :, a, :] = diff[..., a : a + 1] * diff * l2o
+        pair[:, :, a, a] = 0.0
+    # scatter (p, a, b) -> (feature[p, a], feature[p, b]); padding elements have diff 0
+    idx = (paths.feature[:, :, None] * n_features + paths.feature[:, None, :]).ravel()  # (P*D*D,)
+    order = np.argsort(idx, kind="stable")
+    uniq, starts = np.unique(idx[order], return_index=True)
+    flat = pair.reshape(n, P * D * D)[:, order]
+    val = np.repeat(paths.value, D * D, axis=0)[order]  # (P*D*D, K)
+    for k in range(K):
+        out[:, uniq, k] += np.add.reduceat(flat * val[:, k], starts, axis=1)
+
+
+def _interactions(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
+    """tree_shap_interaction_values on a built ensemble and prepared rows (see there)."""
+    n, d, K = x.shape[0], ens.n_features, ens.n_out
+    pairs = np.zeros((n, d * d, K))
+    for paths in ens.paths:
+        depth = paths.feature.shape[1]
+        nodes, weights = _gauss_legendre(depth)
+        rows = max(1, batch_size // depth)  # the pair array is depth times the Shapley one
+        if bg is None:
+            q = paths.zero[None]
+            for start in range(0, n, rows):
+                o = _satisfies(paths, x[start : start + rows])
+                _path_pair(o, q, paths, nodes, weights, d, pairs[start : start + rows])
+        else:
+            qb = _satisfies(paths, bg)  # (R, P, D)
+            R = qb.shape[0]
+            step = max(1, rows // R)
+            for start in range(0, n, step):
+                o = _satisfies(paths, x[start : start + step])
+                m = o.shape[0]
+                part = np.zeros((m * R, d * d, K))
+                _path_pair(np.repeat(o, R, axis=0), np.tile(qb, (m, 1, 1)), paths, nodes, weights,
+                           d, part)
+                pairs[start : start + m] += part.reshape(m, R, d * d, K).mean(axis=1)
+    values = pairs.reshape(n, d, d, K) / 2.0
+    phi, base = _shap(ens, x, bg, batch_size)
+    phi = phi.reshape(n, d, K)
+    diag = np.arange(d)
+    values[:, diag, diag, :] = 0.0  # (a feature never pairs with itself on a merged path)
+    values[:, diag, diag, :] = phi - values.sum(axis=2)
+    if ens.squeeze:
+        return values[..., 0], base
+    return values, base

@@ -1,0 +1,308 @@
+"""The tree ensemble as featurelens reads it: root-to-leaf paths with merged features.
+
+Every supported model (scikit-learn trees and ensembles here; LightGBM and XGBoost boosters in
+:mod:`featurelens.explainers._tree_boosters`) becomes an :class:`_Ensemble`: one :class:`_Paths`
+per tree, the constant added to the sum of trees and the output layout. The engine
+(:mod:`featurelens.explainers._tree_engine`) computes TreeSHAP values from these arrays only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from featurelens._validation import as_numpy
+
+_SKLEARN_TREES = (
+    "DecisionTreeRegressor",
+    "DecisionTreeClassifier",
+    "ExtraTreeRegressor",
+    "ExtraTreeClassifier",
+    "RandomForestRegressor",
+    "RandomForestClassifier",
+    "ExtraTreesRegressor",
+    "ExtraTreesClassifier",
+    "GradientBoostingRegressor",
+    "GradientBoostingClassifier",
+    "HistGradientBoostingRegressor",
+    "HistGradientBoostingClassifier",
+)
+
+
+def supported_tree_models() -> tuple[str, ...]:
+    """Names of the scikit-learn estimator classes :func:`tree_shap_values` accepts."""
+    return _SKLEARN_TREES
+
+
+# --------------------------------------------------------------------------------------------------
+# the tree IR: one array set per tree, one row per root-to-leaf path
+
+
+class _Paths:
+    """Root-to-leaf paths of one tree with repeated features merged.
+
+    ``feature`` (P, D) int (padding: feature 0 with ``valid`` False), ``lower``/``upper`` (P, D):
+    x satisfies a numerical element iff lower < x <= upper; ``nan_ok`` (P, D): whether NaN
+    satisfies it; ``zero`` (P, D): product of cover ratios of its splits (1 for padding);
+    ``value`` (P, K): leaf value times the tree's scale.
+
+    Categorical splits (LightGBM, XGBoost, HistGradientBoosting with categorical features):
+    ``is_cat`` (P, D) marks categorical elements and ``cats`` (P, D, C + 1) says which values
+    satisfy them: ``cats[p, j, c]`` for a category c in 0..C-1 and ``cats[p, j, C]`` for any other
+    non-NaN value (negative, non-integer or >= C). ``cats`` has C = 0 when the tree has no
+    categorical split (then ``is_cat`` is all False).
+    """
+
+    __slots__ = ("feature", "lower", "upper", "nan_ok", "zero", "valid", "value", "is_cat", "cats")
+
+    def __init__(self, feature, lower, upper, nan_ok, zero, valid, value, is_cat=None, cats=None):
+        self.feature, self.lower, self.upper = feature, lower, upper
+        self.nan_ok, self.zero, self.valid, self.value = nan_ok, zero, valid, value
+        self.is_cat = np.zeros(feature.shape, dtype=bool) if is_cat is None else is_cat
+        self.cats = np.zeros(feature.shape + (1,), dtype=bool) if cats is None else cats
+
+    @property
+    def has_categories(self) -> bool:
+        return bool(self.is_cat.any())
+
+
+def _extract_paths(left, right, feature, threshold, nan_left, cover, leaf_value, scale,
+                   categorical=None) -> _Paths:
+    """Walk a tree (arrays indexed by node; ``left[n] < 0`` at leaves) into merged paths.
+
+    Going left means ``x <= threshold`` (or NaN with ``nan_left``); going right ``x > threshold``.
+    ``leaf_value`` is (n_nodes, K); ``cover`` (n_nodes,) the training weight at each node.
+
+    ``categorical``: None, or a dict ``{node: (left_categories, other_left)}`` for the nodes that
+    split on a category: x goes left iff it is a non-negative integer in ``left_categories`` (a
+    set of ints), or, for any other non-NaN value (a category not listed, negative, non-integer),
+    iff ``other_left``; NaN follows ``nan_left`` as for numerical splits. Category values must be
+    below ``2**20``.
+    """
+    categorical = categorical or {}
+    # an element: (lo, hi, nan_ok, zero, cats); cats None for numerical splits, else a category
+    # condition (set, other_ok, listed) of _intersect_cats
+    rows = []
+    stack = [(0, {})]
+    max_cat = -1
+    while stack:
+        node, elems = stack.pop()
+        if left[node] < 0:
+            rows.append((elems, leaf_value[node] * scale))
+            continue
+        f = int(feature[node])
+        t = float(threshold[node])
+        parent = float(cover[node])
+        split = categorical.get(node)
+        if split is not None:
+            left_set = frozenset(int(c) for c in split[0])
+            other_left = bool(split[1])
+            if left_set:
+                max_cat = max(max_cat, max(left_set))
+        for child, is_left in ((int(left[node]), True), (int(right[node]), False)):
+            ratio = float(cover[child]) / parent if parent > 0 else 0.0
+            lo, hi, nan_ok, zero, cats = elems.get(f, (-np.inf, np.inf, True, 1.0, None))
+            nan_ok = nan_ok and (bool(nan_left[node]) if is_left else not bool(nan_left[node]))
+            if split is not None:
+                # the categories going this way, as (set, other_ok, listed): the set itself on
+                # the left, every category but the set on the right (see _intersect_cats)
+                step = (left_set, other_left, True) if is_left else (left_set, not other_left, False)
+                cats = step if cats is None else _intersect_cats(cats, step)
+            elif is_left:
+                hi = min(hi, t)
+            else:
+                lo = max(lo, t)
+            new = dict(elems)
+            new[f] = (lo, hi, nan_ok, zero * ratio, cats)
+            stack.append((child, new))
+    n_paths = len(rows)
+    depth = max(1, max(len(e) for e, _ in rows))
+    k = np.asarray(rows[0][1]).size
+    feat = np.zeros((n_paths, depth), dtype=np.int64)
+    lower = np.full((n_paths, depth), -np.inf)
+    upper = np.full((n_paths, depth), np.inf)
+    nan_ok = np.ones((n_paths, depth), dtype=bool)
+    zero = np.ones((n_paths, depth))
+    valid = np.zeros((n_paths, depth), dtype=bool)
+    value = np.zeros((n_paths, k))
+    n_cat = max_cat + 1
+    if n_cat >= 2**20:
+        raise ValueError(f"a categorical split uses category {max_cat}; at most 2**20 - 1 is supported")
+    is_cat = np.zeros((n_paths, depth), dtype=bool)
+    cat_ok = np.zeros((n_paths, depth, n_cat + 1), dtype=bool)
+    for p, (elems, val) in enumerate(rows):
+        value[p] = np.ravel(val)
+        for j, (f, (lo, hi, ok, z, cats)) in enumerate(sorted(elems.items())):
+            feat[p, j], lower[p, j], upper[p, j], nan_ok[p, j], zero[p, j] = f, lo, hi, ok, z
+            valid[p, j] = True
+            if cats is not None:
+                allowed, other_ok, listed = cats
+                is_cat[p, j] = True
+                if listed:  # allowed categories are exactly the set
+                    cat_ok[p, j, [c for c in allowed if c < n_cat]] = True
+                else:  # every category except the set
+                    cat_ok[p, j, :n_cat] = True
+                    cat_ok[p, j, [c for c in allowed if c < n_cat]] = False
+                cat_ok[p, j, n_cat] = other_ok
+    return _Paths(feat, lower, upper, nan_ok, zero, valid, value, is_cat, cat_ok)
+
+
+def _intersect_cats(a, b):
+    """The intersection of two category conditions ``(set, other_ok, listed)``: the categories
+    satisfying one are ``set`` when ``listed``, else every category not in ``set``; ``other_ok``
+    says whether values that are no category (negative, non-integer, beyond the tree's largest)
+    satisfy it."""
+    set_a, other_a, listed_a = a
+    set_b, other_b, listed_b = b
+    other = other_a and other_b
+    if listed_a and listed_b:
+        return (set_a & set_b, other, True)
+    if listed_a:
+        return (set_a - set_b, other, True)
+    if listed_b:
+        return (set_b - set_a, other, True)
+    return (set_a | set_b, other, False)
+
+
+def _sklearn_tree_paths(tree, scale, normalize, out_index=None) -> _Paths:
+    t = tree.tree_
+    value = np.asarray(t.value, dtype=np.float64)  # (nodes, n_outputs, max_classes)
+    if normalize:  # classifier: class fractions (already fractions in recent scikit-learn)
+        sums = value.sum(axis=2, keepdims=True)
+        value = value / np.where(sums > 0, sums, 1.0)
+        value = value[:, 0, :]
+    elif out_index is None:
+        value = value[:, :, 0]
+    else:
+        value = value[:, out_index : out_index + 1, 0]
+    nan_left = getattr(t, "missing_go_to_left", np.zeros(t.node_count, dtype=np.uint8))
+    return _extract_paths(
+        t.children_left, t.children_right, t.feature, t.threshold, nan_left,
+        np.asarray(t.weighted_n_node_samples, dtype=np.float64), value, scale,
+    )
+
+
+def _hgb_paths(predictor, k_out, n_out) -> _Paths:
+    nodes = predictor.nodes
+    if np.any(nodes["is_categorical"]):
+        raise TypeError(
+            "tree_shap_values does not support HistGradientBoosting models with categorical "
+            "features yet; fit without categorical_features (e.g. one-hot encode them)"
+        )
+    left = np.where(nodes["is_leaf"].astype(bool), -1, nodes["left"].astype(np.int64))
+    value = np.zeros((len(nodes), n_out))
+    value[:, k_out] = nodes["value"]
+    return _extract_paths(
+        left, nodes["right"], nodes["feature_idx"], nodes["num_threshold"],
+        nodes["missing_go_to_left"], nodes["count"].astype(np.float64), value, 1.0,
+    )
+
+
+class _Ensemble:
+    """Paths of every tree, the constant added to the sum of trees, the output layout."""
+
+    def __init__(self, paths, offset, n_out, squeeze, float32, allow_nan, n_features):
+        self.paths = paths
+        self.offset = np.asarray(offset, dtype=np.float64).reshape(n_out)
+        self.n_out = n_out
+        self.squeeze = squeeze  # return (n, d) and a float when True
+        self.float32 = float32  # scikit-learn trees compare float32(x) <= threshold
+        self.allow_nan = allow_nan
+        self.n_features = n_features
+
+
+def _check_fitted(model, name):
+    if not hasattr(model, "n_features_in_"):
+        raise ValueError(f"model ({name}) is not fitted; call fit before tree_shap_values")
+
+
+def _constant_init(model, name, n_features):
+    init = model.init_
+    if isinstance(init, str) and init == "zero":
+        return None
+    if type(init).__name__ not in ("DummyRegressor", "DummyClassifier"):
+        raise TypeError(
+            f"tree_shap_values supports {name} only with a constant init (the default prior/mean "
+            f"or init='zero'); got init={type(init).__name__}, whose output depends on x"
+        )
+    return model._raw_predict_init(np.zeros((1, n_features)))[0]
+
+
+def _build(model) -> _Ensemble:
+    name = type(model).__name__
+    module = type(model).__module__
+    if module.split(".")[0] in ("lightgbm", "xgboost"):
+        from ._tree_boosters import build_booster
+
+        return build_booster(model)
+    if not module.startswith("sklearn.") or name not in _SKLEARN_TREES:
+        raise TypeError(
+            f"tree_shap_values does not support model type {module}.{name}; supported are the "
+            f"scikit-learn estimators {', '.join(_SKLEARN_TREES)}"
+        )
+    _check_fitted(model, name)
+    d = int(model.n_features_in_)
+    if name.startswith("HistGradientBoosting"):
+        baseline = np.asarray(model._baseline_prediction, dtype=np.float64).ravel()
+        n_out = baseline.size
+        paths = [
+            _hgb_paths(pred, k, n_out) for stage in model._predictors for k, pred in enumerate(stage)
+        ]
+        if getattr(model, "_preprocessor", None) is not None:
+            raise TypeError(
+                f"tree_shap_values does not support {name} with categorical features yet "
+                "(its columns are reordered by an internal preprocessor)"
+            )
+        return _Ensemble(paths, baseline, n_out, n_out == 1, False, True, d)
+    if name.startswith("GradientBoosting"):
+        stages = model.estimators_  # (n_stages, K) DecisionTreeRegressors
+        n_out = stages.shape[1]
+        lr = float(model.learning_rate)
+        paths = []
+        for stage in stages:
+            for k, tree in enumerate(stage):
+                p = _sklearn_tree_paths(tree, lr, False)
+                value = np.zeros((p.value.shape[0], n_out))
+                value[:, k] = p.value[:, 0]
+                p.value = value
+                paths.append(p)
+        init = _constant_init(model, name, d)
+        offset = np.zeros(n_out) if init is None else np.asarray(init, dtype=np.float64)
+        return _Ensemble(paths, offset, n_out, n_out == 1, True, False, d)
+    trees = model.estimators_ if hasattr(model, "estimators_") else [model]
+    scale = 1.0 / len(trees)
+    if name.endswith("Classifier"):
+        if int(getattr(model, "n_outputs_", 1)) != 1:
+            raise TypeError(f"tree_shap_values does not support multi-output {name} (n_outputs_ > 1)")
+        n_out = len(model.classes_)
+        paths = [_sklearn_tree_paths(t, scale, True) for t in trees]
+        return _Ensemble(paths, np.zeros(n_out), n_out, False, True, False, d)
+    n_out = int(getattr(model, "n_outputs_", 1))
+    paths = [_sklearn_tree_paths(t, scale, False) for t in trees]
+    return _Ensemble(paths, np.zeros(n_out), n_out, n_out == 1, True, False, d)
+
+
+
+def _prepare(X, name, ens: _Ensemble, allow_empty=False):
+    arr = as_numpy(X, name)
+    if arr.dtype.kind not in "fiub":
+        raise TypeError(f"{name} must be a numeric array; got dtype {arr.dtype}")
+    arr = np.asarray(arr, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim != 2 or arr.shape[1] != ens.n_features:
+        raise ValueError(
+            f"{name} must have shape (n_rows, {ens.n_features}) (the model was fitted on "
+            f"{ens.n_features} features); got shape {tuple(as_numpy(X, name).shape)}"
+        )
+    if arr.shape[0] == 0 and not allow_empty:
+        raise ValueError(f"{name} must have at least one row; got shape {arr.shape}")
+    if np.isinf(arr).any():
+        raise ValueError(f"{name} contains inf values; expected finite numbers")
+    if np.isnan(arr).any() and not ens.allow_nan:
+        raise ValueError(
+            f"{name} contains NaN values; expected finite numbers (only HistGradientBoosting "
+            "models route missing values in tree_shap_values)"
+        )
+    if ens.float32:
+        arr = arr.astype(np.float32).astype(np.float64)
+    return arr
