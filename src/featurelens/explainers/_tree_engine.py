@@ -8,9 +8,65 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _tree_numba
 from ._tree_ensemble import _Ensemble, _Paths
 
+#: Which engine computes the values: "auto" (the compiled kernels of :mod:`._tree_numba` when
+#: numba is installed, else numpy), "numba" or "numpy". Both give the same numbers; tests set it.
+ENGINE = "auto"
 
+#: Bytes of bit masks (rows x paths x 8) held at a time by the interventional kernels.
+_MASK_BYTES = 64 * 2**20
+
+
+def _packed(ens: _Ensemble):
+    """The compiled engine's arrays for ``ens`` (built once per ensemble), or None for numpy."""
+    if ENGINE == "numpy" or (ENGINE == "auto" and not _tree_numba.HAVE_NUMBA):
+        return None
+    packed = getattr(ens, "_packed", None)
+    if packed is None:
+        packed = _tree_numba.pack(ens)
+        ens._packed = packed
+    if not _tree_numba.usable(packed):
+        if ENGINE == "numba":
+            raise RuntimeError("the numba tree engine is unavailable (numba not installed, or a path "
+                               f"with more than {_tree_numba.MAX_PATH_FEATURES} features)")
+        return None
+    return packed
+
+
+def _row_blocks(n_rows: int, n_paths: int):
+    """Row ranges whose bit masks (rows x paths x 8 bytes) stay within ``_MASK_BYTES``."""
+    step = max(1, _MASK_BYTES // (8 * max(1, n_paths)))
+    return [(s, min(n_rows, s + step)) for s in range(0, n_rows, step)]
+
+
+def _compiled(ens: _Ensemble, packed, x, bg, pairs: bool):
+    """Values (n, d, K) or pair sums (n, d, d, K, both orders) and the base value (K,)."""
+    n, d, K = x.shape[0], ens.n_features, ens.n_out
+    out = np.zeros((n, d, d, K) if pairs else (n, d, K))
+    base = ens.offset.copy()
+    if bg is None:
+        base += np.prod(packed.zero, axis=1) @ packed.value
+        (_tree_numba.path_dependent_pairs if pairs else _tree_numba.path_dependent_values)(
+            packed, x, out)
+        return out, base
+    P = packed.feature.shape[0]
+    scale = 1.0 / bg.shape[0]
+    full = (np.uint64(1) << packed.length.astype(np.uint64)) - np.uint64(1)
+    reach = np.zeros(P)
+    kernel = _tree_numba.interventional_pairs if pairs else _tree_numba.interventional_values
+    # the background in blocks too, so both mask arrays stay bounded
+    bg_blocks = _row_blocks(bg.shape[0], 2 * P)
+    x_blocks = _row_blocks(n, 2 * P)
+    for b0, b1 in bg_blocks:
+        bg_masks = _tree_numba.satisfied_masks(packed, bg[b0:b1])
+        reach += (bg_masks == full[None, :]).sum(axis=0)
+        for r0, r1 in x_blocks:
+            x_masks = _tree_numba.satisfied_masks(packed, x[r0:r1])
+            kernel(packed, x_masks, bg_masks, scale, out[r0:r1])
+    base += (reach * scale) @ packed.value
+    return out, base
 
 
 def _satisfies(paths: _Paths, x: np.ndarray) -> np.ndarray:
@@ -67,6 +123,12 @@ def _tree_output(factors, paths: _Paths):
 
 def _shap(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
     """tree_shap_values on a built ensemble and prepared rows (see there)."""
+    packed = _packed(ens)
+    if packed is not None:
+        values, base = _compiled(ens, packed, x, bg, pairs=False)
+        if ens.squeeze:
+            return values[:, :, 0], float(base[0])
+        return values, base
     n, d, K = x.shape[0], ens.n_features, ens.n_out
     values = np.zeros((n, d, K))
     base = ens.offset.copy()
@@ -133,8 +195,11 @@ def _path_pair(o, q, paths: _Paths, nodes, weights, n_features, out):
 def _interactions(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
     """tree_shap_interaction_values on a built ensemble and prepared rows (see there)."""
     n, d, K = x.shape[0], ens.n_features, ens.n_out
+    packed = _packed(ens)
     pairs = np.zeros((n, d * d, K))
-    for paths in ens.paths:
+    if packed is not None:
+        pairs = _compiled(ens, packed, x, bg, pairs=True)[0].reshape(n, d * d, K)
+    for paths in ens.paths if packed is None else ():
         depth = paths.feature.shape[1]
         nodes, weights = _gauss_legendre(depth)
         rows = max(1, batch_size // depth)  # the pair array is depth times the Shapley one

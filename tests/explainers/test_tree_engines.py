@@ -1,0 +1,216 @@
+"""The two TreeSHAP engines (numpy and compiled numba kernels) against brute force on random trees.
+
+Random trees are generated as node arrays (numerical splits with NaN routing, categorical splits
+with "other value" routing, features repeated along paths) and read through ``_extract_paths``,
+the same route as every supported model. The reference is computed on the node arrays directly,
+independent of the path representation: the path-dependent value function is Lundberg et al.'s
+EXPVALUE recursion (follow x on features in S, cover-weighted average of both children
+otherwise), the interventional one the mean over background rows of f(x_S, b_notS); Shapley values
+and Shapley interaction indices are then enumerated over all coalitions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from featurelens.explainers import _tree_engine, _tree_numba
+from featurelens.explainers._tree_ensemble import _Ensemble, _extract_paths
+
+D = 5  # features: 0-2 numerical, 3-4 categorical
+N_CATS = 4
+
+
+def random_tree(rng, depth=4):
+    """Node arrays of a random binary tree (leaves at depth <= ``depth``)."""
+    left, right, feat, thr, nan_left, cover, value = [], [], [], [], [], [], []
+    cats = {}
+
+    def grow(level, weight):
+        node = len(left)
+        for arr in (left, right, feat, thr, nan_left):
+            arr.append(0)
+        cover.append(weight)
+        value.append(0.0)
+        if level == depth or (level >= 2 and rng.random() < 0.25):
+            left[node] = right[node] = -1
+            value[node] = float(rng.normal())
+            return node
+        f = int(rng.integers(D))
+        feat[node] = f
+        nan_left[node] = int(rng.integers(2))
+        if f >= 3:  # categorical: a random subset of categories goes left
+            subset = {int(c) for c in np.flatnonzero(rng.random(N_CATS) < 0.5)}
+            cats[node] = (subset, bool(rng.integers(2)))
+        else:
+            thr[node] = float(rng.choice([-0.5, 0.0, 0.5]))
+        share = float(rng.uniform(0.2, 0.8))
+        left[node] = grow(level + 1, weight * share)
+        right[node] = grow(level + 1, weight * (1 - share))
+        return node
+
+    grow(0, 100.0)
+    return dict(left=np.array(left), right=np.array(right), feature=np.array(feat),
+                threshold=np.array(thr, dtype=float), nan_left=np.array(nan_left),
+                cover=np.array(cover), value=np.array(value)[:, None], categorical=cats)
+
+
+def goes_left(tree, node, v):
+    if np.isnan(v):
+        return bool(tree["nan_left"][node])
+    if node in tree["categorical"]:
+        subset, other_left = tree["categorical"][node]
+        if v >= 0 and v == int(v) and int(v) < N_CATS:
+            return int(v) in subset
+        return other_left
+    return v <= tree["threshold"][node]
+
+
+def expvalue(tree, x, S, node=0):
+    if tree["left"][node] < 0:
+        return tree["value"][node, 0]
+    f = tree["feature"][node]
+    lo, hi = tree["left"][node], tree["right"][node]
+    if f in S:
+        return expvalue(tree, x, S, lo if goes_left(tree, node, x[f]) else hi)
+    c = tree["cover"]
+    return (c[lo] * expvalue(tree, x, S, lo) + c[hi] * expvalue(tree, x, S, hi)) / c[node]
+
+
+def predict(tree, x, node=0):
+    while tree["left"][node] >= 0:
+        node = tree["left"][node] if goes_left(tree, node, x[tree["feature"][node]]) else tree["right"][node]
+    return tree["value"][node, 0]
+
+
+def shapley_and_pairs(v):
+    """Shapley values and pairwise Shapley interaction indices of a game v(frozenset)."""
+    table = {S: v(frozenset(S)) for r in range(D + 1) for S in itertools.combinations(range(D), r)}
+    val = lambda S: table[tuple(sorted(S))]  # noqa: E731
+    phi = np.zeros(D)
+    pair = np.zeros((D, D))
+    for i in range(D):
+        rest = [j for j in range(D) if j != i]
+        for r in range(D):
+            for S in itertools.combinations(rest, r):
+                w = math.factorial(r) * math.factorial(D - r - 1) / math.factorial(D)
+                phi[i] += w * (val(S + (i,)) - val(S))
+    for i, j in itertools.combinations(range(D), 2):
+        rest = [k for k in range(D) if k not in (i, j)]
+        for r in range(D - 1):
+            for S in itertools.combinations(rest, r):
+                w = math.factorial(r) * math.factorial(D - r - 2) / math.factorial(D - 1)
+                pair[i, j] += w * (val(S + (i, j)) - val(S + (i,)) - val(S + (j,)) + val(S))
+        pair[j, i] = pair[i, j]
+    return phi, pair
+
+
+def random_rows(rng, n):
+    x = np.empty((n, D))
+    x[:, :3] = rng.choice([-1.0, -0.5, 0.0, 0.25, 0.5, 1.0, np.nan], size=(n, 3))
+    x[:, 3:] = rng.choice([0.0, 1.0, 2.0, 3.0, 7.0, -1.0, 1.5, np.nan], size=(n, 2))  # 7, -1, 1.5: other
+    return x
+
+
+@pytest.fixture(scope="module")
+def forest():
+    rng = np.random.default_rng(7)
+    trees = [random_tree(rng) for _ in range(3)]
+    paths = [_extract_paths(t["left"], t["right"], t["feature"], t["threshold"], t["nan_left"],
+                            t["cover"], t["value"], 1.0, categorical=t["categorical"]) for t in trees]
+    ens = _Ensemble(paths, 0.25, 1, True, False, True, D)
+    return trees, ens, random_rows(rng, 6), random_rows(rng, 4)
+
+
+def engines():
+    out = ["numpy"]
+    if _tree_numba.HAVE_NUMBA:
+        out.append("numba")
+    return out
+
+
+@pytest.fixture(params=engines())
+def engine(request, monkeypatch):
+    monkeypatch.setattr(_tree_engine, "ENGINE", request.param)
+    return request.param
+
+
+def test_categories_reach_the_path_arrays(forest):
+    trees, ens, x, _ = forest
+    assert any(p.has_categories for p in ens.paths)
+    f = np.array([sum(predict(t, row) for t in trees) + 0.25 for row in x])
+    out = sum(np.prod(_tree_engine._satisfies(p, x), axis=-1) @ p.value for p in ens.paths)[:, 0] + 0.25
+    np.testing.assert_allclose(out, f, atol=1e-12)
+
+
+def test_path_dependent_values_and_pairs_equal_brute_force(forest, engine):
+    trees, ens, x, _ = forest
+    values, base = _tree_engine._shap(ens, x, None, 4)
+    inter, base2 = _tree_engine._interactions(ens, x, None, 4)
+    assert base == pytest.approx(base2)
+    for r, row in enumerate(x):
+        phi, pair = shapley_and_pairs(lambda S: sum(expvalue(t, row, S) for t in trees) + 0.25)
+        np.testing.assert_allclose(values[r], phi, atol=1e-10)
+        off = ~np.eye(D, dtype=bool)
+        np.testing.assert_allclose(inter[r][off], pair[off] / 2, atol=1e-10)
+        np.testing.assert_allclose(inter[r].sum(axis=1), phi, atol=1e-10)
+        f = sum(predict(t, row) for t in trees) + 0.25
+        assert base + values[r].sum() == pytest.approx(f, abs=1e-10)
+
+
+def test_interventional_values_and_pairs_equal_brute_force(forest, engine):
+    trees, ens, x, bg = forest
+    values, base = _tree_engine._shap(ens, x, bg, 4)
+    inter, _ = _tree_engine._interactions(ens, x, bg, 4)
+    mean_f = np.mean([sum(predict(t, b) for t in trees) + 0.25 for b in bg])
+    assert base == pytest.approx(mean_f, abs=1e-12)
+    for r, row in enumerate(x):
+        def v(S, row=row):
+            total = 0.0
+            for b in bg:
+                z = np.where(np.isin(np.arange(D), list(S)), row, b)
+                total += sum(predict(t, z) for t in trees) + 0.25
+            return total / len(bg)
+
+        phi, pair = shapley_and_pairs(v)
+        np.testing.assert_allclose(values[r], phi, atol=1e-10)
+        off = ~np.eye(D, dtype=bool)
+        np.testing.assert_allclose(inter[r][off], pair[off] / 2, atol=1e-10)
+
+
+@pytest.mark.skipif(not _tree_numba.HAVE_NUMBA, reason="numba is not installed")
+def test_engines_agree_on_a_fitted_forest_with_mask_blocks(monkeypatch):
+    """Both engines on a scikit-learn classifier (three outputs), with the interventional
+    background and rows split into several mask blocks."""
+    from sklearn.datasets import make_classification
+    from sklearn.ensemble import RandomForestClassifier
+
+    from featurelens.explainers.tree import tree_shap_values
+
+    X, y = make_classification(n_samples=200, n_features=6, n_informative=4, n_classes=3,
+                               random_state=0)
+    model = RandomForestClassifier(n_estimators=5, max_depth=5, random_state=0).fit(X, y)
+    results = {}
+    for name in ("numpy", "numba"):
+        monkeypatch.setattr(_tree_engine, "ENGINE", name)
+        monkeypatch.setattr(_tree_engine, "_MASK_BYTES", 8 * 40 * 7)  # a few rows per block
+        results[name] = (tree_shap_values(model, X[:30]), tree_shap_values(model, X[:30], X[100:137]))
+    for (a, b), (c, e) in zip(results["numpy"], results["numba"]):
+        np.testing.assert_allclose(a, c, atol=1e-12)
+        np.testing.assert_allclose(b, e, atol=1e-12)
+
+
+def test_numba_engine_refusal_is_clear(monkeypatch):
+    """ENGINE="numba" where the kernels cannot run says why."""
+    monkeypatch.setattr(_tree_numba, "HAVE_NUMBA", False)
+    monkeypatch.setattr(_tree_engine, "ENGINE", "numba")
+    rng = np.random.default_rng(0)
+    t = random_tree(rng, depth=2)
+    paths = _extract_paths(t["left"], t["right"], t["feature"], t["threshold"], t["nan_left"],
+                           t["cover"], t["value"], 1.0, categorical=t["categorical"])
+    ens = _Ensemble([paths], 0.0, 1, True, False, True, D)
+    with pytest.raises(RuntimeError, match="numba"):
+        _tree_engine._shap(ens, random_rows(rng, 2), None, 4)
