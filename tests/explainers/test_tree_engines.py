@@ -214,3 +214,23 @@ def test_numba_engine_refusal_is_clear(monkeypatch):
     ens = _Ensemble([paths], 0.0, 1, True, False, True, D)
     with pytest.raises(RuntimeError, match="numba"):
         _tree_engine._shap(ens, random_rows(rng, 2), None, 4)
+
+
+def test_concurrent_calls_from_threads_give_the_serial_values():
+    """Two Python threads explaining at once (a thread-pool executor, a web server) get the serial
+    values (numba's workqueue threading layer, its fallback without OpenMP or TBB, would abort the
+    process on concurrent parallel launches, so the kernels are serialised)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sklearn.datasets import make_regression
+    from sklearn.ensemble import RandomForestRegressor
+
+    from featurelens.explainers.tree import tree_shap_values
+
+    X, y = make_regression(n_samples=120, n_features=5, random_state=1)
+    model = RandomForestRegressor(n_estimators=4, max_depth=4, random_state=0).fit(X, y)
+    serial = [tree_shap_values(model, X[i : i + 30])[0] for i in range(0, 120, 30)]
+    with ThreadPoolExecutor(4) as pool:
+        parallel = list(pool.map(lambda i: tree_shap_values(model, X[i : i + 30])[0], range(0, 120, 30)))
+    for a, b in zip(serial, parallel):
+        np.testing.assert_allclose(a, b, atol=1e-12)

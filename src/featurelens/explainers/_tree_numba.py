@@ -28,17 +28,37 @@ whole ensemble.
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
 try:  # numba is optional: without it the numpy engine runs (same values, slower)
     import numba
-    from numba import njit, prange
+    from numba import prange
 
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised where numba is absent
     numba = None
     HAVE_NUMBA = False
+
+#: numba's workqueue threading layer (its fallback where neither OpenMP nor TBB is present) aborts
+#: the process when two Python threads launch parallel kernels at once; calls are serialised
+#: (each call already uses every core).
+_KERNEL_LOCK = threading.Lock()
+
+
+def njit(*args, **kwargs):
+    """``numba.njit`` with the on-disk cache where one is writable (numba refuses ``cache=True``
+    when it finds no writable cache folder, e.g. a read-only install without a home folder)."""
+
+    def decorate(fn):
+        try:
+            return numba.njit(*args, **kwargs)(fn)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            kwargs.pop("cache", None)
+            return numba.njit(*args, **kwargs)(fn)
+
+    return decorate
 
 #: Longest path (distinct features) the kernels take; longer ensembles use the numpy engine.
 MAX_PATH_FEATURES = 63
@@ -337,18 +357,20 @@ if HAVE_NUMBA:
 
 def path_dependent_values(packed: Packed, x: np.ndarray, out: np.ndarray) -> None:
     """Add the path-dependent TreeSHAP values of rows ``x`` (n, d) into ``out`` (n, d, K)."""
-    _path_dependent_values(x, packed.feature, packed.lower, packed.upper, packed.nan_ok,
-                           packed.zero, packed.length, packed.value, packed.cat_row,
-                           packed.cat_table, packed.cat_count, packed.gl_nodes, packed.gl_weights,
-                           out)
+    with _KERNEL_LOCK:
+        _path_dependent_values(x, packed.feature, packed.lower, packed.upper, packed.nan_ok,
+                               packed.zero, packed.length, packed.value, packed.cat_row,
+                               packed.cat_table, packed.cat_count, packed.gl_nodes, packed.gl_weights,
+                               out)
 
 
 def path_dependent_pairs(packed: Packed, x: np.ndarray, out: np.ndarray) -> None:
     """Add the path-dependent interaction indices (both orders) into ``out`` (n, d, d, K)."""
-    _path_dependent_pairs(x, packed.feature, packed.lower, packed.upper, packed.nan_ok,
-                          packed.zero, packed.length, packed.value, packed.cat_row,
-                          packed.cat_table, packed.cat_count, packed.gl_nodes, packed.gl_weights,
-                          out)
+    with _KERNEL_LOCK:
+        _path_dependent_pairs(x, packed.feature, packed.lower, packed.upper, packed.nan_ok,
+                              packed.zero, packed.length, packed.value, packed.cat_row,
+                              packed.cat_table, packed.cat_count, packed.gl_nodes, packed.gl_weights,
+                              out)
 
 
 def satisfied_masks(packed: Packed, x: np.ndarray) -> np.ndarray:
@@ -362,19 +384,15 @@ def interventional_values(packed: Packed, x_masks: np.ndarray, bg_masks: np.ndar
     """Add ``scale`` times the single-reference TreeSHAP values of the rows of ``x_masks`` summed
     over the background rows of ``bg_masks`` (masks from :func:`satisfied_masks`) into ``out``."""
     beta = _beta_table(packed.max_length + 1)
-    _interventional_values(x_masks, bg_masks, packed.feature, packed.length, packed.value, beta,
-                           float(scale), out)
+    with _KERNEL_LOCK:
+        _interventional_values(x_masks, bg_masks, packed.feature, packed.length, packed.value, beta,
+                               float(scale), out)
 
 
 def interventional_pairs(packed: Packed, x_masks: np.ndarray, bg_masks: np.ndarray, scale: float,
                          out: np.ndarray) -> None:
     """The same for the interaction indices (both orders) into ``out`` (n, d, d, K)."""
     beta = _beta_table(packed.max_length + 1)
-    _interventional_pairs(x_masks, bg_masks, packed.feature, packed.length, packed.value, beta,
-                          float(scale), out)
-
-
-def reachable_fraction(packed: Packed, bg_masks: np.ndarray) -> np.ndarray:
-    """(P,) the fraction of background rows that satisfy every element of each path."""
-    full = (np.uint64(1) << packed.length.astype(np.uint64)) - np.uint64(1)
-    return (bg_masks == full[None, :]).mean(axis=0)
+    with _KERNEL_LOCK:
+        _interventional_pairs(x_masks, bg_masks, packed.feature, packed.length, packed.value, beta,
+                              float(scale), out)
