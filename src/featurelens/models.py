@@ -12,8 +12,12 @@ Estimators: classifiers are called through ``predict_proba`` (every class an out
 without it through ``decision_function``, regressors through ``predict``. An estimator fitted on a
 DataFrame (it has ``feature_names_in_``) is called with a DataFrame that has those columns, so it
 never warns about feature names and a ColumnTransformer may select columns by name. pandas is
-imported only then. Precision: numpy callables and estimators are evaluated in float64 when the
-input is float64 (float32 otherwise); torch modules in their parameters' dtype.
+imported only then. Non-numeric columns (strings, objects, pandas ``category``/``string``)
+travel as integer codes into one list of values per column (:attr:`Model.categories`) and are
+decoded to their values and dtype before the estimator is called, so a Pipeline's own encoder (a
+OneHotEncoder) sees them as they were and each original column is one feature. Precision: numpy
+callables and estimators are evaluated in float64 when the input is float64 (float32 otherwise);
+torch modules in their parameters' dtype.
 
 Rows per chunk: the Model owns the one rule (:meth:`Model.chunk_rows`). Consumers (explainers,
 metrics, learning tools) only *read* it; they never change a Model they were handed. A consumer
@@ -37,7 +41,7 @@ import numpy as np
 import torch
 
 from ._batching import check_batch_size, chunks, default_rows, expansion_index
-from ._estimators import estimator_method, is_classifier_model, is_dataframe
+from ._estimators import FrameCodec, column_kind, estimator_method, is_classifier_model, is_dataframe
 from ._validation import as_numpy, check_device, check_floating, check_int, check_option, numpy_to_tensor
 from ._validation import resolve_target as _resolve_target
 
@@ -56,8 +60,11 @@ class Model:
         arrays unless ``accepts="torch"``, in which case it receives tensors and, if it is built
         from torch operations, is differentiable too. An estimator fitted on a DataFrame (and a
         bound method of one, ``estimator.predict_proba``) receives a DataFrame with the columns it
-        was fitted on. Numpy callables and estimators are evaluated in float64 for float64 inputs
-        (``dtype`` is None: the input's precision is kept), float32 otherwise.
+        was fitted on; its non-numeric columns (str, object, pandas ``category`` and ``string``
+        dtypes) are coded as integers in ``x`` and decoded to their values before each call (see
+        :meth:`to_tensor`, :attr:`categories`, :meth:`decode`). Numpy callables and estimators are
+        evaluated in float64 for float64 inputs (``dtype`` is None: the input's precision is kept),
+        float32 otherwise.
     batch_size
         The most rows sent through the model in one call (memory bound for every expansion).
         None (default): chunks of at most 1024 rows (16384 for forward-only passes) and at most
@@ -116,7 +123,9 @@ class Model:
         names = getattr(estimator, "feature_names_in_", None) if estimator is not None else None
         #: The column names the estimator was fitted on (a DataFrame is built with them), else None.
         self.feature_names = None if names is None else tuple(str(n) for n in names)
-        self._column_dtypes: dict = {}  # numpy dtypes of a DataFrame x's columns (to_tensor)
+        # DataFrame columns <-> float64 (to_tensor, forward): integer dtypes, category codes. Shared
+        # by the Models derived from this one, so x, the background and later calls share codes.
+        self._frames = FrameCodec()
         self.batch_size = check_batch_size(batch_size)
         self.auto_batch = batch_size is None  # chunk rows also bounded by input size (chunk_rows)
         if device is None:
@@ -213,6 +222,8 @@ class Model:
                 + (f"a scikit-learn-style estimator ({self._name()})" if self.estimator is not None
                    else f"a numpy callable ({type(self.function).__name__})")
                 + ". Use a black-box explainer instead (kernel_shap, permutation_shap, occlusion)"
+                + (f"; columns {list(self._frames.categories)[:10]} are categorical, which gradients "
+                   "cannot move through" if self._frames.categories else "")
             )
 
     # -- eval mode --------------------------------------------------------------------------
@@ -246,8 +257,21 @@ class Model:
 
         A DataFrame's numeric columns (floats, integers, booleans) become a float64 array. For an
         estimator fitted on a DataFrame its columns must be the fitted ones, in order; their dtypes
-        are remembered, so integer columns reach the estimator as integers again. Non-numeric
-        columns are refused with an error naming them.
+        are remembered, so integer columns reach the estimator as integers again.
+
+        Non-numeric columns (object, str, bytes, bool-as-object, pandas ``category`` and
+        ``string`` dtypes), for a Model around an estimator: each becomes integer codes (float64)
+        into one list of values per column (:attr:`categories`), which grows as new values are
+        seen (sorted among a frame's new values where they compare; a ``category`` column first
+        brings its dtype's categories in order; missing values None/NaN/``pd.NA`` are categories of
+        their own), so ``x``, the background and later calls share the codes. The forward pass
+        decodes them to the original values and dtype before calling the estimator, so a Pipeline
+        encodes them with its own encoder (a OneHotEncoder in a ColumnTransformer) and each
+        original column stays one feature (one player). A value that is not a code (noise,
+        gradients, interpolation, a mean) raises a ValueError naming the column; a fill value of 0
+        (``baseline=0.0``) is code 0, the column's first category. Torch modules and
+        plain callables refuse non-numeric columns, and any Model refuses other dtypes
+        (datetimes, complex), naming the columns.
         """
         if is_dataframe(x):
             x = self._frame_to_numpy(x, name)
@@ -271,23 +295,31 @@ class Model:
         return t.to(device=self.device, dtype=dtype)
 
     def _frame_to_numpy(self, frame, name: str) -> np.ndarray:
-        """A DataFrame's values as a float64 array, its columns checked against the estimator's."""
+        """A DataFrame's values as a float64 array (categorical columns as codes), its columns
+        checked against the estimator's."""
         columns = [str(c) for c in frame.columns]
-        kinds = {str(c): getattr(dt, "kind", "O") for c, dt in frame.dtypes.items()}
-        bad = [c for c in columns if kinds[c] not in "biuf"]
+        kinds = {c: column_kind(dt) for c, dt in zip(columns, frame.dtypes)}
+        bad = [
+            j for j, c in enumerate(columns)
+            if kinds[c] == "other" or (kinds[c] == "categorical" and self.estimator is None)
+        ]
         if bad:
-            shown = ", ".join(f"{c!r} ({frame.dtypes[c]})" for c in bad[:10]) + (" ..." if len(bad) > 10 else "")
+            shown = ", ".join(f"{columns[j]!r} ({frame.dtypes.iloc[j]})" for j in bad[:10]) + (
+                " ..." if len(bad) > 10 else ""
+            )
             if self.estimator is not None:
-                how = (
-                    "passing non-numeric columns through an estimator's own preprocessing (e.g. a "
-                    "Pipeline with a OneHotEncoder) is not supported yet (a later step of issue 11 "
-                    "item 1); for now encode them first and explain the estimator on the encoded "
-                    "columns (e.g. pipeline[-1] on pipeline[:-1].transform(x))"
+                raise TypeError(
+                    f"{name} has columns of unsupported dtypes {shown}; expected numeric columns "
+                    "(floats, integers, booleans) or categorical ones (str, object, pandas category "
+                    "or string dtype): convert these first (e.g. a datetime to seconds since an epoch)"
                 )
-            elif self.differentiable:
+            if self.differentiable:
                 how = "gradient methods need numbers: encode these columns first (e.g. one-hot)"
             else:
-                how = "encode these columns first (e.g. one-hot or ordinal codes)"
+                how = (
+                    "encode these columns first (e.g. one-hot or ordinal codes), or pass a fitted "
+                    "scikit-learn Pipeline that encodes them itself (its own encoder is then used)"
+                )
             raise TypeError(f"{name} has non-numeric columns {shown}; expected numeric columns only: {how}")
         if self.feature_names is not None and tuple(columns) != self.feature_names:
             missing = [c for c in self.feature_names if c not in columns]
@@ -300,35 +332,33 @@ class Model:
                 f"that order; got {columns[:10]}{' ...' if len(columns) > 10 else ''} "
                 f"({detail or 'another order'}). Use {name}[list(model.feature_names_in_)]"
             )
-        for c in columns:
-            self._column_dtypes[c] = np.dtype(frame.dtypes[c]) if kinds[c] in "biu" and isinstance(
-                frame.dtypes[c], np.dtype
-            ) else np.dtype(np.float64)
-        return frame.to_numpy(dtype=np.float64, na_value=np.nan)
+        return self._frames.encode(frame, columns, kinds, name)
 
     def _model_input(self, arr: np.ndarray):
         """What the numpy callable or estimator is called with: the array, or for an estimator
         fitted on a DataFrame a DataFrame with its columns (integer columns given as integers when
-        every value in them is whole)."""
+        every value in them is whole, categorical columns decoded to their values and dtype)."""
         if self.estimator is None:
             return arr
-        arr = arr.reshape(arr.shape[0], -1)
-        if self.feature_names is None:
-            return arr
-        if arr.shape[1] != len(self.feature_names):
-            raise ValueError(
-                f"the model was fitted on {len(self.feature_names)} columns (feature_names_in_), but "
-                f"the input has {arr.shape[1]} values per row"
-            )
-        import pandas as pd  # only for estimators fitted on a DataFrame
+        return self._frames.to_model_input(arr.reshape(arr.shape[0], -1), self.feature_names)
 
-        frame = pd.DataFrame(arr, columns=list(self.feature_names), copy=False)
-        for c, dt in self._column_dtypes.items():
-            if dt.kind in "biu" and c in frame.columns:
-                col = frame[c].to_numpy()
-                if np.all(col == np.round(col)):
-                    frame[c] = col.astype(dt)
-        return frame
+    @property
+    def categories(self) -> dict:
+        """``{column: [values]}`` for each non-numeric DataFrame column this Model has encoded
+        (:meth:`to_tensor`): code ``k`` of a column stands for ``values[k]``. Explanations of such
+        a model hold these codes in ``Explanation.data``; :meth:`decode` turns rows back into the
+        values. Empty for numeric data. A copy: the Model's own lists only grow."""
+        return {c: list(codes.values) for c, codes in self._frames.categories.items()}
+
+    def decode(self, data):
+        """Rows of numbers and category codes (``Explanation.data``, or a tensor from
+        :meth:`to_tensor`), shape ``(n, d)``, as the estimator receives them: a DataFrame with the
+        fitted columns, categorical columns holding their original values in their original dtype
+        (the array itself for a torch module, a callable or an estimator fitted on an array)."""
+        arr = as_numpy(data, "data")
+        if arr.ndim != 2 or arr.dtype.kind not in "biuf":
+            raise ValueError(f"data must be rows of numbers, shape (n, d); got shape {arr.shape}, dtype {arr.dtype}")
+        return self._model_input(arr.astype(np.float64, copy=False))
 
     # -- forward ----------------------------------------------------------------------------
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -342,11 +372,10 @@ class Model:
         """
         self._count(x.shape[0])
         needs_grad = x.requires_grad and torch.is_grad_enabled()
+        # Decoded before the call: a value that is not a category code raises its own ValueError.
+        inputs = x if self.accepts == "torch" else self._model_input(x.detach().cpu().numpy())
         try:
-            if self.accepts == "torch":
-                out = self.function(x)
-            else:
-                out = self.function(self._model_input(x.detach().cpu().numpy()))
+            out = self.function(inputs)
         except (RuntimeError, ValueError) as err:
             raise ValueError(
                 f"x has shape {tuple(x.shape)} (samples first), and the model failed on it: {err}"
