@@ -325,7 +325,9 @@ def audit(
         Shapley fills); None: 0 for images and signals, the feature means for tabular (n, d) X.
     out
         A folder for ``index.html`` (self-contained), ``results.json``, ``results.csv`` and the
-        figures; None writes nothing. Checked before any work; the report is built beside it and
+        figures (tabular X: the methods' feature rankings side by side and per method the bar,
+        beeswarm and waterfall plots of :mod:`featurelens.plots`, with the feature names; other X:
+        example maps); None writes nothing. Checked before any work; the report is built beside it and
         moved into place at the end (:func:`featurelens.report.report_folder`).
     overwrite
         Write into ``out`` even when it holds files and is not an earlier audit report (otherwise
@@ -434,11 +436,17 @@ def audit(
     total = time.perf_counter() - start
     report_path = None
     if out is not None:
-        from .report import write_report
+        from .report import describe_units, write_report
 
+        f_x = None
+        if x.ndim == 2 and explanations:  # the explained outputs, for the report's waterfall check
+            try:
+                f_x = wrapped.predict(x).detach().cpu().numpy().astype(np.float64)[np.arange(len(x)), t]
+            except Exception as err:  # the check is a caption; it must not lose the report
+                notes.append(f"the model's outputs for the waterfall caption failed ({type(err).__name__}: {err})")
         report_path = write_report(
             out, overwrite, ranked, verdict, notes, settings, curves, explanations, x, masks, t,
-            per_sample, total, model, feature_names,
+            per_sample, total, model, feature_names, units=describe_units(wrapped), f_x=f_x, rows_in_x=idx,
         )
     return _as_table(ranked, verdict, report_path, explanations, as_frame, notes)
 

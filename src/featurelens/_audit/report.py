@@ -1,6 +1,14 @@
 """The audit's report folder: ``index.html`` (the shared :class:`featurelens.report.HTMLReport`),
 ``results.csv``, ``results.json`` and the figures, built aside and moved into place
-(:func:`featurelens.report.report_folder`)."""
+(:func:`featurelens.report.report_folder`).
+
+Figures: image and signal inputs get example maps (``maps.png``); tabular inputs ``(n, d)`` get
+the plots of :mod:`featurelens.plots` (shap-style summary plots, Lundberg & Lee 2017, arXiv
+1705.07874; Lundberg et al. 2020, Nature Machine Intelligence): ``ranking.png``, the methods'
+rankings of the features side by side (with a table of their agreement with the method ranked
+first), and per method ``<method>_bar.png`` (mean |value| per feature), ``<method>_beeswarm.png``
+(every audited row) and ``<method>_waterfall.png`` (the first audited row, where the method has
+base values). Every audit has ``curves.png`` (deletion and insertion)."""
 
 from __future__ import annotations
 
@@ -8,6 +16,7 @@ import csv
 import io
 import math
 import os
+import re
 
 import numpy as np
 import torch
@@ -16,36 +25,26 @@ from .._version import __version__
 from ..report import Cell, HTMLReport, report_folder, write_json
 from .scoring import COLUMNS, RANKING_RULE, _ROW_KEYS, _clean_rows, _finite, _fmt
 
-__all__ = ["write_report"]
+__all__ = ["write_report", "describe_units"]
+
+#: Entries in each tabular bar chart and beeswarm (``max_display`` of :mod:`featurelens.plots`).
+TOP = 10
+#: The top features compared between each method and the method ranked first.
+AGREE_TOP = 5
 
 
-def _png(fig) -> bytes:
+def _png(fig, tight: bool = False) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
+    fig.savefig(buf, format="png", dpi=90, **({"bbox_inches": "tight"} if tight else {}))
     return buf.getvalue()
 
 
-def _maps_figure(x, masks, explanations, methods, feature_names=None) -> bytes:
+def _maps_figure(x, masks, explanations, methods) -> bytes:
+    """Example maps of image and signal inputs: the first samples, their ground truth and each
+    method's map (tabular inputs get :func:`_tabular_section` instead)."""
     from matplotlib.figure import Figure
 
     from ..plots.maps import show_map
-
-    if x.ndim == 2:  # tabular: mean |a| per feature, the top 15
-        ncols = len(methods)
-        fig = Figure(figsize=(3.0 * ncols, 3.2))
-        axes = fig.subplots(1, ncols, squeeze=False)[0]
-        for ax, m in zip(axes, methods):
-            imp = np.abs(np.asarray(explanations[m].values, dtype=np.float64)).reshape(len(x), -1).mean(0)
-            order = np.argsort(-imp)[:15][::-1]
-            labels = [feature_names[i] if feature_names else str(i) for i in order]
-            ax.barh(range(len(order)), imp[order], color="#c0392b")
-            ax.set_yticks(range(len(order)))
-            ax.set_yticklabels(labels, fontsize=6)
-            ax.set_title(m, fontsize=8)
-            ax.tick_params(axis="x", labelsize=6)
-        fig.suptitle("mean |attribution| per feature (top 15)", fontsize=9)
-        fig.tight_layout()
-        return _png(fig)
 
     def to2d(arr):
         arr = np.asarray(arr, dtype=np.float64)
@@ -100,17 +99,276 @@ def _curves_figure(curves: dict) -> bytes:
     return _png(fig)
 
 
+# ------------------------------------------------------------------------------------------------
+# tabular inputs: the plots of featurelens.plots
+
+
+def describe_units(model) -> str:
+    """How the report names the units of the audited output (and so of the attributions), from a
+    :class:`~featurelens.models.Model`'s ``output`` and what its function ``returns``."""
+    output = getattr(model, "output", "raw")
+    returns = getattr(model, "returns", "logits")
+    if output == "probability" or (output == "raw" and returns == "probability"):
+        return "probability of the explained class"
+    if output == "log_odds":
+        return "log-odds of the explained class"
+    return {
+        "log_probability": "log-probability of the explained class",
+        "margin": "the model's decision-function score",
+        "regression": "the model's prediction (its own units)",
+    }.get(returns, "the model's raw output (logits or scores)")
+
+
+def _file_stem(method: str) -> str:
+    """A file-name-safe form of a method name (registry names already are)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(method)) or "method"
+
+
+def _mean_abs(values: np.ndarray) -> np.ndarray:
+    return np.abs(values).mean(axis=0)
+
+
+def _top_names(values: np.ndarray, names: list[str], k: int) -> list[str]:
+    return [names[i] for i in np.argsort(-_mean_abs(values), kind="stable")[:k]]
+
+
+def _tabular_values(explanations: dict, methods, x: np.ndarray, notes: list) -> dict:
+    """``{method: (n, d) float64 attributions}`` for the methods whose maps are one value per row and
+    feature (a map of another shape is noted and left out)."""
+    out = {}
+    for m in methods:
+        v = np.asarray(explanations[m].values, dtype=np.float64)
+        if v.shape != x.shape:
+            notes.append(f"{m}: no tabular plots (its values have shape {v.shape}, the audited rows {x.shape})")
+            continue
+        if not np.isfinite(v).all():
+            notes.append(f"{m}: no tabular plots (its values hold NaN or inf)")
+            continue
+        out[m] = v
+    return out
+
+
+#: Colours of the leading method's top features in the ranking figure (matplotlib's tab10 without
+#: its grey, which reads as "not in the top", then further distinct colours).
+_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22",
+            "#17becf", "#1a237e", "#6d4c41", "#00897b", "#f06292", "#827717", "#4a148c")
+
+
+def ranking_figure(values: dict, names: list[str], units: str, top: int = TOP):
+    """The methods' rankings of the features side by side: one panel per method (in ``values``'
+    order, the method ranked first leading), each :func:`featurelens.plots.bar` of its ``top``
+    features by mean |value|, largest at the top. A feature among the leading method's top ``top``
+    has the same colour in every panel (the others are grey), so agreement reads as the same
+    colours in the same places. Returns the matplotlib Figure (not registered with pyplot)."""
+    from matplotlib.figure import Figure
+
+    from .. import plots
+
+    methods = list(values)
+    d = len(names)
+    ncols = min(4, len(methods))
+    nrows = -(-len(methods) // ncols)
+    k = min(d, top)
+    fig = Figure(figsize=(3.6 * ncols + 0.4, nrows * (0.32 * k + 1.5)))
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    lead = _top_names(values[methods[0]], names, k)
+    colour = {n: _PALETTE[i % len(_PALETTE)] for i, n in enumerate(lead)}
+    for r, (ax, m) in enumerate(zip(axes, methods)):
+        # Only the top k: a "sum of the other features" bar would dwarf them when d is large.
+        order = np.argsort(-_mean_abs(values[m]), kind="stable")[:k]
+        plots.bar(values[m][:, order], feature_names=[names[i] for i in order], max_display=k, ax=ax)
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        for patch, label in zip(ax.patches, labels):
+            patch.set_facecolor(colour.get(label, "#c8c8c8"))
+        for text in list(ax.texts):  # the numbers are in each method's own bar chart
+            text.remove()
+        ax.set_xlim(0, ax.get_xlim()[1] / 1.15 * 1.04)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.tick_params(axis="x", labelsize=6)
+        ax.set_xlabel("mean |value|", fontsize=7)
+        ax.set_title(f"{r + 1}. {m}" + (" (ranked first)" if r == 0 else ""), fontsize=8)
+    for ax in axes[len(methods):]:
+        ax.set_visible(False)
+    fig.suptitle(f"Which features each method finds most important (mean |value| over the audited rows; "
+                 f"{units})", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def method_figures(method: str, values: np.ndarray, x: np.ndarray, names: list[str], base=None,
+                   top: int = TOP) -> dict:
+    """One method's tabular figures: ``{"bar": Figure, "beeswarm": Figure}`` and ``"waterfall"``
+    (the first audited row) when ``base`` (its base value) is given; each drawn by
+    :mod:`featurelens.plots` into a Figure not registered with pyplot."""
+    from matplotlib.figure import Figure
+
+    from .. import plots
+
+    k = min(len(names), top)
+    figs = {}
+    fig = Figure(figsize=(6.5, 0.4 * k + 1.3))
+    plots.bar(values, feature_names=names, max_display=top, ax=fig.add_subplot(1, 1, 1))
+    fig.axes[0].set_title(f"{method}: mean |value| per feature", fontsize=10)
+    figs["bar"] = fig
+    fig = Figure(figsize=(7.0, 0.45 * k + 1.5))
+    plots.beeswarm(values, data=x, feature_names=names, max_display=top, ax=fig.add_subplot(1, 1, 1))
+    fig.axes[0].set_title(f"{method}: every audited row", fontsize=10)
+    figs["beeswarm"] = fig
+    if base is not None:
+        fig = Figure(figsize=(7.0, 0.45 * k + 1.6))
+        plots.waterfall(values[0], base_value=float(base), data_row=x[0], feature_names=names, max_display=top,
+                        ax=fig.add_subplot(1, 1, 1))
+        fig.axes[0].set_title(f"{method}: the first audited row", fontsize=10)
+        figs["waterfall"] = fig
+    return figs
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
+    if a.size < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
+
+
+def _tabular_section(page, figures: dict, clean, explanations, x, names, units, f_x, rows, baseline,
+                     notes: list, importance: dict) -> None:
+    """The report's section for tabular inputs (see the module docstring); the PNGs go into
+    ``figures`` (file name -> bytes) and each method's mean |value| per feature into
+    ``importance``."""
+    methods = [r["method"] for r in clean
+               if r["status"] == "ok" and r["method"] != "random" and r["method"] in explanations]
+    values = _tabular_values(explanations, methods, x, notes)
+    if not values:
+        return
+    n, d = x.shape
+    shown_names = list(names) if names is not None else [f"feature {i}" for i in range(d)]
+    for m, v in values.items():
+        importance[m] = _mean_abs(v).tolist()
+    lead = next(iter(values))
+    first = "" if rows is None else f" (row {int(rows[0])} of X)"
+    page.add_heading("Feature attributions")
+    page.add_paragraph(
+        f"What each method says about the {n} audited rows, in the audit's ranking order (the random "
+        f"map left out). An attribution (\"value\") is how much a feature moves the explained output "
+        f"of one row up (positive) or down (negative), in the units of that output: {units}. "
+        f"\"mean |value|\" is the average of its size over the rows, whatever the direction: how much "
+        f"the feature matters overall."
+        + (f" Each method's bar chart and beeswarm show its {TOP - 1} most important features and, "
+           f"last, the other {d - TOP + 1} summed." if d > TOP else ""),
+        "small",
+    )
+    try:
+        fig = ranking_figure(values, shown_names, units)
+        figures["ranking.png"] = _png(fig, tight=True)
+    except Exception as err:  # a figure that cannot be drawn must not lose the report
+        notes.append(f"feature ranking figure failed ({type(err).__name__}: {err})")
+    page.add_heading("Do the methods agree on the most important features?", 3)
+    if "ranking.png" in figures:
+        page.add_image(
+            figures["ranking.png"],
+            alt=f"the feature rankings of {', '.join(values)} side by side; {lead} ranks "
+                f"{', '.join(_top_names(values[lead], shown_names, AGREE_TOP))} highest",
+            caption=f"Each panel is one method's ranking of the features: its top {min(d, TOP)} by mean "
+                    f"|value|. A feature in "
+                    f"{lead}'s top {min(d, TOP)} has the same colour in every panel (others grey): "
+                    "methods that agree show the same colours in the same order. Bar lengths are "
+                    "comparable within a panel, and across panels only where methods share units.",
+        )
+    if len(values) > 1:
+        k = min(AGREE_TOP, d)
+        ref = _mean_abs(values[lead])
+        ref_top = set(_top_names(values[lead], shown_names, k))
+        body = []
+        for m, v in values.items():
+            if m == lead:
+                continue
+            mine = _top_names(v, shown_names, k)
+            rho = _spearman(ref, _mean_abs(v))
+            body.append([Cell(m, "text"), Cell(f"{len(ref_top & set(mine))} of {k}"),
+                         Cell("n/a" if rho is None else f"{rho:.2f}", "na" if rho is None else ""),
+                         Cell(", ".join(mine), "text")])
+        page.add_table([[Cell("method", "text"), Cell(f"top {k} shared with {lead}"),
+                         Cell("rank correlation"), Cell(f"its top {k}", "text")]], body)
+        page.add_paragraph(
+            f"Top {k} shared: how many of {lead}'s {k} most important features (by mean |value|) are "
+            f"also among the method's {k} most important. Rank correlation: Spearman's correlation of "
+            "the two methods' mean |value| over all features (1: the same order; 0: unrelated).",
+            "small",
+        )
+    rank = {r["method"]: r["rank"] for r in clean}
+    for j, (m, v) in enumerate(values.items()):
+        if j == 1:  # the method ranked first in full; the others one click away
+            page.add_html(f"<details><summary>The same plots for the other {len(values) - 1} "
+                          f"method{'s' if len(values) > 2 else ''}</summary>")
+        e = explanations[m]
+        base = None
+        if e.base_values is not None and np.asarray(e.base_values).size == n:
+            base = float(np.asarray(e.base_values, dtype=np.float64).reshape(n)[0])
+        try:
+            figs = method_figures(m, v, x, shown_names, base)
+            pngs = {kind: _png(fig, tight=True) for kind, fig in figs.items()}
+        except Exception as err:  # a figure that cannot be drawn must not lose the report
+            notes.append(f"tabular plots of {m} failed ({type(err).__name__}: {err})")
+            continue
+        top = ", ".join(_top_names(v, shown_names, 3))
+        page.add_heading(f"{m}" + ("" if rank.get(m) is None else f" (rank {rank[m]})"), 3)
+        stem = _file_stem(m)
+        figures[f"{stem}_bar.png"] = pngs["bar"]
+        page.add_image(
+            pngs["bar"], alt=f"{m}: mean |value| per feature; largest: {top}",
+            caption=f"{m}: the average size of each feature's attribution over the {n} audited rows "
+                    f"(mean |value|, in {units}), largest first: how far the feature moves the "
+                    "explained output on average, up or down. The number at each bar is its length.",
+        )
+        figures[f"{stem}_beeswarm.png"] = pngs["beeswarm"]
+        page.add_image(
+            pngs["beeswarm"], alt=f"{m}: beeswarm of the attributions per feature and row; top: {top}",
+            caption=f"{m}: one dot per audited row and feature. Its position is the feature's "
+                    f"attribution in that row ({units}; right of 0 raises the explained output, left "
+                    "lowers it), its colour the feature's value in that row (blue low, red high). "
+                    "Features in the order of the bar chart; dots pile up where many rows agree.",
+        )
+        if "waterfall" in pngs:
+            figures[f"{stem}_waterfall.png"] = pngs["waterfall"]
+            end = base + float(v[0].sum())
+            actual = ""
+            if f_x is not None:
+                fx = float(np.asarray(f_x, dtype=np.float64).reshape(-1)[0])
+                actual = f" (the model's own output for this row: f(x) = {fx:.4g}, a difference of {abs(end - fx):.1e})"
+            page.add_image(
+                pngs["waterfall"], alt=f"{m}: waterfall of the first audited row",
+                caption=f"{m}, the first audited row{first}: starting from the base value {base:.4g} "
+                        f"(the output with the features removed, i.e. set to the baseline: {baseline}), "
+                        "each bar adds one feature's attribution (red up, blue down), largest at the "
+                        f"top, and the bars end at {end:.4g}{actual}. Labels give the row's feature values.",
+            )
+        else:
+            page.add_paragraph(f"{m} has no base value (the output its attributions add up from), so "
+                               "there is no waterfall of one row.", "small")
+    if len(values) > 1:
+        page.add_html("</details>")
+
+
+# ------------------------------------------------------------------------------------------------
+# the folder
+
+
 def write_report(out, overwrite, rows, verdict, notes, settings, curves, explanations, x, masks, t, per_sample,
-                 total, model, feature_names=None) -> str:
-    """Write the audit's report folder ``out``; returns the path of its ``index.html``."""
+                 total, model, feature_names=None, units=None, f_x=None, rows_in_x=None) -> str:
+    """Write the audit's report folder ``out``; returns the path of its ``index.html``.
+
+    For tabular ``x`` ``(n, d)``: ``feature_names`` (None: "feature 0", ...), ``units`` (how the
+    explained output is named, :func:`describe_units`), ``f_x`` (the explained output of each audited
+    row, for the waterfall's check) and ``rows_in_x`` (each audited row's index in X)."""
     with report_folder(out, "audit", overwrite) as tmp:
         _write(tmp, rows, verdict, notes, settings, curves, explanations, x, masks, t, per_sample, total, model,
-               feature_names)
+               feature_names, units, f_x, rows_in_x)
     return os.path.join(os.path.abspath(os.fspath(out)), "index.html")
 
 
 def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, t, per_sample, total, model,
-           feature_names=None) -> None:
+           feature_names=None, units=None, f_x=None, rows_in_x=None) -> None:
     clean = _clean_rows(rows)
     with open(os.path.join(out, "results.csv"), "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
@@ -121,14 +379,10 @@ def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, 
     settings_json = {k: v for k, v in settings.items() if k != "explainer_kwargs"}
     settings_json["explainer_params"] = {m: {k: v for k, v in kw.items() if k not in ("data", "groups")}
                                          for m, kw in settings["explainer_kwargs"].items()}
-    doc = {
-        "verdict": verdict, "ranking_rule": RANKING_RULE, "table": clean, "per_sample": per_sample,
-        "curves": {m: {k: v.tolist() for k, v in c.items()} for m, c in curves.items()},
-        "targets": np.asarray(t).tolist(), "settings": settings_json, "notes": notes,
-        "seconds": total, "versions": {"featurelens": __version__, "torch": torch.__version__},
-        "model": type(model).__name__,
-    }
-    write_json(os.path.join(out, "results.json"), doc)
+    tabular = x.ndim == 2
+    units = units or "the model's output"
+    if tabular:
+        settings_json["output_units"] = units
 
     page = HTMLReport(
         "featurelens audit: which explanation to trust",
@@ -178,9 +432,13 @@ def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, 
         page.add_list(not_run)
     ok = [r["method"] for r in clean if r["status"] == "ok" and r["method"] in explanations]
     figures = {}
-    if ok:
+    importance = {}
+    if tabular:
+        _tabular_section(page, figures, clean, explanations, x, feature_names, units, f_x, rows_in_x,
+                         settings_json.get("baseline"), notes, importance)
+    elif ok:
         try:
-            figures["maps.png"] = _maps_figure(x, masks, explanations, ok, feature_names)
+            figures["maps.png"] = _maps_figure(x, masks, explanations, ok)
         except Exception as err:  # a figure that cannot be drawn must not lose the report
             notes.append(f"example maps figure failed ({type(err).__name__}: {err})")
     if any(curves.values()):
@@ -200,11 +458,27 @@ def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, 
     for name, png in figures.items():
         with open(os.path.join(out, name), "wb") as f:
             f.write(png)
+
+    doc = {
+        "verdict": verdict, "ranking_rule": RANKING_RULE, "table": clean, "per_sample": per_sample,
+        "curves": {m: {k: v.tolist() for k, v in c.items()} for m, c in curves.items()},
+        "targets": np.asarray(t).tolist(), "settings": settings_json, "notes": notes,
+        "seconds": total, "versions": {"featurelens": __version__, "torch": torch.__version__},
+        "model": type(model).__name__,
+    }
+    if tabular:  # the numbers behind the bar charts
+        doc["feature_names"] = (list(feature_names) if feature_names is not None
+                                else [f"feature {i}" for i in range(x.shape[1])])
+        doc["mean_abs_values"] = importance
+    write_json(os.path.join(out, "results.json"), doc)
+
     if notes:
         page.add_heading("Notes")
         page.add_list(notes)
     page.add_heading("Settings")
     page.add_definitions([(k, v) for k, v in settings_json.items() if k != "explainer_params"])
     page.add_paragraph("Files next to this page: results.csv (the table), results.json (table, "
-                       "per-sample scores, curves, settings, notes) and the figures as PNG.", "small")
+                       "per-sample scores, curves, settings, notes"
+                       + (", each method's mean |value| per feature" if tabular else "")
+                       + ") and the figures as PNG.", "small")
     page.save(os.path.join(out, "index.html"))
