@@ -372,3 +372,24 @@ def test_torch_values_are_accepted():
     v, _ = _values()
     ax = P.bar(torch.from_numpy(v))
     np.testing.assert_allclose(max(p.get_width() for p in ax.patches), np.abs(v).mean(0).max())
+
+
+def test_waterfall_and_force_label_categories_as_they_are():
+    """A decoded row (a pipeline's categorical columns) labels its bars with the category."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from featurelens.plots import force, waterfall
+
+    row = pd.Series({"age": 41.0, "city": "Paris", "plan": None}, dtype=object)
+    values = np.array([0.1, -0.4, 0.2])
+    ax = waterfall(values, base_value=0.5, data_row=row)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert "city = Paris" in labels and "age = 41" in labels and "plan = None" in labels
+    plt.close(ax.figure)
+    ax = force(values, base_value=0.5, data_row=row)
+    texts = [t.get_text() for t in ax.texts]
+    assert any("city = Paris" in t for t in texts)
+    plt.close(ax.figure)
+    with pytest.raises(ValueError, match="one value per feature"):
+        waterfall(values, base_value=0.5, data_row=["a", "b"])

@@ -22,7 +22,9 @@ Conventions shared by every function:
 * Each function draws into ``ax`` (a new figure when None), returns that Axes and never calls
   ``plt.show``. Bad input raises a TypeError/ValueError naming the argument.
 * Attribution values must be finite. Feature values (``data``, ``data_row``) may hold NaN (a
-  missing value, which tree models accept): such points are drawn grey.
+  missing value, which tree models accept): such points are drawn grey. The one row of
+  ``waterfall`` and ``force`` may also hold categories (strings), shown as they are: pass
+  ``model.decode(e.data).iloc[i]`` for a pipeline with categorical columns.
 """
 
 from __future__ import annotations
@@ -452,13 +454,41 @@ def _local(values_row, base_value, data_row, feature_names):
     base = check_float(base_value, "base_value")
     if data_row is None:
         data_row = _attached(values_row, "data")
-    x = None if data_row is None else _data(data_row, (d,), "data_row")
+    x = None if data_row is None else _row_texts(data_row, d)
     names = _feature_names(feature_names, d, data_row, values_row)
     return v, base, x, names
 
 
+def _row_texts(data_row, d: int) -> list[str]:
+    """The explained row's feature values as label texts: numbers formatted, and the values of a
+    row with categories (a pandas Series or a list holding strings, e.g. ``model.decode(e.data)``'s
+    row) shown as they are."""
+    if _is_series(data_row) and data_row.dtype.kind not in "biuf":
+        items = list(data_row.to_numpy())
+    elif isinstance(data_row, (list, tuple)) and any(isinstance(v, (str, bytes)) for v in data_row):
+        items = list(data_row)
+    elif isinstance(data_row, np.ndarray) and data_row.dtype.kind in "OUS":
+        items = list(data_row.reshape(-1))
+    else:
+        return [_fmt(float(v)) for v in _data(data_row, (d,), "data_row")]
+    if len(items) != d:
+        raise ValueError(f"data_row must hold one value per feature ({d}); got {len(items)}")
+    texts = []
+    for v in items:
+        if isinstance(v, (str, bytes)):
+            texts.append(v.decode() if isinstance(v, bytes) else v)
+        elif v is None:
+            texts.append("None")
+        else:
+            try:
+                texts.append(_fmt(float(v)))
+            except (TypeError, ValueError):
+                texts.append(str(v))
+    return texts
+
+
 def _label(names, x, i) -> str:
-    return names[i] if x is None else f"{names[i]} = {_fmt(x[i])}"
+    return names[i] if x is None else f"{names[i]} = {x[i]}"
 
 
 def waterfall(values_row, base_value=None, data_row=None, feature_names=None, max_display: int = 10, ax=None):
