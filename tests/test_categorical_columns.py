@@ -277,3 +277,35 @@ def test_an_estimator_fitted_on_an_array_gets_an_object_array():
     m.predict(m.to_tensor(pd.DataFrame({"a": [1.5, 2.5], "c": pd.Series(["x", None], dtype=object)})))
     assert est.seen.dtype == object and est.seen.shape == (2, 2)
     assert est.seen[0, 1] == "x" and est.seen[1, 1] is None and est.seen[1, 0] == 2.5
+
+
+def test_explanation_carries_the_categories_through_save_and_load(data, pipe, tmp_path):
+    """e.data holds codes; params["categories"] maps them back, also after a save/load round trip."""
+    X, _ = data
+    bg = X.iloc[:4]
+    e = fl.explainer("exact_shapley", pipe, background=bg).explain(X.iloc[10:12], target=1)
+    cats = e.params["categories"]
+    assert set(cats) == {"city", "color"}
+    city = X.columns.get_loc("city")
+    decoded = [cats["city"][int(code)] for code in e.data[:, city]]
+    assert decoded == list(X["city"].iloc[10:12])
+    from featurelens.explanation import load_explanation
+
+    loaded = load_explanation(e.save(tmp_path / "e"))
+    assert loaded.params["categories"]["city"] == cats["city"]
+
+
+def test_summarize_background_samples_rows_with_categories(data):
+    X, _ = data
+    bg = fl.games.summarize_background(X, k=5, method="sample", seed=0)
+    assert len(bg) == 5 and list(bg.rows.columns) == COLUMNS
+    assert bg.rows["city"].isin(CITIES).all()  # rows kept as they are
+    np.testing.assert_allclose(bg.weights, 0.2)
+    with pytest.raises(ValueError, match="method='sample'"):
+        fl.games.summarize_background(X, k=5, method="kmeans")
+
+
+def test_audit_names_the_non_numeric_columns(data, pipe):
+    X, y = data
+    with pytest.raises(ValueError, match=r"non-numeric columns \['city', 'color'\]"):
+        fl.audit(pipe, X.iloc[:8], y[:8])

@@ -146,8 +146,17 @@ def summarize_background(X, k: int = 50, method: str = "kmeans", seed=0) -> Back
     if frame is not None:
         kinds = {str(c): getattr(dt, "kind", "O") for c, dt in frame.dtypes.items()}
         bad = [c for c, kind in kinds.items() if kind not in "biuf"]
+        if bad and method == "sample":  # rows are kept as they are: categories stay categories
+            n = frame.shape[0]
+            if n < 1:
+                raise ValueError(f"X must have at least one row; got shape {frame.shape}")
+            idx = np.arange(n) if k >= n else np.sort(numpy_rng(seed).choice(n, size=k, replace=False))
+            return Background(frame.iloc[idx], np.full(idx.size, 1.0 / idx.size))
         if bad:
-            raise ValueError(f"X must have numeric columns to summarise; got non-numeric columns {bad[:10]}")
+            raise ValueError(
+                f"X has non-numeric columns {bad[:10]}, which k-means cannot average; use "
+                "method='sample' (rows kept as they are)"
+            )
         arr = frame.to_numpy(dtype=np.float64)
     else:
         arr = as_numpy(X, "X")

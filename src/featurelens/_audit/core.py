@@ -206,6 +206,16 @@ def _targets(model: Model, x: np.ndarray, y, target, classes) -> np.ndarray:
 
 
 def _check_inputs(X, y, ground_truth, n_explain, seed):
+    if hasattr(X, "columns") and hasattr(X, "dtypes"):  # a DataFrame: name non-numeric columns
+        other = [str(c) for c, dt in X.dtypes.items() if getattr(dt, "kind", "O") not in "biuf"]
+        if other:
+            raise ValueError(
+                f"X has non-numeric columns {other[:10]}; the audit needs numbers (its deletion and "
+                "insertion curves and robustness metrics replace and perturb feature values). "
+                "Explain a pipeline with categorical columns with fl.explainer('kernel_shap' | "
+                "'permutation_shap' | 'exact_shapley', pipeline, background=rows), or with "
+                "`featurelens explain`"
+            )
     X = as_numpy(X, "X")
     if X.dtype.kind in "iub":
         X = X.astype(np.float32)

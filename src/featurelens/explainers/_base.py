@@ -27,7 +27,7 @@ def _estimator_reason(estimator, names: tuple) -> str | None:
     if estimator is None:
         return f"needs a fitted scikit-learn model ({listed}), and the model is not a scikit-learn estimator"
     name = type(estimator).__name__
-    if not type(estimator).__module__.startswith("sklearn.") or name not in names:
+    if type(estimator).__module__.split(".")[0] not in ("sklearn", "lightgbm", "xgboost") or name not in names:
         hint = " (explain its final step on the transformed features)" if name == "Pipeline" else ""
         return f"needs a fitted scikit-learn model ({listed}), and the model is a {name}{hint}"
     if not hasattr(estimator, "n_features_in_"):
@@ -270,6 +270,9 @@ class Explainer:
             arrays[name] = array
         params = dict(self.params())
         params.update(extra)
+        categories = self.model.categories
+        if categories:  # e.data holds codes for these columns: code k is categories[column][k]
+            params["categories"] = categories
         values = np.asarray(values)
         base_values = None
         if extra.get("base_values") is not None:  # kept in params too, where it has always been
