@@ -96,12 +96,20 @@ def _background(spec, X, names, labels, seed):
     from ._loading import load_data
     from ._validation import numpy_rng
 
+    frame = _is_frame(X)
     if isinstance(spec, int):
         if spec >= len(X):
             return X
         index = np.sort(numpy_rng(seed).choice(len(X), size=spec, replace=False))
-        return X[index]
-    B, _, bnames = load_data(spec)
+        return X.iloc[index] if frame else X[index]
+    B, _, bnames = load_data(spec, keep_text=frame)
+    if frame:
+        if labels is not None and labels in B.columns and labels not in X.columns:
+            B = B.drop(columns=[labels])
+        if list(B.columns) != list(X.columns):
+            raise _Usage(f"--background {spec} has columns {list(B.columns)[:5]}..., expected the data's "
+                         f"columns {list(X.columns)[:5]}... in the same order", 1)
+        return B
     if bnames is not None and labels is not None and labels in bnames and B.shape[1:] != X.shape[1:]:
         B = np.delete(B, bnames.index(labels), axis=1)
         bnames = [n for n in bnames if n != labels]
@@ -112,6 +120,10 @@ def _background(spec, X, names, labels, seed):
         raise _Usage(f"--background {spec} has columns {bnames[:5]}..., expected the data's columns "
                      f"{names[:5]}... in the same order", 1)
     return B.reshape((B.shape[0],) + X.shape[1:])
+
+
+def _is_frame(X) -> bool:
+    return hasattr(X, "columns") and hasattr(X, "iloc")
 
 
 def _target(target, y, model, X):
@@ -151,7 +163,13 @@ def run(args) -> int:
     try:
         model, description = load_model(args.model, trust=args.trust_model_file,
                                         trusted_types=getattr(args, "trust_type", None) or ())
-        X, y, names = load_data(args.data, labels=args.labels)
+        X, y, names = load_data(args.data, labels=args.labels, keep_text=True)
+        if _is_frame(X) and _estimator_of(model) is None:
+            raise LoadError(
+                f"{args.data} has non-numeric column(s) "
+                f"{[c for c, dt in X.dtypes.items() if dt.kind not in 'biuf'][:5]}; only a scikit-learn "
+                "pipeline that encodes them (e.g. with a OneHotEncoder) takes them; encode them first "
+                "for this model, or name the label column with --labels")
         check_model_data(model, X, args.data, names)
     except LoadError as err:
         return _error(str(err), err.exit_code)
@@ -161,6 +179,12 @@ def run(args) -> int:
         return _error(str(err), err.code)
     except LoadError as err:
         return _error(str(err), err.exit_code)
+
+
+def _estimator_of(model):
+    from ._estimators import estimator_method
+
+    return estimator_method(model)[0]
 
 
 def _explain(args, model, description, X, y, names) -> int:
@@ -184,8 +208,9 @@ def _explain(args, model, description, X, y, names) -> int:
                      f"{', '.join(allowed)} units only (its values come from the model's own structure, "
                      "not from calls in other units)")
     n_rows = min(len(X), MAX_ROWS) if args.rows is None else min(args.rows, len(X))
-    rows = X[:n_rows]
-    if not wrapped.differentiable:
+    frame = _is_frame(X)  # a table with categorical columns, for a pipeline that encodes them
+    rows = X.iloc[:n_rows] if frame else X[:n_rows]
+    if not wrapped.differentiable and not frame:
         rows = rows.astype(np.float64)  # estimators then run in float64: base + sum = f(x) to 1e-12
     reason = why_not(method, wrapped, rows.shape[1:])
     if reason is not None:
@@ -196,7 +221,7 @@ def _explain(args, model, description, X, y, names) -> int:
     if "background" in takes:
         spec = DEFAULT_BACKGROUND if args.background is None else args.background
         background = _background(spec, X, names, args.labels, args.seed)
-        params["background"] = background.astype(rows.dtype)
+        params["background"] = background if frame else background.astype(rows.dtype)
     elif args.background is not None:
         raise _Usage(f"--background applies to methods that average over background rows "
                      f"(kernel_shap, permutation_shap, exact_shapley, ...); {method} does not take one")
@@ -223,8 +248,12 @@ def _explain(args, model, description, X, y, names) -> int:
     f_x = outputs[np.arange(n_rows), targets]
     gap = None if base is None else float(np.max(np.abs(base + values.sum(axis=1) - f_x)))
 
-    _write(args, e, values, base, targets, f_x, gap, feature_names, rows.reshape(n_rows, d), description, method,
-           len(X), wrapped.output)
+    # feature values for the plots: numbers (category codes for categorical columns: e.data), and
+    # the first row as it is for the waterfall's labels
+    data = np.asarray(e.data, dtype=np.float64).reshape(n_rows, d) if frame else rows.reshape(n_rows, d)
+    first = rows.iloc[0].astype(object) if frame else data[0]
+    _write(args, e, values, base, targets, f_x, gap, feature_names, data, description, method,
+           len(X), wrapped.output, first_row=first)
     mean_abs = np.abs(values).mean(axis=0)
     order = np.argsort(-mean_abs, kind="stable")[:5]
     print(f"model: {description}; data: {os.path.basename(args.data)} {X.shape}")
@@ -237,7 +266,8 @@ def _explain(args, model, description, X, y, names) -> int:
     return 0
 
 
-def _write(args, e, values, base, targets, f_x, gap, names, data, description, method, n_data, units) -> None:
+def _write(args, e, values, base, targets, f_x, gap, names, data, description, method, n_data, units,
+           first_row=None) -> None:
     import pandas as pd
 
     from . import plots
@@ -262,7 +292,8 @@ def _write(args, e, values, base, targets, f_x, gap, names, data, description, m
     }
     if base is not None:
         figures["waterfall.png"] = (
-            _figure(lambda ax: plots.waterfall(values[0], base_value=base[0], data_row=data[0],
+            _figure(lambda ax: plots.waterfall(values[0], base_value=base[0],
+                                               data_row=data[0] if first_row is None else first_row,
                                                feature_names=names, ax=ax)),
             f"row 0: from the base value {base[0]:.4g} to f(x) = {f_x[0]:.4g} (output {targets[0]})")
 

@@ -290,6 +290,12 @@ def check_model_data(model, X: np.ndarray, data_path: str = "the data", names=No
     try:
         Model(model).predict(X[: min(2, len(X))])
     except (ValueError, TypeError, RuntimeError) as err:
+        text = [str(c) for c, dt in X.dtypes.items() if dt.kind not in "biuf"] if hasattr(X, "dtypes") else []
+        if text:
+            raise LoadError(
+                f"the model cannot take the rows of {data_path}: its non-numeric column(s) {text[:5]} "
+                f"need a model that encodes them (a pipeline with e.g. a OneHotEncoder) ({err})"
+            ) from err
         raise LoadError(
             f"the model cannot take the rows of {data_path} (each of shape {X.shape[1:]}): {err}. "
             "Check that the data file belongs to this model (number of features, --input-shape)."
@@ -300,7 +306,7 @@ def _label_hint(X: np.ndarray, names) -> str:
     """The hint for data with exactly one column more than the model takes: pass ``--labels``,
     naming the columns that look like labels (whole numbers with at most 20 distinct values)."""
     hint = "; if one column is the label, pass --labels NAME"
-    if X.ndim != 2 or not names or len(names) != X.shape[1]:
+    if not isinstance(X, np.ndarray) or X.ndim != 2 or not names or len(names) != X.shape[1]:
         return hint
     likely = [n for n, col in zip(names, X.T)
               if np.all(col == np.round(col)) and len(np.unique(col)) <= 20]
@@ -393,12 +399,15 @@ def _npz_arrays(path: str) -> dict:
     return arrays
 
 
-def load_data(path, labels: str | None = None, input_shape=None):
+def load_data(path, labels: str | None = None, input_shape=None, keep_text: bool = False):
     """Load a data file; returns ``(X float32 (n, ...), y or None, feature names or None)``.
 
     ``labels``: a column name (CSV, parquet: removed from the features), an array name inside a
     ``.npz``, or the path of a ``.npy``/``.csv`` file with one label per row. ``input_shape``: the
-    shape of one sample (e.g. ``(1, 8, 8)``) to reshape flat rows into.
+    shape of one sample (e.g. ``(1, 8, 8)``) to reshape flat rows into. ``keep_text``: a CSV or
+    parquet table with non-numeric columns comes back as the DataFrame itself (for a scikit-learn
+    pipeline that encodes them), its numeric columns checked to be finite; else such a table is
+    refused.
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -441,11 +450,21 @@ def load_data(path, labels: str | None = None, input_shape=None):
             raise LoadError(f"{path} is empty (rows x columns = {table.shape[0]} x {table.shape[1]}); expected data")
         numeric = table.select_dtypes(include="number")
         other = [str(c) for c in table.columns if c not in numeric.columns]
+        if other and keep_text:
+            if numeric.shape[1]:
+                _finite_float(numeric.to_numpy(), path)
+            if labels is not None:
+                y = load_labels(labels, path, [str(c) for c in table.columns])
+                if y.ndim != 1 or y.shape[0] != table.shape[0]:
+                    raise LoadError(f"the labels must be one per row of {path} ({table.shape[0]}); got shape {y.shape}")
+            table.columns = [str(c) for c in table.columns]
+            return table, y, list(table.columns)
         if other:
             shown = ", ".join(repr(c) for c in other[:5]) + (" ..." if len(other) > 5 else "")
             raise LoadError(
                 f"{path} has non-numeric column(s) {shown}; expected numbers only (encode categorical "
-                "columns first, or name the label column with --labels)"
+                "columns first, or name the label column with --labels; a scikit-learn pipeline that "
+                "encodes them itself takes them as they are)"
             )
         names = [str(c) for c in table.columns]
         X = table.to_numpy()
