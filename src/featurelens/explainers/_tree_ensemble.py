@@ -28,9 +28,25 @@ _SKLEARN_TREES = (
 )
 
 
+# the LightGBM and XGBoost scikit-learn wrappers (read by _tree_boosters); their raw ``Booster``
+# objects are accepted by the functions too, but are no scikit-learn estimators
+_BOOSTERS = (
+    "LGBMRegressor",
+    "LGBMClassifier",
+    "LGBMRanker",
+    "XGBRegressor",
+    "XGBClassifier",
+    "XGBRanker",
+    "XGBRFRegressor",
+    "XGBRFClassifier",
+)
+
+
 def supported_tree_models() -> tuple[str, ...]:
-    """Names of the scikit-learn estimator classes :func:`tree_shap_values` accepts."""
-    return _SKLEARN_TREES
+    """Names of the estimator classes :func:`tree_shap_values` accepts: the scikit-learn trees and
+    ensembles and the LightGBM / XGBoost scikit-learn wrappers (raw ``lightgbm.Booster`` and
+    ``xgboost.Booster`` objects are accepted by the functions as well)."""
+    return _SKLEARN_TREES + _BOOSTERS
 
 
 # --------------------------------------------------------------------------------------------------
@@ -76,7 +92,9 @@ def _extract_paths(left, right, feature, threshold, nan_left, cover, leaf_value,
     split on a category: x goes left iff it is a non-negative integer in ``left_categories`` (a
     set of ints), or, for any other non-NaN value (a category not listed, negative, non-integer),
     iff ``other_left``; NaN follows ``nan_left`` as for numerical splits. Category values must be
-    below ``2**20``.
+    below ``2**20``. A third item ``listed_left=False`` (``(categories, other_left, False)``)
+    reverses the listed set: the listed categories go right and every other category (also the
+    ones above the largest listed) goes left, as XGBoost stores its splits (the right set).
     """
     categorical = categorical or {}
     # an element: (lo, hi, nan_ok, zero, cats); cats None for numerical splits, else a category
@@ -96,6 +114,7 @@ def _extract_paths(left, right, feature, threshold, nan_left, cover, leaf_value,
         if split is not None:
             left_set = frozenset(int(c) for c in split[0])
             other_left = bool(split[1])
+            listed_left = bool(split[2]) if len(split) > 2 else True
             if left_set:
                 max_cat = max(max_cat, max(left_set))
         for child, is_left in ((int(left[node]), True), (int(right[node]), False)):
@@ -105,7 +124,8 @@ def _extract_paths(left, right, feature, threshold, nan_left, cover, leaf_value,
             if split is not None:
                 # the categories going this way, as (set, other_ok, listed): the set itself on
                 # the left, every category but the set on the right (see _intersect_cats)
-                step = (left_set, other_left, True) if is_left else (left_set, not other_left, False)
+                # (with listed_left False the set is the right one: the sides swap)
+                step = (left_set, other_left if is_left else not other_left, is_left == listed_left)
                 cats = step if cats is None else _intersect_cats(cats, step)
             elif is_left:
                 hi = min(hi, t)
@@ -200,7 +220,7 @@ def _hgb_paths(predictor, k_out, n_out) -> _Paths:
 class _Ensemble:
     """Paths of every tree, the constant added to the sum of trees, the output layout."""
 
-    def __init__(self, paths, offset, n_out, squeeze, float32, allow_nan, n_features):
+    def __init__(self, paths, offset, n_out, squeeze, float32, allow_nan, n_features, input_map=None):
         self.paths = paths
         self.offset = np.asarray(offset, dtype=np.float64).reshape(n_out)
         self.n_out = n_out
@@ -208,6 +228,11 @@ class _Ensemble:
         self.float32 = float32  # scikit-learn trees compare float32(x) <= threshold
         self.allow_nan = allow_nan
         self.n_features = n_features
+        # None, or a function applied by _prepare to the checked (and float32-rounded) float64 rows
+        # before the engine sees them: how a library reads a value before comparing it (LightGBM
+        # truncates categories to integers and reads zeros as missing on "Zero" features; XGBoost
+        # reads its ``missing`` value as missing). The engine itself never needs to know.
+        self.input_map = input_map
 
 
 def _check_fitted(model, name):
@@ -237,7 +262,8 @@ def _build(model) -> _Ensemble:
     if not module.startswith("sklearn.") or name not in _SKLEARN_TREES:
         raise TypeError(
             f"tree_shap_values does not support model type {module}.{name}; supported are the "
-            f"scikit-learn estimators {', '.join(_SKLEARN_TREES)}"
+            f"scikit-learn estimators {', '.join(_SKLEARN_TREES)}, the LightGBM and XGBoost "
+            f"wrappers {', '.join(_BOOSTERS)} and their raw Boosters"
         )
     _check_fitted(model, name)
     d = int(model.n_features_in_)
@@ -300,9 +326,11 @@ def _prepare(X, name, ens: _Ensemble, allow_empty=False):
         raise ValueError(f"{name} contains inf values; expected finite numbers")
     if np.isnan(arr).any() and not ens.allow_nan:
         raise ValueError(
-            f"{name} contains NaN values; expected finite numbers (only HistGradientBoosting "
-            "models route missing values in tree_shap_values)"
+            f"{name} contains NaN values; expected finite numbers (only HistGradientBoosting, "
+            "LightGBM and XGBoost models route missing values in tree_shap_values)"
         )
     if ens.float32:
         arr = arr.astype(np.float32).astype(np.float64)
+    if ens.input_map is not None:
+        arr = ens.input_map(arr)
     return arr

@@ -1,4 +1,4 @@
-"""Exact TreeSHAP for scikit-learn tree models, as plain functions (numpy only).
+"""Exact TreeSHAP for scikit-learn tree models and LightGBM / XGBoost boosters, as plain functions.
 
 :func:`tree_shap_values` computes exact Shapley values of a tree ensemble's output in two games:
 
@@ -6,7 +6,9 @@
   given x_S, computed by following x on the splits of features in S and averaging both children by
   their training cover on the others (Lundberg et al. 2020, Algorithm 1, "EXPVALUE"). The cover is
   ``tree_.weighted_n_node_samples`` for scikit-learn trees, so bootstrap draws and sample weights
-  of random forests count, and the node ``count`` for HistGradientBoosting predictors;
+  of random forests count, the node ``count`` for HistGradientBoosting predictors, LightGBM's
+  ``internal_count`` / ``leaf_count`` and XGBoost's ``cover`` (hessian sum), the covers the
+  libraries' own TreeSHAP (``pred_contrib`` / ``pred_contribs``) and shap use;
 * **interventional** (``background`` given): v(S) = mean over background rows b of f(x_S, b_notS)
   (Janzing, Minorics and Bloebaum 2020), the mean of the single-reference Shapley values.
 
@@ -50,7 +52,19 @@ HistGradientBoostingRegressor               ``_raw_predict`` (margin)
 GradientBoostingClassifier,                 ``decision_function``         (n, d) / float
 HistGradientBoostingClassifier, binary      (log-odds margin)
 the same, k > 2 classes                     ``decision_function``         (n, d, k) / (k,)
+LGBMRegressor/LGBMRanker, LGBMClassifier    ``predict(raw_score=True)``   (n, d) / float
+binary, lightgbm.Booster (one output)       (margin; log-odds)
+XGBRegressor/XGBRanker/XGBRF*,              ``predict(output_margin=     (n, d) / float
+XGBClassifier binary, xgboost.Booster       True)`` (margin; log-odds)
+LGBMClassifier / XGBClassifier, k > 2       the margins, one per class    (n, d, k) / (k,)
 ==========================================  ============================  ====================
+
+LightGBM and XGBoost models are read from their documented dumps with each library's own
+comparison and missing-value rules (LightGBM: ``x <= t`` in float64, NaN by ``missing_type``
+None/Zero/NaN, categorical splits with the category truncated to an int; XGBoost: ``float32(x) <
+t``, NaN or the wrapper's ``missing`` value the default way, categorical splits); the details are
+in :mod:`featurelens.explainers._tree_boosters`. Categorical features are given as their integer
+codes. Linear trees (LightGBM ``linear_tree=True``) and XGBoost's ``gblinear`` are refused.
 
 In every case ``base + values.sum(axis=1) == f(x)`` up to rounding (additivity). The base value is
 the cover-weighted mean leaf value plus the ensemble's constant (path-dependent) or the mean of f
@@ -58,13 +72,14 @@ over the background (interventional).
 """
 
 from __future__ import annotations
+
 import numpy as np
 
 from featurelens._validation import as_numpy, check_bool, check_int, check_option
 
 from ._base import Explainer, Requires, register
 from ._tree_engine import _interactions, _shap
-from ._tree_ensemble import _SKLEARN_TREES, _build, _prepare, supported_tree_models
+from ._tree_ensemble import _build, _prepare, supported_tree_models
 
 __all__ = [
     "tree_shap_values",
@@ -76,15 +91,17 @@ __all__ = [
 
 
 def tree_shap_values(model, X, background=None, output="raw", *, batch_size=256):
-    """Exact TreeSHAP values of a fitted scikit-learn tree model (see the module docstring).
+    """Exact TreeSHAP values of a fitted tree model (see the module docstring).
 
     Parameters
     ----------
     model : a fitted DecisionTree*, ExtraTree*, RandomForest*, ExtraTrees*, GradientBoosting* or
         HistGradientBoosting* regressor or classifier (HistGradientBoosting without categorical
-        features). Anything else raises a TypeError.
-    X : array-like (n, d) or (d,), the rows to explain. NaN only for HistGradientBoosting (missing
-        values follow ``missing_go_to_left``).
+        features), a LightGBM LGBMRegressor / LGBMClassifier / LGBMRanker or ``lightgbm.Booster``,
+        or an XGBoost XGBRegressor / XGBClassifier / XGBRanker / XGBRF* or ``xgboost.Booster``
+        (:func:`supported_tree_models`). Anything else raises a TypeError.
+    X : array-like (n, d) or (d,), the rows to explain. NaN only for HistGradientBoosting,
+        LightGBM and XGBoost models (missing values follow each split's default direction).
     background : None for path-dependent TreeSHAP (cover-weighted, Lundberg et al. 2020), or an
         array-like (R, d) for interventional TreeSHAP (the mean of the single-reference values).
     output : "raw" (the model's margin, or class fractions for forest classifiers).
@@ -171,7 +188,9 @@ class TreeShap(Explainer):
 
     Units (``Explanation.output == "raw"``): the model's own output for forests and trees
     (``predict``; ``predict_proba`` class fractions for classifiers) and the margin for gradient
-    boosting (``decision_function``, log-odds for binary classifiers). ``target`` picks the output
+    boosting (``decision_function``, log-odds for binary classifiers; LightGBM's
+    ``predict(raw_score=True)``, XGBoost's ``predict(output_margin=True)`` for their scikit-learn
+    wrappers LGBM* / XGB*; raw Boosters only through :func:`tree_shap_values`). ``target`` picks the output
     as everywhere else (None: the predicted class); for a binary gradient boosting classifier
     wrapped through ``predict_proba``, target 1 explains the log-odds margin and target 0 its
     negative (the log-odds of class 0). ``params["base_values"]`` holds one base value per row, so
@@ -187,7 +206,7 @@ class TreeShap(Explainer):
     routing :func:`tree_shap_values` itself supports.
     """
 
-    requires = Requires(gradients=False, estimators=_SKLEARN_TREES)
+    requires = Requires(gradients=False, estimators=supported_tree_models())
     accepts: frozenset = frozenset()  # no shared harness options (no seed, baseline or groups)
 
     outputs = ("raw",)  # values come from the trees, not the Model's forward passes
@@ -199,6 +218,11 @@ class TreeShap(Explainer):
         reason = self.requires.why_not(self.model, (self.model.estimator.n_features_in_,)
                                        if hasattr(self.model.estimator, "n_features_in_") else (1,))
         if reason is not None:
+            est = self.model.estimator
+            if type(est).__name__ == "Booster" and type(est).__module__.split(".")[0] in ("lightgbm", "xgboost"):
+                reason += (" (a raw Booster is no scikit-learn estimator: fit the library's scikit-learn "
+                           "wrapper, e.g. LGBMRegressor / XGBClassifier, or call "
+                           "featurelens.explainers.tree.tree_shap_values(booster, X))")
             raise TypeError(f"explainer 'tree_shap' {reason}")
         self._ensemble = _build(self.model.estimator)
         if background is None:
