@@ -97,6 +97,10 @@ def _extract_paths(left, right, feature, threshold, nan_left, cover, leaf_value,
     ones above the largest listed) goes left, as XGBoost stores its splits (the right set).
     """
     categorical = categorical or {}
+    if not categorical:
+        fast = _numeric_paths(left, right, feature, threshold, nan_left, cover, leaf_value, scale)
+        if fast is not None:
+            return fast
     # an element: (lo, hi, nan_ok, zero, cats); cats None for numerical splits, else a category
     # condition (set, other_ok, listed) of _intersect_cats
     rows = []
@@ -164,6 +168,23 @@ def _extract_paths(left, right, feature, threshold, nan_left, cover, leaf_value,
                     cat_ok[p, j, [c for c in allowed if c < n_cat]] = False
                 cat_ok[p, j, n_cat] = other_ok
     return _Paths(feat, lower, upper, nan_ok, zero, valid, value, is_cat, cat_ok)
+
+
+def _numeric_paths(left, right, feature, threshold, nan_left, cover, leaf_value, scale):
+    """The paths of a tree with numerical splits only, walked by the compiled walker (None
+    without numba: the Python walk of :func:`_extract_paths` runs)."""
+    from . import _tree_numba
+
+    if not _tree_numba.HAVE_NUMBA:
+        return None
+    f, lo, hi, nan_ok, zero, length, leaf_node = _tree_numba.walk_numeric_tree(
+        left, right, feature, threshold, nan_left, cover)
+    width = max(1, int(length.max()))
+    valid = np.arange(width)[None, :] < length[:, None]
+    value = np.asarray(leaf_value, dtype=np.float64)[leaf_node] * scale
+    return _Paths(f[:, :width].copy(), lo[:, :width].copy(), hi[:, :width].copy(),
+                  nan_ok[:, :width].copy(), zero[:, :width].copy(), valid,
+                  value.reshape(len(leaf_node), -1))
 
 
 def _intersect_cats(a, b):
