@@ -16,7 +16,8 @@ For each model it records
 - ``floor_s``: a plain numpy floor, the time to evaluate every row on every root-to-leaf path once
   (``prod over the path of 1[x satisfies the split]``, times the leaf values: the model's output
   computed from the same path arrays). Any per-path TreeSHAP must at least read each (row, path
-  element) pair, so this is the least work of the algorithm's form in numpy;
+  element) pair, so this is the least work of the algorithm's form in numpy (the compiled kernels,
+  which never build the (rows x paths x depth) arrays, can go below it);
 - ``max_abs_diff``: the largest difference between the two methods' values (target: <= 1e-6), and
   ``additivity``: the largest |base + sum(values) - f(x)| of featurelens.
 
