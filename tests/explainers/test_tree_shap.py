@@ -357,13 +357,20 @@ def test_wrong_width_nan_and_background(models, data):
     assert np.isfinite(values).all()
 
 
-def test_hgb_categorical_refused(data):
+def test_hgb_categorical_features_of_an_array(data):
+    """categorical_features=[0] on a numpy array (categories 0, 1, 2; 7 never seen): the
+    interventional values equal the model on hybrid rows, and the path-dependent ones add up.
+    (DataFrames with category columns: test_tree_hgb_categorical.py.)"""
     X, y, _, _ = data
     Xc = X.copy()
     Xc[:, 0] = (X[:, 0] > 0).astype(float) + (X[:, 0] > 1)
-    m = E.HistGradientBoostingRegressor(max_iter=2, categorical_features=[0]).fit(Xc, y)
-    with pytest.raises(TypeError, match="categorical"):
-        tree_shap_values(m, Xc[:2])
+    m = E.HistGradientBoostingRegressor(max_iter=5, max_depth=3, categorical_features=[0]).fit(Xc, y)
+    rows = Xc[:4].copy()
+    rows[1, 0] = 7.0  # an unseen category: routed as missing
+    values, base = tree_shap_values(m, rows, Xc[10:15])
+    np.testing.assert_allclose(values, brute_interventional(m, rows, Xc[10:15]), atol=1e-10)
+    values, base = tree_shap_values(m, rows)
+    np.testing.assert_allclose(base + values.sum(axis=1), m.predict(rows), atol=1e-10)
 
 
 def test_float32_thresholds_like_scikit_learn(data):

@@ -121,8 +121,26 @@ def _tree_output(factors, paths: _Paths):
     return np.prod(factors, axis=-1) @ paths.value
 
 
+def _to_input_columns(ens: _Ensemble, values: np.ndarray, axes=(1,)) -> np.ndarray:
+    """Values over the columns the trees split on, put back in the input's column order."""
+    if ens.tree_columns is None:
+        return values
+    out = np.empty_like(values)
+    if axes == (1,):
+        out[:, ens.tree_columns] = values
+    else:  # (1, 2): interaction matrices
+        idx = ens.tree_columns
+        out[:, idx[:, None], idx[None, :]] = values
+    return out
+
+
 def _shap(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
     """tree_shap_values on a built ensemble and prepared rows (see there)."""
+    values, base = _shap_tree_columns(ens, x, bg, batch_size)
+    return _to_input_columns(ens, values), base
+
+
+def _shap_tree_columns(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
     packed = _packed(ens)
     if packed is not None:
         values, base = _compiled(ens, packed, x, bg, pairs=False)
@@ -220,11 +238,12 @@ def _interactions(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_si
                            d, part)
                 pairs[start : start + m] += part.reshape(m, R, d * d, K).mean(axis=1)
     values = pairs.reshape(n, d, d, K) / 2.0
-    phi, base = _shap(ens, x, bg, batch_size)
+    phi, base = _shap_tree_columns(ens, x, bg, batch_size)
     phi = phi.reshape(n, d, K)
     diag = np.arange(d)
     values[:, diag, diag, :] = 0.0  # (a feature never pairs with itself on a merged path)
     values[:, diag, diag, :] = phi - values.sum(axis=2)
+    values = _to_input_columns(ens, values, axes=(1, 2))
     if ens.squeeze:
         return values[..., 0], base
     return values, base

@@ -223,25 +223,56 @@ def _sklearn_tree_paths(tree, scale, normalize, out_index=None) -> _Paths:
 
 
 def _hgb_paths(predictor, k_out, n_out) -> _Paths:
+    """A HistGradientBoosting predictor's tree. Categorical nodes send the categories whose bit is
+    set in ``raw_left_cat_bitsets[bitset_idx]`` (eight 32-bit words: category c is bit c % 32 of
+    word c // 32) left and every other category right; NaN, which is also what the model's
+    preprocessor makes of categories unseen in training, follows ``missing_go_to_left``."""
     nodes = predictor.nodes
-    if np.any(nodes["is_categorical"]):
-        raise TypeError(
-            "tree_shap_values does not support HistGradientBoosting models with categorical "
-            "features yet; fit without categorical_features (e.g. one-hot encode them)"
-        )
-    left = np.where(nodes["is_leaf"].astype(bool), -1, nodes["left"].astype(np.int64))
+    is_leaf = nodes["is_leaf"].astype(bool)
+    left = np.where(is_leaf, -1, nodes["left"].astype(np.int64))
     value = np.zeros((len(nodes), n_out))
     value[:, k_out] = nodes["value"]
+    categorical = None
+    cat_nodes = np.flatnonzero(nodes["is_categorical"].astype(bool) & ~is_leaf)
+    if cat_nodes.size:
+        words = np.asarray(predictor.raw_left_cat_bitsets, dtype=np.uint64)
+        bits = (words[:, :, None] >> np.arange(32, dtype=np.uint64)[None, None, :]) & np.uint64(1)
+        members = bits.reshape(words.shape[0], -1).astype(bool)  # (n_bitsets, 256): category c goes left
+        categorical = {int(node): (set(np.flatnonzero(members[int(nodes["bitset_idx"][node])]).tolist()), False)
+                       for node in cat_nodes}
     return _extract_paths(
         left, nodes["right"], nodes["feature_idx"], nodes["num_threshold"],
         nodes["missing_go_to_left"], nodes["count"].astype(np.float64), value, 1.0,
+        categorical=categorical,
     )
+
+
+def _hgb_preprocessor(model, d):
+    """``(preprocess, tree_columns)`` for a HistGradientBoosting model with categorical features:
+    its own preprocessor (a ColumnTransformer that ordinal-encodes the categorical columns, unseen
+    categories to NaN, and puts them first) and, for each column the trees split on, the input
+    column it comes from. ``(None, None)`` without categorical features."""
+    pre = getattr(model, "_preprocessor", None)
+    if pre is None:
+        return None, None
+    order = []
+    for _name, _transformer, columns in pre.transformers_:
+        if isinstance(_transformer, str) and _transformer == "drop":
+            continue
+        cols = np.asarray(columns)
+        order.extend((np.flatnonzero(cols) if cols.dtype == bool else cols.astype(np.int64)).tolist())
+    order = np.asarray(order, dtype=np.int64)
+    if sorted(order.tolist()) != list(range(d)):
+        raise TypeError(f"{type(model).__name__}'s preprocessor does not map its {d} columns one to one; "
+                        "tree_shap_values cannot attribute to the input columns")
+    return pre.transform, order
 
 
 class _Ensemble:
     """Paths of every tree, the constant added to the sum of trees, the output layout."""
 
-    def __init__(self, paths, offset, n_out, squeeze, float32, allow_nan, n_features, input_map=None):
+    def __init__(self, paths, offset, n_out, squeeze, float32, allow_nan, n_features, input_map=None,
+                 preprocess=None, tree_columns=None):
         self.paths = paths
         self.offset = np.asarray(offset, dtype=np.float64).reshape(n_out)
         self.n_out = n_out
@@ -254,6 +285,12 @@ class _Ensemble:
         # truncates categories to integers and reads zeros as missing on "Zero" features; XGBoost
         # reads its ``missing`` value as missing). The engine itself never needs to know.
         self.input_map = input_map
+        # None, or the model's own preprocessing of the rows as the user gives them (a DataFrame
+        # with categories, say) into the columns the trees split on, and for each of those
+        # columns the input column it comes from (HistGradientBoosting's categorical features):
+        # _prepare applies the first, the engine maps the values back with the second.
+        self.preprocess = preprocess
+        self.tree_columns = tree_columns
 
 
 def _check_fitted(model, name):
@@ -294,12 +331,9 @@ def _build(model) -> _Ensemble:
         paths = [
             _hgb_paths(pred, k, n_out) for stage in model._predictors for k, pred in enumerate(stage)
         ]
-        if getattr(model, "_preprocessor", None) is not None:
-            raise TypeError(
-                f"tree_shap_values does not support {name} with categorical features yet "
-                "(its columns are reordered by an internal preprocessor)"
-            )
-        return _Ensemble(paths, baseline, n_out, n_out == 1, False, True, d)
+        preprocess, tree_columns = _hgb_preprocessor(model, d)
+        return _Ensemble(paths, baseline, n_out, n_out == 1, False, True, d,
+                         preprocess=preprocess, tree_columns=tree_columns)
     if name.startswith("GradientBoosting"):
         stages = model.estimators_  # (n_stages, K) DecisionTreeRegressors
         n_out = stages.shape[1]
@@ -330,6 +364,12 @@ def _build(model) -> _Ensemble:
 
 
 def _prepare(X, name, ens: _Ensemble, allow_empty=False):
+    if ens.preprocess is not None:
+        try:
+            X = ens.preprocess(X)
+        except Exception as err:  # the model's own preprocessor: wrong columns, unknown dtype
+            raise ValueError(f"{name} could not be preprocessed as the model's categorical features "
+                             f"({type(err).__name__}: {err})") from err
     arr = as_numpy(X, name)
     if arr.dtype.kind not in "fiub":
         raise TypeError(f"{name} must be a numeric array; got dtype {arr.dtype}")

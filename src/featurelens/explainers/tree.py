@@ -65,6 +65,10 @@ None/Zero/NaN, categorical splits with the category truncated to an int; XGBoost
 t``, NaN or the wrapper's ``missing`` value the default way, categorical splits); the details are
 in :mod:`featurelens.explainers._tree_boosters`. Categorical features are given as their integer
 codes. Linear trees (LightGBM ``linear_tree=True``) and XGBoost's ``gblinear`` are refused.
+HistGradientBoosting models with categorical features (pandas ``category`` columns or
+``categorical_features=``) take the rows as ``predict`` does (a DataFrame with categories): the
+model's own preprocessor encodes them, categorical nodes route by their category bitsets (unseen
+categories and NaN as missing), and the values come back in the input's column order.
 
 In every case ``base + values.sum(axis=1) == f(x)`` up to rounding (additivity). The base value is
 the cover-weighted mean leaf value plus the ensemble's constant (path-dependent) or the mean of f
@@ -96,8 +100,7 @@ def tree_shap_values(model, X, background=None, output="raw", *, batch_size=256)
     Parameters
     ----------
     model : a fitted DecisionTree*, ExtraTree*, RandomForest*, ExtraTrees*, GradientBoosting* or
-        HistGradientBoosting* regressor or classifier (HistGradientBoosting without categorical
-        features), a LightGBM LGBMRegressor / LGBMClassifier / LGBMRanker or ``lightgbm.Booster``,
+        HistGradientBoosting* regressor or classifier (categorical features included), a LightGBM LGBMRegressor / LGBMClassifier / LGBMRanker or ``lightgbm.Booster``,
         or an XGBoost XGBRegressor / XGBClassifier / XGBRanker / XGBRF* or ``xgboost.Booster``
         (:func:`supported_tree_models`). Anything else raises a TypeError.
     X : array-like (n, d) or (d,), the rows to explain. NaN only for HistGradientBoosting,
@@ -230,7 +233,15 @@ class TreeShap(Explainer):
         else:
             bg = self.model.to_tensor(background, "background")
             bg = bg.detach().cpu().numpy() if hasattr(bg, "detach") else np.asarray(bg)
-            self.background = _prepare(bg.reshape(bg.shape[0], -1), "background", self._ensemble)
+            self.background = self._rows(bg.reshape(bg.shape[0], -1), "background")
+
+    def _rows(self, arr, name):
+        """Rows from the Model (numbers, category codes) prepared for the trees; a model with its
+        own preprocessing (HistGradientBoosting's categorical features) gets them as it takes
+        them (the Model decodes its codes back to the values first)."""
+        if self._ensemble.preprocess is not None:
+            arr = self.model.decode(arr)
+        return _prepare(arr, name, self._ensemble)
 
     def params(self) -> dict:
         params = super().params()
@@ -247,7 +258,7 @@ class TreeShap(Explainer):
         arr = x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
         if arr.ndim != 2:
             raise ValueError(f"tree_shap explains tabular rows, shape (n, d); got x of shape {arr.shape}")
-        rows = _prepare(arr, "x", self._ensemble)
+        rows = self._rows(arr, "x")
         step = 256 if self.model.auto_batch else int(self.model.batch_size)
         values, base = _shap(self._ensemble, rows, self.background, step)
         inter = None
