@@ -20,6 +20,7 @@ _LAZY = {
     "interactions": (".interactions", None),
     "learning": (".learning", None),
     "metrics": (".metrics", None),
+    "parallel": (".parallel", None),
     "plots": (".plots", None),
     "selection": (".selection", None),
     "Explainer": (".explainers", "Explainer"),
@@ -47,6 +48,7 @@ __all__ = [
     "list_explainers",
     "load_explanation",
     "metrics",
+    "parallel",
     "plots",
     "selection",
 ]
