@@ -1,8 +1,8 @@
-"""Feature-learning diagnostics: the AGOP and its tracker, the Neural Feature Ansatz, Recursive
-Feature Machines, representation similarity and geometry, neural collapse, Mahalanobis++ OOD
-scores and a training monitor."""
+"""Feature-learning diagnostics: the AGOP, its tracker and mergeable accumulator, the Neural
+Feature Ansatz, Recursive Feature Machines, representation similarity and geometry (CKA and its
+mergeable accumulator), neural collapse, Mahalanobis++ OOD scores and a training monitor."""
 
-from .agop import AGOPTracker, agop
+from .agop import AGOPAccumulator, AGOPTracker, agop
 from .collapse import neural_collapse
 from .monitor import EigengapDetector, Monitor, train_with_monitor
 from .nfa import layer_agops, nfa
@@ -13,6 +13,7 @@ from .similarity import CKAAccumulator, cka, compression_discrimination, effecti
 __all__ = [
     "agop",
     "AGOPTracker",
+    "AGOPAccumulator",
     "nfa",
     "layer_agops",
     "RFMRegressor",

@@ -95,11 +95,47 @@ def _hsic1(n: int, tr_kl: float, sum_ab: float, one_k_one: float, one_l_one: flo
     ) / (n * (n - 3))
 
 
+_STAT_KEYS = ("xy", "xx", "yy", "sx", "sy", "xa", "xb", "ya", "yb", "a", "b", "ab", "aa", "bb")
+
+
+def _zero_stats(p: int, q: int) -> dict:
+    z = np.zeros
+    return {
+        "xy": z((p, q)), "xx": z((p, p)), "yy": z((q, q)), "sx": z(p), "sy": z(q),
+        "xa": z(p), "xb": z(p), "ya": z(q), "yb": z(q),
+        "a": 0.0, "b": 0.0, "ab": 0.0, "aa": 0.0, "bb": 0.0,
+    }
+
+
+def _stat_shapes(p: int, q: int) -> dict:
+    return {k: np.shape(v) for k, v in _zero_stats(p, q).items()}
+
+
+def _check_shift(shift):
+    """None, or a pair (s_A, s_B) of finite 1-d float vectors, returned as float64 copies."""
+    if shift is None:
+        return None
+    if not isinstance(shift, (tuple, list)) or len(shift) != 2:
+        raise TypeError(
+            "shift must be None or a pair (shift_A, shift_B) of vectors subtracted from the rows of A "
+            f"and B (e.g. a first batch's column means); got {type(shift).__name__}"
+        )
+    out = []
+    for vec, name in zip(shift, ("shift[0]", "shift[1]")):
+        arr = as_numpy(vec, name)
+        check_floating(arr, name)
+        if arr.ndim != 1 or arr.shape[0] == 0:
+            raise ValueError(f"{name} must be a 1-d vector with one value per feature; got shape {arr.shape}")
+        out.append(np.array(arr, dtype=np.float64))
+    return out[0], out[1]
+
+
 class CKAAccumulator:
-    """Linear CKA over data seen in minibatches, exactly equal to the full-data value.
+    """Linear CKA over data seen in minibatches, exactly equal to the full-data value, and
+    mergeable across workers and processes.
 
     Feed the same rows of two representations batch by batch (``update(A_batch, B_batch)``), then
-    ``compute()``. The accumulator keeps float64 sums over rows: A^T B (p x q), A^T A, B^T B, the
+    ``compute()`` (or ``result()``). The accumulator keeps float64 sums over rows: A^T B (p x q), A^T A, B^T B, the
     column sums, and, for the debiased estimator, the row-norm terms derived in the module comments.
     Both estimators are *exact*: the result equals ``cka(A, B, kernel="linear", debiased=...)`` on
     the concatenated rows (up to floating-point rounding) whatever the batch sizes, including
@@ -107,8 +143,24 @@ class CKAAccumulator:
     (2021, arXiv 2010.15327), which averages unbiased HSIC over batches and estimates a different
     (batch-size dependent) quantity. Memory is O(p q + p^2 + q^2), independent of n.
 
-    To limit cancellation in the uncentred sums, every row is shifted by the mean of the first
-    batch (any fixed shift leaves both estimators unchanged).
+    Mergeable centring. Every row is shifted by a fixed pair of vectors before it is accumulated,
+    ``x_i = a_i - s_A``, ``y_i = b_i - s_B``. Centring removes any shift exactly: with
+    ``S_x = sum_i x_i``, ``S_y = sum_i y_i`` over the n rows,
+
+        A_c^T B_c = sum_i (x_i - S_x/n)(y_i - S_y/n)^T = X^T Y - S_x S_y^T / n
+
+    (likewise ``A_c^T A_c`` and ``B_c^T B_c``), so the biased HSIC (up to 1/(n-1)^2) is
+
+        ||A_c^T B_c||_F^2 = ||X^T Y||_F^2 - (2/n) S_x^T (X^T Y) S_y + ||S_x||^2 ||S_y||^2 / n^2.
+
+    The unbiased HSIC needs in addition the row-norm sums (``X^T a``, ``sum a_i b_i``, ... with
+    ``a_i = ||x_i||^2``; module comments), and HSIC_1 is translation invariant. Every one of these
+    is a sum over rows, so the sums of disjoint parts of the data add up to the sums of their union
+    (:meth:`merge`, :meth:`all_reduce`), and n adds. The partial sums themselves depend on the
+    shift (only the centred value does not), so every accumulator that is merged must use the
+    same shift, which is checked: pass ``shift=(s_A, s_B)``, e.g. the column means of a first
+    batch computed once and sent to every worker. The shift only conditions the sums: anything
+    near the data's mean keeps the cancellation in ``X^T Y - S_x S_y^T / n`` small.
 
     Kornblith, Norouzi, Lee, Hinton, "Similarity of Neural Network Representations Revisited",
     ICML 2019, arXiv 1905.00414; Song, Smola, Gretton, Bedo, Borgwardt, "Feature Selection via
@@ -119,34 +171,41 @@ class CKAAccumulator:
     debiased : bool
         Use the unbiased HSIC estimator (needs at least 4 rows in total) in ``compute()``; both
         estimators' statistics are always kept, so ``compute(debiased=False)`` also works.
+    shift : None or a pair (s_A (p,), s_B (q,))
+        The vectors subtracted from the rows of A and B. None (default): the means of the first
+        batch this accumulator sees, which suits a single accumulator; accumulators with different
+        automatic shifts refuse to merge.
     """
 
-    def __init__(self, debiased: bool = True):
+    _KIND = "featurelens.CKAAccumulator"
+
+    def __init__(self, debiased: bool = True, shift=None):
         self.debiased = check_bool(debiased, "debiased")
+        self.shift = _check_shift(shift)
         self.reset()
 
     def reset(self) -> None:
-        """Forget every row seen so far."""
+        """Forget every row seen so far (an explicit ``shift`` is kept)."""
         self.n_samples_ = 0
-        self._shift = None
-        self._s = {}
+        if self.shift is None:
+            self._shift = None
+            self._s = {}
+        else:
+            self._shift = (self.shift[0].copy(), self.shift[1].copy())
+            self._s = _zero_stats(self.shift[0].shape[0], self.shift[1].shape[0])
 
-    def update(self, A, B) -> "CKAAccumulator":
+    def update(self, A, B) -> CKAAccumulator:
         """Add the rows of A (n, p) and B (n, q); row i of A and row i of B are the same sample."""
         A, B = _pair(A, B, min_rows=1)
         if self._shift is None:
             self._shift = (A.mean(0), B.mean(0))
-            p, q = A.shape[1], B.shape[1]
-            z = np.zeros
-            self._s = {
-                "xy": z((p, q)), "xx": z((p, p)), "yy": z((q, q)), "sx": z(p), "sy": z(q),
-                "xa": z(p), "xb": z(p), "ya": z(q), "yb": z(q),
-                "a": 0.0, "b": 0.0, "ab": 0.0, "aa": 0.0, "bb": 0.0,
-            }
+            self._s = _zero_stats(A.shape[1], B.shape[1])
         elif (A.shape[1], B.shape[1]) != (self._shift[0].shape[0], self._shift[1].shape[0]):
             raise ValueError(
-                f"A and B must keep their numbers of features across batches; expected "
-                f"({self._shift[0].shape[0]}, {self._shift[1].shape[0]}), got ({A.shape[1]}, {B.shape[1]})"
+                "A and B must keep their numbers of features across batches"
+                + (" (and match the lengths of shift)" if self.shift is not None else "")
+                + f"; expected ({self._shift[0].shape[0]}, {self._shift[1].shape[0]}), "
+                f"got ({A.shape[1]}, {B.shape[1]})"
             )
         s = self._s
         p, q = A.shape[1], B.shape[1]
@@ -226,6 +285,148 @@ class CKAAccumulator:
                 raise ValueError(f"{name} has zero variance (every row is the same); CKA is undefined")
         hxy, hxx, hyy = self._hsic_terms(debiased)
         return _ratio(hxy, hxx, hyy, debiased)
+
+    def result(self, debiased: bool | None = None) -> float:
+        """The CKA over every row added or merged so far (the same as :meth:`compute`)."""
+        return self.compute(debiased)
+
+    # -- merging ----------------------------------------------------------------------------
+    def merge(self, other: CKAAccumulator) -> CKAAccumulator:
+        """Add ``other``'s sums and rows to this accumulator (in place); returns ``self``.
+
+        Both must have the same ``debiased`` setting and, once they have seen rows, the same shift
+        (bit for bit) and numbers of features; otherwise a ValueError says what differs. An empty
+        accumulator merges as nothing; an empty one takes ``other``'s shift."""
+        if not isinstance(other, CKAAccumulator):
+            raise TypeError(f"other must be a CKAAccumulator; got {type(other).__name__}")
+        if other is self:
+            raise ValueError("cannot merge an accumulator into itself (its rows would count twice)")
+        if self.debiased != other.debiased:
+            raise ValueError(
+                f"cannot merge CKA accumulators with different settings: debiased={self.debiased} here, "
+                f"debiased={other.debiased} in other"
+            )
+        if other._shift is None:
+            return self
+        if self._shift is None:
+            self._shift = (other._shift[0].copy(), other._shift[1].copy())
+            self._s = {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in other._s.items()}
+            self.n_samples_ = other.n_samples_
+            return self
+        for mine, theirs, name in zip(self._shift, other._shift, ("A", "B")):
+            if mine.shape != theirs.shape:
+                raise ValueError(
+                    f"cannot merge CKA accumulators over different numbers of features of {name}: "
+                    f"{mine.shape[0]} here, {theirs.shape[0]} in other"
+                )
+            if not np.array_equal(mine, theirs):
+                raise ValueError(
+                    f"cannot merge CKA accumulators with different shifts of {name} (the vectors "
+                    "subtracted from the rows before summing; largest difference "
+                    f"{np.max(np.abs(mine - theirs)):.3g}): build every accumulator with the same "
+                    "shift=(shift_A, shift_B), e.g. the column means of a first batch"
+                )
+        for k in _STAT_KEYS:
+            self._s[k] = self._s[k] + other._s[k]
+        self.n_samples_ += other.n_samples_
+        return self
+
+    # -- state ------------------------------------------------------------------------------
+    def state(self) -> dict:
+        """The accumulator as a plain dict (picklable; values are numbers, bools, None, float64
+        numpy arrays and one nested dict ``sums`` of them): ``kind``, ``version``, ``debiased``,
+        ``n``, ``shift`` (the shift in use, a list of two vectors, or None before any row),
+        ``shift_given`` (whether it was passed to the constructor) and ``sums`` (the row sums of
+        the class docstring). Arrays are copies."""
+        return {
+            "kind": self._KIND,
+            "version": 1,
+            "debiased": self.debiased,
+            "n": int(self.n_samples_),
+            "shift": None if self._shift is None else [self._shift[0].copy(), self._shift[1].copy()],
+            "shift_given": self.shift is not None,
+            "sums": {k: (np.copy(v) if isinstance(v, np.ndarray) else float(v)) for k, v in self._s.items()},
+        }
+
+    @classmethod
+    def from_state(cls, state: dict) -> CKAAccumulator:
+        """The accumulator a :meth:`state` describes; it can take more rows, merge and compute."""
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be the dict returned by CKAAccumulator.state(); got {type(state).__name__}")
+        missing = {"kind", "version", "debiased", "n", "shift", "shift_given", "sums"} - set(state)
+        if missing or state.get("kind") != cls._KIND:
+            raise ValueError(
+                "state must be the dict returned by CKAAccumulator.state(); "
+                + (f"missing keys {sorted(missing)}" if missing else f"got kind={state.get('kind')!r}")
+            )
+        if state["version"] != 1:
+            raise ValueError(f"state has version {state['version']!r}; this featurelens reads version 1")
+        shift = _check_shift(None if state["shift"] is None else tuple(state["shift"]))
+        given = check_bool(state["shift_given"], "state['shift_given']")
+        new = cls(debiased=check_bool(state["debiased"], "state['debiased']"), shift=shift if given else None)
+        n = check_int(state["n"], "state['n']", low=0)
+        if shift is None:
+            if n:
+                raise ValueError(f"state has n={n} rows but no shift; expected the shift in use")
+            return new
+        sums = state["sums"]
+        if not isinstance(sums, dict):
+            raise TypeError(f"state['sums'] must be a dict of arrays and numbers; got {type(sums).__name__}")
+        shapes = _stat_shapes(shift[0].shape[0], shift[1].shape[0])
+        s = {}
+        for k, shape in shapes.items():
+            if k not in sums:
+                raise ValueError(f"state['sums'] lacks {k!r}")
+            arr = as_numpy(sums[k], f"state['sums'][{k!r}]")
+            check_floating(arr, f"state['sums'][{k!r}]")
+            if arr.shape != shape:
+                raise ValueError(f"state['sums'][{k!r}] must have shape {shape}; got {arr.shape}")
+            s[k] = np.array(arr, dtype=np.float64) if shape else float(arr)
+        new._shift, new._s, new.n_samples_ = shift, s, n
+        return new
+
+    # -- torch.distributed --------------------------------------------------------------------
+    def all_reduce(self, group=None) -> CKAAccumulator:
+        """Sum the row sums and counts of every rank of a ``torch.distributed`` process group, in
+        place (one ``dist.all_reduce`` of a float64 tensor), after checking that every rank has the
+        same ``debiased`` setting, numbers of features and shift (pass the same ``shift=`` on every
+        rank; ranks without rows take part and adopt it). Every rank then holds the global sums, so
+        ``result()`` is the CKA over all ranks' rows. Call it on every rank of ``group`` (default:
+        the whole world). Raises RuntimeError when torch.distributed is not initialised."""
+        import torch
+
+        from .agop import _dist_agree, _dist_device, _dist_module
+
+        dist = _dist_module("CKAAccumulator.all_reduce")
+        dev = _dist_device(dist, group)
+        what = "CKA accumulators"
+        _dist_agree(dist, np.array([float(self.debiased)]), True, group, dev, "debiased", what)
+        known = self._shift is not None
+        dims = np.array([float(self._shift[0].shape[0]), float(self._shift[1].shape[0])]) if known else np.zeros(2)
+        dims = _dist_agree(dist, dims, known, group, dev, "numbers of features (p, q)", what)
+        if dims is None:
+            return self  # no rank has a shift, hence no rows
+        p, q = int(dims[0]), int(dims[1])
+        vec = np.concatenate(self._shift) if known else np.zeros(p + q)
+        shift = _dist_agree(dist, vec, known, group, dev, "shift (pass the same shift= on every rank)", what)
+        stats = self._s if known else _zero_stats(p, q)
+        flat = np.concatenate([[float(self.n_samples_)]] + [np.ravel(stats[k]) for k in _STAT_KEYS])
+        t = torch.from_numpy(flat).to(dev)
+        dist.all_reduce(t, op=dist.ReduceOp.SUM, group=group)
+        flat = t.cpu().numpy()
+        self.n_samples_ = round(float(flat[0]))
+        pos, s = 1, {}
+        for k, shape in _stat_shapes(p, q).items():
+            size = int(np.prod(shape))
+            s[k] = flat[pos : pos + size].reshape(shape).copy() if shape else float(flat[pos])
+            pos += size
+        self._s = s
+        if not known:
+            self._shift = (shift[:p].copy(), shift[p:].copy())
+        return self
+
+    def __repr__(self) -> str:
+        return f"CKAAccumulator(debiased={self.debiased}, n_samples_={self.n_samples_})"
 
 
 def _ratio(hxy: float, hxx: float, hyy: float, debiased: bool) -> float:
