@@ -35,3 +35,40 @@ def small_cnn():
         torch.nn.Flatten(),
         torch.nn.Linear(8 * 4 * 4, 2),
     )
+
+
+# -- distributed engines (tests/test_parallel.py): one local cluster each per test session ----------
+_PATHS = [os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "src")), os.path.abspath(os.path.dirname(__file__))]
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """A local Ray with 2 CPUs for the whole session (started once: about 3-10 s), whose workers
+    import the package and the test helpers from this checkout. Skips when ray is absent."""
+    ray = pytest.importorskip("ray")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(
+            num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+            runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(_PATHS)}},
+        )
+    yield ray
+    if started:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A Dask LocalCluster of 2 single-threaded worker processes for the whole session (about
+    2-3 s to start). Skips when distributed is absent."""
+    distributed = pytest.importorskip("distributed")
+    import logging
+
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+        silence_logs=logging.CRITICAL,
+    )
+    client = distributed.Client(cluster)
+    yield client
+    client.close()
+    cluster.close()

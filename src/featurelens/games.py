@@ -11,9 +11,12 @@ Evaluation is batched, and every game evaluates through one hook, its *executor*
     values; ``masks`` is the validated ``(q, n)`` bool array; the executor returns the ``q`` values
     in the order of the rows of ``masks``. The default, :func:`local_executor`, evaluates the chunks
     given by :func:`featurelens._batching.chunks` one after the other in this process. Another
-    executor (a pool of processes, a cluster) may evaluate the chunks in any order and anywhere, as
-    long as it returns the values in row order; ``evaluate_chunk`` is a bound method of the game,
-    so it can be pickled whenever the game can.
+    executor (:mod:`featurelens.parallel`: threads, processes, Ray, Dask) may evaluate the chunks in
+    any order and anywhere, as long as it returns the values in row order; ``evaluate_chunk`` is a
+    bound method of the game, so it pickles with the game, and a game pickles without its executor
+    (an unpickled game has the local one). Counting stays in the calling process: ``calls`` (and a
+    MaskedModel's ``model_calls`` and its Model's ``calls``) are added when the executor returns,
+    never on a worker, so every executor gives the same counts.
 
 :class:`MaskedModel` builds the game of one model on one input ``x``: a kept player keeps its
 input values and a dropped player is replaced by a baseline value, or averaged over background rows
@@ -215,6 +218,8 @@ class Game:
         The most mask rows per call of ``_evaluate`` (None: 1024).
     executor
         ``executor(evaluate_chunk, masks, chunk_size) -> values``; None: :func:`local_executor`.
+        A :mod:`featurelens.parallel` executor (threads, processes, Ray, Dask) gives the values of
+        the serial path; the game pickles without it (see the module docstring).
     """
 
     def __init__(self, n_players: int, chunk_size: int | None = None, executor: Executor | None = None):
@@ -271,7 +276,7 @@ class Game:
         """Values ``v(S_r)`` of the coalitions given by the rows of ``masks``, shape ``(q,)``, float64."""
         masks = self.check_masks(masks)
         q = masks.shape[0]
-        values = np.asarray(self.executor(self._evaluate_chunk, masks, self.chunk_size), dtype=np.float64)
+        values = np.asarray(self._run_executor(masks), dtype=np.float64)
         if values.shape != (q,):
             raise ValueError(f"the executor must return {q} values, shape ({q},); got shape {values.shape}")
         finite = np.isfinite(values)
@@ -283,6 +288,20 @@ class Game:
             )
         self.calls += q
         return values
+
+    def _run_executor(self, masks: np.ndarray) -> np.ndarray:
+        """The executor's values for validated ``masks`` (subclasses add context and counting)."""
+        return self.executor(self._evaluate_chunk, masks, self.chunk_size)
+
+    # -- pickling: a game travels to workers without its executor ----------------------------
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("executor", None)  # threads, processes or cluster handles of this process
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.executor = local_executor
 
     def grand(self) -> float:
         """``v(N)``, the value of the coalition of all players (one evaluation)."""
@@ -501,6 +520,15 @@ class MaskedModel(Game):
         return groups
 
     # -- evaluation -------------------------------------------------------------------------
+    def _run_executor(self, masks: np.ndarray) -> np.ndarray:
+        # One eval-mode context around all chunks: threads of a ThreadExecutor nest inside it.
+        with self.model.evaluating():
+            values = super()._run_executor(masks)
+        rows = masks.shape[0] * self.n_background
+        self.model_calls += rows
+        self.model._count(rows)
+        return values
+
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:
         m = masks.shape[0]
         keep = torch.from_numpy(masks).to(self.model.device)
@@ -510,8 +538,8 @@ class MaskedModel(Game):
         # (m, B, D) hybrid inputs x_S with the fill rows on the dropped elements.
         rows = torch.where(keep[:, None, :], x_flat, self._fill[None, :, :])
         rows = rows.reshape(m * self.n_background, *self.input_shape)
-        out = self.model.predict(rows, batch_size=self.rows_per_forward)
-        self.model_calls += rows.shape[0]
+        # Not counted here (this may run on a worker): _run_executor counts in the caller.
+        out = self.model.predict(rows, batch_size=self.rows_per_forward, count=False)
         # Average in float64 so a float32 model's B outputs do not lose precision in the sum.
         per_row = out[:, self.target].double().reshape(m, self.n_background)
         if self.weights is None:

@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import math
+import threading
 from typing import Callable
 
 import numpy as np
@@ -145,7 +147,9 @@ class Model:
         self.output = self._check_output(output)
         self.calls = 0  # rows sent through the model since construction
         self._eval_depth = 0  # nesting of evaluating() contexts
+        self._eval_flags = None  # the submodules' train flags to restore when the outermost context ends
         self._parent: Model | None = None  # the Model this one was derived from (with_batch_size)
+        self._factory = None  # (factory, key, model_kwargs) of a Model.from_factory
 
     # -- construction helpers ---------------------------------------------------------------
     @classmethod
@@ -162,6 +166,76 @@ class Model:
             derived = model if batch_size is None else model.with_batch_size(batch_size)
             return derived if output is None else derived.with_output(output)
         return cls(model, batch_size=batch_size, output="raw" if output is None else output)
+
+    @classmethod
+    def from_factory(cls, factory: Callable, key: str | None = None, **model_kwargs) -> "Model":
+        """A Model around what ``factory()`` builds (a torch module, an estimator or a callable),
+        built at most once per process and key, that pickles as the recipe instead of the weights.
+
+        ``factory`` is a top-level function (or a ``functools.partial`` of one, or a class) that
+        takes no arguments and returns the model, e.g. one that loads a checkpoint. The built
+        object is cached in this process under ``key`` (default: the factory's module and
+        qualified name, with a partial's arguments), so ``from_factory`` with the same key
+        returns a Model around the same object. Pickling such a Model (a game holding it, sent to
+        a :mod:`featurelens.parallel` worker) sends only ``(factory, key, model_kwargs)`` and the
+        Model's settings (batch size, output units, device, category codes), never the weights:
+        a worker process builds the model on first use and reuses it for every later task and
+        call. ``model_kwargs`` go to :class:`Model` (``batch_size``, ``device``, ``accepts``,
+        ``output``). The factory must be importable on the workers (the same package installed
+        there), and should build the same model everywhere (e.g. load fixed weights, seed).
+        A lambda or a local function has no name that identifies it: give ``key``.
+        """
+        if not callable(factory):
+            raise TypeError(
+                "factory must be a callable taking no arguments that returns the model (a top-level "
+                f"function or a functools.partial); got {type(factory).__name__}"
+            )
+        if key is None:
+            key = _factory_key(factory)
+        elif not isinstance(key, str) or not key:
+            raise TypeError(f"key must be a non-empty string naming the model, or None; got {key!r}")
+        built = _factory_build(factory, key)
+        if isinstance(built, Model):
+            raise TypeError(
+                f"factory {key!r} returned a featurelens Model; it must return the model itself (a torch "
+                "module, an estimator or a callable), and model_kwargs set the Model's options"
+            )
+        model = cls(built, **model_kwargs)
+        model._factory = (factory, key, dict(model_kwargs))
+        return model
+
+    @property
+    def factory_key(self) -> str | None:
+        """The cache key of a :meth:`from_factory` Model, else None."""
+        return None if self._factory is None else self._factory[1]
+
+    # -- pickling ---------------------------------------------------------------------------
+    def __copy__(self):
+        # A plain shallow copy (with_batch_size, with_output), not the pickling path below.
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_eval_depth"] = 0  # a copy made inside evaluating() starts outside it
+        state["_eval_flags"] = None
+        if state.get("_factory") is not None:
+            # The recipe travels instead of the weights; __setstate__ rebuilds (or finds) the model.
+            state["module"] = state["estimator"] = state["function"] = None
+        return state
+
+    def __setstate__(self, state):
+        state.setdefault("_eval_flags", None)
+        state.setdefault("_factory", None)
+        self.__dict__.update(state)
+        if self._factory is not None:
+            factory, key, _ = self._factory
+            built = _factory_build(factory, key)
+            estimator, method = estimator_method(built)
+            self.module = built if isinstance(built, torch.nn.Module) else None
+            self.estimator = estimator
+            self.function = method if method is not None else built
 
     def _check_output(self, output) -> str:
         output = check_option(output, "output", _OUTPUTS)
@@ -184,6 +258,7 @@ class Model:
         derived.output = output
         derived.calls = 0
         derived._eval_depth = 0
+        derived._eval_flags = None
         derived._parent = self
         return derived
 
@@ -201,6 +276,7 @@ class Model:
         derived.auto_batch = auto
         derived.calls = 0
         derived._eval_depth = 0
+        derived._eval_flags = None
         derived._parent = self
         return derived
 
@@ -229,25 +305,27 @@ class Model:
     # -- eval mode --------------------------------------------------------------------------
     @contextlib.contextmanager
     def evaluating(self):
-        """Put the module in eval mode and restore every submodule's previous flag afterwards."""
-        if self.module is None or self._eval_depth > 0:
-            # Nested calls (an explainer's many chunked passes) reuse the outer context: walking
-            # every submodule costs tens of microseconds per call.
+        """Put the module in eval mode and restore every submodule's previous flag afterwards.
+
+        Nested and concurrent contexts (an explainer's many chunked passes; the threads of a
+        :class:`featurelens.parallel.ThreadExecutor`) share one: the first to enter sets eval mode
+        and the last to leave restores the flags, so no thread runs a pass in training mode while
+        another is still inside."""
+        with _EVAL_LOCK:
+            if self._eval_depth == 0 and self.module is not None:
+                # Walking every submodule costs tens of microseconds: done once, by the outermost.
+                self._eval_flags = [(m, m.training) for m in self.module.modules()]
+                self.module.eval()
             self._eval_depth += 1
-            try:
-                yield
-            finally:
-                self._eval_depth -= 1
-            return
-        flags = [(m, m.training) for m in self.module.modules()]
-        self.module.eval()
-        self._eval_depth += 1
         try:
             yield
         finally:
-            self._eval_depth -= 1
-            for m, flag in flags:
-                m.training = flag
+            with _EVAL_LOCK:
+                self._eval_depth -= 1
+                if self._eval_depth == 0 and self._eval_flags is not None:
+                    flags, self._eval_flags = self._eval_flags, None
+                    for m, flag in flags:
+                        m.training = flag
 
     # -- inputs -----------------------------------------------------------------------------
     def to_tensor(self, x, name: str = "x") -> torch.Tensor:
@@ -361,8 +439,11 @@ class Model:
         return self._model_input(arr.astype(np.float64, copy=False))
 
     # -- forward ----------------------------------------------------------------------------
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, count: bool = True) -> torch.Tensor:
         """One forward pass of at most batch_size validated rows, as a (rows, classes) tensor.
+
+        ``count=False``: the rows are not added to ``calls`` (a game evaluated by an executor
+        counts its rows in the calling process instead, :meth:`_count`).
 
         Errors the model raises on the input are re-raised as a ValueError naming x's shape.
         Outputs are checked: integer outputs become floats (they carry no gradient: refused when
@@ -370,7 +451,8 @@ class Model:
         gradients enabled) and do not are refused, and NaN/inf outputs raise a ValueError (one
         cheap sum per chunk; the elementwise check runs only when that sum is not finite).
         """
-        self._count(x.shape[0])
+        if count:
+            self._count(x.shape[0])
         needs_grad = x.requires_grad and torch.is_grad_enabled()
         # Decoded before the call: a value that is not a category code raises its own ValueError.
         inputs = x if self.accepts == "torch" else self._model_input(x.detach().cpu().numpy())
@@ -456,12 +538,13 @@ class Model:
             return default_rows(math.prod(x.shape[1:]), forward_only=forward_only)
         return self.batch_size
 
-    def predict(self, x, batch_size: int | None = None) -> torch.Tensor:
-        """Outputs for a batch, computed in chunks without gradients, as a (n, classes) tensor."""
+    def predict(self, x, batch_size: int | None = None, count: bool = True) -> torch.Tensor:
+        """Outputs for a batch, computed in chunks without gradients, as a (n, classes) tensor.
+        ``count=False``: not added to ``calls`` (see :meth:`forward`)."""
         x = x if isinstance(x, torch.Tensor) else self.to_tensor(x)
         bs = self.chunk_rows(x, batch_size, forward_only=True)
         with self.evaluating(), torch.no_grad():
-            return torch.cat([self.forward(x[s]) for s in chunks(x.shape[0], bs)])
+            return torch.cat([self.forward(x[s], count=count) for s in chunks(x.shape[0], bs)])
 
     def n_outputs(self, x: torch.Tensor) -> int:
         return int(self.predict(x[:1]).shape[1])
@@ -677,6 +760,40 @@ class Model:
 
 #: The units a Model's outputs may be turned into (featurelens.explanation.OUTPUTS).
 _OUTPUTS = ("raw", "probability", "log_odds")
+
+
+#: Guards the eval-mode bookkeeping of :meth:`Model.evaluating` across threads.
+_EVAL_LOCK = threading.Lock()
+
+#: Models built by :meth:`Model.from_factory` in this process, by key.
+_FACTORY_CACHE: dict = {}
+_FACTORY_LOCK = threading.RLock()  # a factory may itself build a factory model
+
+
+def _factory_key(factory) -> str:
+    """The default cache key: module and qualified name (a partial's function with its arguments)."""
+    if isinstance(factory, functools.partial):
+        args = [repr(a) for a in factory.args] + [f"{k}={v!r}" for k, v in sorted(factory.keywords.items())]
+        return f"{_factory_key(factory.func)}({', '.join(args)})"
+    qualname = getattr(factory, "__qualname__", None)
+    if qualname is None or "<lambda>" in qualname or "<locals>" in qualname:
+        raise ValueError(
+            f"factory {getattr(factory, '__name__', type(factory).__name__)!r} is a lambda, a local function "
+            "or a callable object, whose name does not identify the model it builds; give key= (a string "
+            "naming the model), or use a top-level function"
+        )
+    return f"{getattr(factory, '__module__', None) or '?'}.{qualname}"
+
+
+def _factory_build(factory, key: str):
+    """What ``factory()`` returns, built once per process and key (concurrent first uses wait for
+    one build)."""
+    with _FACTORY_LOCK:
+        if key in _FACTORY_CACHE:
+            return _FACTORY_CACHE[key]
+        built = factory()
+        _FACTORY_CACHE[key] = built
+        return built
 
 
 def _returns(estimator, method) -> str:

@@ -21,19 +21,46 @@ fl.parallel.ThreadExecutor(8) as ex: ...`` releases their threads, processes or 
 
 Counting stays in the caller: a game counts the coalitions (and a MaskedModel its model rows) when
 the executor returns, never on the workers.
+
+The backends (``n_workers``: how many tasks run at once; ``remote``: whether tasks are pickled):
+
+- :class:`SerialExecutor`: this thread, one task after the other (the reference).
+- :class:`ThreadExecutor`: threads of this process; nothing pickled. Models behind an API (the
+  time is spent waiting) and models that release the GIL.
+- :class:`ProcessExecutor`: loky's reusable worker processes on this machine (cloudpickle: lambdas
+  and closures work).
+- :class:`RayExecutor`: an actor pool on a Ray cluster (local or ``address="auto"``); each actor
+  keeps what it built (a :meth:`featurelens.models.Model.from_factory` model) across calls, and
+  ``num_gpus`` pins GPUs.
+- :class:`DaskExecutor`: a Dask cluster through a ``distributed.Client``.
+
+Ray and Dask are optional (``pip install featurelens[ray]`` / ``featurelens[dask]``) and imported
+only when their executor is created. Measured on a 2-core machine (issue 12): ``ray.init`` 3-12 s
+and a RayExecutor's 2 actors 2-3 s more, a Dask LocalCluster 2-3 s, the first task of a new loky
+pool 2-4 s (the workers import torch); per call once warm, about 5 ms (Ray actors), 20 ms
+(loky), 70 ms (Dask). A game whose model is large should hold a ``Model.from_factory`` model,
+so that it pickles as the recipe (kilobytes) and each worker builds the model once.
 """
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
+import importlib
+import os
+import sys
+import threading
+import uuid
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ._batching import chunks
-from ._validation import check_int
+from ._validation import check_float, check_int
 
-__all__ = ["Executor", "SerialExecutor", "ThreadExecutor", "WorkerError"]
+__all__ = [
+    "Executor", "SerialExecutor", "ThreadExecutor", "ProcessExecutor", "RayExecutor", "DaskExecutor", "WorkerError",
+]
 
 
 class WorkerError(RuntimeError):
@@ -46,7 +73,11 @@ class WorkerError(RuntimeError):
     def __init__(self, worker_type: str, worker_message: str, where: str = "a worker"):
         self.worker_type = worker_type
         self.worker_message = worker_message
+        self.where = where
         super().__init__(f"{worker_type} on {where}: {worker_message}")
+
+    def __reduce__(self):  # travels back intact from a nested executor's worker
+        return (WorkerError, (self.worker_type, self.worker_message, self.where))
 
 
 def _evaluate_chunks(evaluate_chunk, masks_list):
@@ -85,7 +116,16 @@ class Executor:
 
     # -- resources --------------------------------------------------------------------------
     def close(self) -> None:
-        """Release threads, processes or cluster handles (idempotent)."""
+        """Release threads, processes or cluster handles (idempotent); a closed executor refuses
+        further work."""
+        self._closed = True
+
+    def _is_closed(self) -> bool:
+        return getattr(self, "_closed", False)
+
+    def _check_open(self) -> None:
+        if self._is_closed():
+            raise RuntimeError(f"this {type(self).__name__} is closed; create a new one")
 
     def __enter__(self):
         return self
@@ -103,6 +143,7 @@ class SerialExecutor(Executor):
     """Tasks one after the other in this process (the reference the others are tested against)."""
 
     def map(self, fn, items, shared=None):
+        self._check_open()
         out = []
         for item in items:
             try:
@@ -123,8 +164,7 @@ class ThreadExecutor(Executor):
                                                            thread_name_prefix="featurelens")
 
     def map(self, fn, items, shared=None):
-        if self._pool is None:
-            raise RuntimeError("this ThreadExecutor is closed; create a new one")
+        self._check_open()
         futures = [self._pool.submit(fn, shared, item) for item in items]
         out = []
         for fut in futures:
@@ -141,5 +181,397 @@ class ThreadExecutor(Executor):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
+    def _is_closed(self) -> bool:
+        return self._pool is None
+
     def __repr__(self) -> str:
         return f"ThreadExecutor(n={self.n_workers})"
+
+
+# -- worker-side helpers (module level: they pickle by reference) ----------------------------------
+#: Per-process cache of the ``shared`` objects of recent map calls, keyed by a token of the call, so
+#: that a worker process unpickles a call's game (or model) once, however many of its tasks it runs.
+_SHARED: "collections.OrderedDict[str, Any]" = collections.OrderedDict()
+_SHARED_LOCK = threading.Lock()
+_SHARED_KEEP = 4  # the last few calls' objects; older ones are dropped
+
+
+def _cached_shared(token: str, load: Callable[[], Any]) -> Any:
+    with _SHARED_LOCK:
+        if token in _SHARED:
+            _SHARED.move_to_end(token)
+            return _SHARED[token]
+    value = load()  # outside the lock: unpickling a model may take a while
+    with _SHARED_LOCK:
+        value = _SHARED.setdefault(token, value)
+        _SHARED.move_to_end(token)
+        while len(_SHARED) > _SHARED_KEEP:
+            _SHARED.popitem(last=False)
+    return value
+
+
+def _process_task(token: str, blob: bytes, item):
+    """One task of a :class:`ProcessExecutor`: ``fn(shared, item)`` with ``(fn, shared)``
+    unpickled once per worker process and call."""
+    import cloudpickle
+
+    fn, shared = _cached_shared(token, lambda: cloudpickle.loads(blob))
+    return fn(shared, item)
+
+
+class _RayWorker:
+    """The actor of a :class:`RayExecutor` (one per worker, so one model per process)."""
+
+    def run(self, boxed_ref, item):
+        import ray
+
+        ref = boxed_ref[0]  # boxed, so Ray hands over the reference and the actor caches the value
+        fn, shared = _cached_shared(ref.hex(), lambda: ray.get(ref))
+        return fn(shared, item)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def _dask_task(payload, item):
+    fn, shared = payload  # scattered once per call; each worker deserialises it once
+    return fn(shared, item)
+
+
+def _import_optional(module: str, extra: str, what: str):
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(
+            f"{what} needs the optional dependency {module.split('.')[0]!r}, which is not installed "
+            f"here ({err}); install it with: pip install featurelens[{extra}]"
+        ) from err
+
+
+def _unpicklable(err: BaseException, where: str, payload=None) -> TypeError:
+    reason = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+    if payload is not None:  # the engines' own messages run over many lines: cloudpickle's is one
+        import cloudpickle
+
+        try:
+            cloudpickle.dumps(payload)
+        except Exception as plain:
+            reason = f"{type(plain).__name__}: {plain}"
+    return TypeError(
+        f"the task (its function and shared object) could not be pickled for the {where} "
+        f"({reason}); a game sent to other processes must pickle with its model and "
+        "data (no open files, locks or sockets); build a large or unpicklable model with "
+        "fl.Model.from_factory, or use a ThreadExecutor"
+    )
+
+
+def _worker_error(err: BaseException, where: str) -> WorkerError:
+    if isinstance(err, WorkerError):
+        return WorkerError(err.worker_type, err.worker_message, where)
+    return WorkerError(type(err).__name__, str(err), where)
+
+
+class ProcessExecutor(Executor):
+    """Tasks on ``n`` worker processes of this machine (loky's reusable process pool, the one
+    joblib uses): for CPU-bound pure-Python games and models that hold the GIL.
+
+    Functions, games and ``shared`` objects are pickled with cloudpickle, so lambdas and closures
+    work; ``shared`` is pickled once per :meth:`map` call and unpickled once per worker process.
+    The pool is loky's reusable one: later executors with the same ``n`` reuse its warm processes
+    (and the models they built with :meth:`featurelens.models.Model.from_factory`); :meth:`close`
+    releases this executor, and idle workers exit after ``idle_timeout`` seconds (or with this
+    process). Two ProcessExecutors with different ``n`` used at the same time resize the one pool.
+
+    Parameters
+    ----------
+    n
+        The number of worker processes (>= 1); None: ``os.cpu_count()``.
+    threads_per_worker
+        Threads each worker's numerical libraries (torch, BLAS, OpenMP) may use; None:
+        ``max(1, os.cpu_count() // n)``, so ``n`` workers do not oversubscribe the cores.
+    idle_timeout
+        Seconds an idle worker process waits for work before it exits (>= 1).
+    """
+
+    remote = True
+
+    def __init__(self, n: int | None = None, threads_per_worker: int | None = None, idle_timeout: int = 300):
+        n = check_int(n, "n", low=1, allow_none=True)
+        self.n_workers = n if n is not None else (os.cpu_count() or 1)
+        threads = check_int(threads_per_worker, "threads_per_worker", low=1, allow_none=True)
+        self.threads_per_worker = threads if threads is not None else max(1, (os.cpu_count() or 1) // self.n_workers)
+        self.idle_timeout = check_int(idle_timeout, "idle_timeout", low=1)
+        self._closed = False
+        # Start the workers now (about a second each), so start-up is not charged to the first call.
+        pool = self._pool()
+        for fut in [pool.submit(os.getpid) for _ in range(self.n_workers)]:
+            fut.result()
+
+    def _pool(self):
+        from joblib.externals.loky import get_reusable_executor
+
+        t = str(self.threads_per_worker)
+        env = {name: t for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+        # The same arguments give back the same warm pool; a broken or resized one is replaced.
+        return get_reusable_executor(max_workers=self.n_workers, timeout=self.idle_timeout, env=env)
+
+    def map(self, fn, items, shared=None):
+        self._check_open()
+        import cloudpickle
+
+        items = list(items)
+        if not items:
+            return []
+        try:
+            blob = cloudpickle.dumps((fn, shared))
+        except Exception as err:
+            raise _unpicklable(err, "worker processes") from err
+        token = uuid.uuid4().hex
+        pool = self._pool()
+        futures = [pool.submit(_process_task, token, blob, item) for item in items]
+        out = []
+        for fut in futures:
+            try:
+                out.append(fut.result())
+            except Exception as err:
+                for other in futures:
+                    other.cancel()
+                raise _worker_error(err, "a worker process") from err
+        return out
+
+    def close(self) -> None:
+        self._closed = True
+
+    def __repr__(self) -> str:
+        return f"ProcessExecutor(n={self.n_workers}, threads_per_worker={self.threads_per_worker})"
+
+
+class RayExecutor(Executor):
+    """Tasks on a pool of Ray actors (Moritz et al. 2018, "Ray: A Distributed Framework for Emerging
+    AI Applications", arXiv:1712.05889): one actor per worker, each a long-lived process that keeps
+    what it built (a :meth:`featurelens.models.Model.from_factory` model is built once per actor).
+
+    ``shared`` goes into Ray's object store once per :meth:`map` call (``ray.put``) and each actor
+    reads it once per call; tasks go to the actors as they become free (two in flight per actor),
+    and results come back in the order of the items.
+
+    Parameters
+    ----------
+    address
+        None: this process's Ray (started here when ``ray.is_initialized()`` is False, a local
+        cluster on this machine, and shut down by :meth:`close`). ``"auto"`` joins the cluster
+        running on this node (``ray start --head`` / a Ray job); ``"ray://host:10001"`` connects a
+        client. When Ray is already initialised here, that connection is used as it is.
+    num_workers
+        Actors to start; None: as many as the cluster's CPUs (GPUs when ``num_gpus > 0``) allow
+        at ``num_cpus`` (``num_gpus``) each, at least one.
+    num_cpus, num_gpus
+        Ray resources reserved per actor (fractions allowed); ``num_gpus=1`` pins one GPU per
+        actor (Ray sets ``CUDA_VISIBLE_DEVICES`` in the actor, so ``"cuda"`` there is its GPU).
+    start_timeout
+        Seconds to wait for the actors to start (they wait for free resources: another executor's
+        actors hold theirs until it is closed); then a RuntimeError says what is free.
+    **init_kwargs
+        Passed to ``ray.init`` when this executor starts Ray (e.g. ``runtime_env=``,
+        ``log_to_driver=``). By default the dashboard is off and a local cluster's workers get
+        this process's ``sys.path`` as ``PYTHONPATH`` (so they import the same modules); a real
+        cluster needs featurelens and the caller's modules installed on its nodes (or a
+        ``runtime_env``).
+    """
+
+    remote = True
+
+    def __init__(self, address: str | None = None, num_workers: int | None = None, num_cpus: float = 1,
+                 num_gpus: float = 0, start_timeout: float = 120.0, **init_kwargs):
+        if address is not None and not isinstance(address, str):
+            raise TypeError(f"address must be None, 'auto' or a Ray address string; got {type(address).__name__}")
+        num_workers = check_int(num_workers, "num_workers", low=1, allow_none=True)
+        start_timeout = check_float(start_timeout, "start_timeout", low=0, low_inclusive=False)
+        self.num_cpus = check_float(num_cpus, "num_cpus", low=0)
+        self.num_gpus = check_float(num_gpus, "num_gpus", low=0)
+        if self.num_cpus == 0 and self.num_gpus == 0 and num_workers is None:
+            raise ValueError("num_cpus and num_gpus are both 0, so num_workers cannot be derived from the "
+                             "cluster's resources; give num_workers")
+        ray = _import_optional("ray", "ray", "RayExecutor")
+        self._ray = ray
+        self._started_ray = False
+        self._actors: list = []
+        if not ray.is_initialized():
+            init_kwargs.setdefault("include_dashboard", False)
+            if address is None and "runtime_env" not in init_kwargs:
+                # A local cluster's workers import what this process imports (as loky's and
+                # multiprocessing's do): functions of the caller's modules pickle by reference.
+                path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+                init_kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
+            ray.init(address=address, **init_kwargs)
+            self._started_ray = True
+        try:
+            resources = ray.cluster_resources()
+            if num_workers is None:
+                if self.num_gpus > 0:
+                    num_workers = int(resources.get("GPU", 0) // self.num_gpus)
+                else:
+                    num_workers = int(resources.get("CPU", 0) // self.num_cpus)
+                num_workers = max(1, num_workers)
+            self.n_workers = num_workers
+            for kind, each in (("CPU", self.num_cpus), ("GPU", self.num_gpus)):
+                have = resources.get(kind, 0)
+                if each * num_workers > have + 1e-9:
+                    raise ValueError(
+                        f"{num_workers} workers x {each:g} {kind}s each need {each * num_workers:g} {kind}s, "
+                        f"and the Ray cluster has {have:g}; lower num_workers or num_{kind.lower()}s"
+                    )
+            actor = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus)(_RayWorker)
+            self._actors = [actor.remote() for _ in range(num_workers)]
+            # Wait for the actors here, so start-up fails (or is paid) now, not in the first call.
+            refs = [a.pid.remote() for a in self._actors]
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=start_timeout)
+            if len(ready) < len(refs):
+                free = ray.available_resources()
+                raise RuntimeError(
+                    f"{len(refs) - len(ready)} of {num_workers} Ray actors ({self.num_cpus:g} CPUs, "
+                    f"{self.num_gpus:g} GPUs each) did not start within start_timeout={start_timeout:g} s; "
+                    f"the cluster has {free.get('CPU', 0):g} CPUs and {free.get('GPU', 0):g} GPUs free "
+                    f"of {resources.get('CPU', 0):g} and {resources.get('GPU', 0):g}: other executors "
+                    "or tasks may hold them (close them), or lower num_workers, or raise start_timeout"
+                )
+            #: The process ids of the actors, in order.
+            self.pids = ray.get(refs)
+        except BaseException:
+            self.close()
+            raise
+
+    def map(self, fn, items, shared=None):
+        self._check_open()
+        ray = self._ray
+        items = list(items)
+        if not items:
+            return []
+        try:
+            ref = ray.put((fn, shared))
+        except Exception as err:
+            raise _unpicklable(err, "Ray actors", (fn, shared)) from err
+        out: list = [None] * len(items)
+        free = [a for _ in range(2) for a in self._actors]  # two tasks in flight per actor
+        pending: dict = {}
+        nxt = 0
+        try:
+            while nxt < len(items) or pending:
+                while free and nxt < len(items):
+                    actor = free.pop()
+                    pending[actor.run.remote([ref], items[nxt])] = (nxt, actor)
+                    nxt += 1
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for r in done:
+                    i, actor = pending.pop(r)
+                    out[i] = ray.get(r)
+                    free.append(actor)
+        except Exception as err:
+            self._drain(list(pending))
+            cause = getattr(err, "cause", None)
+            raise _worker_error(cause if isinstance(cause, BaseException) else err, "a Ray actor") from err
+        return out
+
+    def _drain(self, refs: list) -> None:
+        """After a failed task: cancel the tasks still queued and collect the others, so that no
+        result is left behind (Ray prints an 'unhandled error' for each one never read)."""
+        ray = self._ray
+        for r in refs:
+            try:
+                ray.cancel(r)
+            except Exception:  # pragma: no cover - best effort
+                pass
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=30) if refs else ([], [])
+        for r in ready:
+            try:
+                ray.get(r)
+            except Exception:
+                pass
+
+    def close(self) -> None:
+        if self._ray is None:
+            return
+        ray, self._ray = self._ray, None
+        for actor in self._actors:
+            try:
+                ray.kill(actor)
+            except Exception:  # pragma: no cover - the cluster may be gone already
+                pass
+        self._actors = []
+        if self._started_ray and ray.is_initialized():
+            ray.shutdown()
+
+    def _is_closed(self) -> bool:
+        return self._ray is None
+
+    def __repr__(self) -> str:
+        return f"RayExecutor(num_workers={self.n_workers}, num_cpus={self.num_cpus:g}, num_gpus={self.num_gpus:g})"
+
+
+class DaskExecutor(Executor):
+    """Tasks on a Dask cluster through a ``distributed.Client`` (Rocklin 2015, "Dask: Parallel
+    Computation with Blocked algorithms and Task Scheduling", SciPy).
+
+    ``shared`` is scattered to every worker once per :meth:`map` call (``broadcast=True``); one
+    task per item is submitted and the results are gathered in the order of the items.
+    ``n_workers`` is the number of worker threads of the cluster (read at each call, so a scaled
+    cluster gets more tasks).
+
+    Parameters
+    ----------
+    client
+        A ``distributed.Client`` (used as it is and left open by :meth:`close`), or a scheduler
+        address string (``"tcp://host:8786"``), for which this executor opens a Client and closes
+        it on :meth:`close`.
+    """
+
+    remote = True
+
+    def __init__(self, client):
+        distributed = _import_optional("distributed", "dask", "DaskExecutor")
+        self._owns_client = False
+        if isinstance(client, str):
+            client = distributed.Client(client)
+            self._owns_client = True
+        elif not isinstance(client, distributed.Client):
+            raise TypeError(
+                "client must be a distributed.Client or a scheduler address string; got "
+                f"{type(client).__name__}"
+            )
+        self._client = client
+
+    @property
+    def n_workers(self) -> int:
+        if self._client is None:
+            return 1
+        return max(1, sum(self._client.nthreads().values()))
+
+    def map(self, fn, items, shared=None):
+        self._check_open()
+        client = self._client
+        items = list(items)
+        if not items:
+            return []
+        try:
+            payload = client.scatter([(fn, shared)], broadcast=True, hash=False)[0]
+        except Exception as err:
+            raise _unpicklable(err, "Dask workers", (fn, shared)) from err
+        futures = [client.submit(_dask_task, payload, item, pure=False) for item in items]
+        try:
+            return client.gather(futures)
+        except Exception as err:
+            client.cancel(futures)
+            raise _worker_error(err, "a Dask worker") from err
+        finally:
+            del payload
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._owns_client:
+            client.close()
+
+    def _is_closed(self) -> bool:
+        return self._client is None
+
+    def __repr__(self) -> str:
+        return f"DaskExecutor({self._client!r})"
