@@ -83,6 +83,28 @@ def test_masked_model_bitwise_equal_and_counts(executor):
     assert game.model_calls == 46 * 5 and model.calls == 46 * 5 + 1
 
 
+def test_perturbation_metrics_bitwise_equal_with_an_executor(executor):
+    """The model-calling metrics build their perturbed copies here, in the serial chunks, and run
+    the forward passes on the executor: the same values, bit for bit, and the same row counts."""
+    module = _mlp_model()
+    rng = np.random.default_rng(4)
+    x, a = rng.normal(size=(7, 6)), rng.normal(size=(7, 6))
+    cases = [
+        (fl.metrics.deletion_curve, {"steps": 6}),
+        (fl.metrics.insertion_curve, {"steps": 6}),
+        (fl.metrics.faithfulness_correlation, {"n_subsets": 9, "seed": 3}),
+        (fl.metrics.infidelity, {"n_perturbations": 11, "seed": 4}),
+    ]
+    for metric, kwargs in cases:
+        serial_model, model = fl.Model(module, batch_size=8), fl.Model(module, batch_size=8)
+        expected = metric(serial_model, x, a, **kwargs)
+        got = metric(model, x, a, executor=executor, **kwargs)
+        for e, g in zip(expected if isinstance(expected, tuple) else (expected,),
+                        got if isinstance(got, tuple) else (got,)):
+            assert np.array_equal(e, g, equal_nan=True), metric.__name__
+        assert model.calls == serial_model.calls > 8, metric.__name__
+
+
 def test_worker_exception_reraised_with_its_message(executor):
     game = FunctionGame(H.failing, 4, batch_size=3, executor=executor)
     masks = _masks(20, 4, seed=3)

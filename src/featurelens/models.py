@@ -146,6 +146,7 @@ class Model:
         self.returns = _returns(estimator, method)
         self.output = self._check_output(output)
         self.calls = 0  # rows sent through the model since construction
+        self.executor = None  # forward passes of expanded_forward on an executor (with_executor)
         self._eval_depth = 0  # nesting of evaluating() contexts
         self._eval_flags = None  # the submodules' train flags to restore when the outermost context ends
         self._parent: Model | None = None  # the Model this one was derived from (with_batch_size)
@@ -220,6 +221,7 @@ class Model:
         state = self.__dict__.copy()
         state["_eval_depth"] = 0  # a copy made inside evaluating() starts outside it
         state["_eval_flags"] = None
+        state["executor"] = None  # a Model sent to a worker travels without its executor
         if state.get("_factory") is not None:
             # The recipe travels instead of the weights; __setstate__ rebuilds (or finds) the model.
             state["module"] = state["estimator"] = state["function"] = None
@@ -277,6 +279,24 @@ class Model:
         derived.calls = 0
         derived._eval_depth = 0
         derived._eval_flags = None
+        derived._parent = self
+        return derived
+
+    def with_executor(self, executor) -> "Model":
+        """This Model with an executor (:mod:`featurelens.parallel`) for the forward passes of
+        :meth:`expanded_forward` (the perturbation metrics): ``self`` for None or the executor it
+        already has, else a derived Model (its ``calls`` also count in this Model's). The chunks
+        are built here in order, evaluated on the executor's workers a window at a time and
+        reduced here, so the values equal the serial path's."""
+        if executor is None or executor is getattr(self, "executor", None):
+            return self
+        if not callable(getattr(executor, "map", None)):
+            raise TypeError(f"executor must be a featurelens.parallel executor (with a map method); "
+                            f"got {type(executor).__name__}")
+        derived = copy.copy(self)
+        derived.executor = executor
+        derived.calls = 0
+        derived._eval_depth = 0
         derived._parent = self
         return derived
 
@@ -643,15 +663,15 @@ class Model:
                 # parts of at most bs rows and add each part to its slice of the total.
                 parts = -(-n // bs)
                 size = -(-n // parts)
-                for copy in range(n_expand):
+                for copy_number in range(n_expand):
                     for s in chunks(n, size):
                         sample_idx = torch.arange(s.start, s.stop, device=x.device)
-                        copy_idx = torch.full_like(sample_idx, copy)
+                        copy_idx = torch.full_like(sample_idx, copy_number)
                         grad, _ = self._target_gradient(make_rows(copy_idx, sample_idx), target[s])
                         if transform is not None:
                             grad = transform(grad)
                         if weights is not None:
-                            grad = grad * weights[copy]
+                            grad = grad * weights[copy_number]
                         if total is None:
                             total = grad.new_zeros((n,) + tuple(grad.shape[1:]))
                         total[s] += grad
@@ -708,9 +728,7 @@ class Model:
         total_rows = n_expand * n
         result = None
         with self.evaluating(), torch.no_grad():
-            for part in chunks(total_rows, bs):
-                copy_idx, sample_idx = expansion_index(part, n, x.device)
-                out = self.forward(make_rows(copy_idx, sample_idx))
+            for part, copy_idx, sample_idx, out in self._expanded_chunks(x, total_rows, bs, n, make_rows):
                 if target is not None:
                     out = out.gather(1, target[sample_idx][:, None]).squeeze(1)
                 if transform is not None:
@@ -748,11 +766,42 @@ class Model:
             result /= n_expand
         return result
 
+    def _expanded_chunks(self, x, total_rows: int, bs: int, n: int, make_rows):
+        """``(part, copy_idx, sample_idx, outputs)`` per chunk of :meth:`expanded_forward`, in
+        order: evaluated here, or with an executor (:meth:`with_executor`) a window of chunks at a
+        time on its workers (the rows built here, in order; counted here)."""
+        executor = getattr(self, "executor", None)
+        parts = list(chunks(total_rows, bs))
+        if executor is None:
+            for part in parts:
+                copy_idx, sample_idx = expansion_index(part, n, x.device)
+                yield part, copy_idx, sample_idx, self.forward(make_rows(copy_idx, sample_idx))
+            return
+        window = max(1, int(executor.n_workers) * int(getattr(executor, "tasks_per_worker", 3)))
+        plain = copy.copy(self)
+        plain.executor = None
+        plain._parent = None
+        for start in range(0, len(parts), window):
+            batch = []
+            for part in parts[start : start + window]:
+                copy_idx, sample_idx = expansion_index(part, n, x.device)
+                batch.append((part, copy_idx, sample_idx, make_rows(copy_idx, sample_idx).cpu()))
+            outs = executor.map(_forward_rows, [rows for *_, rows in batch], shared=plain)
+            for (part, copy_idx, sample_idx, rows), out in zip(batch, outs):
+                self._count(rows.shape[0])
+                yield part, copy_idx, sample_idx, out.to(x.device)
+
     def __repr__(self) -> str:
         kind = self._name() if self.estimator is not None else type(self.function).__name__
         bs = "auto" if self.auto_batch else self.batch_size
         units = "" if self.output == "raw" else f", output={self.output!r}"
         return f"Model({kind}, device={self.device}, batch_size={bs}{units})"
+
+
+def _forward_rows(model: "Model", rows: torch.Tensor) -> torch.Tensor:
+    """One chunk of :meth:`Model.expanded_forward` on an executor's worker (not counted there)."""
+    with model.evaluating(), torch.no_grad():
+        return model.forward(rows.to(model.device), count=False).cpu()
 
 
 # ------------------------------------------------------------------------------------------------

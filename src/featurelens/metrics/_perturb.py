@@ -53,15 +53,16 @@ def broadcast_attributions(a: np.ndarray, x_shape: tuple, name: str = "a") -> np
     )
 
 
-def prepare(model, x, a, target, output: str | None = None):
+def prepare(model, x, a, target, output: str | None = None, executor=None):
     """Validate once: return (Model, x tensor, a tensor like x, target long tensor, f_t(x) (n,)).
 
     ``output``: the units the metric sees the model's outputs in, ``"raw"``, ``"probability"`` or
     ``"log_odds"`` (:class:`featurelens.models.Model`); None keeps the Model's own (``"raw"`` for
     anything that is not a ``Model(..., output=...)``). The returned Model is in those units, so
-    every later forward pass of the metric is too.
+    every later forward pass of the metric is too. ``executor``: the forward passes of the perturbed
+    copies run on its workers (:meth:`featurelens.models.Model.with_executor`).
     """
-    m = Model.wrap(model, output=output)
+    m = Model.wrap(model, output=output).with_executor(executor)
     xt = m.to_tensor(x, "x")
     a_np = broadcast_attributions(attributions_array(a), tuple(xt.shape))
     outputs = m.predict(xt)

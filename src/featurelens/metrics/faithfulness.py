@@ -27,10 +27,10 @@ from . import _perturb as P
 __all__ = ["deletion_curve", "insertion_curve", "faithfulness_correlation", "infidelity"]
 
 
-def _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert: bool, output=None):
+def _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert: bool, output=None, executor=None):
     steps = check_int(steps, "steps", low=1)
     a_arr = P.attributions_array(a)
-    m, xt, at, t, _ = P.prepare(model, x, a_arr, target, output=output)
+    m, xt, at, t, _ = P.prepare(model, x, a_arr, target, output=output, executor=executor)
     spatial = a_arr.shape != tuple(xt.shape)
     region_of, n_regions = P.regions(groups, tuple(xt.shape), spatial)
     base = P.baseline_tensor(baseline, xt, blur_sigma)
@@ -53,7 +53,8 @@ def _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert: boo
     return curves, auc
 
 
-def deletion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=None, blur_sigma=None, output=None):
+def deletion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=None, blur_sigma=None, output=None,
+                   executor=None):
     """Deletion (pixel-flipping) curve: the target output as the most relevant features are removed.
 
     ``curve[i, k] = f_t(x_i with its round(k G / steps) highest-attributed regions set to the
@@ -73,15 +74,20 @@ def deletion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=N
         output: the units of f, "raw", "probability" or "log_odds" (see
             :class:`featurelens.models.Model`); None keeps the model's own ("raw" unless a
             ``Model(..., output=...)`` is given). The same for every model-calling metric.
+        executor: None, or a :mod:`featurelens.parallel` executor that runs the forward passes of
+            the perturbed copies on its workers (the copies are built here in the same chunks, so
+            the values equal the serial ones). The same for every model-calling metric.
 
     Returns:
         ``(curves, auc)``: float64 arrays (n, steps + 1) and (n,). ``steps = G`` with ``"min"``
         reproduces Quantus's ``PixelFlipping`` curve (its entries 1..G).
     """
-    return _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert=False, output=output)
+    return _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert=False, output=output,
+                  executor=executor)
 
 
-def insertion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=None, blur_sigma=None, output=None):
+def insertion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=None, blur_sigma=None, output=None,
+                    executor=None):
     """Insertion curve: start from the baseline and insert the most relevant regions first.
 
     ``curve[i, k] = f_t(baseline_i with the round(k G / steps) highest-attributed regions of x_i
@@ -89,7 +95,8 @@ def insertion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=
     by the trapezoid rule over the fraction inserted in [0, 1]; higher is better. Petsiuk et al.
     2018 (RISE, arXiv:1806.07421). Arguments and returns as :func:`deletion_curve`.
     """
-    return _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert=True, output=output)
+    return _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert=True, output=output,
+                  executor=executor)
 
 
 def faithfulness_correlation(
@@ -105,6 +112,7 @@ def faithfulness_correlation(
     groups=None,
     blur_sigma=None,
     output=None,
+    executor=None,
 ):
     """Faithfulness correlation (Bhatt, Weller & Moura 2020, IJCAI, arXiv:2005.00631).
 
@@ -121,7 +129,7 @@ def faithfulness_correlation(
         seed: None, an int or a ``numpy.random.Generator``; the subsets are
             :func:`featurelens.metrics._perturb.subset_draws` of ``seed`` (a Generator built from
             an int gives the same subsets as the int; a Generator is advanced by the call).
-        baseline, groups, blur_sigma, output: see :func:`deletion_curve`.
+        baseline, groups, blur_sigma, output, executor: see :func:`deletion_curve`.
 
     Returns:
         float64 array (n,).
@@ -129,7 +137,7 @@ def faithfulness_correlation(
     n_subsets = check_int(n_subsets, "n_subsets", low=2)  # a correlation needs two runs
     seed = check_seed(seed)
     a_arr = P.attributions_array(a)
-    m, xt, at, t, f0 = P.prepare(model, x, a_arr, target, output=output)
+    m, xt, at, t, f0 = P.prepare(model, x, a_arr, target, output=output, executor=executor)
     spatial = a_arr.shape != tuple(xt.shape)
     region_of, n_regions = P.regions(groups, tuple(xt.shape), spatial)
     if subset_size is None:
@@ -173,6 +181,7 @@ def infidelity(
     relative=True,
     normalize=False,
     output=None,
+    executor=None,
 ):
     """Infidelity (Yeh, Hsieh, Suggala, Inouye & Ravikumar 2019, NeurIPS, arXiv:1901.09392).
 
@@ -188,7 +197,7 @@ def infidelity(
     Captum's ``infidelity``; Quantus's ``Infidelity`` instead removes square patches one after the
     other (no noise), a different quantity. A map with one channel on a c-channel input (Grad-CAM's
     ``(n, 1, h, w)``) is broadcast over the channels, so ``I . a`` counts each pixel's attribution
-    once per channel (as Captum does). ``output``: the units of f, see :func:`deletion_curve`.
+    once per channel (as Captum does). ``output``, ``executor``: see :func:`deletion_curve`.
 
     Returns:
         float64 array (n,).
@@ -198,7 +207,7 @@ def infidelity(
     seed = check_seed(seed)
     relative = check_bool(relative, "relative")
     normalize = check_bool(normalize, "normalize")
-    m, xt, at, t, f0 = P.prepare(model, x, a, target, output=output)
+    m, xt, at, t, f0 = P.prepare(model, x, a, target, output=output, executor=executor)
     scale = noise_std * (relative_scale(xt) if relative else torch.ones(xt.shape[0], device=xt.device))
     n = xt.shape[0]
     draws = P.gaussian_draws(numpy_rng(seed), n_perturbations, tuple(xt.shape), scale.double().cpu().numpy())
