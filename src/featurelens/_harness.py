@@ -25,7 +25,7 @@ from .models import Model
 __all__ = ["applicable", "why_not", "explainer_kwargs", "run_method", "MethodRun", "score", "attempt", "stats"]
 
 #: The options a harness may hand to an explainer's constructor (declared in ``Explainer.accepts``).
-OPTIONS = ("seed", "baseline", "groups", "data", "progress")
+OPTIONS = ("seed", "baseline", "groups", "data", "progress", "executor")
 
 
 def _as_model(model) -> Model:
@@ -54,7 +54,7 @@ def applicable(names, model, input_shape: tuple, n_players: int | None = None) -
 
 def explainer_kwargs(name: str, batch_size: int | None = None, **options) -> dict:
     """Constructor arguments of ``name``: each of ``options`` (seed, baseline, groups, data,
-    progress) that is not None and that the explainer declares in ``accepts``, plus
+    progress, executor) that is not None and that the explainer declares in ``accepts``, plus
     ``batch_size`` when given (every explainer takes it)."""
     unknown = set(options) - set(OPTIONS)
     if unknown:

@@ -8,7 +8,10 @@ expected: a ``TypeError`` when the kind of value is wrong (a string where a numb
 
 Seeds: every seeded function and class accepts ``seed`` as None (fresh entropy), a non-negative int
 or a ``numpy.random.Generator``; :func:`check_seed` validates, :func:`numpy_rng` and
-:func:`torch_generator` turn a checked seed into the generator a method draws from.
+:func:`torch_generator` turn a checked seed into the generator a method draws from. Methods that
+treat the rows of a batch independently give each row its own stream: :func:`seed_root` turns the
+seed into one int per call, and :func:`row_seed_sequence` / :func:`row_rng` give row ``i`` the
+stream ``SeedSequence(root, spawn_key=(i,))``, so a row's draws do not depend on the other rows.
 
 Targets and baselines (the model is the reference: Captum's ``_select_targets`` and
 ``_format_baseline``): :func:`resolve_target` turns None / an int / one int per sample into one
@@ -39,7 +42,12 @@ __all__ = [
     "check_device",
     "numpy_rng",
     "torch_generator",
+    "seed_root",
+    "row_seed_sequence",
+    "row_rng",
     "seed_param",
+    "check_executor",
+    "executor_param",
     "resolve_target",
     "resolve_baseline",
     "relative_scale",
@@ -262,10 +270,71 @@ def torch_generator(seed, device: torch.device | str = "cpu", name: str = "seed"
     return torch.Generator(device=device).manual_seed(seed)
 
 
+def seed_root(seed, name: str = "seed") -> int:
+    """The root entropy (an int) of one call's random streams: the int seed itself, an int drawn
+    from a numpy Generator (so its stream advances once per call), or fresh entropy for None. With
+    :func:`row_seed_sequence` it makes per-row streams that a worker can rebuild from the root and
+    the row index alone."""
+    seed = check_seed(seed, name)
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(0, 2**63 - 1))
+    if seed is None:
+        return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 1)
+    return seed
+
+
+def row_seed_sequence(root: int, row: int) -> np.random.SeedSequence:
+    """The seed sequence of row ``row`` (its index in the whole batch) under ``root``:
+    ``SeedSequence(root, spawn_key=(row,))``, the same as ``SeedSequence(root).spawn(n)[row]``
+    for any ``n > row``, so it depends only on ``(root, row)``, never on how the rows are split."""
+    return np.random.SeedSequence(int(root), spawn_key=(int(row),))
+
+
+def row_rng(root: int, row: int) -> np.random.Generator:
+    """The numpy Generator of row ``row`` under ``root`` (see :func:`row_seed_sequence`)."""
+    return np.random.default_rng(row_seed_sequence(root, row))
+
+
 def seed_param(seed):
     """How a seed is recorded in provenance (``Explanation.params``, JSON): the int, None, or the
     string ``"generator"``."""
     return "generator" if isinstance(seed, np.random.Generator) else seed
+
+
+def check_executor(executor, name: str = "executor", rows: bool = False):
+    """None or an executor (:mod:`featurelens.parallel`), returned as given.
+
+    ``rows=False``: anything that plugs into the game hook, a callable
+    ``executor(evaluate_chunk, masks, chunk_size) -> values`` (every
+    :class:`featurelens.parallel.Executor`, or a plain function). ``rows=True``: an executor with
+    the ``map(fn, items, shared=None)`` primitive (a :class:`featurelens.parallel.Executor`), which
+    row-parallel work (``explain(x, executor=...)``) needs."""
+    if executor is None:
+        return None
+    if rows:
+        if not callable(getattr(executor, "map", None)):
+            raise TypeError(
+                f"{name} must be None or an executor with map(fn, items, shared=None), such as "
+                f"featurelens.parallel.ThreadExecutor(4); got {type(executor).__name__}"
+            )
+    elif not callable(executor):
+        raise TypeError(
+            f"{name} must be None or an executor, a callable executor(evaluate_chunk, masks, chunk_size) -> "
+            f"values such as featurelens.parallel.ThreadExecutor(4); got {type(executor).__name__}"
+        )
+    return executor
+
+
+def executor_param(executor):
+    """How an executor is recorded in provenance (``Explanation.params``, JSON): None, its repr
+    (``"ThreadExecutor(n=4)"``), or where that is a default ``<... at 0x...>`` the function's or
+    the class's name; never the object."""
+    if executor is None:
+        return None
+    text = repr(executor)
+    if text.startswith("<"):  # a default repr (with an address): name the function or the class
+        return getattr(executor, "__qualname__", None) or type(executor).__name__
+    return text
 
 
 # --------------------------------------------------------------------------------------------------

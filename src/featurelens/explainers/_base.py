@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import difflib
 import inspect
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from .._validation import as_numpy, resolve_baseline
+from .._validation import as_numpy, check_executor, check_int, resolve_baseline, row_rng, row_seed_sequence, seed_root
 from ..explanation import Explanation
 from ..models import Model
 
@@ -178,7 +179,7 @@ class Explainer:
     requires = Requires(gradients=True)
     #: The shared constructor options it takes, read by the audit and benchmark harness
     #: (:mod:`featurelens._harness`) instead of inspecting signatures: any of "seed", "baseline",
-    #: "groups", "data", "progress" (``batch_size`` every explainer takes).
+    #: "groups", "data", "progress", "executor" (``batch_size`` every explainer takes).
     accepts: frozenset = frozenset()
 
     #: The output units it can explain in: those computed through the Model's forward passes get
@@ -205,7 +206,8 @@ class Explainer:
         # None: automatic chunking (at most 1024 rows and 2**19 input elements per chunk).
         return {"batch_size": None if self.model.auto_batch else self.model.batch_size, "output": self.model.output}
 
-    def explain(self, x, target=None, feature_names=None, group_names=None, **kwargs) -> Explanation:
+    def explain(self, x, target=None, feature_names=None, group_names=None, executor=None, first_row: int = 0,
+                **kwargs) -> Explanation:
         """Attribute the model's ``target`` output for each sample of the batch ``x``.
 
         ``x`` is a numpy array or tensor with the samples along the first axis; ``target`` is None
@@ -219,14 +221,48 @@ class Explainer:
         DataFrame's columns, or ``feature_names`` (one str per element of one input). With an
         explainer's ``groups``, ``group_values`` holds one value per group and ``groups`` the group
         labels, or ``group_names`` (one str per distinct label, in sorted label order).
+
+        ``executor`` (a :mod:`featurelens.parallel` executor, e.g. ``ThreadExecutor(4)`` or
+        ``RayExecutor()``): the rows are explained in parts on its workers (2-4 parts per worker,
+        whole rows, in order; the explainer is sent once per call) and the parts concatenated into
+        one explanation: ``model_calls`` is the sum over the parts plus the target pass made here,
+        ``seconds`` the wall time. The targets are resolved here first, exactly as without an
+        executor. Each row keeps its own random stream (``SeedSequence(seed, spawn_key=(i,))``
+        for row ``i`` of the batch). The Shapley explainers and SPEX play one game per row, in the
+        same chunks whatever the split, so their values (and ``model_calls``) are bitwise those of
+        the serial call for a deterministic model. The gradient explainers and occlusion batch the
+        rows together: in parts a row is computed in batches of another composition, which is
+        exact in arithmetic but may differ in the last bit where the model's matrix products
+        depend on the batch (BLAS kernels do, about 1e-7 relative in float32; ``batch_size=1``
+        makes every pass one row, and these explainers bitwise equal too); work shared by the rows of a
+        call (integrated gradients' one baseline pass) is done once per part. On a worker the
+        explainer evaluates its rows' games itself (its own ``executor=`` is for the coalitions
+        of one row and is not used there). The explainer is pickled for process and cluster
+        executors (a torch module pickles; a lambda model needs cloudpickle, which Ray, Dask and
+        loky use; threads pickle nothing).
+
+        ``first_row``: the index of ``x``'s first row in the whole data set, for the random streams
+        only: row ``i`` of ``x`` draws from the stream of row ``first_row + i``. Explaining a data
+        set in pieces of your own (``explain(X[:3])`` and ``explain(X[3:], first_row=3)``, a Spark
+        partition with its offset) then gives bitwise the values of ``explain(X)``.
+
+        Seeds: row-split and parallel calls equal the serial call for an int seed. A numpy
+        Generator gives one root per call (its stream advances once per call), so the parts of one
+        parallel call agree with each other, but two calls draw two roots; None draws fresh entropy
+        per call (row-split equality needs an int seed).
         """
+        part = kwargs.pop("_part", None)  # set by _explain_part on a worker (see _rows_in_parts)
         start = time.perf_counter()
         calls_before = self.model.calls
+        if part is None:
+            executor = check_executor(executor, "executor", rows=True)
+            first_row = check_int(first_row, "first_row", low=0)
         columns = getattr(x, "columns", None)  # read before x becomes a tensor
         xt = self.model.to_tensor(x)
         data = xt.detach().cpu().numpy() if isinstance(xt, torch.Tensor) else np.asarray(xt)
         input_shape = tuple(data.shape[1:])
         feature_names = self._feature_names(feature_names, columns, input_shape)
+        given_kwargs = dict(kwargs)  # before a batch-shaped baseline is repeated for (n, k) targets
         per_sample = None
         if target is not None and not isinstance(target, (int, np.integer)):
             t = as_numpy(target, "target")
@@ -245,7 +281,11 @@ class Explainer:
                         kwargs["baseline"] = resolve_baseline(given, xt).repeat_interleave(per_sample, dim=0)
                 xt = xt.repeat_interleave(per_sample, dim=0)
                 target = t.reshape(-1)
-        if target is None:
+        if part is not None:
+            # Targets (and the outputs that picked them) were resolved by the caller.
+            target_t = torch.as_tensor(np.asarray(target).reshape(-1), dtype=torch.long).to(self.model.device)
+            outputs = None if part.outputs is None else part.outputs.to(self.model.device)
+        elif target is None:
             outputs = self.model.predict(xt)
             target_t = self.model.resolve_target(None, xt, outputs)
         else:
@@ -253,21 +293,30 @@ class Explainer:
             # resolver (featurelens._validation.resolve_target) checks the values.
             outputs = None
             target_t = self.model.resolve_target(target, xt, self.model.predict(xt[:1]))
-        with self.model.evaluating():  # once for the whole call, not once per chunk
-            values, extra = self._attribute(xt, target_t, outputs=outputs, **kwargs)
-        if isinstance(values, torch.Tensor):
-            values = values.detach().cpu().numpy()
+        # The random streams of this call: row i of x (of the expanded batch for (n, k) targets)
+        # draws from SeedSequence(root, spawn_key=(row_start + i,)).
+        self._stream_root = part.root if part is not None else self._new_stream_root()
+        self._row_start = (first_row if part is None else part.start) * (per_sample or 1)
         target_np = target_t.cpu().numpy()
-        if per_sample is not None:
-            values = np.asarray(values).reshape(-1, per_sample, *np.shape(values)[1:])
-            target_np = target_np.reshape(-1, per_sample)
-        arrays = {}
-        extra = dict(extra)
-        for name, array in extra.pop("arrays", {}).items():
-            array = array.detach().cpu().numpy() if isinstance(array, torch.Tensor) else np.asarray(array)
+        if executor is not None and part is None:
+            rows_target = target_np if per_sample is None else target_np.reshape(-1, per_sample)
+            values, extra, arrays = self._rows_in_parts(executor, data, rows_target, outputs, given_kwargs, first_row)
+        else:
+            with self.model.evaluating():  # once for the whole call, not once per chunk
+                values, extra = self._attribute(xt, target_t, outputs=outputs, **kwargs)
+            if isinstance(values, torch.Tensor):
+                values = values.detach().cpu().numpy()
             if per_sample is not None:
-                array = array.reshape(-1, per_sample, *array.shape[1:])
-            arrays[name] = array
+                values = np.asarray(values).reshape(-1, per_sample, *np.shape(values)[1:])
+            arrays = {}
+            extra = dict(extra)
+            for name, array in extra.pop("arrays", {}).items():
+                array = array.detach().cpu().numpy() if isinstance(array, torch.Tensor) else np.asarray(array)
+                if per_sample is not None:
+                    array = array.reshape(-1, per_sample, *array.shape[1:])
+                arrays[name] = array
+        if per_sample is not None:
+            target_np = target_np.reshape(-1, per_sample)
         params = dict(self.params())
         params.update(extra)
         categories = self.model.categories
@@ -293,6 +342,112 @@ class Explainer:
             group_values=group_values,
             groups=groups,
         )
+
+    # -- random streams ---------------------------------------------------------------------
+    #: The root of the current call's random streams and the batch index of the first row the
+    #: current ``_attribute`` sees (nonzero on a worker explaining a later part of the rows).
+    _stream_root: int | None = None
+    _row_start: int = 0
+
+    def _new_stream_root(self) -> int | None:
+        """The root of one call's per-row random streams (:func:`featurelens._validation.seed_root`
+        of ``self.seed``), or None for an explainer without a seed."""
+        if not hasattr(self, "seed"):
+            return None
+        return seed_root(self.seed)
+
+    def row_rng(self, i: int) -> np.random.Generator:
+        """The numpy Generator of row ``i`` of the batch ``_attribute`` sees: the stream
+        ``SeedSequence(root, spawn_key=(i_global,))`` of that row's index in the whole call, so a
+        row draws the same numbers whether it is explained alone, in a part or with the rest."""
+        return row_rng(self._stream_root, self._row_start + int(i))
+
+    def row_seed_sequence(self, i: int) -> np.random.SeedSequence:
+        """The seed sequence of row ``i`` (see :meth:`row_rng`)."""
+        return row_seed_sequence(self._stream_root, self._row_start + int(i))
+
+    # -- row-parallel explain ---------------------------------------------------------------
+    #: Extra-param keys that hold one entry per explained row (of the expanded batch for (n, k)
+    #: targets): concatenated when the rows are explained in parts (``explain(x, executor=...)``).
+    row_params: frozenset = frozenset({"base_values"})
+    #: Extra-param keys reduced over the parts by a function of the parts' values (``max`` ...).
+    param_reductions: dict = {}
+
+    def _worker_copy(self) -> "Explainer":
+        """A shallow copy that explains one part of the rows: its own Model counter (a copy of the
+        Model with ``calls = 0`` and no parent; the caller adds the parts' model calls), no
+        executor of its own (a worker evaluates its rows' games itself: nesting a pool inside its
+        own tasks can deadlock, and an executor does not pickle) and no progress bar."""
+        ex = copy.copy(self)
+        model = copy.copy(self.model)
+        model.calls = 0
+        model._eval_depth = 0
+        model._parent = None
+        if hasattr(model, "_eval_flags"):
+            model._eval_flags = None
+        ex.model = model
+        if getattr(ex, "executor", None) is not None:
+            ex.executor = None
+        if getattr(ex, "progress", None) is not None:
+            ex.progress = False
+        return ex
+
+    def _rows_in_parts(self, executor, data: np.ndarray, target: np.ndarray, outputs, kwargs: dict,
+                       first_row: int = 0):
+        """Explain the rows of ``data`` in parts on ``executor``: ``(values, extra params, arrays)``
+        as one serial ``_attribute`` call would give them (values and arrays already reshaped for
+        (n, k) targets), with the parts' model calls added to this Model."""
+        n = data.shape[0]
+        n_workers = max(1, int(getattr(executor, "n_workers", 1)))
+        per_worker = max(1, int(getattr(executor, "tasks_per_worker", 3)))
+        bounds = [b for b in np.array_split(np.arange(n), min(n, n_workers * per_worker)) if b.size]
+        outputs_cpu = None if outputs is None else outputs.detach().cpu()
+        items = []
+        for b in bounds:
+            lo, hi = int(b[0]), int(b[-1]) + 1
+            part_kwargs = {k: _row_slice(v, n, data.ndim, lo, hi) for k, v in kwargs.items()}
+            baseline = getattr(self, "baseline", None)
+            if ("baseline" not in part_kwargs and _batch_shaped(baseline, n, data.ndim)
+                    and "baseline" in inspect.signature(self._attribute).parameters):
+                part_kwargs["baseline"] = _row_slice(baseline, n, data.ndim, lo, hi)
+            items.append(_Part(start=first_row + lo, root=self._stream_root, x=data[lo:hi], target=target[lo:hi],
+                               outputs=None if outputs_cpu is None else outputs_cpu[lo:hi], kwargs=part_kwargs))
+        with self.model.evaluating():  # the module stays in eval mode while any worker runs
+            parts = executor.map(_explain_part, items, shared=self._worker_copy())
+        part_calls = sum(int(e.model_calls) for e in parts)
+        self.model._count(part_calls)
+        values = np.concatenate([np.asarray(e.values) for e in parts])
+        names = list(parts[0].extra)
+        arrays = {name: np.concatenate([np.asarray(e.extra[name]) for e in parts]) for name in names}
+        # The parts' extra params: what their explainer's params() lacks, or declares per row (an
+        # extra param may override a constructor one, e.g. spex's per-row "decoder").
+        own = set(self.params()) - set(self.row_params) - set(self.param_reductions)
+        per_row = int(np.prod(target.shape[1:], dtype=np.int64))  # k targets per sample, or 1
+        rows = [int(e.values.shape[0]) * per_row for e in parts]
+        extra = self._merge_params([{k: v for k, v in e.params.items() if k not in own and k != "categories"}
+                                    for e in parts], rows)
+        return values, extra, arrays
+
+    def _merge_params(self, parts: list, rows: list) -> dict:
+        """The extra params of the whole call from those of its parts (``rows``: each part's rows):
+        :attr:`row_params` concatenated, :attr:`param_reductions` reduced, the others equal in every
+        part (else per-row lists are concatenated, and anything else is an error)."""
+        merged = {}
+        for key in parts[0]:
+            values = [p.get(key) for p in parts]
+            if key in self.param_reductions:
+                merged[key] = self.param_reductions[key](values)
+            elif key in self.row_params or not all(_same(values[0], v) for v in values[1:]):
+                if not all(isinstance(v, (list, tuple)) and len(v) == r for v, r in zip(values, rows)):
+                    raise RuntimeError(
+                        f"explainer {self.name!r}: cannot join the parameter {key!r} of the parts of a "
+                        f"row-parallel explain (not one entry per row, and not the same in every part); "
+                        f"declare it in row_params or param_reductions"
+                    )
+                merged[key] = [item for v in values for item in v]
+            else:
+                merged[key] = values[0]
+        return merged
 
     @staticmethod
     def _feature_names(given, columns, input_shape: tuple) -> list | None:
@@ -336,3 +491,60 @@ class Explainer:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({args})"
+
+
+# --------------------------------------------------------------------------------------------------
+# row-parallel explain: what travels to a worker, and the task it runs
+
+
+@dataclass
+class _Part:
+    """One part of a row-parallel explain call: the rows ``x`` starting at row ``start`` of the
+    call (``first_row`` included), their resolved targets (``(m,)`` or ``(m, k)``), the outputs
+    that picked them (or None), the call's random root and the explain keyword arguments with
+    batch-shaped ones cut to the part."""
+
+    start: int
+    root: int | None
+    x: np.ndarray
+    target: np.ndarray
+    outputs: torch.Tensor | None = None
+    kwargs: dict = field(default_factory=dict)
+
+
+def _explain_part(explainer: Explainer, part: _Part) -> Explanation:
+    """The task of a row-parallel explain: explain one part of the rows on a copy of the shared
+    explainer (its own Model counter and state, so parts never share mutable state on threads)."""
+    return explainer._worker_copy().explain(part.x, target=part.target, _part=part, **part.kwargs)
+
+
+def _batch_shaped(value, n: int, ndim: int) -> bool:
+    """Whether ``value`` holds one entry per row of a batch of ``n > 1`` rows of ``ndim`` axes."""
+    if value is None or n < 2 or isinstance(value, (str, bytes, int, float)):
+        return False
+    shape = tuple(getattr(value, "shape", None) or np.shape(value))
+    return len(shape) == ndim and shape[0] == n
+
+
+def _row_slice(value, n: int, ndim: int, lo: int, hi: int):
+    """Rows ``lo:hi`` of a batch-shaped ``value`` (an array, tensor or Explanation-like object with
+    ``.values``); anything else as it is."""
+    if isinstance(getattr(value, "values", None), np.ndarray) and not hasattr(value, "shape"):
+        value = value.values  # an Explanation used as a baseline
+    if not _batch_shaped(value, n, ndim):
+        return value
+    if hasattr(value, "iloc"):
+        return value.iloc[lo:hi]
+    return value[lo:hi]
+
+
+def _same(a, b) -> bool:
+    """Whether two parameter values are equal (numbers, strings, lists, dicts or arrays)."""
+    try:
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return bool(np.array_equal(a, b, equal_nan=True))
+        if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+            return True  # NaN in both parts
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return a is b

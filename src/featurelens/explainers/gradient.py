@@ -7,6 +7,8 @@ All of them reduce to batched input gradients from :class:`featurelens.models.Mo
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -18,11 +20,11 @@ from .._validation import (
     check_int,
     check_option,
     check_seed,
-    numpy_rng,
     relative_scale,
     resolve_baseline,
+    row_seed_sequence,
     seed_param,
-    torch_generator,
+    seed_root,
 )
 from ._base import CONV_TYPES, Explainer, Requires, register
 
@@ -106,6 +108,9 @@ class IntegratedGradients(Explainer):
     """
 
     accepts = frozenset({"baseline"})  # the harness options it takes (see Explainer.accepts)
+    # A row-parallel explain (explain(x, executor=...)) joins the parts' diagnostics.
+    row_params = frozenset({"base_values", "completeness_gap"})
+    param_reductions = {"max_relative_gap": max}
 
     def __init__(
         self,
@@ -172,38 +177,42 @@ class IntegratedGradients(Explainer):
 _SMOOTHGRAD_VARIANTS = ("mean", "square", "var")
 
 
-class _CopyNoise:
+class _RowNoise:
     """Standard normal noise for the noisy copies of a batch, drawn chunk by chunk.
 
-    Copy ``e`` of the batch ``x`` gets its own torch Generator, seeded by a counter-based seed
-    sequence ``SeedSequence(root, spawn_key=(e,))``, and draws one ``x.shape`` tensor from it. So
-    the noise of each (copy, sample) pair depends only on the seed, the copy index and the batch,
-    never on how the copies are chunked: any ``batch_size`` gives the same map. At most one copy's
-    noise (the size of ``x``) is held at a time.
+    The noise of copy ``e`` of row ``i`` (``i`` its index in the whole explain call, so a row
+    draws the same noise alone, in a row split or on a worker) comes from its own torch Generator,
+    seeded by word ``e`` of ``SeedSequence(root, spawn_key=(i,)).generate_state(copies, uint64)``
+    (a prefix of the words does not depend on ``copies``), and is one ``x.shape[1:]`` draw on the
+    CPU in ``x``'s dtype, moved to ``x``'s device: it depends only on the seed, the row index and
+    the copy index, never on the chunking, the other rows or the device. At most one chunk of noise
+    is held at a time.
     """
 
-    def __init__(self, root: int, x: torch.Tensor):
-        self.root = int(root)
-        self.shape = tuple(x.shape)
+    def __init__(self, root: int, row_start: int, x: torch.Tensor, copies: int):
+        self.row_shape = tuple(x.shape[1:])
         self.device, self.dtype = x.device, x.dtype
-        self._cached: tuple[int, torch.Tensor] | None = None
+        self.seeds = np.stack([row_seed_sequence(root, row_start + i).generate_state(copies, np.uint64)
+                               for i in range(x.shape[0])]).reshape(x.shape[0], copies)
+        self._gen = torch.Generator(device="cpu")
+
+    def pairs(self, copy: list, sample: list) -> torch.Tensor:
+        """Noise rows for the (copy, sample) pairs given as two equal-length lists."""
+        out = torch.empty((len(copy), *self.row_shape), dtype=self.dtype)
+        gen, seeds = self._gen, self.seeds[sample, copy].tolist()  # the pairs' 64-bit seeds
+        for row, seed in zip(out, seeds):
+            gen.manual_seed(seed)
+            torch.randn(self.row_shape, generator=gen, dtype=self.dtype, out=row)
+        return out.to(self.device)
 
     def copy(self, e: int) -> torch.Tensor:
-        """The ``x.shape`` standard normal noise of copy ``e``."""
-        if self._cached is not None and self._cached[0] == e:
-            return self._cached[1]
-        state = np.random.SeedSequence(self.root, spawn_key=(int(e),)).generate_state(1, np.uint64)[0]
-        gen = torch.Generator(device=self.device).manual_seed(int(state))
-        eps = torch.randn(self.shape, generator=gen, device=self.device, dtype=self.dtype)
-        self._cached = (int(e), eps)
-        return eps
+        """The ``x.shape`` standard normal noise of copy ``e`` (every row)."""
+        n = self.seeds.shape[0]
+        return self.pairs([int(e)] * n, list(range(n)))
 
     def rows(self, copy: torch.Tensor, sample: torch.Tensor) -> torch.Tensor:
         """Noise rows for the (copy, sample) pairs of one chunk (expansion-major order)."""
-        first, last = int(copy[0]), int(copy[-1])
-        if first == last:
-            return self.copy(first)[sample]
-        return torch.cat([self.copy(e)[sample[copy == e]] for e in range(first, last + 1)])
+        return self.pairs(copy.tolist(), sample.tolist())
 
 
 @register("smoothgrad")
@@ -222,8 +231,11 @@ class SmoothGrad(Explainer):
     arXiv 1706.03825.
 
     ``seed``: None, an int or a ``numpy.random.Generator``. The noise is drawn chunk by chunk, one
-    torch Generator per noisy copy (counter-based seeds from ``seed``), so the same seed gives the
-    same map whatever the ``batch_size``, and memory stays bounded by the chunk.
+    torch Generator per (row, noisy copy) pair, seeded from the row's stream
+    ``SeedSequence(root, spawn_key=(i,))`` (``root``: the int seed, an int drawn from a Generator
+    once per call, fresh entropy for None), so the same int seed gives the same map whatever the
+    ``batch_size``, the device, or how the rows are split (``explain(x, executor=...)``), and
+    memory stays bounded by the chunk.
     """
 
     accepts = frozenset({"seed"})  # the harness options it takes (see Explainer.accepts)
@@ -255,14 +267,16 @@ class SmoothGrad(Explainer):
             "seed": seed_param(self.seed),
         }
 
-    def _noise(self, x: torch.Tensor) -> _CopyNoise:
-        # One root per call: an int seed gives the same root every call, a Generator advances.
-        return _CopyNoise(torch_generator(self.seed, "cpu").initial_seed(), x)
+    def _noise(self, x: torch.Tensor, root: int | None = None, row_start: int | None = None) -> _RowNoise:
+        # Inside explain: the call's root and the batch index of x's first row (Explainer.row_rng).
+        root = self._stream_root if root is None else root
+        row_start = self._row_start if row_start is None else row_start
+        return _RowNoise(root, row_start, x, self.n_samples)
 
-    def noise_draws(self, x: torch.Tensor) -> torch.Tensor:
-        """The (n_samples, *x.shape) noise one :meth:`explain` call adds to this batch (for
-        inspection and tests; ``explain`` itself never builds this tensor)."""
-        source = self._noise(x)
+    def noise_draws(self, x: torch.Tensor, first_row: int = 0) -> torch.Tensor:
+        """The (n_samples, *x.shape) noise one :meth:`explain` call (with ``first_row``) adds to
+        this batch (for inspection and tests; ``explain`` itself never builds this tensor)."""
+        source = self._noise(x, seed_root(self.seed), int(first_row))
         return torch.stack([source.copy(e) for e in range(self.n_samples)]) * self.sigma(x)[None]
 
     def sigma(self, x: torch.Tensor) -> torch.Tensor:
@@ -389,7 +403,10 @@ class GradCAM(Explainer):
     def _attribute(self, x, target, outputs):
         maps = []
         captured = []
-        handle = self.layer.register_forward_hook(lambda mod, inp, out: captured.append(out))
+        # Only this thread's passes: the threads of a row-parallel explain share the module.
+        me = threading.get_ident()
+        handle = self.layer.register_forward_hook(
+            lambda mod, inp, out: captured.append(out) if threading.get_ident() == me else None)
         try:
             with self.model.evaluating(), torch.enable_grad():
                 for s in chunks(x.shape[0], self.model.chunk_rows(x)):
@@ -432,7 +449,9 @@ class GradCAM(Explainer):
 class RandomAttribution(Explainer):
     """A seeded uniform random map in [0, 1), shaped like the input: the floor every method must
     beat in a benchmark. It never calls the model's gradient (one forward row checks the shape).
-    ``seed``: None, an int or a ``numpy.random.Generator`` (used as it is: its stream advances)."""
+    ``seed``: None, an int or a ``numpy.random.Generator``; row ``i`` of a call draws from its own
+    stream ``SeedSequence(root, spawn_key=(i,))`` (``root`` the int seed, an int drawn from a
+    Generator once per call, fresh entropy for None), so a row's map never depends on the others."""
 
     requires = Requires(gradients=False)
 
@@ -446,5 +465,8 @@ class RandomAttribution(Explainer):
         return {**super().params(), "seed": seed_param(self.seed)}
 
     def _attribute(self, x, target, outputs):
-        rng = numpy_rng(self.seed)
-        return rng.random(tuple(x.shape)).astype(np.float32), {}
+        shape = tuple(x.shape[1:])
+        values = np.empty(tuple(x.shape), dtype=np.float32)
+        for i in range(x.shape[0]):
+            values[i] = self.row_rng(i).random(shape)
+        return values, {}

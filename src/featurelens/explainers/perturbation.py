@@ -15,7 +15,10 @@ layout Captum's ``Occlusion`` uses, which the tests check against). With ``group
 window, each group is occluded once and all its elements carry its drop (leave-one-group-out).
 
 All occluded copies of all samples are built chunk by chunk and sent through the Model adapter in
-forward-only batches, so memory stays bounded however many windows there are.
+forward-only batches, so memory stays bounded however many windows there are. With ``executor=``
+the same chunks are evaluated on an executor's workers (:mod:`featurelens.parallel`, through the
+game hook ``executor(evaluate_chunk, pairs, chunk_size)`` over the (sample, window) pairs), so the
+values are those of the serial path.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 import torch
 
 from .._batching import chunks
-from .._validation import as_numpy, check_int, resolve_baseline
+from .._validation import as_numpy, check_executor, check_int, executor_param, resolve_baseline
 from ._base import Explainer, Requires, register
 
 __all__ = ["Occlusion"]
@@ -67,15 +70,21 @@ class Occlusion(Explainer):
         batch. It can also be passed to :meth:`explain` for one call.
     batch_size
         Rows per forward pass (None: automatic).
+    executor
+        Where the chunks of occluded rows are evaluated: a :mod:`featurelens.parallel` executor
+        or any callable of the game hook; None: in this process. Recorded in ``params`` by its
+        repr. To spread the rows of a batch instead, pass ``explain(x, executor=...)``.
     """
 
     name = "occlusion"
     requires = Requires(gradients=False)
 
-    accepts = frozenset({"baseline", "groups"})  # the harness options it takes (see Explainer.accepts)
+    accepts = frozenset({"baseline", "groups", "executor"})  # the harness options it takes (see Explainer.accepts)
 
-    def __init__(self, model, window=None, strides=None, groups=None, baseline=None, batch_size: int | None = None):
+    def __init__(self, model, window=None, strides=None, groups=None, baseline=None, batch_size: int | None = None,
+                 executor=None):
         super().__init__(model, batch_size)
+        self.executor = check_executor(executor)
         if groups is not None and (window is not None or strides is not None):
             raise ValueError("give either window/strides (a sliding window) or groups, not both")
         for value, name in ((window, "window"), (strides, "strides")):
@@ -98,6 +107,7 @@ class Occlusion(Explainer):
             p["strides"] = self.strides
         p["baseline"] = "zeros" if self.baseline is None else (
             float(self.baseline) if np.ndim(self.baseline) == 0 else "array")
+        p["executor"] = executor_param(self.executor)
         return p
 
     def masks(self, input_shape: tuple[int, ...]) -> np.ndarray:
@@ -135,17 +145,18 @@ class Occlusion(Explainer):
         n, n_windows = x.shape[0], masks.shape[0]
         f_x = outputs if outputs is not None else self.model.predict(x)
         start_values = f_x.gather(1, target[:, None]).squeeze(1)
-        # float64: the drops are differences of nearby outputs, and each element's mean sums many.
-        drops = torch.empty(n * n_windows, dtype=torch.float64, device=x.device)
         rows = self.model.chunk_rows(x, forward_only=True)
-        with torch.no_grad():
+        task = _OcclusionChunk(self.model, x, base, masks, target, start_values)
+        if self.executor is None:
+            # float64: the drops are differences of nearby outputs, and each element's mean sums many.
+            drops = torch.empty(n * n_windows, dtype=torch.float64, device=x.device)
             for part in chunks(n * n_windows, rows):
-                index = torch.arange(part.start, part.stop, device=x.device)
-                sample, window = index // n_windows, index % n_windows
-                m = masks[window]
-                occluded = torch.where(m, base[sample], x[sample])
-                out = self.model.forward(occluded)
-                drops[part] = start_values[sample].double() - out.gather(1, target[sample][:, None]).squeeze(1).double()
+                drops[part] = task.drops(torch.arange(part.start, part.stop, device=x.device))
+        else:
+            # The same chunks on the executor's workers; the rows are counted here, not there.
+            pairs = np.arange(n * n_windows, dtype=np.int64)[:, None]
+            drops = torch.as_tensor(np.asarray(self.executor(task, pairs, rows), dtype=np.float64), device=x.device)
+            self.model._count(n * n_windows)
         drops = drops.reshape(n, n_windows)
         m = masks.reshape(n_windows, -1).to(drops.dtype)
         # Mean drop over the windows covering each element (0 where none does: cannot happen with
@@ -153,3 +164,27 @@ class Occlusion(Explainer):
         counts = m.sum(0).clamp_min(1)
         values = (drops @ m) / counts
         return values.to(x.dtype).reshape(x.shape), {"n_windows": int(n_windows)}
+
+
+class _OcclusionChunk:
+    """One chunk of occluded rows: ``drops(index)`` for flat (sample, window) indices, the serial
+    loop's body. As an executor's ``evaluate_chunk`` it takes an ``(m, 1)`` int array of indices
+    and returns the ``m`` drops as float64 numpy (its forward passes are not counted: the caller
+    counts them, wherever the chunks ran)."""
+
+    def __init__(self, model, x, base, masks, target, start_values):
+        self.model, self.x, self.base, self.masks = model, x, base, masks
+        self.target, self.start_values = target, start_values
+        self.n_windows = masks.shape[0]
+
+    def drops(self, index: torch.Tensor, count: bool = True) -> torch.Tensor:
+        sample, window = index // self.n_windows, index % self.n_windows
+        occluded = torch.where(self.masks[window], self.base[sample], self.x[sample])
+        with torch.no_grad():  # grad mode is per thread: set here, where the pass runs
+            out = self.model.forward(occluded, count=count)
+        picked = out.gather(1, self.target[sample][:, None]).squeeze(1).double()
+        return self.start_values[sample].double() - picked
+
+    def __call__(self, pairs: np.ndarray) -> np.ndarray:
+        index = torch.as_tensor(np.asarray(pairs).reshape(-1), device=self.x.device)
+        return self.drops(index, count=False).cpu().numpy()

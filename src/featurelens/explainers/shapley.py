@@ -34,6 +34,11 @@ one element per group, or use :meth:`explain_players`, which returns ``(n_sample
 Cost: the per-sample loop builds one game per sample (one forward pass to set up the game) and
 evaluates that sample's coalitions in batches; with ``B`` background rows each coalition costs
 ``B`` model rows. ``Explanation.model_calls`` counts all model rows.
+
+Parallel: ``executor=`` (constructor) evaluates each sample's coalitions on an executor's workers;
+``explain(x, executor=...)`` explains the rows in parts on the workers. Row ``i`` of a batch draws
+its coalitions or permutations from its own stream ``SeedSequence(seed, spawn_key=(i,))``, so
+serial, row-split and parallel runs with the same int seed are bitwise equal.
 """
 
 from __future__ import annotations
@@ -44,7 +49,9 @@ import numpy as np
 import torch
 
 from .. import approximators
-from .._validation import check_int, check_option, check_optional_bool, check_seed, numpy_rng, seed_param
+from .._validation import (
+    check_executor, check_int, check_option, check_optional_bool, check_seed, executor_param, seed_param,
+)
 # Re-exported for callers of the old location; the samplers live in featurelens.approximators.
 from ..approximators import antithetic_permutations  # noqa: F401
 from ..games import MaskedModel, _split_background
@@ -58,12 +65,15 @@ class _ShapleyExplainer(Explainer):
 
     requires = Requires(gradients=False)
 
-    accepts = frozenset({"baseline", "groups", "progress"})  # the harness options it takes (see Explainer.accepts)
+    accepts = frozenset({"baseline", "groups", "progress", "executor"})  # the harness options it takes (see Explainer.accepts)
+    #: Per-row entries of the extra params (joined over the parts of a row-parallel explain).
+    row_params = frozenset({"base_values", "full_values", "game_evaluations"})
 
     def __init__(self, model, baseline=None, background=None, groups=None, batch_size: int | None = None,
-                 progress: bool | None = None):
+                 progress: bool | None = None, executor=None):
         super().__init__(model, batch_size)
         self.progress = check_optional_bool(progress, "progress")
+        self.executor = check_executor(executor)
         if baseline is not None and background is not None:
             raise ValueError(
                 "give either baseline (a fixed fill value) or background (rows to average over), not both; "
@@ -87,11 +97,13 @@ class _ShapleyExplainer(Explainer):
         else:
             p["baseline"] = "array"
         p["groups"] = self.groups is not None
+        p["executor"] = executor_param(self.executor)
         return p
 
     def _game(self, x_row: torch.Tensor, target: int) -> MaskedModel:
         return MaskedModel(
-            self.model, x_row, baseline=self.baseline, background=self.background, groups=self.groups, target=target
+            self.model, x_row, baseline=self.baseline, background=self.background, groups=self.groups, target=target,
+            executor=self.executor,
         )
 
     def _player_values(self, game: MaskedModel, rng) -> tuple:
@@ -99,7 +111,8 @@ class _ShapleyExplainer(Explainer):
         by a dict of further per-player arrays (they reach ``Explanation.extra``)."""
         raise NotImplementedError  # pragma: no cover - abstract
 
-    def _rng(self):
+    def _rng(self, i: int):
+        """The random source of row ``i`` of the batch (None: the method draws nothing)."""
         return None
 
     def _check_groups_shape(self, x) -> None:
@@ -131,7 +144,6 @@ class _ShapleyExplainer(Explainer):
     def _attribute(self, x, target, outputs=None):
         self._check_fill(x)
         self._check_groups_shape(x)
-        rng = self._rng()
         n_samples = x.shape[0]
         maps, base, full, evals = [], [], [], []
         side_maps: dict[str, list] = {}
@@ -141,7 +153,7 @@ class _ShapleyExplainer(Explainer):
         show = sys.stderr.isatty() if self.progress is None else self.progress
         for i in tqdm(range(n_samples), desc=self.name, disable=not show or n_samples < 2, leave=False, unit="sample"):
             game = self._game(x[i], int(target[i]))
-            phi, v0, vn, used, *side = self._player_values(game, rng)
+            phi, v0, vn, used, *side = self._player_values(game, self._rng(i))
             n_players = game.n_players
             spread = (lambda v: v.reshape(game.input_shape)) if game.groups is None else (lambda v: v[game.groups])
             maps.append(spread(phi))
@@ -162,10 +174,11 @@ class _ShapleyExplainer(Explainer):
             extra["arrays"] = {name: np.stack(m).reshape(x.shape) for name, m in side_maps.items()}
         return values, extra
 
-    def explain_players(self, x, target=None) -> np.ndarray:
+    def explain_players(self, x, target=None, executor=None) -> np.ndarray:
         """Per-player values, shape ``(n_samples, n_players)`` (``(n_samples, k, n_players)`` for
-        ``(n, k)`` targets): the Shapley value of each player once, not spread over its elements."""
-        e = self.explain(x, target=target)
+        ``(n, k)`` targets): the Shapley value of each player once, not spread over its elements.
+        ``executor``: rows in parallel, as for :meth:`explain`."""
+        e = self.explain(x, target=target, executor=executor)
         lead = e.values.ndim - (np.ndim(x) - 1)
         flat = e.values.reshape(*e.values.shape[:lead], -1)
         if self.groups is None:
@@ -199,14 +212,21 @@ class ExactShapley(_ShapleyExplainer):
         Most model rows per forward pass.
     progress
         A tqdm bar over the samples of a batch; None (default): only when stderr is a terminal.
+    executor
+        Where each sample's coalitions are evaluated: a :mod:`featurelens.parallel` executor
+        (``ThreadExecutor(8)`` for a model behind an API, ``RayExecutor()``...) or any callable of
+        the game hook (:class:`featurelens.games.Game`); None: in this process, chunk after chunk.
+        The values equal those of the serial path (the chunks are the same). Recorded in
+        ``params["executor"]`` by its repr. To spread the *rows* instead, pass
+        ``explain(x, executor=...)``.
     """
 
     requires = Requires(gradients=False, max_players=20)
 
     def __init__(self, model, baseline=None, background=None, groups=None, max_players: int = 20, batch_size=None,
-                 progress: bool | None = None):
+                 progress: bool | None = None, executor=None):
         super().__init__(model, baseline=baseline, background=background, groups=groups, batch_size=batch_size,
-                         progress=progress)
+                         progress=progress, executor=executor)
         self.max_players = check_int(max_players, "max_players", low=1)
 
     def params(self):
@@ -220,21 +240,22 @@ class ExactShapley(_ShapleyExplainer):
 class _SampledShapley(_ShapleyExplainer):
     _approximator = None  # the function of featurelens.approximators this explainer wraps
 
-    accepts = frozenset({"baseline", "groups", "progress", "seed"})  # the harness options it takes (see Explainer.accepts)
+    accepts = frozenset({"baseline", "groups", "progress", "seed", "executor"})  # the harness options it takes (see Explainer.accepts)
 
     def __init__(self, model, baseline=None, background=None, groups=None, budget=None, seed=0, batch_size=None,
-                 progress: bool | None = None):
+                 progress: bool | None = None, executor=None):
         super().__init__(model, baseline=baseline, background=background, groups=groups, batch_size=batch_size,
-                         progress=progress)
+                         progress=progress, executor=executor)
         self.budget = check_int(budget, "budget", low=1, allow_none=True)
         self.seed = check_seed(seed)
 
     def params(self):
         return {**super().params(), "budget": self.budget, "seed": seed_param(self.seed)}
 
-    def _rng(self):
-        # One generator per explain call: the same seed gives the same values on every call.
-        return numpy_rng(self.seed)
+    def _rng(self, i: int):
+        # One stream per row, SeedSequence(seed, spawn_key=(i,)) for row i of the batch: the same
+        # seed gives the same values on every call, for each row alone, in parts or in parallel.
+        return self.row_rng(i)
 
     def _player_values(self, game, rng):
         phi, info = type(self)._approximator(game, budget=self.budget, seed=rng)
@@ -270,7 +291,12 @@ class KernelShap(_SampledShapley):
         ``2 n + 2048``. At least ``min(n + 2, 2^n)``. One fewer is used when the budget left for
         sampling is odd (reported per sample in ``params["game_evaluations"]``).
     seed
-        Int or numpy Generator; an int gives the same values on every call.
+        Int, numpy Generator or None. Row ``i`` of a batch draws from its own stream,
+        ``SeedSequence(root, spawn_key=(i,))`` with ``root`` the int seed (an int drawn from a
+        Generator once per call; fresh entropy for None), so an int seed gives the same values on
+        every call, for a row explained alone, in a row split or in parallel.
+    executor
+        As for ``exact_shapley``.
     """
 
     _approximator = staticmethod(approximators.kernel_shap)
@@ -308,7 +334,9 @@ class PermutationShap(_SampledShapley):
         Game evaluations per sample (default ``2 n + 2048``); at least ``2 n`` (one antithetic
         pair).
     seed
-        Int or numpy Generator; an int gives the same values on every call.
+        Int, numpy Generator or None: per-row streams, as for ``kernel_shap``.
+    executor
+        As for ``exact_shapley``.
     """
 
     _approximator = staticmethod(approximators.permutation_shap)
@@ -355,7 +383,7 @@ class MinShap(PermutationShap):
 
     Parameters
     ----------
-    model, baseline, background, groups, batch_size, progress, budget, seed
+    model, baseline, background, groups, batch_size, progress, budget, seed, executor
         As for ``permutation_shap``.
     statistic
         ``"min"`` (default) or ``"min_abs"``.
@@ -364,9 +392,9 @@ class MinShap(PermutationShap):
     _STATISTICS = approximators._STATISTICS
 
     def __init__(self, model, baseline=None, background=None, groups=None, budget=None, seed=0, batch_size=None,
-                 progress: bool | None = None, statistic: str = "min"):
+                 progress: bool | None = None, statistic: str = "min", executor=None):
         super().__init__(model, baseline=baseline, background=background, groups=groups, budget=budget, seed=seed,
-                         batch_size=batch_size, progress=progress)
+                         batch_size=batch_size, progress=progress, executor=executor)
         self.statistic = check_option(statistic, "statistic", self._STATISTICS)
 
     def params(self):

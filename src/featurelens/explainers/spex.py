@@ -55,9 +55,12 @@ class Spex(_ShapleyExplainer):
     index
         ``"shapley"`` (default) or ``"banzhaf"``: the values derived from the interactions.
     seed
-        Int or numpy Generator for SPEX's random subsampling matrices; an int gives the same
-        matrices for every sample and every call.
-    batch_size, progress
+        Int, numpy Generator or None for SPEX's random subsampling matrices: every row of a call
+        uses the same matrices, from the int seed (an int drawn from a Generator once per call;
+        fresh entropy per call for None). So an int seed gives the same matrices for every sample
+        and every call, and a row's values never depend on the other rows: serial, row-split and
+        row-parallel (``explain(x, executor=...)``) runs are bitwise equal.
+    batch_size, progress, executor
         As for ``exact_shapley``.
 
     Provenance (``Explanation.params``): the constructor settings plus, per sample,
@@ -67,13 +70,15 @@ class Spex(_ShapleyExplainer):
     (it would cost extra evaluations; use ``explain_interactions(x)[i].r2(game)``).
     """
 
-    accepts = frozenset({"baseline", "groups", "progress", "seed"})  # the harness options it takes (see Explainer.accepts)
+    accepts = frozenset({"baseline", "groups", "progress", "seed", "executor"})  # the harness options it takes (see Explainer.accepts)
+    row_params = frozenset({"base_values", "full_values", "game_evaluations", "spex_queries", "b", "t", "decoder",
+                            "n_terms"})
 
     def __init__(self, model, baseline=None, background=None, groups=None, budget=None, max_order: int = 5,
                  decoder: str = "soft", index: str = "shapley", seed=0, batch_size=None,
-                 progress: bool | None = None):
+                 progress: bool | None = None, executor=None):
         super().__init__(model, baseline=baseline, background=background, groups=groups, batch_size=batch_size,
-                         progress=progress)
+                         progress=progress, executor=executor)
         self.budget = check_int(budget, "budget", low=1, allow_none=True)
         self.max_order = check_int(max_order, "max_order", low=1)
         self.decoder = check_option(decoder, "decoder", _DECODERS)
@@ -86,16 +91,17 @@ class Spex(_ShapleyExplainer):
         return {**super().params(), "budget": self.budget, "max_order": self.max_order, "decoder": self.decoder,
                 "index": self.index, "seed": seed_param(self.seed)}
 
-    def _rng(self):
-        # An int seed is passed as is (same matrices for every sample); a Generator advances.
-        return self.seed
+    def _rng(self, i: int):
+        # The same matrices for every row: the int seed as it is; for a Generator or None the call's
+        # root (one draw per call), so the rows of one call never depend on each other.
+        return self.seed if isinstance(self.seed, int) else self._stream_root
 
     def _player_values(self, game, rng):
         from ..interactions.spex import spex as _spex  # loaded on first use (interactions stay lazy)
 
         n = game.n_players
         inter = _spex(game, budget=self.budget, max_order=self.max_order, decoder=self.decoder,
-                      seed=0 if rng is None else rng)
+                      seed=rng)
         values = inter.to(self.index).terms
         phi = np.array([values.get((i,), 0.0) for i in range(n)], dtype=np.float64)
         ends = game(np.stack([np.zeros(n, dtype=bool), np.ones(n, dtype=bool)]))
@@ -113,6 +119,12 @@ class Spex(_ShapleyExplainer):
             extra[key] = [info[key] for info in self._info]
         extra["interactions_index"] = "fourier"
         return values, extra
+
+    def _worker_copy(self):
+        # A worker's copy starts without the interactions of earlier calls (they would travel).
+        ex = super()._worker_copy()
+        ex._interactions, ex._info = [], []
+        return ex
 
     def explain_interactions(self, x, target=None) -> list:
         """The per-sample Fourier :class:`~featurelens.interactions.Interactions` recovered by SPEX

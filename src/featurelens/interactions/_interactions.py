@@ -15,6 +15,7 @@ to the game, so only basis terms predict, score and convert.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import math
@@ -24,7 +25,7 @@ from itertools import permutations
 import numpy as np
 import scipy.sparse
 
-from .._validation import check_int, check_option, numpy_rng
+from .._validation import check_executor, check_int, check_option, numpy_rng
 from ..games import Game
 
 __all__ = ["BASES", "INDEX_NAMES", "Interactions", "exact", "load_interactions"]
@@ -45,6 +46,26 @@ _FROM_SHAPIQ = {v: k for k, v in _TO_SHAPIQ.items()}
 _DENSE_LIMIT = 2**24
 #: The largest (masks x terms) block :meth:`Interactions.predict` holds at once.
 _PREDICT_BLOCK = 2**22
+
+
+@contextlib.contextmanager
+def evaluated_on(game, executor):
+    """``game`` evaluated through ``executor`` (a :mod:`featurelens.parallel` executor or any
+    callable of the game hook) for the duration of the block, its own executor restored after;
+    None leaves the game as it is. The game cuts its masks into the same chunks either way, so
+    the values equal those of the serial path; the game's counters count in this process."""
+    executor = check_executor(executor)
+    if executor is None:
+        yield game
+        return
+    if not hasattr(game, "executor"):
+        raise TypeError(f"executor= needs a featurelens Game (with an executor hook); got {type(game).__name__}")
+    own = game.executor
+    game.executor = executor
+    try:
+        yield game
+    finally:
+        game.executor = own
 
 
 def _transforms():
@@ -459,7 +480,8 @@ def load_interactions(path: str | os.PathLike) -> Interactions:
         raise ser.SavedFileError(path, kind, "arrays 'players'/'values'", str(err)) from None
 
 
-def exact(game, index: str = "mobius", max_order: int | None = None, tol: float | None = None) -> Interactions:
+def exact(game, index: str = "mobius", max_order: int | None = None, tol: float | None = None,
+          executor=None) -> Interactions:
     """Exact interactions of ``game`` from all ``2^n`` coalition values.
 
     The table ``v(S)`` of every coalition (:func:`transforms.game_table`, ``n <= 20``; larger games are
@@ -472,6 +494,10 @@ def exact(game, index: str = "mobius", max_order: int | None = None, tol: float 
     ``tol``: transform coefficients with ``|value| <= tol`` are dropped before conversion; None means
     ``1e-12 * max|v(S)|``, which removes only the transform's rounding noise. ``queries`` is the
     number of game evaluations spent (``2^n``).
+
+    ``executor``: evaluate the coalitions on an executor's workers (:mod:`featurelens.parallel`,
+    or any callable of the game hook) instead of the game's own; the values are those of the
+    serial path.
     """
     index = check_option(index, "index", INDEX_NAMES)
     max_order = check_int(max_order, "max_order", low=0, allow_none=True)
@@ -480,7 +506,8 @@ def exact(game, index: str = "mobius", max_order: int | None = None, tol: float 
     n = game.n_players
     tr = _transforms()
     before = game.calls
-    table = np.asarray(tr.game_table(game), dtype=np.float64)
+    with evaluated_on(game, executor):
+        table = np.asarray(tr.game_table(game), dtype=np.float64)
     queries = game.calls - before
     if tol is None:
         tol = 1e-12 * float(np.abs(table).max()) if table.size else 0.0

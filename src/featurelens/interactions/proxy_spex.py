@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from ._interactions import Interactions
+from ._interactions import Interactions, evaluated_on
 from .._linalg import lstsq, normal_equations
 from .._validation import check_int, numpy_rng
 from ..approximators import CHUNK_ELEMENTS, check_memory
@@ -120,7 +120,8 @@ def _bits_to_tuple(k: int) -> tuple:
     return tuple(out)
 
 
-def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, **gbt_params) -> Interactions:
+def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, executor=None,
+               **gbt_params) -> Interactions:
     """Sparse Fourier interactions of ``game`` by ProxySPEX (Butler et al., NeurIPS 2025,
     arXiv:2505.17495).
 
@@ -141,6 +142,9 @@ def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, **gb
         Always capped at ``budget // 10`` (ten samples per refitted coefficient).
     seed
         Int or numpy Generator: the masks, and (an int drawn from it) the trees' ``random_state``.
+    executor
+        Evaluate the masks on an executor's workers (:mod:`featurelens.parallel`, or any callable
+        of the game hook) instead of the game's own; the values are those of the serial path.
     **gbt_params
         Passed to ``GradientBoostingRegressor`` over :data:`GBT_DEFAULTS` (``n_estimators=300``,
         ``learning_rate=0.1``, ``subsample=1.0``) and ``max_depth=max(max_order, 5)``. The loss must stay
@@ -190,12 +194,13 @@ def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, **gb
     masks = np.empty((budget, n), dtype=bool)
     values = np.empty(budget, dtype=np.float64)
     eval_seconds = 0.0
-    for start in range(0, budget, rows):
-        stop = min(start + rows, budget)
-        masks[start:stop] = rng.random((stop - start, n)) < 0.5
-        t_eval = time.perf_counter()
-        values[start:stop] = np.asarray(game(masks[start:stop]), dtype=np.float64)
-        eval_seconds += time.perf_counter() - t_eval
+    with evaluated_on(game, executor):
+        for start in range(0, budget, rows):
+            stop = min(start + rows, budget)
+            masks[start:stop] = rng.random((stop - start, n)) < 0.5
+            t_eval = time.perf_counter()
+            values[start:stop] = np.asarray(game(masks[start:stop]), dtype=np.float64)
+            eval_seconds += time.perf_counter() - t_eval
 
     t_fit = time.perf_counter()
     gbr = GradientBoostingRegressor(**settings)

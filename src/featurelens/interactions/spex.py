@@ -41,7 +41,7 @@ from .._linalg import lstsq, normal_equations
 from .._validation import check_int, check_option, numpy_rng
 from ..approximators import CHUNK_ELEMENTS, check_memory
 
-from ._interactions import Interactions
+from ._interactions import Interactions, evaluated_on
 from .bch import BCHCode
 
 __all__ = ["spex", "DEFAULT_BUDGET", "spex_plan", "spex_masks", "query_blocks", "bin_transform"]
@@ -167,7 +167,7 @@ def _fourier_design(masks: np.ndarray, keys: list) -> np.ndarray:
     return 1.0 - 2.0 * (np.rint(counts).astype(np.int64) & 1)
 
 
-def spex(game, budget=None, max_order: int = 5, decoder: str = "soft", seed=0) -> Interactions:
+def spex(game, budget=None, max_order: int = 5, decoder: str = "soft", seed=0, executor=None) -> Interactions:
     """Sparse Fourier interactions of ``game`` by SPEX (Kang et al., ICML 2025, arXiv:2502.13870).
 
     Parameters
@@ -189,6 +189,10 @@ def spex(game, budget=None, max_order: int = 5, decoder: str = "soft", seed=0) -
         ``"hard"``.
     seed
         Seed (or numpy Generator) of the random subsampling matrices.
+    executor
+        Evaluate the queries on an executor's workers (:mod:`featurelens.parallel`, or any
+        callable of the game hook) instead of the game's own; each block of queries is cut into
+        the game's chunks as on the serial path, so the result is the same.
 
     Returns
     -------
@@ -223,11 +227,12 @@ def spex(game, budget=None, max_order: int = 5, decoder: str = "soft", seed=0) -
     prep = time.perf_counter() - t_start
 
     eval_seconds = 0.0
-    for c, r, l, masks in query_blocks(M, D, rows):
-        t_eval = time.perf_counter()
-        out = np.asarray(game(masks), dtype=np.float64)
-        eval_seconds += time.perf_counter() - t_eval
-        values[c, r, l] = out.reshape(r.stop - r.start, l.stop - l.start)
+    with evaluated_on(game, executor):
+        for c, r, l, masks in query_blocks(M, D, rows):
+            t_eval = time.perf_counter()
+            out = np.asarray(game(masks), dtype=np.float64)
+            eval_seconds += time.perf_counter() - t_eval
+            values[c, r, l] = out.reshape(r.stop - r.start, l.stop - l.start)
     values = values.reshape(-1)
 
     t_dec = time.perf_counter()
