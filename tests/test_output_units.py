@@ -12,7 +12,8 @@ import torch
 import featurelens as fl
 from featurelens.explainers import explainer
 from featurelens.metrics._perturb import prepare
-from featurelens.models import Model, _log_odds_from_logits
+from featurelens._model_units import _log_odds_from_logits
+from featurelens.models import Model
 
 
 def _linear(d=4, k=3, seed=0):

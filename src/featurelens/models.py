@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import math
 import threading
 from typing import Callable
@@ -43,8 +42,17 @@ import numpy as np
 import torch
 
 from ._batching import check_batch_size, chunks, default_rows, expansion_index
-from ._estimators import FrameCodec, column_kind, estimator_method, is_classifier_model, is_dataframe
-from ._validation import as_numpy, check_device, check_floating, check_int, check_option, numpy_to_tensor
+from ._estimators import FrameCodec, column_kind, estimator_method, is_dataframe
+from ._model_factory import _factory_build, _factory_key
+from ._model_units import _OUTPUTS, _returns, _to_units
+from ._validation import (
+    as_numpy,
+    check_device,
+    check_floating,
+    check_int,
+    check_option,
+    numpy_to_tensor,
+)
 from ._validation import resolve_target as _resolve_target
 
 
@@ -804,93 +812,5 @@ def _forward_rows(model: "Model", rows: torch.Tensor) -> torch.Tensor:
         return model.forward(rows.to(model.device), count=False).cpu()
 
 
-# ------------------------------------------------------------------------------------------------
-# output units
-
-#: The units a Model's outputs may be turned into (featurelens.explanation.OUTPUTS).
-_OUTPUTS = ("raw", "probability", "log_odds")
-
-
 #: Guards the eval-mode bookkeeping of :meth:`Model.evaluating` across threads.
 _EVAL_LOCK = threading.Lock()
-
-#: Models built by :meth:`Model.from_factory` in this process, by key.
-_FACTORY_CACHE: dict = {}
-_FACTORY_LOCK = threading.RLock()  # a factory may itself build a factory model
-
-
-def _factory_key(factory) -> str:
-    """The default cache key: module and qualified name (a partial's function with its arguments)."""
-    if isinstance(factory, functools.partial):
-        args = [repr(a) for a in factory.args] + [f"{k}={v!r}" for k, v in sorted(factory.keywords.items())]
-        return f"{_factory_key(factory.func)}({', '.join(args)})"
-    qualname = getattr(factory, "__qualname__", None)
-    if qualname is None or "<lambda>" in qualname or "<locals>" in qualname:
-        raise ValueError(
-            f"factory {getattr(factory, '__name__', type(factory).__name__)!r} is a lambda, a local function "
-            "or a callable object, whose name does not identify the model it builds; give key= (a string "
-            "naming the model), or use a top-level function"
-        )
-    return f"{getattr(factory, '__module__', None) or '?'}.{qualname}"
-
-
-def _factory_build(factory, key: str):
-    """What ``factory()`` returns, built once per process and key (concurrent first uses wait for
-    one build)."""
-    with _FACTORY_LOCK:
-        if key in _FACTORY_CACHE:
-            return _FACTORY_CACHE[key]
-        built = factory()
-        _FACTORY_CACHE[key] = built
-        return built
-
-
-def _returns(estimator, method) -> str:
-    """What the model's function returns (see :attr:`Model.returns`)."""
-    if estimator is None:
-        return "logits"
-    name = getattr(method, "__name__", "predict")
-    if name == "predict_proba":
-        return "probability"
-    if name == "predict_log_proba":
-        return "log_probability"
-    if name == "decision_function":
-        return "margin"
-    return "logits" if is_classifier_model(estimator) else "regression"
-
-
-def _log_odds_from_logits(z: torch.Tensor) -> torch.Tensor:
-    """``log(p_k / (1 - p_k))`` with ``p = softmax(z)``, exactly: ``z_k - logsumexp_{j != k} z_j``.
-
-    For each non-maximal k the sum over ``j != k`` contains the largest term, so subtracting
-    ``exp(z_k - max)`` from the full sum loses nothing; for the maximal k the sum is taken over the
-    other outputs directly. Differentiable everywhere (no inf in either branch of ``where``).
-    """
-    if z.shape[1] == 1:
-        return z  # sigmoid: the logit is the log-odds
-    if z.shape[1] == 2:
-        diff = z[:, 1] - z[:, 0]
-        return torch.stack([-diff, diff], dim=1)
-    top, arg = z.max(dim=1, keepdim=True)
-    is_top = torch.zeros_like(z, dtype=torch.bool).scatter_(1, arg, True)
-    e = torch.exp(z - top)
-    rest = e.sum(dim=1, keepdim=True) - e  # sum over j != k of exp(z_j - top): >= 1 unless k is top
-    rest = torch.where(is_top, torch.ones_like(rest), rest)
-    lo_other = z - top - torch.log(rest)
-    lo_top = top - torch.logsumexp(z.masked_fill(is_top, -math.inf), dim=1, keepdim=True)
-    return torch.where(is_top, lo_top.expand_as(z), lo_other)
-
-
-def _to_units(out: torch.Tensor, returns: str, output: str) -> torch.Tensor:
-    """Turn a model's outputs (what it ``returns``) into ``output`` units ("probability" or
-    "log_odds"); torch operations throughout, so gradients flow through."""
-    if returns in ("logits", "margin"):
-        if output == "log_odds":
-            return _log_odds_from_logits(out)
-        return torch.sigmoid(out) if out.shape[1] == 1 else torch.softmax(out, dim=1)
-    p = torch.exp(out) if returns == "log_probability" else out
-    if output == "probability":
-        return p
-    eps = torch.finfo(p.dtype).eps
-    p = p.clamp(eps, 1.0 - eps)
-    return torch.log(p) - torch.log1p(-p)
