@@ -20,9 +20,17 @@ for torch models. ``--output`` is passed to the explainer as ``output=`` (every 
 ``tree_shap`` explains in ``raw`` units only, and other units are refused). Skops files load with
 skops' default trusted types plus each ``--trust-type NAME``. The options are defined in :mod:`featurelens.cli` (no torch import for ``--help``).
 
+``--executor threads|processes|ray|dask`` (with ``--workers N``, ``--address ADDR``): the rows are
+explained in parts on the executor (``explain(rows, executor=...)``: per-row random streams, so
+the values are the serial run's, bitwise for the Shapley explainers and SPEX, up to the last bit for
+gradient methods and occlusion, whose batches then hold other rows); with fewer rows than workers a
+black-box method that takes ``executor=`` gets it for its coalitions instead. The executor is built
+after loading and closed at the end (:mod:`featurelens._cli_executor`).
+
 Exit codes: 0 success; 2 usage error (an unusable ``--out``, a missing flag, an untrusted pickle, an
-unknown or inapplicable method, a bad ``--target`` or ``--background``); 1 failure (a corrupt,
-mismatched or non-numeric file, an explainer that fails). Messages go to stderr.
+unknown or inapplicable method, a bad ``--target`` or ``--background``, executor flags that do not
+fit together or a missing engine); 1 failure (a corrupt, mismatched or non-numeric file, an
+explainer that fails, a cluster that does not start). Messages go to stderr.
 """
 
 from __future__ import annotations
@@ -151,13 +159,17 @@ def _target(target, y, model, X):
 
 
 def run(args) -> int:
+    from ._cli_executor import ExecutorUsage, check_executor_flags
     from ._loading import LoadError, check_model_data, load_data, load_model
     from .report import OutError, check_out
 
-    try:  # before loading anything: a bad --out costs nothing
+    try:  # before loading anything: a bad --out or executor flag costs nothing
         check_out(args.out, "explain", args.overwrite, name="--out")
+        check_executor_flags(args)
     except OutError as err:
         return _error(str(err), 2)
+    except ExecutorUsage as err:
+        return _error(str(err), err.code)
     if getattr(args, "format", "csv") == "parquet" and parquet_engine() is None:
         return _error("--format parquet needs a parquet writer: pip install pyarrow (or fastparquet)", 2)
     try:
@@ -175,7 +187,7 @@ def run(args) -> int:
         return _error(str(err), err.exit_code)
     try:
         return _explain(args, model, description, X, y, names)
-    except _Usage as err:
+    except (_Usage, ExecutorUsage) as err:
         return _error(str(err), err.code)
     except LoadError as err:
         return _error(str(err), err.exit_code)
@@ -236,10 +248,18 @@ def _explain(args, model, description, X, y, names) -> int:
 
     d = int(np.prod(rows.shape[1:]))
     feature_names = names if names is not None and rows.ndim == 2 else [f"x{i}" for i in range(d)]
-    try:
-        e = explainer(method, model, **params).explain(rows, target=target, feature_names=feature_names)
-    except (ValueError, TypeError, RuntimeError) as err:
-        raise _Usage(f"{method} failed: {err}", 1) from err
+    from ._cli_executor import command_executor
+
+    with command_executor(args) as executor:
+        row_executor = executor
+        if executor is not None and n_rows < int(executor.n_workers) and "executor" in cls.accepts:
+            # Too few rows to keep the workers busy: split each row's coalitions instead.
+            params["executor"], row_executor = executor, None
+        try:
+            e = explainer(method, model, **params).explain(rows, target=target, feature_names=feature_names,
+                                                            executor=row_executor)
+        except (ValueError, TypeError, RuntimeError) as err:
+            raise _Usage(f"{method} failed: {err}", 1) from err
 
     values = e.values.reshape(n_rows, d).astype(np.float64)
     base = None if e.base_values is None else np.asarray(e.base_values, dtype=np.float64).reshape(n_rows)

@@ -82,13 +82,14 @@ class MethodRun:
     extra: dict = field(default_factory=dict)
 
 
-def run_method(name: str, model, x, target, kwargs: dict) -> MethodRun:
-    """Build the explainer ``name`` for ``model`` with ``kwargs`` and explain ``x`` for ``target``;
-    an exception becomes ``status="failed"`` with the error, so one method cannot stop a run."""
+def run_method(name: str, model, x, target, kwargs: dict, executor=None) -> MethodRun:
+    """Build the explainer ``name`` for ``model`` with ``kwargs`` and explain ``x`` for ``target``
+    (the rows in parts on ``executor`` when given: ``explain(x, executor=...)``); an exception
+    becomes ``status="failed"`` with the error, so one method cannot stop a run."""
     t0 = time.perf_counter()
     try:
         ex = explainer(name, model, **kwargs)
-        e = ex.explain(x, target=target)
+        e = ex.explain(x, target=target) if executor is None else ex.explain(x, target=target, executor=executor)
     except Exception as err:  # reported per method, never fatal to the whole run
         return MethodRun(name, "failed", f"{type(err).__name__}: {err}", seconds=time.perf_counter() - t0)
     return MethodRun(name, "ok", "", ex, e, np.asarray(e.values), time.perf_counter() - t0)

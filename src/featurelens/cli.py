@@ -68,6 +68,29 @@ def _overwrite(parser, what: str) -> None:
                              "place is refused before any work")
 
 
+#: ``--executor`` choices (featurelens.parallel.make_executor's kinds, less "serial", the default).
+EXECUTORS = ("threads", "processes", "ray", "dask")
+
+
+def _add_executor(parser, what: str) -> None:
+    """``--executor/--workers/--address``: where ``what`` runs (built and closed by
+    :mod:`featurelens._cli_executor`)."""
+    group = parser.add_argument_group("parallel execution (default: this process only)")
+    group.add_argument("--executor", choices=EXECUTORS, default=None,
+                       help="the parallel backend: threads (this process; for models behind an API or that "
+                            "release the GIL), processes (worker processes on this machine), ray (a Ray cluster: "
+                            "a local one started for this run, or --address), dask (a Dask cluster: a local one "
+                            f"started for this run, or --address). {what}. ray and dask need pip install "
+                            "featurelens[ray] or featurelens[dask]")
+    group.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                       help="number of threads, processes or cluster workers (default: 4 threads; one process "
+                            "per CPU core; ray: as many as the cluster's CPUs; a local dask cluster: one per "
+                            "CPU core)")
+    group.add_argument("--address", default=None, metavar="ADDR",
+                       help="the cluster to join instead of starting one: ray 'auto' (the cluster of this node) "
+                            "or ray://HOST:10001, dask tcp://HOST:8786; it is left running at the end")
+
+
 def _add_benchmark(sub) -> None:
     scenarios, backgrounds = HELP_NAMES["scenarios"], HELP_NAMES["backgrounds"]
     bench = sub.add_parser(
@@ -139,6 +162,9 @@ def _add_audit(sub) -> None:
                         help="samples audited (a seeded subset; default 32)")
     parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_executor(parser, "On it: each method's explanation of the audited rows (in parts), their noisy and "
+                          "randomised re-explanations, and the metrics' forward passes; the scores are the serial "
+                          "run's (a gradient method's maps up to the last bit: its batches differ)")
 
 
 def _add_diagnose(sub) -> None:
@@ -196,6 +222,8 @@ def _add_select(sub) -> None:
     parser.add_argument("--overwrite", action="store_true",
                         help="replace --out even when it is a file select did not write")
     parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
+    _add_executor(parser, "On it: minshap's coalitions (the fitted model's held-out predictions; --method "
+                          "minshap only); the selection and scores are the serial run's, bitwise")
 
 
 EXPLAIN_OUT = "featurelens-explain"
@@ -264,6 +292,9 @@ def _add_explain(sub) -> None:
     parser.add_argument("--format", choices=("csv", "parquet"), default="csv", dest="format",
                         help="file format of the values table: csv (values.csv, default) or parquet "
                              "(values.parquet; needs pyarrow or fastparquet)")
+    _add_executor(parser, "On it: the rows, in parts (with fewer rows than workers, a black-box method's "
+                          "coalitions); the values are the serial run's (a gradient method's up to the last "
+                          "bit: its batches differ)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -60,6 +60,7 @@ from ._validation import check_float, check_int
 
 __all__ = [
     "Executor", "SerialExecutor", "ThreadExecutor", "ProcessExecutor", "RayExecutor", "DaskExecutor", "WorkerError",
+    "make_executor", "EXECUTOR_KINDS",
 ]
 
 
@@ -133,6 +134,11 @@ class Executor:
     def __exit__(self, *exc):
         self.close()
         return False
+
+    def __deepcopy__(self, memo):
+        # A handle to threads, processes or a cluster: copies share it (scikit-learn's clone deep-copies
+        # an estimator's parameters, e.g. MinShapSelector(executor=...)).
+        return self
 
     def __reduce__(self):
         raise TypeError(f"{type(self).__name__} does not pickle: it holds threads, processes or cluster "
@@ -575,3 +581,56 @@ class DaskExecutor(Executor):
 
     def __repr__(self) -> str:
         return f"DaskExecutor({self._client!r})"
+
+
+#: The kinds :func:`make_executor` builds (the command line's ``--executor`` choices, plus "serial").
+EXECUTOR_KINDS = ("serial", "threads", "processes", "ray", "dask")
+
+
+def make_executor(kind: str, workers: int | None = None, address: str | None = None) -> Executor:
+    """An executor from a kind name, as the command line's ``--executor KIND --workers N --address
+    ADDR`` builds it; close it (or use it as a context manager) when done.
+
+    - ``"serial"``: :class:`SerialExecutor` (``workers`` and ``address`` must be None).
+    - ``"threads"``: :class:`ThreadExecutor` with ``workers`` threads (default 4).
+    - ``"processes"``: :class:`ProcessExecutor` with ``workers`` processes (default: one per core).
+    - ``"ray"``: :class:`RayExecutor` with ``num_workers=workers`` (default: the cluster's CPUs) on
+      ``address`` (None: the Ray already initialised in this process, else a local cluster started
+      here and shut down on close; ``"auto"``: the cluster of this node; ``"ray://host:10001"``).
+    - ``"dask"``: :class:`DaskExecutor` on the scheduler at ``address`` (``"tcp://host:8786"``), or
+      without one on a local cluster of ``workers`` single-threaded processes (default: one per
+      core) started here; either Client (and a local cluster) is closed with the executor.
+
+    A missing engine raises ImportError naming the extra to install (``featurelens[ray]``,
+    ``featurelens[dask]``); ``address`` with a kind that runs on this machine only is a ValueError.
+    """
+    from ._validation import check_option
+
+    kind = check_option(kind, "kind", EXECUTOR_KINDS)
+    workers = check_int(workers, "workers", low=1, allow_none=True)
+    if address is not None and not isinstance(address, str):
+        raise TypeError(f"address must be None or a string (a Ray or Dask address); got {type(address).__name__}")
+    if address is not None and kind not in ("ray", "dask"):
+        raise ValueError(f"address applies to the ray and dask executors (a cluster to join); got address={address!r} "
+                         f"with kind={kind!r}, which runs on this machine")
+    if kind == "serial":
+        if workers is not None:
+            raise ValueError(f"workers applies to parallel executors; got workers={workers} with kind='serial'")
+        return SerialExecutor()
+    if kind == "threads":
+        return ThreadExecutor(4 if workers is None else workers)
+    if kind == "processes":
+        return ProcessExecutor(workers)
+    if kind == "ray":
+        return RayExecutor(address=address, num_workers=workers)
+    distributed = _import_optional("distributed", "dask", "DaskExecutor")
+    if address is not None:
+        return DaskExecutor(address)  # opens a Client to the scheduler and closes it on close()
+    import logging
+
+    # A Client without an address starts its own LocalCluster and closes it with itself.
+    client = distributed.Client(n_workers=workers or (os.cpu_count() or 1), threads_per_worker=1, processes=True,
+                                dashboard_address=None, silence_logs=logging.ERROR)
+    executor = DaskExecutor(client)
+    executor._owns_client = True
+    return executor

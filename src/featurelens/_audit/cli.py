@@ -2,9 +2,15 @@
 :func:`featurelens.audit` and write its HTML report. Its options are defined in
 :mod:`featurelens.cli` (no torch import for ``--help``); :func:`run` does the work.
 
+``--executor threads|processes|ray|dask`` (with ``--workers N``, ``--address ADDR``) runs the audit
+on an executor (:func:`featurelens.audit`'s ``executor=``), built when the audit starts and closed
+when it ends (:mod:`featurelens._cli_executor`).
+
 Exit codes: 0 success; 2 usage error (a missing option or flag, an unsupported file type, an
-untrusted pickle without ``--trust-model-file``, a bad ``--target``, an unusable ``--out``); 1
-failure (a corrupt, mismatched or non-numeric file, or an audit that fails). Messages go to stderr.
+untrusted pickle without ``--trust-model-file``, a bad ``--target``, an unusable ``--out``, executor
+flags that do not fit together or a missing engine: ``pip install featurelens[ray]``); 1 failure (a
+corrupt, mismatched or non-numeric file, an audit that fails, a cluster that does not start).
+Messages go to stderr.
 """
 
 from __future__ import annotations
@@ -46,14 +52,18 @@ def _format(table) -> str:
 def run(args) -> int:
     import numpy as np
 
+    from .._cli_executor import ExecutorUsage, check_executor_flags, command_executor
     from .._loading import LoadError, check_model_data, load_data, load_model
     from ..report import OutError, check_out
     from .core import audit
 
-    try:  # before loading anything: a bad --out costs nothing
+    try:  # before loading anything: a bad --out or executor flag costs nothing
         check_out(args.out, "audit", args.overwrite, name="--out")
+        check_executor_flags(args)
     except OutError as err:
         return _error(str(err), 2)
+    except ExecutorUsage as err:
+        return _error(str(err), err.code)
 
     try:
         model, description = load_model(
@@ -86,11 +96,15 @@ def run(args) -> int:
         y = as_int
 
     try:
-        table = audit(
-            model, X, y, methods=args.methods, out=args.out, n_explain=args.n_explain, seed=args.seed,
-            progress=False if args.no_progress else None, target=target,
-            feature_names=names if names is not None and X.ndim == 2 else None, overwrite=args.overwrite,
-        )
+        with command_executor(args) as executor:
+            table = audit(
+                model, X, y, methods=args.methods, out=args.out, n_explain=args.n_explain, seed=args.seed,
+                progress=False if args.no_progress else None, target=target,
+                feature_names=names if names is not None and X.ndim == 2 else None, overwrite=args.overwrite,
+                executor=executor,
+            )
+    except ExecutorUsage as err:
+        return _error(str(err), err.code)
     except (ValueError, TypeError) as err:
         return _error(str(err), 1)
     attrs = table.attrs if hasattr(table, "attrs") else {"verdict": table.verdict, "report": table.report}

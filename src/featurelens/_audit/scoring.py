@@ -56,9 +56,10 @@ def _finite(v) -> bool:
 # scoring
 
 
-def _score(name, ex, model, x, a, raw, t, masks, settings, notes) -> tuple[dict, dict]:
+def _score(name, ex, model, x, a, raw, t, masks, settings, notes, executor=None) -> tuple[dict, dict]:
     """Per-sample metric arrays of one method, and its mean deletion/insertion curves. A metric
-    that fails is noted (``"{name}: {metric} failed (...)"``) and left out."""
+    that fails is noted (``"{name}: {metric} failed (...)"``) and left out. ``executor``: the
+    metrics' forward passes, and the rows of their re-explanations, on its workers."""
     from .. import metrics as M
 
     scores: dict[str, np.ndarray] = {}
@@ -66,7 +67,8 @@ def _score(name, ex, model, x, a, raw, t, masks, settings, notes) -> tuple[dict,
     label = f"{name}: "
     steps, baseline, seed = settings["steps"], settings["baseline"], settings["seed"]
     for key, fn in (("deletion", M.deletion_curve), ("insertion", M.insertion_curve)):
-        res = attempt(notes, f"{label}{key}_curve", lambda fn=fn: fn(model, x, a, target=t, steps=steps, baseline=baseline))
+        res = attempt(notes, f"{label}{key}_curve", lambda fn=fn: fn(model, x, a, target=t, steps=steps, baseline=baseline,
+                                                                  executor=executor))
         if res is not None:
             c, auc = res
             scores[f"{key}_auc"] = np.asarray(auc, dtype=np.float64).reshape(-1)
@@ -77,19 +79,19 @@ def _score(name, ex, model, x, a, raw, t, masks, settings, notes) -> tuple[dict,
     subset = settings["subset_size"] or max(1, int(round(0.1 * d)))
     scorers = {"faithfulness_correlation": lambda: M.faithfulness_correlation(
         model, x, a, target=t, n_subsets=settings["n_subsets"], subset_size=min(subset, d), baseline=baseline,
-        seed=seed)}
+        seed=seed, executor=executor)}
     scores.update(score(scorers, notes, label))
     if settings["robustness_samples"] > 0:
         # The explainer's own maps (e.g. gradcam's one channel), which its noisy re-explanations match.
         res = attempt(notes, f"{label}avg_sensitivity/max_sensitivity", lambda: _sensitivity_pair(
-            ex, x, t, settings["radius"], settings["robustness_samples"], seed, raw))
+            ex, x, t, settings["radius"], settings["robustness_samples"], seed, raw, executor))
         if res is not None:
             scores["avg_sensitivity"], scores["max_sensitivity"] = res
     scorers = {"sparseness": lambda: M.sparseness(a), "complexity": lambda: M.complexity(a)}
     if settings["randomization"] and model.module is not None and any(True for _ in model.module.parameters()):
         kwargs = {k: v for k, v in settings["explainer_kwargs"][name].items() if k != "progress"}
         scorers["model_randomization"] = lambda: _randomization(
-            M.model_randomization, name, model, x, t, seed, kwargs, raw)
+            M.model_randomization, name, model, x, t, seed, kwargs, raw, executor)
     scores.update(score(scorers, notes, label))
     if "model_randomization" in scores:
         scores["randomization_similarity"] = scores.pop("model_randomization")
@@ -101,17 +103,17 @@ def _score(name, ex, model, x, a, raw, t, masks, settings, notes) -> tuple[dict,
     return scores, curves
 
 
-def _sensitivity_pair(ex, x, t, radius, n_samples, seed, a):
+def _sensitivity_pair(ex, x, t, radius, n_samples, seed, a, executor=None):
     """(avg_sensitivity, max_sensitivity) per sample from ONE set of re-explained noisy copies:
     both are the mean and the max over the same draws (relative noise, as the public metrics'
     default), so explaining the copies twice would only double the cost."""
     from ..metrics.robustness import _sensitivities
 
-    s = _sensitivities(ex, x, t, radius, n_samples, seed, True, a)  # (n_samples, n)
+    s = _sensitivities(ex, x, t, radius, n_samples, seed, True, a, executor)  # (n_samples, n)
     return s.mean(0), s.max(0)
 
 
-def _randomization(fn, name, model, x, t, seed, kwargs, a):
+def _randomization(fn, name, model, x, t, seed, kwargs, a, executor=None):
     """The cascading randomisation check: Spearman similarity per sample after every layer is
     re-initialised (the last step of the top-down cascade)."""
     # The explainers of the randomised copies get the audited explainer's parameters, batch_size
@@ -119,7 +121,8 @@ def _randomization(fn, name, model, x, t, seed, kwargs, a):
     # A TorchScript module's layers have no reset_parameters: the wrapper gives each layer that owns
     # parameters a handle that redraws it (torch.nn's default initialisation by original_name).
     module = ScriptLayers(model.module) if is_script(model.module) else model.module
-    res = fn(name, module, x, target=t, seed=seed, explainer_params=dict(kwargs), attributions=a)
+    extra = {} if executor is None else {"executor": executor}
+    res = fn(name, module, x, target=t, seed=seed, explainer_params=dict(kwargs), attributions=a, **extra)
     return np.asarray(res["last"], dtype=np.float64).reshape(-1)
 
 

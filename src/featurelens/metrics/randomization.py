@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from scipy.stats import rankdata
 
-from .._validation import check_bool, check_option, check_seed, numpy_rng
+from .._validation import check_bool, check_executor, check_option, check_seed, numpy_rng
 from ..explainers._base import explainer as make_explainer
 from ..explainers._base import explainer_class
 from ..models import Model
@@ -49,6 +49,7 @@ def model_randomization(
     layer_order="top_down",
     abs=True,
     attributions=None,
+    executor=None,
 ):
     """Cascading model-parameter randomisation (Adebayo, Gilmer, Muelly, Goodfellow, Hardt & Kim
     2018, "Sanity Checks for Saliency Maps", NeurIPS, arXiv:1810.03292).
@@ -72,6 +73,10 @@ def model_randomization(
             device the explainers of the trained and randomised copies use).
         explainer_params: keyword arguments for ``fl.explainer(explainer_name, model, ...)``.
         attributions: optional maps of the trained model (default: computed).
+        executor: None, or a :mod:`featurelens.parallel` executor: every explain call (the trained
+            model's maps and each randomised copy's) explains its rows in parts on its workers
+            (``explain(x, executor=...)``); each randomised copy is sent to the workers once per
+            layer. The re-initialisation happens here, so the copies are those of the serial run.
 
     Returns:
         dict with ``"layers"`` (layer names, in randomisation order), ``"similarity"`` (float64
@@ -82,6 +87,7 @@ def model_randomization(
     """
     explainer_class(explainer_name)  # unknown names fail before any copying
     layer_order = check_option(layer_order, "layer_order", _ORDERS)
+    executor = check_executor(executor, "executor", rows=True)
     abs = check_bool(abs, "abs")
     seed = check_seed(seed)
     if not isinstance(seed, int):
@@ -108,7 +114,7 @@ def model_randomization(
     n = xt.shape[0]
     t = base.model.resolve_target(target, xt).cpu().numpy()
     if attributions is None:
-        a0 = base.explain(xt, target=t).values
+        a0 = base.explain(xt, target=t, executor=executor).values
     else:
         from ._perturb import attributions_array
 
@@ -133,7 +139,7 @@ def model_randomization(
         with torch.random.fork_rng(devices=fork):
             torch.manual_seed(seed + 1)
             layer.reset_parameters()
-        a_l = make_explainer(explainer_name, wrap(work), **params).explain(xt, target=t).values
+        a_l = make_explainer(explainer_name, wrap(work), **params).explain(xt, target=t, executor=executor).values
         a_l = np.asarray(a_l, dtype=np.float64).reshape(n, -1)
         if abs:
             a_l = np.abs(a_l)

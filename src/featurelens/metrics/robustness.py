@@ -14,6 +14,13 @@ constant sample, whose range is 0, gets the unit range 1, so ``r_i = radius`` th
 ``radius=0.2, relative=False``). The draws are
 :func:`featurelens.metrics._perturb.uniform_draws` of ``seed``: None, an int or a
 ``numpy.random.Generator`` (one built from an int gives the same draws as the int).
+
+``executor`` (None or a :mod:`featurelens.parallel` executor): the explain calls (the clean batch
+when ``attributions`` is None, and the batch of noisy copies) explain their rows in parts on its
+workers (``explainer.explain(x, executor=...)``). Each row keeps its random stream, so the metrics
+equal the serial ones bitwise for the Shapley explainers and SPEX; the gradient explainers batch
+rows together, and a part's batches may change the last bit (see
+:meth:`featurelens.explainers.Explainer.explain`).
 """
 
 from __future__ import annotations
@@ -21,14 +28,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_bool, check_float, check_int, check_seed, numpy_rng, relative_scale
+from .._validation import check_bool, check_executor, check_float, check_int, check_seed, numpy_rng, relative_scale
 from ..explainers._base import Explainer
 from . import _perturb as P
 
 __all__ = ["max_sensitivity", "avg_sensitivity", "local_lipschitz"]
 
 
-def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions):
+def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions, executor=None):
     if not isinstance(explainer, Explainer):
         raise TypeError(
             "explainer must be a featurelens Explainer, e.g. fl.explainer('saliency', model); "
@@ -38,12 +45,13 @@ def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative,
     n_samples = check_int(n_samples, "n_samples", low=1)
     seed = check_seed(seed)
     relative = check_bool(relative, "relative")
+    executor = check_executor(executor, "executor", rows=True)
     m = explainer.model
     xt = m.to_tensor(x, "x")
     n = xt.shape[0]
     t = m.resolve_target(target, xt)
     if attributions is None:
-        a = explainer.explain(xt, target=t.cpu().numpy()).values
+        a = explainer.explain(xt, target=t.cpu().numpy(), executor=executor).values
     else:
         a = P.attributions_array(attributions, "attributions")
     if a.ndim < 1 or a.shape[0] != n:
@@ -53,7 +61,7 @@ def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative,
     noise = np.stack(list(P.uniform_draws(numpy_rng(seed), n_samples, tuple(xt.shape), r.double().cpu().numpy())))
     noise_t = torch.as_tensor(noise, device=xt.device).to(xt.dtype)
     x_noisy = (xt.unsqueeze(0) + noise_t).reshape(n_samples * n, *xt.shape[1:])
-    e = explainer.explain(x_noisy, target=t.repeat(n_samples).cpu().numpy())
+    e = explainer.explain(x_noisy, target=t.repeat(n_samples).cpu().numpy(), executor=executor)
     a_noisy = np.asarray(e.values, dtype=np.float64).reshape(n_samples, n, -1)
     if a_noisy.shape[2] != a.shape[1]:
         raise ValueError(
@@ -62,8 +70,9 @@ def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative,
     return a, a_noisy, noise.reshape(n_samples, n, -1)
 
 
-def _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions):
-    a, a_noisy, _ = _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions)
+def _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions, executor=None):
+    a, a_noisy, _ = _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions,
+                                        executor)
     num = np.linalg.norm(a_noisy - a[None], axis=2)  # (n_samples, n)
     den = np.linalg.norm(a, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -71,7 +80,7 @@ def _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attr
 
 
 def max_sensitivity(
-    explainer, x, target=None, radius=0.1, n_samples=10, seed=0, *, relative=True, attributions=None
+    explainer, x, target=None, radius=0.1, n_samples=10, seed=0, *, relative=True, attributions=None, executor=None
 ):
     """Max-sensitivity (Yeh, Hsieh, Suggala, Inouye & Ravikumar 2019, NeurIPS, arXiv:1901.09392).
 
@@ -79,22 +88,24 @@ def max_sensitivity(
     ``u_j`` uniform in the L-inf ball (see the module docstring); norms over the flattened map
     (Frobenius), normalised by ``||a(x)||`` as in Quantus's ``MaxSensitivity``. Lower is more
     robust. ``attributions`` (optional) replaces ``a(x)``; by default the explainer computes it.
-    NaN for an all-zero map. Returns float64 (n,).
+    NaN for an all-zero map. ``executor``: the explain calls' rows in parts on its workers (see the
+    module docstring). Returns float64 (n,).
     """
-    return _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions).max(0)
+    return _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions, executor).max(0)
 
 
 def avg_sensitivity(
-    explainer, x, target=None, radius=0.1, n_samples=10, seed=0, *, relative=True, attributions=None
+    explainer, x, target=None, radius=0.1, n_samples=10, seed=0, *, relative=True, attributions=None, executor=None
 ):
     """Average sensitivity (Yeh et al. 2019, arXiv:1901.09392): as :func:`max_sensitivity` with the
     mean over the noise draws instead of the maximum,
-    ``SENS_avg(x) = mean_j ||a(x + u_j) - a(x)||_2 / ||a(x)||_2``. Returns float64 (n,)."""
-    return _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions).mean(0)
+    ``SENS_avg(x) = mean_j ||a(x + u_j) - a(x)||_2 / ||a(x)||_2``. ``executor``: see the module
+    docstring. Returns float64 (n,)."""
+    return _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions, executor).mean(0)
 
 
 def local_lipschitz(
-    explainer, x, target=None, radius=0.1, n_samples=10, seed=0, *, relative=True, attributions=None
+    explainer, x, target=None, radius=0.1, n_samples=10, seed=0, *, relative=True, attributions=None, executor=None
 ):
     """Local Lipschitz estimate (Alvarez-Melis & Jaakkola 2018, arXiv:1806.08049).
 
@@ -102,8 +113,9 @@ def local_lipschitz(
     ball around ``x`` (uniform draws, see the module docstring; the paper maximises over the ball,
     this is the sampled estimate). Unnormalised: in attribution units per input unit. Quantus's
     ``LocalLipschitzEstimate`` uses Gaussian noise and max-normalised maps instead. Lower is more
-    robust. Returns float64 (n,).
+    robust. ``executor``: see the module docstring. Returns float64 (n,).
     """
-    a, a_noisy, noise = _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions)
+    a, a_noisy, noise = _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions,
+                                            executor)
     num = np.linalg.norm(a_noisy - a[None], axis=2)
     return (num / np.linalg.norm(noise, axis=2)).max(0)

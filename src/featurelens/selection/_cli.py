@@ -8,7 +8,11 @@ that a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``
 return) is written with a leading single quote. Data with fewer than 2 rows are refused; a
 selection the data cannot support (all columns constant, ...) is printed with a warning. Exit codes: 0 on success, 2 for a usage error (a
 missing or unreadable file, an unknown target column, non-numeric or missing feature values, a bad
-``k``, an unknown method, an unusable ``--out``), 1 when the selector itself fails. The options
+``k``, an unknown method, an unusable ``--out``, executor flags that do not fit together or a missing
+engine), 1 when the selector itself fails (or a cluster does not start). ``--executor
+threads|processes|ray|dask`` (``--workers N``, ``--address ADDR``; minshap only) evaluates MinShap's
+coalitions on an executor (``MinShapSelector(executor=...)``: the serial selection, bitwise), built
+after the data are read and closed at the end. The options
 are defined in :mod:`featurelens.cli` (no torch import for ``--help``). ``--out`` is checked
 before any work: an existing file is replaced only when its first line is a header this command
 writes (an earlier selection), or with ``--overwrite``; the file is written aside and renamed
@@ -36,6 +40,10 @@ METHODS = {
 }
 
 
+#: The methods that take ``--executor`` (their selectors have ``executor=``).
+EXECUTOR_METHODS = ("minshap",)
+
+
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, "CSV Injection").
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -54,15 +62,22 @@ def _usage_error(message: str) -> int:
     return 2
 
 
-def make_selector(method: str, k, seed: int = 0):
-    """The selector named ``method`` with ``k`` (and ``seed`` where it takes one)."""
+def make_selector(method: str, k, seed: int = 0, executor=None):
+    """The selector named ``method`` with ``k`` (and ``seed`` and ``executor`` where it takes them;
+    an executor for a selector without one is a ValueError)."""
     from .. import selection
 
     cls_name, _, _ = METHODS[method]
     cls = getattr(selection, cls_name)
     params = {"k": k}
-    if "seed" in cls().get_params():
+    names = cls().get_params()
+    if "seed" in names:
         params["seed"] = seed
+    if executor is not None:
+        if "executor" not in names:
+            raise ValueError(f"{method} runs in this process only (no executor); an executor applies to "
+                             f"{', '.join(EXECUTOR_METHODS)}")
+        params["executor"] = executor
     return cls(**params)
 
 
@@ -70,6 +85,7 @@ def run(args) -> int:
     import numpy as np
     import pandas as pd
 
+    from .._cli_executor import ExecutorUsage, check_executor_flags, command_executor
     from ..report import OutError, check_out_file, replace_file
 
     if args.out is not None:  # before reading and fitting: a bad --out costs nothing
@@ -77,6 +93,13 @@ def run(args) -> int:
             check_out_file(args.out, OUT_HEADERS, args.overwrite, name="--out")
         except OutError as err:
             return _usage_error(str(err))
+    try:
+        check_executor_flags(args)
+    except ExecutorUsage as err:
+        return _usage_error(str(err))
+    if getattr(args, "executor", None) is not None and args.method not in EXECUTOR_METHODS:
+        return _usage_error(f"--executor applies to --method {' or '.join(EXECUTOR_METHODS)}; {args.method} runs "
+                            "in this process only")
     path = args.data
     if not os.path.isfile(path):
         return _usage_error(f"DATA file {path!r} not found")
@@ -119,12 +142,15 @@ def run(args) -> int:
 
     from ._base import DegenerateDataWarning
 
-    selector = make_selector(args.method, args.k, args.seed)
     X = X.astype(np.float64)
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with command_executor(args) as executor, warnings.catch_warnings(record=True) as caught:
+            selector = make_selector(args.method, args.k, args.seed, executor=executor)
             warnings.simplefilter("always")
             selector.fit(X, y.to_numpy() if supervised else None)
+    except ExecutorUsage as err:
+        print(f"featurelens select: error: {err}", file=sys.stderr)
+        return err.code
     except (ValueError, TypeError) as err:
         return _usage_error(f"{args.method}: {err}")
     except Exception as err:  # pragma: no cover - a failure of the method itself

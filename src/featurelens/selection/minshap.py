@@ -16,9 +16,9 @@ from sklearn.base import clone, is_classifier
 from sklearn.model_selection import train_test_split
 from sklearn.utils.multiclass import type_of_target
 
-from .._validation import check_float, check_int, check_option, check_seed, numpy_rng
+from .._batching import chunks
+from .._validation import check_executor, check_float, check_int, check_option, check_seed, numpy_rng
 from ..approximators import antithetic_permutations
-from ..games import Game
 from ._base import ScoreSelector
 
 __all__ = ["MinShapSelector"]
@@ -26,22 +26,74 @@ __all__ = ["MinShapSelector"]
 _COMBINE = ("max", "bonferroni", "fisher", "stouffer")
 
 
-def _permutation_deltas(game: Game, perms: np.ndarray):
+def _permutation_deltas(game, perms: np.ndarray):
     """Marginal contributions along orderings: ``deltas[p, j] = v(S_p(j) + j) - v(S_p(j))``.
 
-    Each distinct coalition of the chains is evaluated once (the empty and the full coalition
-    are shared by every ordering). Returns ``(deltas (P, d), values (P, d + 1), unique coalitions,
-    inverse index into them, position)`` where ``values[p, t]`` is the value of the first ``t``
-    features of ordering ``p`` and ``position[p, j]`` is where feature ``j`` stands in it.
+    ``game(masks (q, d) bool) -> values (q,)``. Each distinct coalition of the chains is evaluated
+    once (the empty and the full coalition are shared by every ordering). Returns ``(deltas (P, d),
+    values (P, d + 1), unique coalitions, inverse index into them, position)`` where ``values[p, t]``
+    is the value of the first ``t`` features of ordering ``p`` and ``position[p, j]`` is where
+    feature ``j`` stands in it.
     """
     P, d = perms.shape
     position = np.argsort(perms, axis=1)
     chain = position[:, None, :] < np.arange(d + 1)[None, :, None]  # (P, d + 1, d)
     unique, inverse = np.unique(chain.reshape(-1, d), axis=0, return_inverse=True)
     inverse = inverse.ravel()
-    values = game(unique)[inverse].reshape(P, d + 1)
+    values = np.asarray(game(unique), dtype=np.float64)[inverse].reshape(P, d + 1)
     gains = np.diff(values, axis=1)  # gains[p, t]: contribution of the feature at position t
     return np.take_along_axis(gains, position, axis=1), values, unique, inverse, position
+
+
+#: Most predicted rows (coalitions x held-out rows) per chunk: bounds memory whatever the held-out size.
+_MAX_CHUNK_ROWS = 1 << 17
+#: Fewest predicted rows per chunk when the coalitions are split for parallel workers: a predict call
+#: of this many rows dwarfs its fixed cost (a forest's per-tree loop), so the split costs the serial
+#: path little.
+_MIN_CHUNK_ROWS = 1 << 14
+#: Chunks the coalitions are split into at most (when the rows allow): enough for a few workers.
+_MAX_CHUNKS = 24
+
+
+def _chunk_size(q: int, m: int) -> int:
+    """Coalitions per chunk for ``q`` coalitions of ``m`` held-out rows each. It depends on the
+    data only, never on the executor, so serial and parallel runs predict the same batches (bitwise
+    equal scores for any estimator, even one whose products depend on the batch)."""
+    m = max(m, 1)
+    most = max(1, _MAX_CHUNK_ROWS // m)
+    least = max(1, _MIN_CHUNK_ROWS // m)
+    return max(1, min(most, max(least, math.ceil(q / _MAX_CHUNKS))))
+
+
+def _per_row_loss(task: str, est, X, y):
+    """Per-row loss of ``est`` on ``(X, y)``: squared error (regression), log loss
+    (``predict_proba``) or 0-1 loss (classification)."""
+    if task == "regression":
+        return (est.predict(X).astype(np.float64) - y) ** 2
+    if hasattr(est, "predict_proba"):
+        proba = est.predict_proba(X)
+        col = np.searchsorted(est.classes_, y)
+        col = np.clip(col, 0, proba.shape[1] - 1)
+        hit = est.classes_[col] == y  # a held-out class the model never saw: probability 0
+        p = np.where(hit, proba[np.arange(len(y)), col], 0.0)
+        return -np.log(np.clip(p, 1e-15, 1.0))
+    return (est.predict(X) != y).astype(np.float64)
+
+
+def _coalition_losses(problem, masks: np.ndarray) -> np.ndarray:
+    """Per-row held-out losses ``(q, m)`` of the coalitions ``masks`` (q, d): one predict call. A
+    module-level function of ``problem = (task, est, X_te, background, y_te)``, so that it pickles by
+    reference and the problem travels to a worker once per call."""
+    task, est, X_te, background, y_te = problem
+    q, d = masks.shape
+    m = X_te.shape[0]
+    rows = np.where(masks[:, None, :], X_te[None], background[None]).reshape(-1, d)
+    return np.asarray(_per_row_loss(task, est, rows, np.tile(y_te, q)), dtype=np.float64).reshape(q, m)
+
+
+def _chunk_losses(problem, masks_list) -> list:
+    """One task: several consecutive chunks, each its own predict call (the serial path's batches)."""
+    return [_coalition_losses(problem, masks) for masks in masks_list]
 
 
 def _one_sided_paired_pvalues(r: np.ndarray) -> np.ndarray:
@@ -92,8 +144,8 @@ class MinShapSelector(ScoreSelector):
        training rows, and the features outside ``S`` take ``b_i``'s values (interventional /
        marginal imputation: one draw per row, the same for every coalition, so contributions are
        paired differences). Loss: log loss (``predict_proba``; 0-1 loss without it) for
-       classification, squared error for regression. Built with :meth:`featurelens.games.Game.from_function`,
-       so ``game_calls_`` counts the coalitions evaluated.
+       classification, squared error for regression. Each distinct coalition is evaluated once (one
+       prediction of the held-out rows), here or on ``executor``; ``game_calls_`` counts them.
     3. ``n_permutations`` orderings in antithetic pairs; ``deltas_[p, j] = v(S_p(j) + j) - v(S_p(j))``
        with ``S_p(j)`` the features before ``j`` in ordering ``p``.
     4. ``scores_[j] = min_p deltas_[p, j]`` (MinShap; ``shapley_`` = the mean, the usual Shapley
@@ -137,6 +189,14 @@ class MinShapSelector(ScoreSelector):
     seed
         None, an int or a ``numpy.random.Generator``; seeds the split, the background pairing, the
         permutations and the default estimator.
+    executor
+        None (this process), or a :mod:`featurelens.parallel` executor (``ThreadExecutor(4)``,
+        ``ProcessExecutor``, ``RayExecutor``, ``DaskExecutor``) on which the coalitions' predictions
+        run: the distinct coalitions are cut into the same chunks as without an executor (at most
+        2^17 and, where there are enough, at least 2^14 predicted rows each; up to 24 chunks), a few
+        chunks per task, and the fitted estimator and held-out rows travel once per fit. Scores,
+        p-values and ``game_calls_`` are bitwise those of the serial fit. The estimator is fitted
+        here; a process or cluster executor pickles it (scikit-learn estimators pickle).
 
     Attributes
     ----------
@@ -148,7 +208,8 @@ class MinShapSelector(ScoreSelector):
     permutations_ : ndarray (n_permutations, d)
     estimator_ : the fitted estimator
     game_calls_ : int
-        Coalitions evaluated (each shared coalition, e.g. the empty and the full one, once).
+        Coalitions evaluated (each shared coalition, e.g. the empty and the full one, once): one
+        prediction of the held-out rows each.
     value_empty_, value_full_ : float
         ``v({})`` and ``v(all features)``; every row of ``deltas_`` sums to their difference.
     """
@@ -163,6 +224,7 @@ class MinShapSelector(ScoreSelector):
         test_size: float = 0.3,
         task: str = "auto",
         seed: int = 0,
+        executor=None,
     ):
         self.k = k
         self.alpha = alpha
@@ -172,6 +234,7 @@ class MinShapSelector(ScoreSelector):
         self.test_size = test_size
         self.task = task
         self.seed = seed
+        self.executor = executor
 
     def _check_params(self):
         check_float(self.alpha, "alpha", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
@@ -182,6 +245,7 @@ class MinShapSelector(ScoreSelector):
         if self.estimator is not None and not hasattr(self.estimator, "fit"):
             raise TypeError(f"estimator must be a scikit-learn estimator with fit; got {type(self.estimator).__name__}")
         check_seed(self.seed)
+        check_executor(self.executor, "executor", rows=True)
 
     def _resolve_task(self, y) -> str:
         if self.task != "auto":
@@ -208,16 +272,24 @@ class MinShapSelector(ScoreSelector):
         return cls(n_estimators=100, min_samples_leaf=2, n_jobs=1, random_state=self._state)
 
     def _per_row_loss(self, est, X, y):
-        if self.task_ == "regression":
-            return (est.predict(X).astype(np.float64) - y) ** 2
-        if hasattr(est, "predict_proba"):
-            proba = est.predict_proba(X)
-            col = np.searchsorted(est.classes_, y)
-            col = np.clip(col, 0, proba.shape[1] - 1)
-            hit = est.classes_[col] == y  # a held-out class the model never saw: probability 0
-            p = np.where(hit, proba[np.arange(len(y)), col], 0.0)
-            return -np.log(np.clip(p, 1e-15, 1.0))
-        return (est.predict(X) != y).astype(np.float64)
+        return _per_row_loss(self.task_, est, X, y)
+
+    def _losses(self, problem, unique: np.ndarray) -> np.ndarray:
+        """Per-row losses ``(q, m)`` of the distinct coalitions ``unique``, in chunks fixed by the
+        data (:func:`_chunk_size`), evaluated here or on ``self.executor`` (a few consecutive chunks
+        per task, results in order)."""
+        q, m = unique.shape[0], problem[2].shape[0]
+        bounds = list(chunks(q, _chunk_size(q, m)))
+        executor = self.executor
+        if executor is None or not bounds:
+            parts = [_coalition_losses(problem, unique[b]) for b in bounds]
+        else:
+            n_tasks = max(1, min(len(bounds), int(getattr(executor, "n_workers", 1))
+                                 * int(getattr(executor, "tasks_per_worker", 3))))
+            groups = [g for g in np.array_split(np.arange(len(bounds)), n_tasks) if len(g)]
+            items = [[unique[bounds[i]] for i in g] for g in groups]
+            parts = [p for task in executor.map(_chunk_losses, items, shared=problem) for p in task]
+        return np.concatenate(parts) if parts else np.zeros((0, m))
 
     def _compute_scores(self, X, y):
         self._check_params()
@@ -245,22 +317,22 @@ class MinShapSelector(ScoreSelector):
             y_te = y_te.astype(np.float64)
         background = X_tr[rng.integers(0, X_tr.shape[0], size=X_te.shape[0])]
         m = X_te.shape[0]
-        per_row: dict[bytes, np.ndarray] = {}
+        problem = (self.task_, est, X_te, background, y_te)
+        unique_losses = {}
 
-        def value(masks: np.ndarray) -> np.ndarray:
-            # Every coalition's held-out rows go through one predict call per chunk.
-            rows = np.where(masks[:, None, :], X_te[None], background[None]).reshape(-1, d)
-            losses = self._per_row_loss(est, rows, np.tile(y_te, masks.shape[0])).reshape(masks.shape[0], m)
-            for mask, row_losses in zip(masks, losses):
-                per_row[mask.tobytes()] = row_losses
-            return -losses.mean(axis=1)
+        def game(unique: np.ndarray) -> np.ndarray:
+            # The global game's values are the mean held-out losses; the per-row losses are kept
+            # for the tests below.
+            unique_losses["losses"] = self._losses(problem, unique)
+            return -unique_losses["losses"].mean(axis=1)
 
-        # Chunks of at most ~2^17 predicted rows bound memory whatever the held-out size.
-        game = Game.from_function(value, d, batch_size=max(1, (1 << 17) // max(m, 1)))
         P = int(self.n_permutations)
         perms = antithetic_permutations(P, d, rng)
         deltas, values, unique, inverse, position = _permutation_deltas(game, perms)
-        losses = np.stack([per_row[row.tobytes()] for row in unique])[inverse].reshape(P, d + 1, m)
+        if not np.isfinite(values).all():
+            raise ValueError("the estimator's held-out losses are NaN or inf for some coalitions; expected finite "
+                             "predictions (check the estimator and the data)")
+        losses = unique_losses["losses"][inverse].reshape(P, d + 1, m)
         reductions = losses[:, :-1, :] - losses[:, 1:, :]  # per-row loss drop at position t
         p_pos = _one_sided_paired_pvalues(reductions)  # (P, d) by position
         p_feat = np.take_along_axis(p_pos, position, axis=1)
@@ -270,7 +342,7 @@ class MinShapSelector(ScoreSelector):
         self.shapley_ = deltas.mean(axis=0)
         self.pvalues_per_permutation_ = p_feat
         self.pvalues_ = combine_pvalues(p_feat, self.combine)
-        self.game_calls_ = int(game.calls)
+        self.game_calls_ = int(unique.shape[0])
         self.value_empty_, self.value_full_ = float(values[0, 0]), float(values[0, -1])
         return deltas.min(axis=0)
 
