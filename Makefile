@@ -37,6 +37,8 @@ bench: setup
 	$(PY) benchmarks/bench_memory.py
 	$(PY) benchmarks/bench_tree.py
 	$(PY) benchmarks/bench_text.py
+	$(PY) benchmarks/bench_parallel.py
+	$(PY) benchmarks/bench_parallel_text.py
 
 clean:
 	rm -rf $(VENV) featurelens-report featurelens-diagnose audit-report .pytest_cache

@@ -531,7 +531,7 @@ class MaskedModel(Game):
 
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:
         m = masks.shape[0]
-        keep = torch.from_numpy(masks).to(self.model.device)
+        keep = numpy_to_tensor(masks).to(self.model.device)  # copies read-only masks (Ray hands those)
         if self._groups_flat is not None:
             keep = keep[:, self._groups_flat]  # (m, D): player mask expanded to input elements
         x_flat = self.x.reshape(1, 1, -1)
