@@ -22,7 +22,6 @@ from .._validation import (
     check_seed,
     relative_scale,
     resolve_baseline,
-    row_seed_sequence,
     seed_param,
     seed_root,
 )
@@ -180,35 +179,60 @@ _SMOOTHGRAD_VARIANTS = ("mean", "square", "var")
 class _RowNoise:
     """Standard normal noise for the noisy copies of a batch, drawn chunk by chunk.
 
-    The noise of copy ``e`` of row ``i`` (``i`` its index in the whole explain call, so a row
-    draws the same noise alone, in a row split or on a worker) comes from its own torch Generator,
-    seeded by word ``e`` of ``SeedSequence(root, spawn_key=(i,)).generate_state(copies, uint64)``
-    (a prefix of the words does not depend on ``copies``), and is one ``x.shape[1:]`` draw on the
-    CPU in ``x``'s dtype, moved to ``x``'s device: it depends only on the seed, the row index and
-    the copy index, never on the chunking, the other rows or the device. At most one chunk of noise
-    is held at a time.
+    Copy ``e`` has one stream, ``numpy.random.default_rng(SeedSequence(root, spawn_key=(e,)))``,
+    read in row order over the whole explain call: row ``i`` (its index in the call, so a row
+    draws the same noise alone, in a row split or on a worker) gets elements ``[i d, (i + 1) d)``
+    of ``standard_normal`` (``d`` = elements per row), in float64 on the CPU, cast to ``x``'s
+    dtype and moved to its device. It depends only on the seed, the copy and the row index, never
+    on the chunking, the other rows or the device. A batch starting at row ``k`` skips the first
+    ``k d`` draws of each copy's stream. Chunks reach the copies in order (expansion-major), so
+    one copy's rows are generated once, as they are needed, and at most the current copy's rows
+    are held. (One numpy call per copy and chunk: the cost of the noise is that of the draws.)
     """
 
     def __init__(self, root: int, row_start: int, x: torch.Tensor, copies: int):
         self.row_shape = tuple(x.shape[1:])
+        self.d = int(np.prod(self.row_shape, dtype=np.int64))
+        self.n = int(x.shape[0])
         self.device, self.dtype = x.device, x.dtype
-        self.seeds = np.stack([row_seed_sequence(root, row_start + i).generate_state(copies, np.uint64)
-                               for i in range(x.shape[0])]).reshape(x.shape[0], copies)
-        self._gen = torch.Generator(device="cpu")
+        self.root, self.row_start, self.copies = int(root), int(row_start), int(copies)
+        self._copy = None  # the copy whose rows are held
+        self._rng = None
+        self._rows = np.zeros((0, self.d))  # rows 0.. of this batch generated so far, for _copy
+
+    def _upto(self, e: int, rows: int) -> np.ndarray:
+        """Copy ``e``'s noise for this batch's rows ``0 .. rows - 1`` (n_rows, d) float64."""
+        if e != self._copy:
+            self._copy = e
+            self._rng = np.random.default_rng(np.random.SeedSequence(self.root, spawn_key=(e,)))
+            if self.row_start:  # the rows before this batch's first, skipped in bounded blocks
+                left = self.row_start * self.d
+                while left:
+                    step = min(left, 1 << 22)
+                    self._rng.standard_normal(step)
+                    left -= step
+            self._rows = np.zeros((0, self.d))
+        have = self._rows.shape[0]
+        if rows > have:
+            more = self._rng.standard_normal((rows - have, self.d))
+            self._rows = np.concatenate([self._rows, more]) if have else more
+        return self._rows
 
     def pairs(self, copy: list, sample: list) -> torch.Tensor:
-        """Noise rows for the (copy, sample) pairs given as two equal-length lists."""
-        out = torch.empty((len(copy), *self.row_shape), dtype=self.dtype)
-        gen, seeds = self._gen, self.seeds[sample, copy].tolist()  # the pairs' 64-bit seeds
-        for row, seed in zip(out, seeds):
-            gen.manual_seed(seed)
-            torch.randn(self.row_shape, generator=gen, dtype=self.dtype, out=row)
-        return out.to(self.device)
+        """Noise rows for the (copy, sample) pairs given as two equal-length lists (each copy's
+        pairs in increasing copy order, as the chunks of an expanded pass list them)."""
+        out = np.empty((len(copy), self.d))
+        copy_arr, sample_arr = np.asarray(copy, dtype=np.int64), np.asarray(sample, dtype=np.int64)
+        for e in np.unique(copy_arr):  # sorted: the copies in order
+            where = np.flatnonzero(copy_arr == e)
+            rows = self._upto(int(e), int(sample_arr[where].max()) + 1)
+            out[where] = rows[sample_arr[where]]
+        t = torch.from_numpy(out).to(self.dtype).reshape(len(copy), *self.row_shape)
+        return t.to(self.device)
 
     def copy(self, e: int) -> torch.Tensor:
         """The ``x.shape`` standard normal noise of copy ``e`` (every row)."""
-        n = self.seeds.shape[0]
-        return self.pairs([int(e)] * n, list(range(n)))
+        return self.pairs([int(e)] * self.n, list(range(self.n)))
 
     def rows(self, copy: torch.Tensor, sample: torch.Tensor) -> torch.Tensor:
         """Noise rows for the (copy, sample) pairs of one chunk (expansion-major order)."""
