@@ -1,4 +1,4 @@
-"""LightGBM and XGBoost models read into the tree ensemble IR (:mod:`._tree_ensemble`).
+"""LightGBM and XGBoost models read into the tree ensemble IR (:mod:`._tree_paths`).
 
 Both libraries are read from their documented model dumps, never from private attributes:
 LightGBM from ``Booster.dump_model()`` (JSON), XGBoost from ``Booster.save_raw(raw_format="json")``
@@ -68,7 +68,7 @@ import math
 
 import numpy as np
 
-from ._tree_ensemble import _Ensemble, _extract_paths
+from ._tree_paths import _Ensemble, _extract_paths
 
 _LGBM_ZERO = float(np.float32(1e-35))  # LightGBM's kZeroThreshold (a float): |x| <= it reads as 0.0
 

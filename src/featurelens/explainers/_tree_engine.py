@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _tree_numba
-from ._tree_ensemble import _Ensemble, _Paths
+from ._tree_paths import _Ensemble, _Paths
 
 #: Which engine computes the values: "auto" (the compiled kernels of :mod:`._tree_numba` when
 #: numba is installed, else numpy), "numba" or "numpy". Both give the same numbers; tests set it.
