@@ -4,5 +4,6 @@ from ._base import Explainer, explainer, explainer_class, list_explainers, regis
 from . import gradient, agop, shapley, spex  # noqa: F401  (registration side effect)
 from . import perturbation, wavelet  # noqa: F401  (registration side effect)
 from . import tree  # noqa: F401  (registration side effect)
+from . import deeplift, backprop, lrp, ablation, surrogate  # noqa: F401  (registration side effect)
 
 __all__ = ["Explainer", "explainer", "explainer_class", "list_explainers", "register"]
