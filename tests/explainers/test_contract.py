@@ -55,6 +55,7 @@ SETTINGS = {
     "minshap": {"groups": PATCHES, "budget": 64},
     "spex": {"groups": PATCHES, "max_order": 2, "budget": 600},
     "tree_shap": {},
+    # issue 13 (each helper edits only its own lines)
 }
 
 BATCH_SIZE = 4
@@ -81,8 +82,9 @@ def make_x(n: int = 3, seed: int = 0) -> np.ndarray:
 
 def build(name: str, model, **overrides):
     kwargs = dict(SETTINGS[name])
-    if kwargs.get("data") == "DATA":
-        kwargs["data"] = case(name).make_x(6, seed=1)
+    for key in ("data", "background"):  # "DATA": rows like the inputs, built for the case
+        if isinstance(kwargs.get(key), str) and kwargs[key] == "DATA":
+            kwargs[key] = case(name).make_x(6, seed=1)
     kwargs.update(overrides)
     return fl.explainer(name, model, **kwargs)
 
