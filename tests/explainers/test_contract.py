@@ -56,6 +56,10 @@ SETTINGS = {
     "spex": {"groups": PATCHES, "max_order": 2, "budget": 600},
     "tree_shap": {},
     # issue 13 (each helper edits only its own lines)
+    "deeplift": {}, "deeplift_shap": {"background": "DATA"},
+    "guided_backprop": {}, "deconvolution": {}, "gradient_shap": {"background": "DATA", "n_samples": 3, "stdevs": 0.1},
+    "lrp": {"composite": "epsilon_plus_flat"},
+    "feature_ablation": {}, "feature_permutation": {"groups": PATCHES}, "lime": {"groups": PATCHES, "n_samples": 40},
 }
 
 BATCH_SIZE = 4

@@ -1,1 +1,201 @@
-"""(being written for issue 13)"""
+"""Feature ablation and feature permutation: the output drop when one player is removed.
+
+Registered names:
+
+* ``feature_ablation``: ``a_g = f_t(x) - f_t(x with the elements of player g set to the fill)``,
+  leave-one-out on the players (Captum's ``FeatureAblation``; the ablation study of Zeiler &
+  Fergus, "Visualizing and Understanding Convolutional Networks", ECCV 2014, arXiv 1311.2901, with
+  features or groups instead of image patches). The fill is a ``baseline`` (scalar or array shaped
+  like one input) or the mean over ``background`` rows (the marginal expectation), exactly the
+  value function of :class:`featurelens.games.MaskedModel`: ``a_g = v(N) - v(N minus g)``.
+* ``feature_permutation``: permutation feature importance per example (Breiman, "Random
+  Forests", Machine Learning 45, 2001; Fisher, Rudin & Dominici 2019, arXiv 1801.01489), as
+  Captum's ``FeaturePermutation``: for each player ``g`` a random permutation ``pi_g`` of the rows
+  of the batch (never the identity) and ``a_{r,g} = f_t(x_r) - f_t(x_r with g taken from row
+  pi_g(r))``. That is feature ablation with a per-row fill ``z_r`` whose elements of player ``g``
+  come from row ``pi_g(r)``; the same game is played with that fill.
+
+Players: every input element, or the labels of ``groups=`` (Captum's ``feature_mask``). Every
+element of a group carries the group's value (Captum's layout); :meth:`explain_players` returns
+one value per player. Each row costs ``n_players + 1`` model rows (``v(N)`` and one ablation per
+player; times ``B`` with ``B`` background rows; plus one setup pass per row, as for every game),
+sent in chunks of at most ``batch_size`` rows.
+The explanation's ``params["full_values"]`` holds ``f_t(x)`` per row; there is no base value
+(the drops do not add up to the output).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import torch
+
+from .._validation import check_seed, seed_param
+from ..games import MaskedModel
+from ._base import Requires, register
+from .shapley import _ShapleyExplainer
+
+__all__ = ["FeatureAblation", "FeaturePermutation", "leave_one_out_masks"]
+
+
+def leave_one_out_masks(n: int) -> np.ndarray:
+    """The ``(n + 1, n)`` coalitions of feature ablation: ``N`` first, then ``N minus {g}`` for
+    ``g = 0..n-1``."""
+    masks = np.ones((n + 1, n), dtype=bool)
+    masks[np.arange(1, n + 1), np.arange(n)] = False
+    return masks
+
+
+class _LeaveOneOut(_ShapleyExplainer):
+    """One MaskedModel game per row, evaluated on :func:`leave_one_out_masks`."""
+
+    requires = Requires(gradients=False)
+    row_params = frozenset({"full_values"})
+
+    def _fill(self, i: int) -> dict:
+        """The fill of row ``i``'s game: ``{"baseline": ...}`` or ``{"background": ...}``."""
+        if self.background is not None:
+            return {"background": self.background}
+        return {"baseline": self.baseline}
+
+    def _rows(self, x, target):
+        self._check_groups_shape(x)
+        from tqdm.auto import tqdm
+
+        show = sys.stderr.isatty() if self.progress is None else self.progress
+        maps, full = [], []
+        n_players = None
+        for i in tqdm(range(x.shape[0]), desc=self.name, disable=not show or x.shape[0] < 2, leave=False,
+                      unit="sample"):
+            game = MaskedModel(self.model, x[i], groups=self.groups, target=int(target[i]), executor=self.executor,
+                               **self._fill(i))
+            n_players = game.n_players
+            v = game(leave_one_out_masks(n_players))
+            phi = v[0] - v[1:]
+            maps.append(phi.reshape(game.input_shape) if game.groups is None else phi[game.groups])
+            full.append(float(v[0]))
+        values = np.stack(maps).reshape(x.shape)
+        return values, {"n_players": int(n_players), "full_values": full}
+
+
+@register("feature_ablation")
+class FeatureAblation(_LeaveOneOut):
+    """Feature ablation: ``a_g = f_t(x) - f_t(x with player g replaced by the fill)``.
+
+    Equals Captum's ``FeatureAblation(model).attribute(x, baselines=b, target=t, feature_mask=groups)``
+    (each scalar its own player without ``groups``; a group's drop copied to its elements). See
+    the module docstring for the cost and the layout.
+
+    Parameters
+    ----------
+    model
+        A torch module or any callable the Model adapter wraps (forward passes only).
+    baseline, background
+        The fill of a removed player: a scalar or an array shaped like one input (``baseline``), or
+        rows averaged over (``background``, rows or a weighted
+        :func:`featurelens.games.summarize_background`); not both. Images and signals default to
+        ``baseline=0.0`` (Captum's default); tabular inputs (one input of shape ``(d,)``) need one
+        of the two explicitly, as for the Shapley explainers.
+    groups
+        Int array shaped like one input assigning elements to players ``0..n-1`` (Captum's
+        ``feature_mask``); None: every element is a player.
+    batch_size
+        Most model rows per forward pass.
+    progress
+        A tqdm bar over the rows; None: only when stderr is a terminal.
+    executor
+        Where each row's ablations are evaluated (the game hook, :mod:`featurelens.parallel`);
+        ``explain(x, executor=...)`` spreads the rows instead. Values equal the serial path.
+    """
+
+    def _attribute(self, x, target, outputs=None):
+        self._check_fill(x)
+        return self._rows(x, target)
+
+
+@register("feature_permutation")
+class FeaturePermutation(_LeaveOneOut):
+    """Permutation importance per example: ``a_{r,g} = f_t(x_r) - f_t(x_r with player g's elements
+    taken from row pi_g(r) of the batch)`` (Breiman 2001; Fisher, Rudin & Dominici 2019,
+    arXiv 1801.01489; Captum's ``FeaturePermutation``).
+
+    The permutations: one per player, in player order ``g = 0..n-1``, each
+    ``rng.permutation(n_rows)`` redrawn while it is the identity (as Captum redraws
+    ``torch.randperm``), from ``rng = numpy.random.default_rng(SeedSequence(root))`` where
+    ``root`` is the call's seed root (the int seed itself; one int drawn from a Generator per call;
+    fresh entropy for None). :meth:`permutations` returns them. Fed the same permutations (through
+    its ``perm_func``) Captum gives the same values. Needs at least 2 rows per call; the rows of a
+    call are permuted together, so ``explain(x, executor=...)`` (rows in parts) and several
+    targets per row (``(n, k)`` targets) are refused.
+
+    Parameters
+    ----------
+    model, groups, batch_size, progress
+        As for ``feature_ablation``.
+    seed
+        Int, numpy Generator or None (see above).
+    """
+
+    accepts = frozenset({"groups", "progress", "seed"})
+
+    def __init__(self, model, groups=None, seed=0, batch_size: int | None = None, progress: bool | None = None):
+        super().__init__(model, groups=groups, batch_size=batch_size, progress=progress)
+        self.seed = check_seed(seed)
+
+    def params(self) -> dict:
+        p = {k: v for k, v in super().params().items() if k not in ("fill", "baseline", "executor")}
+        p["fill"] = "batch permutation"
+        p["seed"] = seed_param(self.seed)
+        return p
+
+    @staticmethod
+    def permutations(n_rows: int, n_players: int, root: int) -> np.ndarray:
+        """The ``(n_players, n_rows)`` permutations of a call with seed root ``root`` (for an int
+        seed, the seed): row ``g`` is ``pi_g``; none is the identity."""
+        if n_rows < 2:
+            raise ValueError(f"feature_permutation permutes the rows of the batch and needs at least 2 rows; "
+                             f"got x with {n_rows} row")
+        rng = np.random.default_rng(np.random.SeedSequence(int(root)))
+        identity = np.arange(n_rows)
+        perms = np.empty((n_players, n_rows), dtype=np.int64)
+        for g in range(n_players):
+            p = rng.permutation(n_rows)
+            while np.array_equal(p, identity):
+                p = rng.permutation(n_rows)
+            perms[g] = p
+        return perms
+
+    def explain(self, x, target=None, feature_names=None, group_names=None, executor=None, first_row: int = 0,
+                **kwargs):
+        if executor is not None:
+            raise ValueError("feature_permutation permutes the rows of one call together; executor= (rows in "
+                             f"parts) would permute within each part. Got executor={executor!r}; use None")
+        if target is not None and np.ndim(target) == 2:
+            raise ValueError("feature_permutation takes one target per row (None, an int or a 1-D array); got "
+                             f"target of shape {np.shape(target)} (several targets per row would permute copies "
+                             "of the same row among themselves); explain once per target column instead")
+        return super().explain(x, target=target, feature_names=feature_names, group_names=group_names,
+                               first_row=first_row, **kwargs)
+
+    def _attribute(self, x, target, outputs=None):
+        self._check_groups_shape(x)
+        n = x.shape[0]
+        shape = tuple(x.shape[1:])
+        labels = (np.zeros(0, dtype=np.int64) if self.groups is None
+                  else np.asarray(self.groups).reshape(-1).astype(np.int64))
+        n_players = int(np.prod(shape)) if self.groups is None else int(labels.max()) + 1 if labels.size else 0
+        perms = torch.as_tensor(self.permutations(n, n_players, self._stream_root), device=x.device)
+        flat = x.reshape(n, -1)
+        element_player = (torch.arange(flat.shape[1], device=x.device) if self.groups is None
+                          else torch.as_tensor(labels, device=x.device))
+        # Fill z_r: element e of row r comes from row pi_{player(e)}(r).
+        source_rows = perms[element_player].T  # (n, D)
+        self._fills = flat.gather(0, source_rows).reshape(x.shape)
+        try:
+            return self._rows(x, target)
+        finally:
+            self._fills = None
+
+    def _fill(self, i: int) -> dict:
+        return {"baseline": self._fills[i]}

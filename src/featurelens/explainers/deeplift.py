@@ -1,1 +1,399 @@
-"""(being written for issue 13)"""
+"""DeepLift (the Rescale rule) and DeepLiftSHAP, by autograd hooks on the model's nonlinear modules.
+
+Shrikumar, Greenside, Kundaje, "Learning Important Features Through Propagating Activation
+Differences", ICML 2017, arXiv 1704.02685; gradient form: Ancona, Ceolini, Oeztireli, Gross, ICLR
+2018, arXiv 1711.06104. DeepLiftSHAP: Lundberg & Lee, NeurIPS 2017, arXiv 1705.07874.
+
+How it runs: a reference pass (no gradient) records the input and output of every hooked module on
+the baseline rows; the pass on ``x`` then replaces each hooked module's output by a tensor with the
+same value whose local derivative is the DeepLift multiplier (``Delta out / Delta in`` for the
+elementwise activations), so one ordinary backward pass of the target output carries the chain rule
+of multipliers to the input. Linear modules (Linear, Conv, BatchNorm in eval, Dropout in eval,
+average pooling, Flatten) need no hook: their multiplier is their gradient. The hooks are removed in
+a ``finally`` block, and act only on the passes of the thread that registered them.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .._batching import chunks
+from .._validation import check_bool, check_float, check_option, resolve_baseline
+from ._base import Explainer, register
+
+nn = torch.nn
+
+#: Elementwise activations with the Rescale rule (Captum 0.9's list).
+RESCALE_TYPES = (nn.ReLU, nn.ELU, nn.LeakyReLU, nn.Sigmoid, nn.Tanh, nn.Softplus)
+#: Max pooling and the functional pool that returns the arg-max indices.
+MAXPOOL_TYPES = {nn.MaxPool1d: F.max_pool1d, nn.MaxPool2d: F.max_pool2d, nn.MaxPool3d: F.max_pool3d}
+#: Modules whose DeepLift multiplier is their gradient (linear in eval mode, or pass-through).
+LINEAR_TYPES = (
+    nn.Linear, nn.Bilinear, nn.Identity, nn.Flatten, nn.Unflatten,
+    nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
+    nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d,
+    nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout,
+    nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d, nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d,
+    nn.ZeroPad2d, nn.ConstantPad1d, nn.ConstantPad2d, nn.ConstantPad3d, nn.Embedding,
+)
+
+
+def _rule(module: nn.Module) -> str | None:
+    """"rescale", "maxpool", "softmax", "linear" (no hook needed) or None (no rule: gradient)."""
+    if type(module) in MAXPOOL_TYPES:
+        return "maxpool"
+    if isinstance(module, RESCALE_TYPES):
+        return "rescale"
+    if isinstance(module, nn.Softmax):
+        return "softmax"
+    if isinstance(module, LINEAR_TYPES):
+        return "linear"
+    return None
+
+
+def module_rules(module: nn.Module | None, maxpool: str = "rescale") -> tuple[dict, list]:
+    """``(hooked, fallback)``: the leaf modules with a DeepLift rule (module -> rule) and the names
+    of the leaf modules without one (the plain gradient passes through them). ``maxpool="gradient"``
+    leaves max pooling unhooked (its gradient: the multiplier flows to x's arg-max)."""
+    hooked, fallback = {}, []
+    if module is None:
+        return hooked, fallback
+    for name, m in module.named_modules():
+        if next(m.children(), None) is not None:
+            continue  # containers: their leaves carry the rules
+        rule = _rule(m)
+        if rule == "maxpool" and maxpool == "gradient":
+            continue
+        if rule is None:
+            fallback.append(f"{name or '<model>'} ({type(m).__name__})")
+        elif rule != "linear":
+            hooked[m] = rule
+    return hooked, fallback
+
+
+class _SoftmaxRule(torch.autograd.Function):
+    """Identity forward on the softmax output ``y``; backward: the Rescale multiplier (the softmax
+    gradient where ``|Delta in| < eps``), then the mean over each sample's elements subtracted
+    (Shrikumar et al. sec. 3.6: softmax contributions are normalised by their mean)."""
+
+    @staticmethod
+    def forward(ctx, a, y, mult, small, dim):
+        ctx.save_for_backward(y, mult, small)
+        ctx.dim = dim
+        return y.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        y, mult, small = ctx.saved_tensors
+        plain = y * (g - (g * y).sum(dim=ctx.dim, keepdim=True))
+        u = torch.where(small, plain, g * mult)
+        u = u - u.flatten(1).mean(1).view((-1,) + (1,) * (u.ndim - 1))
+        return u, None, None, None, None
+
+
+class _Hooks:
+    """The hooks of one DeepLift call on ``module``: ``record`` mode stores each hooked module's
+    input and output per call (the reference pass), ``replace`` mode swaps the outputs for tensors
+    whose derivative is the DeepLift multiplier against the k-th recorded call. A module used
+    several times in one forward pass is matched call by call."""
+
+    def __init__(self, hooked: dict, eps: float):
+        self.hooked, self.eps = hooked, eps
+        self.thread = threading.get_ident()
+        self.mode = None
+        self.refs = {m: [] for m in hooked}
+        self.count = {m: 0 for m in hooked}
+        self.inputs = {}
+        self.handles = []
+
+    def __enter__(self):
+        try:
+            for m in self.hooked:
+                self.handles.append(m.register_forward_pre_hook(self._pre))
+                self.handles.append(m.register_forward_hook(self._post))
+        except BaseException:
+            self.remove()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def record(self):
+        self.mode = "record"
+        self.refs = {m: [] for m in self.hooked}
+
+    def replace(self):
+        self.mode = "replace"
+        self.count = {m: 0 for m in self.hooked}
+
+    def _pre(self, module, args):
+        if self.mode is None or threading.get_ident() != self.thread:
+            return None
+        a = args[0]
+        if self.mode == "record":
+            self.inputs[module] = a.detach().clone()  # before an in-place activation overwrites it
+            return None
+        self.inputs[module] = a
+        if getattr(module, "inplace", False):
+            return (a.clone(),) + tuple(args[1:])  # the in-place op writes into the copy, not into a
+        return None
+
+    def _post(self, module, args, out):
+        if self.mode is None or threading.get_ident() != self.thread:
+            return None
+        a = self.inputs.pop(module)
+        if self.mode == "record":
+            self.refs[module].append((a, out.detach().clone()))
+            return None
+        k = self.count[module]
+        self.count[module] = k + 1
+        if k >= len(self.refs[module]):
+            raise RuntimeError(f"deeplift: module {type(module).__name__} ran more often on x than on the baseline")
+        a0, y0 = self.refs[module][k]
+        return getattr(self, "_" + self.hooked[module])(module, a, out, a0, y0)
+
+    def _rescale(self, module, a, y, a0, y0):
+        d_in = a.detach() - a0
+        small = d_in.abs() < self.eps
+        mult = (y.detach() - y0) / torch.where(small, torch.ones_like(d_in), d_in)
+        # Same value as y; derivative mult (the plain derivative where Delta in ~ 0).
+        return torch.where(small, y, y.detach() + (a - a.detach()) * mult)
+
+    def _softmax(self, module, a, y, a0, y0):
+        d_in = a.detach() - a0
+        small = d_in.abs() < self.eps
+        mult = (y.detach() - y0) / torch.where(small, torch.ones_like(d_in), d_in)
+        dim = module.dim if module.dim is not None else 1
+        return _SoftmaxRule.apply(a, y.detach(), mult, small.expand_as(y), dim)
+
+    def _maxpool(self, module, a, y, a0, y0):
+        """Captum's max-pool rule: each window's output difference goes to the arg-max of the
+        larger of (x's window, the reference's window), divided by that input's difference (the
+        plain max-pool gradient where ``|Delta in| < eps``); overlapping windows add up."""
+        pool = MAXPOOL_TYPES[type(module)]
+        args = (module.kernel_size, module.stride, module.padding, module.dilation, module.ceil_mode, True)
+        ad = a.detach()
+        _, ix = pool(ad, *args)
+        _, ir = pool(a0, *args)
+        ir = ir.expand_as(ix)
+        o = y.detach()
+        top = torch.maximum(o, y0)
+        above, below = (top - y0).expand_as(o), o - top  # shares of the window's difference
+        d_in = ad - a0
+        small = d_in.abs() < self.eps
+        w = torch.where(small, torch.zeros_like(d_in), 1.0 / torch.where(small, torch.ones_like(d_in), d_in))
+
+        def take(t, idx):
+            return t.flatten(2).gather(2, idx.flatten(2)).view_as(o)
+
+        psi = take(a * w, ix) * above + take(a * w, ir) * below + take(a * small, ix)
+        return o + (psi - psi.detach())
+
+
+def _check_eps(eps) -> float:
+    return check_float(eps, "eps", low=0.0)
+
+
+class _DeepLiftBase(Explainer):
+    """Shared machinery: hooked pairs of (x row, reference row) in chunks of at most batch_size."""
+
+    row_params = frozenset({"base_values", "completeness_gap"})
+    param_reductions = {"max_relative_gap": max, "max_abs_gap": max}
+
+    def __init__(self, model, multiply_by_inputs: bool = True, eps: float = 1e-10, maxpool: str = "rescale",
+                 batch_size=None):
+        super().__init__(model, batch_size)
+        self.multiply_by_inputs = check_bool(multiply_by_inputs, "multiply_by_inputs")
+        self.eps = _check_eps(eps)
+        self.maxpool = check_option(maxpool, "maxpool", ("rescale", "gradient"))
+        self._hooked, self.fallback = module_rules(self.model.module, self.maxpool)
+        if self.model.module is None:
+            warnings.warn(
+                f"{self.name}: the model is not a torch.nn.Module, so no DeepLift rule can be hooked; "
+                "the plain gradient is used (values are gradient x (x - baseline))", stacklevel=3)
+        elif self.fallback:
+            warnings.warn(
+                f"{self.name}: no DeepLift rule for {', '.join(self.fallback)}; the plain gradient passes "
+                "through these layers (Captum does the same silently), so summation-to-delta may fail "
+                "there: see params['max_relative_gap']", stacklevel=3)
+
+    def params(self):
+        return {**super().params(), "multiply_by_inputs": self.multiply_by_inputs, "eps": self.eps,
+                "maxpool": self.maxpool, "gradient_fallback": list(self.fallback)}
+
+    def _pairs(self, x, target, n_pairs, x_index, ref_rows, shared_ref=None):
+        """DeepLift of ``n_pairs`` (x row, reference row) pairs: ``x[x_index(p)]`` against
+        ``ref_rows(p)`` (or the one row ``shared_ref``, recorded once). Returns per pair the
+        attributions, f(x row) and f(reference row) at the target."""
+        bs = self.model.chunk_rows(x)
+        attributions = torch.empty((n_pairs,) + tuple(x.shape[1:]), dtype=x.dtype, device=x.device)
+        f_x = torch.empty(n_pairs, dtype=torch.float64, device=x.device)
+        f_b = torch.empty(n_pairs, dtype=torch.float64, device=x.device)
+        with self.model.evaluating(), _Hooks(self._hooked, self.eps) as hooks:
+            if shared_ref is not None:
+                hooks.record()
+                with torch.no_grad():
+                    out_ref = self.model.forward(shared_ref)
+            for s in chunks(n_pairs, bs):
+                p = torch.arange(s.start, s.stop, device=x.device)
+                rows = x[x_index(p)]
+                t = target[x_index(p)]
+                if shared_ref is None:
+                    ref = ref_rows(p)
+                    hooks.record()
+                    with torch.no_grad():
+                        out_b = self.model.forward(ref)
+                else:
+                    ref = shared_ref
+                    out_b = out_ref.expand(rows.shape[0], -1)
+                hooks.replace()
+                leaf = rows.detach().requires_grad_(True)
+                with torch.enable_grad():
+                    out = self.model.forward(leaf)
+                    (grad,) = torch.autograd.grad(out.gather(1, t[:, None]).sum(), leaf)
+                hooks.mode = None
+                attributions[s] = (rows - ref) * grad if self.multiply_by_inputs else grad
+                f_x[s] = out.detach().gather(1, t[:, None]).squeeze(1).double()
+                f_b[s] = out_b.gather(1, t[:, None]).squeeze(1).double()
+        return attributions, f_x, f_b
+
+    @staticmethod
+    def _gap_params(total, f_x, f_b, fill: str) -> dict:
+        change = f_x - f_b
+        gap = total - change
+        relative = gap.abs() / change.abs().clamp_min(1e-12)
+        return {
+            "baseline": fill,
+            "completeness_gap": gap.cpu().tolist(),  # sum(a) - (f(x) - f(baseline)): summation-to-delta
+            "max_abs_gap": float(gap.abs().max()),
+            "max_relative_gap": float(relative.max()),
+            "base_values": f_b.cpu().tolist(),
+        }
+
+
+@register("deeplift")
+class DeepLift(_DeepLiftBase):
+    """DeepLift with the Rescale rule: ``a_i = (x_i - x'_i) * m_i`` where the multipliers ``m``
+    follow the chain rule through the network with ``m = (g(z) - g(z')) / (z - z')`` at each
+    elementwise nonlinearity ``g`` (its derivative where ``|z - z'| < eps``), the weights at linear
+    layers, so that ``sum_i a_i = f_t(x) - f_t(x')`` (summation-to-delta) where every nonlinearity
+    has a rule.
+
+    Shrikumar, Greenside, Kundaje, "Learning Important Features Through Propagating Activation
+    Differences", ICML 2017, arXiv 1704.02685 (Rescale rule, sec. 3.5.2).
+
+    Rules by module type, as Captum 0.9's ``DeepLift``: Rescale on ReLU, ELU, LeakyReLU, Sigmoid,
+    Tanh, Softplus; MaxPool1/2/3d: each window's output difference goes to the arg-max of the
+    larger of the two windows (x's, the reference's) and is divided by that input's difference;
+    Softmax: Rescale, then each sample's mean multiplier subtracted (Captum subtracts the mean over
+    the whole doubled batch, which couples the samples); Linear, Conv, BatchNorm (eval), Dropout
+    (eval), average pooling, Flatten: their gradient. Any other leaf module (GELU, SiLU, LayerNorm,
+    adaptive max pooling...) passes its plain gradient, with one warning at construction naming
+    those layers; functional calls inside ``forward`` (``F.relu``) cannot be seen by module hooks,
+    and pass the gradient too. Each explanation records the summation-to-delta gap
+    ``sum(a) - (f(x) - f(x'))`` per sample (``completeness_gap``), its largest absolute and
+    relative values (``max_abs_gap``, ``max_relative_gap``) and ``f(x')`` (``base_values``).
+    Unlike Captum a module used twice in one forward pass is supported (matched call by call).
+
+    ``baseline``: None (zeros), a scalar, an array shaped like one input or like the batch (also
+    per call: ``explain(x, baseline=...)``). A baseline shared by every sample costs one reference
+    row per call; per-sample baselines one reference pass per chunk. ``multiply_by_inputs=False``
+    returns the multipliers themselves (Ancona et al.'s "local" variant). Rows per model call never
+    exceed ``batch_size``.
+    """
+
+    accepts = frozenset({"baseline"})
+
+    def __init__(self, model, baseline=None, multiply_by_inputs: bool = True, eps: float = 1e-10,
+                 maxpool: str = "rescale", batch_size: int | None = None):
+        super().__init__(model, multiply_by_inputs=multiply_by_inputs, eps=eps, maxpool=maxpool,
+                         batch_size=batch_size)
+        self.baseline = baseline
+
+    def _attribute(self, x, target, outputs, baseline=None):
+        given = self.baseline if baseline is None else baseline
+        base = resolve_baseline(given, x)
+        n = x.shape[0]
+        shared = bool((base == base[:1]).all()) if n > 1 else True
+        ident = lambda p: p  # noqa: E731
+        if shared:
+            values, f_x, f_b = self._pairs(x, target, n, ident, None, shared_ref=base[:1].contiguous())
+        else:
+            values, f_x, f_b = self._pairs(x, target, n, ident, lambda p: base[p])
+        total = values.flatten(1).double().sum(1)
+        return values, self._gap_params(total, f_x, f_b, "zeros" if given is None else "given")
+
+
+@register("deeplift_shap")
+class DeepLiftShap(_DeepLiftBase):
+    """DeepLiftSHAP: DeepLift averaged over background rows used as baselines,
+
+    ``a_i(x) = sum_j w_j DeepLift_i(x; baseline = b_j)`` (``w_j = 1/B``, or a weighted summary),
+    which approximates SHAP values with the background as the data distribution.
+
+    Lundberg & Lee, "A Unified Approach to Interpreting Model Predictions", NeurIPS 2017, arXiv
+    1705.07874 (Deep SHAP); rules as :class:`DeepLift` (Shrikumar et al. 2017, arXiv 1704.02685).
+    Equals Captum's ``DeepLiftShap`` for equal weights.
+
+    ``background``: rows shaped like the batch (numpy, tensor), at least one, or a weighted summary
+    (:func:`featurelens.games.summarize_background` or a ``(rows, weights)`` pair). The ``n x B``
+    (row, background row) pairs run in chunks of at most ``batch_size`` pairs (a reference pass and
+    a hooked pass of that many rows each). The summation-to-delta gap is recorded against the mean
+    reference output: ``sum(a) - (f(x) - sum_j w_j f(b_j))`` (``completeness_gap``), with
+    ``base_values = sum_j w_j f(b_j)``.
+    """
+
+    accepts = frozenset()
+
+    def __init__(self, model, background=None, multiply_by_inputs: bool = True, eps: float = 1e-10,
+                 maxpool: str = "rescale", batch_size: int | None = None):
+        super().__init__(model, multiply_by_inputs=multiply_by_inputs, eps=eps, maxpool=maxpool,
+                         batch_size=batch_size)
+        if background is None:
+            raise ValueError("deeplift_shap needs background= rows (a batch shaped like the inputs) to average "
+                             "DeepLift over; got None (use deeplift for a single baseline)")
+        from ..games import _split_background
+
+        rows, weights = _split_background(background)
+        self.background = background
+        self._rows, self._weights = rows, weights
+
+    def params(self):
+        p = super().params()
+        rows = self._rows
+        p["n_background"] = int(rows.shape[0] if hasattr(rows, "shape") else np.shape(rows)[0])
+        p["background_weighted"] = self._weights is not None
+        return p
+
+    def _background(self, x) -> torch.Tensor:
+        rows = self.model.to_tensor(self._rows, name="background")
+        if tuple(rows.shape[1:]) != tuple(x.shape[1:]) or rows.shape[0] < 1:
+            raise ValueError(f"background must be rows shaped like the inputs, (B, {', '.join(map(str, x.shape[1:]))}) "
+                             f"with B >= 1; got shape {tuple(rows.shape)}")
+        return rows.to(device=x.device, dtype=x.dtype)
+
+    def _attribute(self, x, target, outputs):
+        bg = self._background(x)
+        n, b = x.shape[0], bg.shape[0]
+        values, f_x, f_b = self._pairs(x, target, n * b, lambda p: p // b, lambda p: bg[p % b])
+        w = (torch.full((b,), 1.0 / b, dtype=torch.float64, device=x.device) if self._weights is None
+             else torch.as_tensor(self._weights, dtype=torch.float64, device=x.device))
+        values = values.view(n, b, *x.shape[1:])
+        mean = torch.tensordot(w.to(values.dtype), values, dims=([0], [1])) if self._weights is not None \
+            else values.mean(1)
+        f_x = f_x.view(n, b)[:, 0]
+        f_b = (f_b.view(n, b) * w).sum(1)
+        total = mean.flatten(1).double().sum(1)
+        return mean, self._gap_params(total, f_x, f_b, "background")
