@@ -23,6 +23,7 @@ _LAZY = {
     "parallel": (".parallel", None),
     "plots": (".plots", None),
     "selection": (".selection", None),
+    "text": (".text", None),
     "Explainer": (".explainers", "Explainer"),
     "explainer": (".explainers", "explainer"),
     "list_explainers": (".explainers", "list_explainers"),
@@ -51,6 +52,7 @@ __all__ = [
     "parallel",
     "plots",
     "selection",
+    "text",
 ]
 
 

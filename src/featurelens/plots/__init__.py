@@ -20,6 +20,7 @@ from .tabular import (
     interaction_scores,
     waterfall,
 )
+from .text import text
 
 __all__ = [
     "bar",

@@ -1,0 +1,17 @@
+"""Explaining text and language models over the players of a text (``fl.text``).
+
+* :class:`Players`: a text's words, sentences or tokens (white space, a HuggingFace tokenizer's
+  tokens grouped by their offsets, or any callable's pieces), and what a coalition keeps of it
+  (the text, or token ids with removed players deleted or replaced by a mask / pad / baseline id).
+* :class:`ClassifierGame`: a classifier's output for one class on the kept text.
+* :class:`GenerationGame`: a causal LM's log-probability of a given continuation after the kept
+  prompt (summed, averaged or per token).
+* :func:`explain`: Shapley values (KernelSHAP, permutation, exact) or sparse interactions (SPEX,
+  ProxySPEX) of such a game; ``fl.plots.text`` colours the words by their values.
+"""
+
+from ._explain import METHODS, explain
+from ._games import OUTPUTS, REDUCES, ClassifierGame, GenerationGame
+from ._players import REMOVALS, UNITS, Players
+
+__all__ = ["METHODS", "OUTPUTS", "REDUCES", "REMOVALS", "UNITS", "ClassifierGame", "GenerationGame", "Players", "explain"]

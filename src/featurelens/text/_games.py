@@ -1,0 +1,271 @@
+"""Games over the players of a text: a classifier's class score and a causal LM's log-probability
+of a given continuation."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .._validation import as_numpy, check_int, check_option
+from ..games import Game
+from ._players import Players, is_hf_tokenizer
+
+__all__ = ["ClassifierGame", "GenerationGame", "OUTPUTS", "REDUCES"]
+
+#: How a classifier's outputs become the value: as they are, or a softmax / log-softmax over classes.
+OUTPUTS = ("raw", "softmax", "log_softmax")
+#: How the continuation's token log-probabilities are combined.
+REDUCES = ("sum", "mean", "per_token")
+
+
+def _check_players(players) -> Players:
+    if not isinstance(players, Players):
+        raise TypeError(f"players must be a featurelens.text.Players; got {type(players).__name__}")
+    return players
+
+
+class ClassifierGame(Game):
+    """``v(S)`` = the classifier's output for class ``target`` on the text that keeps the players
+    in ``S`` (removed players deleted, or replaced by a mask / pad / baseline token), the value
+    function of the SPEX paper's sentiment experiments (Kang et al. 2025, arXiv 2502.13870) and of
+    shap's text masker (Lundberg & Lee 2017, arXiv 1705.07874).
+
+    Parameters
+    ----------
+    model_fn
+        ``model_fn(batch) -> outputs`` of shape ``(m, classes)`` (or ``(m,)`` for one score), numpy
+        or torch. ``batch`` is a list of ``m`` str (``inputs="text"``) or of ``m`` lists of token
+        ids (``inputs="ids"``; ragged when players are deleted: :meth:`Players.pad` pads them).
+    players
+        A :class:`Players`.
+    target
+        The class explained (an int); None: the class the model predicts for the whole text.
+    removal
+        ``"delete"`` (default), ``"mask"`` (the tokenizer's mask token, or ``players.mask_text``
+        for text), ``"pad"`` (the tokenizer's pad token) or an int token id (a baseline token).
+    output
+        ``"raw"`` (default): ``model_fn``'s number for ``target`` as it is (a probability if it
+        returns probabilities, a logit if it returns logits); ``"softmax"``: the probability of
+        ``target`` from logits, ``softmax(z)_target``; ``"log_softmax"``: its logarithm.
+    inputs
+        ``"text"`` or ``"ids"``; None: ``"ids"`` for players with token ids, else ``"text"``.
+    batch_size
+        The most texts per call of ``model_fn`` (the game's ``chunk_size``; None: 1024).
+    executor
+        The game's executor (:mod:`featurelens.parallel`).
+    """
+
+    def __init__(self, model_fn: Callable, players: Players, target=None, removal="delete", output: str = "raw",
+                 inputs: str | None = None, batch_size: int | None = None, executor=None):
+        if not callable(model_fn):
+            raise TypeError(f"model_fn must be callable (a list of texts or token ids -> outputs); got {type(model_fn).__name__}")
+        self.players = _check_players(players)
+        super().__init__(players.n, chunk_size=batch_size, executor=executor)
+        self.model_fn = model_fn
+        self.output = check_option(output, "output", OUTPUTS)
+        if inputs is None:
+            inputs = "ids" if players.has_ids else "text"
+        self.inputs = check_option(inputs, "inputs", ("text", "ids"))
+        if self.inputs == "ids":
+            players.removal_id(removal)  # validates, with the tokenizer's ids
+            if not players.has_ids:
+                raise ValueError("inputs='ids' needs players made with a HuggingFace tokenizer; use inputs='text'")
+        elif isinstance(removal, (int, np.integer)) or removal == "pad":
+            raise ValueError(f"removal={removal!r} replaces token ids; with inputs='text' use 'delete' or 'mask'")
+        else:
+            check_option(removal, "removal", ("delete", "mask"))
+        self.removal = removal
+        # One call on the whole text: checks the outputs and the target, and fixes target=None.
+        full = self._outputs(np.ones((1, players.n), dtype=bool))
+        self.n_outputs = 1 if full.ndim == 1 else full.shape[1]
+        if target is None:
+            target = 0 if full.ndim == 1 else int(np.argmax(full[0]))
+        self.target = check_int(target, "target", low=0, high=self.n_outputs - 1)
+        if self.output != "raw" and full.ndim == 1:
+            raise ValueError(f"output={self.output!r} needs one output per class, shape (m, classes); model_fn returns (m,)")
+
+    def batch(self, masks: np.ndarray) -> list:
+        """The inputs ``model_fn`` receives for ``masks`` ``(m, n)``."""
+        if self.inputs == "ids":
+            return self.players.keep_ids(masks, self.removal)
+        return [self.players.keep_text(row, self.removal) for row in masks]
+
+    def _outputs(self, masks: np.ndarray) -> np.ndarray:
+        out = self.model_fn(self.batch(masks))
+        if isinstance(out, torch.Tensor):
+            out = out.detach().cpu().double().numpy()
+        out = as_numpy(out, "model_fn output").astype(np.float64)
+        if out.ndim not in (1, 2) or out.shape[0] != masks.shape[0]:
+            raise ValueError(
+                f"model_fn must return one row of outputs per input, shape ({masks.shape[0]}, classes) "
+                f"or ({masks.shape[0]},); got shape {out.shape}"
+            )
+        return out
+
+    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+        out = self._outputs(masks)
+        if out.ndim == 1:
+            return out
+        if self.output == "raw":
+            return out[:, self.target]
+        logp = out - out.max(axis=1, keepdims=True)
+        logp = logp[:, self.target] - np.log(np.exp(logp).sum(axis=1))
+        return logp if self.output == "log_softmax" else np.exp(logp)
+
+
+def _encoder(tokenizer) -> Callable[[str], list[int]]:
+    if is_hf_tokenizer(tokenizer):
+        return lambda s: list(tokenizer(s, add_special_tokens=False)["input_ids"])
+    if callable(tokenizer):
+        return lambda s: [int(t) for t in tokenizer(s)]
+    raise TypeError(
+        "tokenizer must be a HuggingFace tokenizer or a callable str -> list of token ids; "
+        f"got {type(tokenizer).__name__}"
+    )
+
+
+class GenerationGame(Game):
+    """``v(S)`` = the log-probability of a given ``continuation`` under a causal language model
+    prompted with the players of ``S`` (the others deleted or replaced by a token), the value
+    function of LLM attribution by perturbation (Captum's ``LLMAttribution``: Miglani et al. 2023,
+    arXiv 2312.05491; SPEX: Kang et al. 2025, arXiv 2502.13870)::
+
+        log p(y | x_S) = sum_j log softmax(lm(x_S + y)[P + j - 1])[y_j]
+
+    where ``P`` is the kept prompt's length and ``y`` the continuation's ``T`` token ids.
+
+    Parameters
+    ----------
+    lm
+        ``lm(input_ids) -> logits``: a LongTensor ``(m, L)`` to logits ``(m, L, vocab)`` (or an
+        object with ``.logits``, as transformers' models return). Rows are batched by length, so no
+        padding (and no attention mask) is needed: any causal LM callable works. Its train/eval
+        mode is left as it is (call ``lm.eval()``).
+    tokenizer
+        Encodes ``continuation`` (a str) and, for players without token ids, each player's text:
+        a HuggingFace tokenizer (no special tokens added) or a callable ``str -> list of ids``.
+    prompt_players
+        A :class:`Players` (or a str: the prompt's tokens, ``Players(prompt, tokenizer, "token")``).
+        Players with token ids use them (special tokens kept); others are encoded piece by piece.
+    continuation
+        The target continuation: a str or a list of token ids.
+    reduce
+        ``"sum"`` (the continuation's log-probability), ``"mean"`` (per token) or ``"per_token"``
+        (the log-probability of continuation token ``token``; :meth:`log_probs` gives them all).
+    token
+        With ``reduce="per_token"``: which continuation token (an int in ``0..T-1``).
+    removal
+        ``"delete"`` (default), ``"mask"``, ``"pad"`` or an int token id.
+    bos_token_id
+        A token put before the prompt (None: the tokenizer's ``bos_token_id`` when the players have
+        no special tokens of their own and the tokenizer has one). Without it, an empty kept
+        prompt has no position to predict the first continuation token from (an error).
+    batch_size, executor
+        As for :class:`featurelens.games.Game`.
+    """
+
+    def __init__(self, lm: Callable, tokenizer, prompt_players, continuation, reduce: str = "sum",
+                 token: int | None = None, removal="delete", bos_token_id: int | None = None,
+                 batch_size: int | None = None, executor=None):
+        if not callable(lm):
+            raise TypeError(f"lm must be callable, input_ids -> logits; got {type(lm).__name__}")
+        encode = _encoder(tokenizer)
+        if isinstance(prompt_players, str):
+            prompt_players = Players(prompt_players, tokenizer, unit="token")
+        players = _check_players(prompt_players)
+        super().__init__(players.n, chunk_size=batch_size, executor=executor)
+        self.players, self.lm, self.tokenizer = players, lm, tokenizer
+        self.reduce = check_option(reduce, "reduce", REDUCES)
+        if players.has_ids:
+            ids, owner = players.input_ids.copy(), players.owner.copy()
+        else:
+            parts = [encode(p) for p in players.pieces]
+            ids = np.array([t for part in parts for t in part], dtype=np.int64)
+            owner = np.repeat(np.arange(players.n), [len(p) for p in parts]).astype(np.int64)
+        if bos_token_id is None and not bool((owner < 0).any()):
+            bos_token_id = getattr(tokenizer, "bos_token_id", None)
+        if bos_token_id is not None:
+            bos_token_id = check_int(bos_token_id, "bos_token_id", low=0)
+            ids, owner = np.concatenate([[bos_token_id], ids]), np.concatenate([[-1], owner])
+        self.prompt_ids, self.owner = ids.astype(np.int64), owner.astype(np.int64)
+        if isinstance(continuation, str):
+            cont = encode(continuation)
+        else:
+            cont = [check_int(t, "continuation token", low=0) for t in continuation]
+        if not cont:
+            raise ValueError("continuation must hold at least one token; got an empty continuation")
+        self.continuation = np.asarray(cont, dtype=np.int64)
+        if self.reduce == "per_token":
+            self.token = check_int(token, "token", low=0, high=len(cont) - 1)
+        elif token is not None:
+            raise ValueError(f"token= applies to reduce='per_token'; got token={token!r} with reduce={self.reduce!r}")
+        else:
+            self.token = None
+        self.fill = players.removal_id(removal) if players.has_ids else self._fill_without_players(removal)
+        self.removal = removal
+
+    def _fill_without_players(self, removal):
+        if isinstance(removal, (int, np.integer)) and not isinstance(removal, bool):
+            return check_int(removal, "removal", low=0)
+        removal = check_option(removal, "removal", ("delete", "mask", "pad"))
+        if removal == "delete":
+            return None
+        attr = "mask_token_id" if removal == "mask" else "pad_token_id"
+        value = getattr(self.tokenizer, attr, None)
+        if value is None:
+            raise ValueError(f"removal={removal!r} needs a tokenizer with a {attr}; pass a token id (removal=<int>) instead")
+        return int(value)
+
+    def _sequences(self, masks: np.ndarray) -> list[np.ndarray]:
+        kept = np.where(self.owner[None, :] < 0, True, masks[:, np.maximum(self.owner, 0)])
+        if self.fill is None:
+            return [self.prompt_ids[row] for row in kept]
+        return list(np.where(kept, self.prompt_ids[None, :], self.fill))
+
+    def _device(self):
+        params = getattr(self.lm, "parameters", None)
+        if callable(params):
+            for p in params():
+                return p.device
+        return torch.device("cpu")
+
+    def log_probs(self, masks) -> np.ndarray:
+        """``log p(y_j | x_S, y_<j)`` for every row of ``masks`` and continuation token ``j``,
+        shape ``(q, T)`` float64 (not counted in ``calls``)."""
+        masks = self.check_masks(masks)
+        prompts = self._sequences(masks)
+        lengths = np.array([p.shape[0] for p in prompts])
+        if bool((lengths == 0).any()):
+            raise ValueError(
+                "a coalition keeps no prompt token, so nothing predicts the continuation's first token; "
+                "pass bos_token_id= (a token put before the prompt) or use removal='mask'/'pad'/<id>"
+            )
+        T = self.continuation.shape[0]
+        out = np.empty((masks.shape[0], T))
+        device = self._device()
+        cont = torch.as_tensor(self.continuation, device=device)
+        with torch.inference_mode():
+            for length in np.unique(lengths):  # equal lengths share a batch: no padding needed
+                rows = np.flatnonzero(lengths == length)
+                seq = np.stack([np.concatenate([prompts[r], self.continuation]) for r in rows])
+                result = self.lm(torch.as_tensor(seq, device=device))
+                logits = getattr(result, "logits", result)
+                if not isinstance(logits, torch.Tensor) or logits.ndim != 3 or logits.shape[:2] != seq.shape:
+                    raise ValueError(
+                        f"lm must return logits of shape (m, L, vocab) = ({seq.shape[0]}, {seq.shape[1]}, vocab); "
+                        f"got {getattr(logits, 'shape', type(logits).__name__)}"
+                    )
+                step = logits[:, int(length) - 1: int(length) - 1 + T].double().log_softmax(-1)
+                picked = step.gather(-1, cont.view(1, T, 1).expand(len(rows), T, 1))[..., 0]
+                out[rows] = picked.cpu().numpy()
+        return out
+
+    def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+        lp = self.log_probs(masks)
+        if self.reduce == "sum":
+            return lp.sum(axis=1)
+        if self.reduce == "mean":
+            return lp.mean(axis=1)
+        return lp[:, self.token]
