@@ -60,6 +60,7 @@ SETTINGS = {
     "guided_backprop": {}, "deconvolution": {}, "gradient_shap": {"background": "DATA", "n_samples": 3, "stdevs": 0.1},
     "lrp": {"composite": "epsilon_plus_flat"},
     "feature_ablation": {}, "feature_permutation": {"groups": PATCHES}, "lime": {"groups": PATCHES, "n_samples": 40},
+    "layer_integrated_gradients": {"layer": "4", "n_steps": 6}, "layer_gradient_x_activation": {"layer": "4"}, "layer_conductance": {"layer": "4", "n_steps": 5}, "neuron_gradient": {"layer": "4", "neuron": (1, 2, 3)}, "neuron_integrated_gradients": {"layer": "4", "neuron": (1, 2, 3), "n_steps": 6},
 }
 
 BATCH_SIZE = 4

@@ -1,0 +1,445 @@
+"""Layer and neuron attributions: what a named layer's units contribute to an output, and how one
+unit of a layer depends on the inputs.
+
+- ``layer_integrated_gradients``: integrated gradients in the layer's output space.
+- ``layer_gradient_x_activation``: the layer's activation times the output's gradient w.r.t. it.
+- ``layer_conductance``: the flow of integrated gradients through each unit of the layer.
+- ``neuron_gradient`` / ``neuron_integrated_gradients``: the input gradient / integrated gradients
+  of one unit ``neuron=(index tuple)`` of the layer's output.
+
+Each takes ``layer="module.name"`` (a name from ``model.named_modules()``, a unique dotted suffix
+of one, e.g. ``"4"`` for ``"net.4"`` of a wrapped model, or the module itself).
+The layer is reached by a forward hook on that module, registered for one call and removed in a
+``finally`` block; it must be applied exactly once per forward pass and return one tensor. Layer
+attributions keep the layer's output shape, ``(n, *layer_shape)``; neuron attributions have the
+input's shape. Every pass goes through the Model (rows counted, outputs checked for NaN) in chunks
+of at most ``batch_size`` rows; expansions (path points) are built chunk by chunk.
+
+These explainers apply only where a layer is named, so their :class:`Requires` refuses every model
+in the audit and the benchmark, which do not choose layers (build them with ``layer=``).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._batching import chunks, expansion_index
+from .._validation import check_bool, check_int, resolve_baseline
+from ._base import Explainer, Requires, register
+from .gradient import integration_rule
+
+
+@dataclass(frozen=True)
+class _NamedLayerRequires(Requires):
+    """:class:`Requires` of an explainer that needs ``layer=`` (which no harness chooses)."""
+
+    def why_not(self, model, input_shape, n_players=None):
+        reason = super().why_not(model, input_shape, n_players)
+        if reason is not None:
+            return reason
+        return "needs a named layer (layer=...), which the audit and benchmark do not choose"
+
+
+def _resolve_layer(module: torch.nn.Module | None, layer, method: str) -> tuple[str, torch.nn.Module]:
+    """``(name, module)`` of ``layer`` (a submodule name or a submodule), with an error listing the
+    valid names when it is missing or wrong."""
+    if module is None:
+        raise TypeError(f"{method} needs model to be a torch.nn.Module (it hooks a named layer)")
+    names = [n for n, _ in module.named_modules() if n]
+    listing = ", ".join(repr(n) for n in names[:40]) + (", ..." if len(names) > 40 else "")
+    if layer is None:
+        raise ValueError(f"{method} needs layer= (a submodule name of the model); valid names: {listing}")
+    if isinstance(layer, str):
+        named = dict(module.named_modules())
+        if layer and layer in named:
+            return layer, named[layer]
+        # A unique dotted suffix names the layer of a wrapped model too ("4" for "module.4" of a
+        # DataParallel or any wrapper that holds the model as an attribute).
+        ends = [n for n in names if layer and n.endswith("." + layer)]
+        if len(ends) == 1:
+            return ends[0], named[ends[0]]
+        if len(ends) > 1:
+            raise ValueError(f"layer {layer!r} is ambiguous: it ends {len(ends)} submodule names "
+                             f"({', '.join(repr(n) for n in ends[:8])}); give the full name")
+        raise ValueError(f"layer {layer!r} is not a submodule name of the model; valid names: {listing}")
+    if isinstance(layer, torch.nn.Module):
+        found = [n for n, m in module.named_modules() if m is layer and n]
+        if not found:
+            raise ValueError(f"layer must be a submodule of the model; valid names: {listing}")
+        return found[0], layer
+    raise TypeError(f"layer must be a submodule name (str) or a torch.nn.Module; got {type(layer).__name__}")
+
+
+class _LayerHook:
+    """A forward hook on one layer, active only inside ``with``: it records the layer's output of
+    each forward pass of this thread (the threads of a row-parallel explain share the module) and,
+    when ``replace`` is set, puts ``replace(output)`` in its place; the model continues with a copy
+    of the recorded tensor. Removed on exit, always."""
+
+    def __init__(self, layer: torch.nn.Module, name: str, method: str):
+        self.layer, self.name, self.method = layer, name, method
+        self.captured: list = []
+        self.replace = None
+        self._me = threading.get_ident()
+        self._handle = None
+
+    def _hook(self, module, inputs, output):
+        if threading.get_ident() != self._me:
+            return None
+        if not isinstance(output, torch.Tensor):
+            raise TypeError(
+                f"{self.method}: layer {self.name!r} returns a {type(output).__name__}, not one tensor; "
+                "choose a layer whose output is a tensor"
+            )
+        if self.replace is not None:
+            output = self.replace(output)
+        self.captured.append(output)
+        # The model goes on with a copy: a later in-place op (ReLU(inplace=True)) must change
+        # neither the recorded activation nor a leaf that requires grad.
+        return output.clone()
+
+    def __enter__(self):
+        self._handle = self.layer.register_forward_hook(self._hook)
+        return self
+
+    def __exit__(self, *exc):
+        self._handle.remove()
+        return False
+
+    def run(self, model, rows: torch.Tensor, replace=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(outputs, layer output)`` of one forward pass of ``rows`` through the Model."""
+        self.captured.clear()
+        self.replace = replace
+        try:
+            out = model.forward(rows)
+        finally:
+            self.replace = None
+        if len(self.captured) != 1:
+            raise ValueError(
+                f"{self.method}: layer {self.name!r} ran {len(self.captured)} times in one forward pass; "
+                "choose a layer that is applied exactly once"
+            )
+        return out, self.captured[0]
+
+
+def _neuron_index(neuron) -> tuple:
+    """``neuron`` as a tuple of ints (an int is one index), with an error naming the argument."""
+    if isinstance(neuron, (int, np.integer)) and not isinstance(neuron, (bool, np.bool_)):
+        return (int(neuron),)
+    if not isinstance(neuron, (tuple, list)) or not neuron or not all(
+        isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) for i in neuron
+    ):
+        raise TypeError(f"neuron must be a tuple of ints (one index per axis of one sample's layer output); "
+                        f"got {neuron!r}")
+    return tuple(int(i) for i in neuron)
+
+
+def _check_neuron(neuron: tuple, layer_shape: tuple, name: str) -> tuple:
+    """``neuron`` checked against one sample's layer output shape ``layer_shape``."""
+    if len(neuron) != len(layer_shape) or not all(-s <= i < s for i, s in zip(neuron, layer_shape)):
+        raise ValueError(
+            f"neuron {neuron} does not index one unit of layer {name!r}'s output, whose shape per sample "
+            f"is {layer_shape}; expected {len(layer_shape)} indices within it"
+        )
+    return neuron
+
+
+class _LayerExplainer(Explainer):
+    """Shared machinery: the named layer, the hook and the chunked passes."""
+
+    requires = _NamedLayerRequires(gradients=True)
+
+    def __init__(self, model, layer=None, batch_size: int | None = None):
+        super().__init__(model, batch_size)
+        self.layer_name, self.layer = _resolve_layer(self.model.module, layer, self.name)
+
+    def params(self):
+        return {**super().params(), "layer": self.layer_name}
+
+    def _hook(self) -> _LayerHook:
+        return _LayerHook(self.layer, self.layer_name, self.name)
+
+    def _activations(self, hook: _LayerHook, x: torch.Tensor):
+        """``(outputs, layer outputs)`` of ``x`` without gradients, in chunks."""
+        outs, acts = [], []
+        with torch.no_grad():
+            for s in chunks(x.shape[0], self.model.chunk_rows(x)):
+                out, act = hook.run(self.model, x[s])
+                outs.append(out)
+                acts.append(act.detach())
+        return torch.cat(outs), torch.cat(acts)
+
+    def _rows_of(self, x: torch.Tensor, base: torch.Tensor) -> torch.Tensor:
+        """The baseline's distinct rows: one row when every sample shares it (zeros, a scalar, one
+        input), else one per sample."""
+        return base[:1] if bool((base == base[:1]).all()) else base
+
+    def _expansion(self, x: torch.Tensor, n_expand: int):
+        """``(copy_idx, sample_idx)`` per chunk of an ``n_expand``-fold expansion of ``x``
+        (expansion-major, at most ``chunk_rows`` rows, whole copies when a copy fits)."""
+        n = x.shape[0]
+        bs = self.model.chunk_rows(x)
+        if bs >= n:
+            bs = (bs // n) * n
+            for part in chunks(n_expand * n, bs):
+                yield expansion_index(part, n, x.device)
+        else:
+            for copy_number in range(n_expand):
+                for s in chunks(n, bs):
+                    sample_idx = torch.arange(s.start, s.stop, device=x.device)
+                    yield torch.full_like(sample_idx, copy_number), sample_idx
+
+
+def _layer_gradient(hook, model, rows, target, point=None):
+    """``(outputs, layer output, d sum_i f_{t_i} / d layer output)`` for one chunk; the layer's
+    output is replaced by ``point`` (detached, a leaf) when given, else by a detached copy of
+    itself, so the gradient is w.r.t. the layer's output even with frozen weights."""
+    with torch.enable_grad():
+        leaf = []
+
+        def replace(output):
+            value = (output if point is None else point.to(output.dtype)).detach().requires_grad_(True)
+            if value.shape != output.shape:
+                raise ValueError(f"layer output has shape {tuple(output.shape)}, path point {tuple(value.shape)}")
+            leaf.append(value)
+            return value
+
+        out, act = hook.run(model, rows, replace=replace)
+        (grad,) = torch.autograd.grad(out.gather(1, target[:, None]).sum(), leaf[0])
+    return out.detach(), act.detach(), grad
+
+
+@register("layer_integrated_gradients")
+class LayerIntegratedGradients(_LayerExplainer):
+    """Integrated gradients w.r.t. a named layer's output ``z(x)``, along the straight path in the
+    layer's space from ``z' = z(x')`` (the layer's output at the baseline input ``x'``) to ``z(x)``:
+
+    ``a_j = (z_j(x) - z'_j) * int_0^1 d f_t / d z_j (z' + alpha (z(x) - z'))  d alpha``,
+
+    with ``f`` the model evaluated from the layer on (the layer's output replaced by the path
+    point). Gauss-Legendre nodes by default (as Captum's ``LayerIntegratedGradients``), or a Riemann
+    rule. Values have the layer's output shape ``(n, *layer_shape)``. When the model's output
+    depends on ``x`` only through the layer, completeness holds: ``sum_j a_j = f_t(x) - f_t(x')``
+    up to the quadrature error; params hold the gap per sample (``completeness_gap``) and
+    ``base_values`` ``f_t(x')``.
+
+    Sundararajan, Taly, Yan, "Axiomatic Attribution for Deep Networks", ICML 2017, arXiv 1703.01365;
+    layer attribution as in Captum (Kokhlikyan et al., 2020, arXiv 2009.07896).
+
+    ``baseline`` (input space): None (zeros), a scalar, an array shaped like one input or like the
+    batch; it can also be passed to :meth:`explain`.
+    """
+
+    accepts = frozenset({"baseline"})
+    row_params = frozenset({"base_values", "completeness_gap"})
+
+    def __init__(self, model, layer=None, n_steps: int = 50, method: str = "gausslegendre", baseline=None,
+                 batch_size: int | None = None):
+        super().__init__(model, layer, batch_size)
+        self.alphas, self.weights = integration_rule(method, n_steps)
+        self.n_steps = int(n_steps)
+        self.method = "riemann_trapezoid" if method == "riemann" else method
+        self.baseline = baseline
+
+    def params(self):
+        return {**super().params(), "n_steps": self.n_steps, "method": self.method}
+
+    def _attribute(self, x, target, outputs, baseline=None):
+        base = resolve_baseline(self.baseline if baseline is None else baseline, x)
+        n = x.shape[0]
+        alphas = torch.as_tensor(self.alphas, device=x.device, dtype=x.dtype)
+        weights = torch.as_tensor(self.weights, device=x.device, dtype=x.dtype)
+        with self._hook() as hook:
+            f_x, z_x = self._activations(hook, x)
+            base_rows = self._rows_of(x, base)
+            f_b, z_b = self._activations(hook, base_rows)
+            f_b, z_b = f_b.expand(n, -1), z_b.expand(n, *z_b.shape[1:])
+            delta = z_x - z_b
+            view = (-1,) + (1,) * (delta.ndim - 1)
+            total = torch.zeros_like(z_x)
+            for copy_idx, sample_idx in self._expansion(x, self.n_steps):
+                point = z_b[sample_idx] + alphas[copy_idx].view(view) * delta[sample_idx]
+                _, _, grad = _layer_gradient(hook, self.model, x[sample_idx], target[sample_idx], point)
+                total.index_add_(0, sample_idx, grad * weights[copy_idx].view(view))
+        attributions = delta * total
+        idx = target[:, None]
+        change = (f_x.gather(1, idx) - f_b.gather(1, idx)).squeeze(1).double()
+        gap = attributions.flatten(1).double().sum(1) - change
+        return attributions, {
+            "baseline": "zeros" if (self.baseline is None and baseline is None) else "given",
+            "completeness_gap": gap.cpu().tolist(),
+            "base_values": f_b.gather(1, idx).squeeze(1).double().cpu().tolist(),
+        }
+
+
+@register("layer_gradient_x_activation")
+class LayerGradientXActivation(_LayerExplainer):
+    """Layer gradient x activation: ``a = z(x) * d f_t / d z (x)`` elementwise, for the named
+    layer's output ``z`` (``multiply=False``: the layer gradient alone). Values have the layer's
+    output shape.
+
+    Shrikumar, Greenside, Shcherbina, Kundaje, "Not Just a Black Box", 2016, arXiv 1605.01713
+    (input x gradient), applied to a layer as Captum's ``LayerGradientXActivation``.
+    """
+
+    def __init__(self, model, layer=None, multiply: bool = True, batch_size: int | None = None):
+        super().__init__(model, layer, batch_size)
+        self.multiply = check_bool(multiply, "multiply")
+
+    def params(self):
+        return {**super().params(), "multiply": self.multiply}
+
+    def _attribute(self, x, target, outputs):
+        parts = []
+        with self._hook() as hook:
+            for s in chunks(x.shape[0], self.model.chunk_rows(x)):
+                _, act, grad = _layer_gradient(hook, self.model, x[s], target[s])
+                parts.append(act * grad if self.multiply else grad)
+        return torch.cat(parts), {}
+
+
+@register("layer_conductance")
+class LayerConductance(_LayerExplainer):
+    """Layer conductance: the part of integrated gradients that flows through each unit ``z_j`` of
+    the named layer, along the straight input path ``x(alpha) = x' + alpha (x - x')``:
+
+    ``c_j = int_0^1 d f_t / d z_j (x(alpha)) * d z_j(x(alpha)) / d alpha  d alpha``,
+
+    approximated, as Captum's ``LayerConductance``, on ``n_steps + 1`` nodes ``alpha_0 < ... <
+    alpha_n`` of the rule by ``sum_k (z_j(x(alpha_{k+1})) - z_j(x(alpha_k))) * d f_t / d z_j
+    (x(alpha_k))``. Summed over the layer it gives ``f_t(x) - f_t(x')`` (as the nodes approach 0
+    and 1) when the output depends on ``x`` only through the layer. Values have the layer's output
+    shape.
+
+    Dhamdhere, Sundararajan, Yan, "How Important Is a Neuron?", 2018, arXiv 1805.12233.
+    """
+
+    accepts = frozenset({"baseline"})
+
+    def __init__(self, model, layer=None, n_steps: int = 50, method: str = "gausslegendre", baseline=None,
+                 batch_size: int | None = None):
+        super().__init__(model, layer, batch_size)
+        self.n_steps = check_int(n_steps, "n_steps", low=1)
+        self.alphas, _ = integration_rule(method, self.n_steps + 1)
+        self.method = "riemann_trapezoid" if method == "riemann" else method
+        self.baseline = baseline
+
+    def params(self):
+        return {**super().params(), "n_steps": self.n_steps, "method": self.method}
+
+    def _attribute(self, x, target, outputs, baseline=None):
+        base = resolve_baseline(self.baseline if baseline is None else baseline, x)
+        delta = x - base
+        alphas = torch.as_tensor(self.alphas, device=x.device, dtype=x.dtype)
+        view = (-1,) + (1,) * (x.ndim - 1)
+        total = prev_act = prev_grad = None
+        with self._hook() as hook:
+            for copy_idx, sample_idx in self._expansion(x, self.n_steps + 1):
+                rows = base[sample_idx] + alphas[copy_idx].view(view) * delta[sample_idx]
+                _, act, grad = _layer_gradient(hook, self.model, rows, target[sample_idx])
+                if total is None:
+                    shape = (x.shape[0],) + tuple(act.shape[1:])
+                    total = act.new_zeros(shape)
+                    prev_act, prev_grad = act.new_zeros(shape), act.new_zeros(shape)
+                # Rows are copy-major: each copy's rows see the previous copy's stored values.
+                for c in torch.unique(copy_idx).tolist():
+                    rows_c = copy_idx == c
+                    s = sample_idx[rows_c]
+                    if c > 0:
+                        total.index_add_(0, s, (act[rows_c] - prev_act[s]) * prev_grad[s])
+                    prev_act[s] = act[rows_c]
+                    prev_grad[s] = grad[rows_c]
+        return total, {"baseline": "zeros" if (self.baseline is None and baseline is None) else "given"}
+
+
+class _NeuronExplainer(_LayerExplainer):
+    """One unit ``neuron`` of the named layer attributed to the inputs (``target`` is not used)."""
+
+    def __init__(self, model, layer=None, neuron=None, batch_size: int | None = None):
+        super().__init__(model, layer, batch_size)
+        if neuron is None:
+            raise ValueError(f"{self.name} needs neuron= (an index tuple into one sample's output of layer "
+                             f"{self.layer_name!r})")
+        self.neuron = _neuron_index(neuron)
+
+    def params(self):
+        return {**super().params(), "neuron": list(self.neuron)}
+
+    def _neuron_gradient(self, hook, rows: torch.Tensor):
+        """``(d z_neuron / d rows, layer shape)`` for one chunk (the rows are leaves here)."""
+        with torch.enable_grad():
+            leaf = rows.detach().requires_grad_(True)
+            _, act = hook.run(self.model, leaf)
+            neuron = _check_neuron(self.neuron, tuple(act.shape[1:]), self.layer_name)
+            unit = act[(slice(None),) + neuron]
+            if not unit.requires_grad:
+                return torch.zeros_like(rows), neuron
+            (grad,) = torch.autograd.grad(unit.sum(), leaf, allow_unused=True)
+        return (torch.zeros_like(rows) if grad is None else grad), neuron
+
+
+@register("neuron_gradient")
+class NeuronGradient(_NeuronExplainer):
+    """Neuron gradient: ``a = d z_u(x) / d x``, the input gradient of the unit ``u = neuron`` (an
+    index tuple into one sample's output of the named layer). ``target`` is not used. Values have
+    the input's shape. As Captum's ``NeuronGradient``.
+
+    Simonyan, Vedaldi, Zisserman, "Deep Inside Convolutional Networks", 2013, arXiv 1312.6034
+    (gradients of a unit rather than of a class score).
+    """
+
+    def __init__(self, model, layer=None, neuron=None, batch_size: int | None = None):
+        super().__init__(model, layer, neuron, batch_size)
+
+    def _attribute(self, x, target, outputs):
+        parts = []
+        with self._hook() as hook:
+            for s in chunks(x.shape[0], self.model.chunk_rows(x)):
+                grad, _ = self._neuron_gradient(hook, x[s])
+                parts.append(grad)
+        return torch.cat(parts), {}
+
+
+@register("neuron_integrated_gradients")
+class NeuronIntegratedGradients(_NeuronExplainer):
+    """Neuron integrated gradients: integrated gradients of the unit ``z_u`` (``u = neuron``, an
+    index tuple into one sample's output of the named layer) along the straight input path,
+
+    ``a_i = (x_i - x'_i) * int_0^1 d z_u(x' + alpha (x - x')) / d x_i  d alpha``,
+
+    Gauss-Legendre by default (as Captum's ``NeuronIntegratedGradients``). ``target`` is not used;
+    values have the input's shape and sum to ``z_u(x) - z_u(x')`` up to the quadrature error.
+
+    Sundararajan, Taly, Yan, "Axiomatic Attribution for Deep Networks", ICML 2017, arXiv 1703.01365.
+    """
+
+    accepts = frozenset({"baseline"})
+
+    def __init__(self, model, layer=None, neuron=None, n_steps: int = 50, method: str = "gausslegendre",
+                 baseline=None, batch_size: int | None = None):
+        super().__init__(model, layer, neuron, batch_size)
+        self.alphas, self.weights = integration_rule(method, n_steps)
+        self.n_steps = int(n_steps)
+        self.method = "riemann_trapezoid" if method == "riemann" else method
+        self.baseline = baseline
+
+    def params(self):
+        return {**super().params(), "n_steps": self.n_steps, "method": self.method}
+
+    def _attribute(self, x, target, outputs, baseline=None):
+        base = resolve_baseline(self.baseline if baseline is None else baseline, x)
+        delta = x - base
+        alphas = torch.as_tensor(self.alphas, device=x.device, dtype=x.dtype)
+        weights = torch.as_tensor(self.weights, device=x.device, dtype=x.dtype)
+        view = (-1,) + (1,) * (x.ndim - 1)
+        total = torch.zeros_like(x)
+        with self._hook() as hook:
+            for copy_idx, sample_idx in self._expansion(x, self.n_steps):
+                rows = base[sample_idx] + alphas[copy_idx].view(view) * delta[sample_idx]
+                grad, _ = self._neuron_gradient(hook, rows)
+                total.index_add_(0, sample_idx, grad * weights[copy_idx].view(view))
+        return delta * total, {"baseline": "zeros" if (self.baseline is None and baseline is None) else "given"}
