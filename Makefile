@@ -24,6 +24,7 @@ test: setup
 bench: setup
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[bench]"
 	$(PY) benchmarks/bench_gradients.py
+	$(PY) benchmarks/bench_captum_families.py
 	$(PY) benchmarks/bench_agop.py
 	$(PY) benchmarks/bench_shapley.py
 	$(PY) benchmarks/bench_spex.py
