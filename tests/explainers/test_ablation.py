@@ -26,8 +26,8 @@ def test_linear_model_drops_are_weight_times_difference_from_the_baseline():
     f = lambda X: X @ w  # noqa: E731
     e = fl.explainer("feature_ablation", f, baseline=0.5).explain(x)
     np.testing.assert_allclose(e.values, w * (x - 0.5), rtol=1e-12, atol=1e-12)
-    # Per row: v(N) and one row per player, plus the game's setup pass; plus the target pass (3 rows).
-    assert e.model_calls == 3 * (7 + 1) + 3
+    # Per row: v(N) and one row per player, all rows in batched passes; plus the target pass (3 rows).
+    assert e.model_calls == 3 * 7 + 3
     assert e.base_values is None
     np.testing.assert_allclose(e.params["full_values"], x @ w)
 

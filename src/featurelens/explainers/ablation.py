@@ -31,7 +31,7 @@ import sys
 import numpy as np
 import torch
 
-from .._validation import check_seed, seed_param
+from .._validation import check_seed, resolve_baseline, seed_param
 from ..games import MaskedModel
 from ._base import Requires, register
 from .shapley import _ShapleyExplainer
@@ -59,8 +59,50 @@ class _LeaveOneOut(_ShapleyExplainer):
             return {"background": self.background}
         return {"baseline": self.baseline}
 
+    def _batched_fill(self, x):
+        """The fill of every row as a tensor like ``x`` when the whole batch can be ablated in
+        batched passes (a baseline, no background, no executor), else None (one game per row)."""
+        if self.background is not None or self.executor is not None:
+            return None
+        return resolve_baseline(0.0 if self.baseline is None else self.baseline, x, "baseline")
+
+    def _batched_rows(self, x, target, fill):
+        """Leave-one-out values of every row through :meth:`Model.expanded_forward`: copy 0 of
+        each row is the row itself, copy ``g + 1`` the row with player ``g``'s elements taken from
+        the fill. The ``(n_players + 1) x n`` rows are built chunk by chunk (at most
+        ``batch_size`` per model call), as Captum batches its perturbations, instead of one small
+        game per row."""
+        n = x.shape[0]
+        flat, fill_flat = x.reshape(n, -1), fill.reshape(n, -1)
+        d = flat.shape[1]
+        if self.groups is None:
+            player = torch.arange(d, device=x.device)
+            n_players = d
+        else:
+            labels = np.asarray(self.groups).reshape(-1).astype(np.int64)
+            player = torch.as_tensor(labels, device=x.device)
+            n_players = int(labels.max()) + 1
+
+        def make_rows(copy_idx, sample_idx):
+            hit = player[None, :] == (copy_idx - 1)[:, None]  # copy 0: nothing removed
+            rows = torch.where(hit, fill_flat[sample_idx], flat[sample_idx])
+            return rows.reshape(-1, *x.shape[1:])
+
+        v = self.model.expanded_forward(x, n_players + 1, make_rows, target=target,
+                                        transform=lambda out, c, s: out.double())  # (G + 1, n)
+        v = v.detach().cpu().numpy()
+        phi = v[0][None, :] - v[1:]  # (G, n)
+        if self.groups is None:
+            values = phi.T.reshape(x.shape)
+        else:
+            values = phi.T[:, labels].reshape(x.shape)
+        return values, {"n_players": int(n_players), "full_values": [float(f) for f in v[0]]}
+
     def _rows(self, x, target):
         self._check_groups_shape(x)
+        fill = self._batched_fill(x)
+        if fill is not None:
+            return self._batched_rows(x, target, fill)
         from tqdm.auto import tqdm
 
         show = sys.stderr.isatty() if self.progress is None else self.progress
@@ -199,3 +241,6 @@ class FeaturePermutation(_LeaveOneOut):
 
     def _fill(self, i: int) -> dict:
         return {"baseline": self._fills[i]}
+
+    def _batched_fill(self, x):
+        return self._fills  # the permuted rows: always batched (no background, no executor)
