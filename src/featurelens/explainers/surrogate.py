@@ -32,8 +32,9 @@ which is what Captum's default similarity function does.
 from __future__ import annotations
 
 import numpy as np
+import torch
 
-from .._validation import check_float, check_int, check_option, check_seed, seed_param
+from .._validation import check_float, check_int, check_option, check_seed, resolve_baseline, seed_param
 from ..games import MaskedModel
 from ._base import register
 from .shapley import _ShapleyExplainer
@@ -181,6 +182,60 @@ class Lime(_ShapleyExplainer):
     def _rng(self, i: int):
         return self.row_rng(i)
 
+    def _batched(self, x, target):
+        """LIME of every row with a baseline fill: the same per-row samples (row ``i``'s stream)
+        and fits as the one-game-per-row path, but the model rows of all rows (``v(N)`` and the
+        ``n_samples`` masked copies each) go through :meth:`Model.expanded_forward` in batched
+        chunks, as Captum batches ``perturbations_per_eval`` rows."""
+        self._check_fill(x)
+        self._check_groups_shape(x)
+        n = x.shape[0]
+        flat = x.reshape(n, -1)
+        d = flat.shape[1]
+        fill = resolve_baseline(0.0 if self.baseline is None else self.baseline, x, "baseline").reshape(n, -1)
+        if self.groups is None:
+            labels, n_players = np.arange(d), d
+        else:
+            labels = np.asarray(self.groups).reshape(-1).astype(np.int64)
+            n_players = int(labels.max()) + 1
+        masks = np.stack([bernoulli_masks(self.n_samples, n_players, self._rng(i)) for i in range(n)])
+        keep_all = np.concatenate([np.ones((n, 1, n_players), dtype=bool), masks], axis=1)  # (n, S + 1, G)
+        keep_t = torch.as_tensor(keep_all, device=x.device)
+        player = torch.as_tensor(labels, device=x.device)
+
+        def make_rows(copy_idx, sample_idx):
+            kept = keep_t[sample_idx, copy_idx][:, player]  # (m, d)
+            return torch.where(kept, flat[sample_idx], fill[sample_idx]).reshape(-1, *x.shape[1:])
+
+        v = self.model.expanded_forward(x, self.n_samples + 1, make_rows, target=target,
+                                        transform=lambda out, c, s: out.double())
+        v = v.detach().cpu().numpy()  # (S + 1, n)
+        width = self.width(n_players)
+        maps, base, r2s = [], [], []
+        for i in range(n):
+            if self.distance_space == "input":
+                dist = _distances(masks[i], self.distance, flat[i].double().cpu().numpy(),
+                                  fill[i].double().cpu().numpy(), None if self.groups is None else labels)
+            else:
+                dist = _distances(masks[i], self.distance)
+            weights = exponential_kernel(dist, width)
+            if not weights.sum() > 0:
+                raise ValueError(f"kernel_width={width} gives every sample zero weight (distances from "
+                                 f"{dist.min():.3g} to {dist.max():.3g}); use a larger kernel_width")
+            coef, intercept, r2 = fit_surrogate(masks[i], v[1:, i], weights, self.surrogate, self.alpha)
+            maps.append(np.asarray(coef)[labels])
+            base.append(float(intercept))
+            r2s.append(r2)
+        values = np.stack(maps).reshape(x.shape)
+        extra = {
+            "n_players": int(n_players),
+            "base_values": base,
+            "full_values": [float(f) for f in v[0]],
+            "game_evaluations": [self.n_samples + 1] * n,
+            "surrogate_r2": r2s,
+        }
+        return values, extra
+
     def _player_values(self, game: MaskedModel, rng):
         n = game.n_players
         masks = bernoulli_masks(self.n_samples, n, rng)
@@ -201,6 +256,8 @@ class Lime(_ShapleyExplainer):
         return coef, intercept, float(values[0]), self.n_samples + 1
 
     def _attribute(self, x, target, outputs=None):
+        if self.background is None and self.executor is None:
+            return self._batched(x, target)
         self._r2 = []
         try:
             values, extra = super()._attribute(x, target, outputs)
