@@ -125,9 +125,7 @@ def shap_class1(values) -> np.ndarray:
     return values[..., 1] if values.ndim == 3 else values
 
 
-def class1(values) -> np.ndarray:
-    values = np.asarray(values)
-    return values[..., 1] if values.ndim == 3 else values
+class1 = shap_class1  # featurelens's values have the same layouts (minus shap's old list form)
 
 
 def raw_output(model, X) -> np.ndarray:

@@ -172,15 +172,7 @@ class ThreadExecutor(Executor):
     def map(self, fn, items, shared=None):
         self._check_open()
         futures = [self._pool.submit(fn, shared, item) for item in items]
-        out = []
-        for fut in futures:
-            try:
-                out.append(fut.result())
-            except Exception as err:
-                for other in futures:
-                    other.cancel()
-                raise WorkerError(type(err).__name__, str(err), "a worker thread") from err
-        return out
+        return _gather(futures, "a worker thread")
 
     def close(self) -> None:
         if self._pool is not None:
@@ -277,6 +269,20 @@ def _worker_error(err: BaseException, where: str) -> WorkerError:
     return WorkerError(type(err).__name__, str(err), where)
 
 
+def _gather(futures: list, where: str) -> list:
+    """The results of ``concurrent.futures`` futures in order; the first failure cancels the rest
+    and re-raises as a :class:`WorkerError` naming ``where``."""
+    out = []
+    for fut in futures:
+        try:
+            out.append(fut.result())
+        except Exception as err:
+            for other in futures:
+                other.cancel()
+            raise _worker_error(err, where) from err
+    return out
+
+
 class ProcessExecutor(Executor):
     """Tasks on ``n`` worker processes of this machine (loky's reusable process pool, the one
     joblib uses): for CPU-bound pure-Python games and models that hold the GIL.
@@ -335,15 +341,7 @@ class ProcessExecutor(Executor):
         token = uuid.uuid4().hex
         pool = self._pool()
         futures = [pool.submit(_process_task, token, blob, item) for item in items]
-        out = []
-        for fut in futures:
-            try:
-                out.append(fut.result())
-            except Exception as err:
-                for other in futures:
-                    other.cancel()
-                raise _worker_error(err, "a worker process") from err
-        return out
+        return _gather(futures, "a worker process")
 
     def close(self) -> None:
         self._closed = True

@@ -34,6 +34,20 @@ from .gradient import integration_rule
 
 
 @dataclass(frozen=True)
+
+class _PathIntegral:
+    """The path-integral settings shared by the layer and neuron IG explainers: the quadrature
+    (:func:`integration_rule`) and the baseline."""
+
+    def _init_path(self, method, n_steps, baseline):
+        self.alphas, self.weights = integration_rule(method, n_steps)
+        self.n_steps = int(n_steps)
+        self.method = "riemann_trapezoid" if method == "riemann" else method
+        self.baseline = baseline
+
+    def _path_params(self) -> dict:
+        return {"n_steps": self.n_steps, "method": self.method}
+
 class _NamedLayerRequires(Requires):
     """:class:`Requires` of an explainer that needs ``layer=`` (which no harness chooses)."""
 
@@ -214,7 +228,7 @@ def _layer_gradient(hook, model, rows, target, point=None):
 
 
 @register("layer_integrated_gradients")
-class LayerIntegratedGradients(_LayerExplainer):
+class LayerIntegratedGradients(_LayerExplainer, _PathIntegral):
     """Integrated gradients w.r.t. a named layer's output ``z(x)``, along the straight path in the
     layer's space from ``z' = z(x')`` (the layer's output at the baseline input ``x'``) to ``z(x)``:
 
@@ -240,13 +254,10 @@ class LayerIntegratedGradients(_LayerExplainer):
     def __init__(self, model, layer=None, n_steps: int = 50, method: str = "gausslegendre", baseline=None,
                  batch_size: int | None = None):
         super().__init__(model, layer, batch_size)
-        self.alphas, self.weights = integration_rule(method, n_steps)
-        self.n_steps = int(n_steps)
-        self.method = "riemann_trapezoid" if method == "riemann" else method
-        self.baseline = baseline
+        self._init_path(method, n_steps, baseline)
 
     def params(self):
-        return {**super().params(), "n_steps": self.n_steps, "method": self.method}
+        return {**super().params(), **self._path_params()}
 
     def _attribute(self, x, target, outputs, baseline=None):
         base = resolve_baseline(self.baseline if baseline is None else baseline, x)
@@ -405,7 +416,7 @@ class NeuronGradient(_NeuronExplainer):
 
 
 @register("neuron_integrated_gradients")
-class NeuronIntegratedGradients(_NeuronExplainer):
+class NeuronIntegratedGradients(_NeuronExplainer, _PathIntegral):
     """Neuron integrated gradients: integrated gradients of the unit ``z_u`` (``u = neuron``, an
     index tuple into one sample's output of the named layer) along the straight input path,
 
@@ -422,13 +433,10 @@ class NeuronIntegratedGradients(_NeuronExplainer):
     def __init__(self, model, layer=None, neuron=None, n_steps: int = 50, method: str = "gausslegendre",
                  baseline=None, batch_size: int | None = None):
         super().__init__(model, layer, neuron, batch_size)
-        self.alphas, self.weights = integration_rule(method, n_steps)
-        self.n_steps = int(n_steps)
-        self.method = "riemann_trapezoid" if method == "riemann" else method
-        self.baseline = baseline
+        self._init_path(method, n_steps, baseline)
 
     def params(self):
-        return {**super().params(), "n_steps": self.n_steps, "method": self.method}
+        return {**super().params(), **self._path_params()}
 
     def _attribute(self, x, target, outputs, baseline=None):
         base = resolve_baseline(self.baseline if baseline is None else baseline, x)
