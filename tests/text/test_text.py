@@ -129,9 +129,63 @@ def test_spex_finds_the_pair(game):
     assert proxy.top(1, order=2)[0][0] == (3, 4)
 
 
+def test_feature_ablation_is_leave_one_out(game):
+    e = explain(game, method="feature_ablation")
+    expected = np.zeros(11)
+    expected[[3, 4]] = 2.0  # removing "not" or "bad" breaks the pair
+    expected[TEXT.split().index("great")] = 1.0
+    expected[TEXT.split().index("love")] = 0.6
+    np.testing.assert_allclose(e.values[0], expected, atol=1e-12)
+    full = 3.6
+    assert e.params["full_value"] == pytest.approx(full) and e.model_calls == 12
+    # base + sum over the kept players is v(N) on the full text and v(N - i) leaving one out
+    assert e.base_values[0] + e.values[0].sum() == pytest.approx(full)
+    with pytest.raises(ValueError, match="budget"):
+        explain(game, method="feature_ablation", budget=5)
+
+
+def test_lime_recovers_a_linear_model():
+    weights = np.linspace(-1.0, 1.0, 11)
+    text = TEXT.replace("the great", "a great")  # eleven distinct words
+
+    def linear(texts):
+        kept = [set(t.split()) for t in texts]
+        return np.array([[sum(w for word, w in zip(text.split(), weights) if word in k) + 0.5] for k in kept])
+
+    text_game = ClassifierGame(linear, Players(text), target=0)
+    for sampler in ("bernoulli", "lime_text"):
+        e = explain(text_game, method="lime", budget=300, alpha=0.0, sampler=sampler, seed=1)
+        np.testing.assert_allclose(e.values[0], weights, atol=1e-9)
+        assert e.base_values[0] == pytest.approx(0.5) and e.params["surrogate_r2"] == pytest.approx(1.0)
+        assert e.model_calls == 300
+
+
+def test_lime_planted_and_samplers(game):
+    e = explain(game, method="lime", budget=800, seed=0)
+    top = {e.feature_names[i] for i in np.argsort(-e.values[0])[:4]}
+    assert top == {"great", "love", "not", "bad"}
+    again = explain(game, method="lime", budget=800, seed=0)
+    np.testing.assert_array_equal(e.values, again.values)
+    from featurelens.text._explain import _lime_masks
+
+    masks = _lime_masks(20000, 11, "lime_text", np.random.default_rng(0))
+    removed = 11 - masks.sum(axis=1)
+    counts = np.bincount(removed, minlength=11)
+    assert counts[0] == 0 and counts[11:].sum() == 0
+    assert np.allclose(counts[1:11] / 20000, 0.1, atol=0.01)  # uniform over 1..10 removed
+    per_player = (~masks).mean(axis=0)
+    assert np.allclose(per_player, per_player.mean(), atol=0.02)  # which ones: uniform
+
+
 def test_explain_errors(game):
     with pytest.raises(ValueError, match="method"):
-        explain(game, method="lime")
+        explain(game, method="lim")
+    with pytest.raises(ValueError, match="sampler"):
+        explain(game, method="lime", sampler="uniform")
+    with pytest.raises(ValueError, match="budget"):
+        explain(game, method="lime", budget=2)
+    with pytest.raises(TypeError, match="options"):
+        explain(game, method="feature_ablation", seed_ish=1)
     with pytest.raises(ValueError, match="budget"):
         explain(game, method="exact", budget=10)
 

@@ -10,8 +10,8 @@
   ProxySPEX) of such a game; ``fl.plots.text`` colours the words by their values.
 """
 
-from ._explain import METHODS, explain
+from ._explain import METHODS, SAMPLERS, explain
 from ._games import OUTPUTS, REDUCES, ClassifierGame, GenerationGame
 from ._players import REMOVALS, UNITS, Players
 
-__all__ = ["METHODS", "OUTPUTS", "REDUCES", "REMOVALS", "UNITS", "ClassifierGame", "GenerationGame", "Players", "explain"]
+__all__ = ["METHODS", "OUTPUTS", "REDUCES", "REMOVALS", "SAMPLERS", "UNITS", "ClassifierGame", "GenerationGame", "Players", "explain"]
