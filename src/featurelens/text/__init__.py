@@ -6,12 +6,15 @@
 * :class:`ClassifierGame`: a classifier's output for one class on the kept text.
 * :class:`GenerationGame`: a causal LM's log-probability of a given continuation after the kept
   prompt (summed, averaged or per token).
+* ``fl.explainer(name, model, tokenizer=...)``: a :class:`TextExplainer` that explains texts
+  with any of these methods or with gradients through the input embeddings.
 * :func:`explain`: Shapley values (KernelSHAP, permutation, exact) or sparse interactions (SPEX,
   ProxySPEX) of such a game; ``fl.plots.text`` colours the words by their values.
 """
 
 from ._explain import METHODS, SAMPLERS, explain
+from ._explainer import GRADIENT_METHODS, TEXT_METHODS, TextExplainer
 from ._games import OUTPUTS, REDUCES, ClassifierGame, GenerationGame
 from ._players import REMOVALS, UNITS, Players
 
-__all__ = ["METHODS", "OUTPUTS", "REDUCES", "REMOVALS", "SAMPLERS", "UNITS", "ClassifierGame", "GenerationGame", "Players", "explain"]
+__all__ = ["GRADIENT_METHODS", "METHODS", "TEXT_METHODS", "TextExplainer", "OUTPUTS", "REDUCES", "REMOVALS", "SAMPLERS", "UNITS", "ClassifierGame", "GenerationGame", "Players", "explain"]

@@ -1,0 +1,193 @@
+"""``fl.explainer(name, model, tokenizer=...)``: one object that explains texts with any method.
+
+The black-box methods build a :class:`ClassifierGame` (or a :class:`GenerationGame` when a
+``continuation`` is given) over the text's :class:`Players` and run :func:`explain`; the gradient
+methods attribute through the model's input embeddings
+(:func:`featurelens.text.embedding_attributions`). Either way the result is one value per player
+(an :class:`featurelens.Explanation`), or Fourier interactions for SPEX / ProxySPEX.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import torch
+
+from .._validation import check_option
+from ._explain import METHODS, explain
+from ._games import OUTPUTS, ClassifierGame, GenerationGame
+from ._players import UNITS, Players, is_hf_tokenizer
+
+__all__ = ["TextExplainer", "TEXT_METHODS", "GRADIENT_METHODS", "forward_ids"]
+
+#: Methods that differentiate through the model's input embeddings (a torch module).
+GRADIENT_METHODS = ("saliency", "input_x_gradient", "integrated_gradients", "layer_integrated_gradients")
+#: Registry names that mean a method of :func:`explain` under another name.
+_ALIASES = {"exact_shapley": "exact"}
+#: Every method name ``fl.explainer(name, model, tokenizer=...)`` takes.
+TEXT_METHODS = tuple(METHODS) + tuple(_ALIASES) + GRADIENT_METHODS
+#: Output units: a game's, plus the names of the image/tabular explainers' units.
+_OUTPUT_ALIASES = {"probability": "softmax", "log_probability": "log_softmax"}
+
+
+def is_hf_model(model) -> bool:
+    """True for a transformers ``PreTrainedModel`` (called with ``input_ids=`` and ``attention_mask=``)."""
+    transformers = sys.modules.get("transformers")
+    return transformers is not None and isinstance(model, transformers.PreTrainedModel)
+
+
+def forward_ids(model, ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The logits of ``model`` on token ids ``(m, L)``: a transformers model is called as
+    ``model(input_ids=ids, attention_mask=...)`` (all ones when not given), any other module as
+    ``model(ids)``; an output with ``.logits`` gives those."""
+    if is_hf_model(model):
+        if attention_mask is None:
+            attention_mask = torch.ones_like(ids)
+        out = model(input_ids=ids, attention_mask=attention_mask)
+    else:
+        out = model(ids)
+    return getattr(out, "logits", out)
+
+
+def _device(model) -> torch.device:
+    for p in model.parameters():
+        return p.device
+    return torch.device("cpu")
+
+
+def module_classifier(model: torch.nn.Module):
+    """``model_fn(list of token id lists) -> numpy logits`` for :class:`ClassifierGame`: sequences
+    of one length share a call, so no padding (and no attention mask) can change the outputs."""
+
+    def model_fn(sequences):
+        lengths = np.array([len(s) for s in sequences])
+        out = None
+        device = _device(model)
+        with torch.inference_mode():
+            for length in np.unique(lengths):
+                rows = np.flatnonzero(lengths == length)
+                ids = torch.as_tensor(np.array([sequences[r] for r in rows], dtype=np.int64).reshape(len(rows), -1),
+                                      device=device)
+                logits = forward_ids(model, ids).double().cpu().numpy()
+                if out is None:
+                    out = np.empty((len(sequences),) + logits.shape[1:])
+                out[rows] = logits
+        return out
+
+    return model_fn
+
+
+class TextExplainer:
+    """Explains a text model over the words, tokens or sentences of each text; built by
+    ``fl.explainer(name, model, tokenizer=...)``.
+
+    Parameters
+    ----------
+    method
+        A method of :func:`featurelens.text.explain` (``kernel_shap``, ``permutation_shap``,
+        ``exact`` / ``exact_shapley``, ``lime``, ``feature_ablation``, ``spex``, ``proxy_spex``)
+        or a gradient method over the input embeddings (``saliency``, ``input_x_gradient``,
+        ``integrated_gradients``, ``layer_integrated_gradients``: IG at the embedding layer).
+    model
+        A torch module on token ids (a transformers model, or any module ``ids (m, L) -> logits``;
+        the gradient methods need one), or for the black-box methods any callable on a list of
+        token id lists (``inputs="ids"``) or of texts (``inputs="text"``) returning ``(m, classes)``.
+        With ``continuation=`` (here or in :meth:`explain`) it is a causal LM and the value is the
+        continuation's log-probability (:class:`GenerationGame`).
+    tokenizer
+        A HuggingFace tokenizer, ``"whitespace"`` (white-space words, no token ids: black-box
+        methods on a text model), or a callable ``text -> list of pieces``.
+    unit
+        The players: ``"word"`` (default), ``"token"`` or ``"sentence"``.
+    target
+        The class explained (None: the predicted class); :meth:`explain` may override it.
+    output
+        ``"raw"`` (default), ``"softmax"`` / ``"probability"``, ``"log_softmax"``.
+    removal
+        How the black-box methods remove a player: ``"delete"`` (default), ``"mask"``, ``"pad"``
+        or a token id.
+    continuation, reduce
+        For a causal LM: the continuation whose log-probability is explained (``reduce`` "sum" or
+        "mean"; :class:`GenerationGame`).
+    budget, seed, max_order
+        For the black-box methods (:func:`featurelens.text.explain`).
+    batch_size
+        Sequences per model call.
+    **options
+        Further options of the method: ``n_steps``, ``baseline``, ``embedding_layer`` for the
+        gradient methods; ``sampler``, ``kernel_width``, ... for LIME; estimator options for SPEX.
+    """
+
+    def __init__(self, method: str, model, tokenizer, unit: str = "word", target=None, output: str = "raw",
+                 removal="delete", continuation=None, reduce: str = "sum", budget=None, seed=0, max_order: int = 3,
+                 batch_size: int | None = None, inputs: str | None = None, **options):
+        method = check_option(method, "name", TEXT_METHODS)
+        self.method = _ALIASES.get(method, method)
+        if not callable(model):
+            raise TypeError(f"model must be a torch module or a callable on token ids / texts; got {type(model).__name__}")
+        self.gradient = self.method in GRADIENT_METHODS
+        if self.gradient and not isinstance(model, torch.nn.Module):
+            raise TypeError(f"{self.method!r} differentiates through the model's input embeddings, so model must be a "
+                            f"torch.nn.Module; got {type(model).__name__} (use a black-box method: {', '.join(METHODS)})")
+        if isinstance(tokenizer, str):
+            if tokenizer != "whitespace":
+                raise ValueError(f"tokenizer must be a HuggingFace tokenizer, 'whitespace' or a callable; got {tokenizer!r}")
+            tokenizer = None
+        elif not callable(tokenizer):
+            raise TypeError("tokenizer must be a HuggingFace tokenizer, 'whitespace' or a callable text -> pieces; "
+                            f"got {type(tokenizer).__name__}")
+        if self.gradient and not is_hf_tokenizer(tokenizer):
+            raise ValueError(f"{self.method!r} needs token ids: pass a HuggingFace tokenizer as tokenizer=")
+        self.model, self.tokenizer = model, tokenizer
+        self.unit = check_option(unit, "unit", UNITS)
+        self.output = check_option(_OUTPUT_ALIASES.get(output, output), "output", OUTPUTS)
+        self.target, self.removal, self.continuation, self.reduce = target, removal, continuation, reduce
+        self.budget, self.seed, self.max_order = budget, seed, max_order
+        self.batch_size, self.inputs, self.options = batch_size, inputs, options
+
+    def __repr__(self) -> str:
+        return f"TextExplainer(method={self.method!r}, unit={self.unit!r}, output={self.output!r})"
+
+    def players(self, text: str) -> Players:
+        """The players of ``text``."""
+        return Players(text, self.tokenizer, unit=self.unit)
+
+    def game(self, text: str, target=None, continuation=None):
+        """The black-box game of ``text``: a :class:`GenerationGame` with a continuation, else a
+        :class:`ClassifierGame`."""
+        players = self.players(text)
+        continuation = self.continuation if continuation is None else continuation
+        if continuation is not None:
+            return GenerationGame(self.model, self.tokenizer, players, continuation, reduce=self.reduce,
+                                  removal=self.removal, batch_size=self.batch_size)
+        model_fn = self.model
+        inputs = self.inputs
+        if isinstance(self.model, torch.nn.Module) and inputs != "text":
+            if not players.has_ids:
+                raise ValueError("a torch module reads token ids: pass a HuggingFace tokenizer as tokenizer=, or "
+                                 "a callable on texts as model with inputs='text'")
+            model_fn, inputs = module_classifier(self.model), "ids"
+        target = self.target if target is None else target
+        return ClassifierGame(model_fn, players, target=target, removal=self.removal, output=self.output,
+                              inputs=inputs, batch_size=self.batch_size)
+
+    def explain(self, text, target=None, continuation=None):
+        """Explain ``text`` (a str; a list of str gives a list of results) for class ``target``
+        (or the continuation's log-probability under a causal LM)."""
+        if isinstance(text, (list, tuple)):
+            return [self.explain(t, target=target, continuation=continuation) for t in text]
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str or a list of str; got {type(text).__name__}")
+        if self.gradient:
+            from ._gradients import embedding_attributions
+
+            continuation = self.continuation if continuation is None else continuation
+            return embedding_attributions(
+                self.model, self.players(text),
+                "integrated_gradients" if self.method == "layer_integrated_gradients" else self.method,
+                target=self.target if target is None else target, continuation=continuation, output=self.output,
+                batch_size=self.batch_size, reduce=self.reduce, **self.options)
+        game = self.game(text, target=target, continuation=continuation)
+        return explain(game, method=self.method, budget=self.budget, seed=self.seed, max_order=self.max_order,
+                       **self.options)
