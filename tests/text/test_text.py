@@ -289,6 +289,24 @@ def test_plot_text_labels_are_the_words(game):
     plt.close("all")
 
 
+def test_plot_text_interactions_shows_the_planted_pair(game):
+    inter = explain(game, method="spex", budget=1000, max_order=2, seed=0)
+    text_ax, terms_ax = fl.plots.text_interactions(inter, Players(TEXT), k=4)
+    assert [t.get_text() for t in text_ax.texts] == TEXT.split()
+    # Moebius view: the pair planted as +2.0 together reads 2.0; the only term of two players
+    assert [t.get_text() for t in terms_ax.get_yticklabels()] == ["not \u00d7 bad"]
+    assert [p.get_width() for p in terms_ax.patches] == pytest.approx([2.0], abs=1e-6)
+    _, fourier_ax = fl.plots.text_interactions(inter, Players(TEXT), index="fourier")
+    assert [p.get_width() for p in fourier_ax.patches] == pytest.approx([0.5], abs=1e-6)
+    fig, own = plt.subplots(2, 1)
+    assert fl.plots.text_interactions(inter, TEXT.split(), axes=own)[1] is own[1]
+    with pytest.raises(TypeError, match="Interactions"):
+        fl.plots.text_interactions(np.zeros(11), TEXT.split())
+    with pytest.raises(ValueError, match="names"):
+        fl.plots.text_interactions(inter, ["a"])
+    plt.close("all")
+
+
 # -- a real tokenizer (loads transformers: slow) ------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ from .tabular import (
     interaction_scores,
     waterfall,
 )
-from .text import text
+from .text import text, text_interactions
 
 __all__ = [
     "bar",
@@ -31,5 +31,7 @@ __all__ = [
     "interaction_heatmap",
     "interaction_network",
     "interaction_scores",
+    "text",
+    "text_interactions",
     "waterfall",
 ]

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._validation import check_int
 
-__all__ = ["text"]
+__all__ = ["text", "text_interactions"]
 
 _POS = (1.0, 0.0, 0.318)  # shap's red: pushes the output up
 _NEG = (0.0, 0.545, 0.984)  # shap's blue: pushes the output down
@@ -30,6 +30,16 @@ def _values_of(explanation_or_values) -> np.ndarray:
     return v
 
 
+def _pieces_of(players_or_names, n: int) -> list[str]:
+    pieces = getattr(players_or_names, "pieces", players_or_names)
+    if isinstance(pieces, str) or not hasattr(pieces, "__len__"):
+        raise TypeError(f"players_or_names must be a Players or a list of str; got {type(players_or_names).__name__}")
+    pieces = [str(p) for p in pieces]
+    if len(pieces) != n:
+        raise ValueError(f"players_or_names has {len(pieces)} names but there are {n} values")
+    return pieces
+
+
 def text(explanation_or_values, players_or_names, ax=None, max_chars: int = 80):
     """Draw the players' text (words, tokens or sentences) left to right, wrapped at ``max_chars``
     characters a line, each on a background coloured by its value: red for positive, blue for
@@ -41,12 +51,7 @@ def text(explanation_or_values, players_or_names, ax=None, max_chars: int = 80):
     of ``n`` str. Returns the Axes (its ``texts`` are the words, in order); never calls ``plt.show``.
     """
     values = _values_of(explanation_or_values)
-    pieces = getattr(players_or_names, "pieces", players_or_names)
-    if isinstance(pieces, str) or not hasattr(pieces, "__len__"):
-        raise TypeError(f"players_or_names must be a Players or a list of str; got {type(players_or_names).__name__}")
-    pieces = [str(p) for p in pieces]
-    if len(pieces) != values.shape[0]:
-        raise ValueError(f"players_or_names has {len(pieces)} names but there are {values.shape[0]} values")
+    pieces = _pieces_of(players_or_names, values.shape[0])
     max_chars = check_int(max_chars, "max_chars", low=10)
     # Lay out in character cells (monospace), so the layout needs no renderer.
     lines, col, row = [], 0, 0
@@ -76,3 +81,55 @@ def text(explanation_or_values, players_or_names, ax=None, max_chars: int = 80):
     ax.set_ylim(n_rows - 0.5, -0.5)
     ax.set_axis_off()
     return ax
+
+
+def text_interactions(interactions, players_or_names, k: int = 8, index: str = "mobius", axes=None,
+                      max_chars: int = 80):
+    """The interaction view of a SPEX / ProxySPEX result over a text's players: on top the text
+    coloured by the players' Shapley values (:func:`text`), below a bar per strongest interaction
+    term of two or more players (``k`` of them, largest ``|value|`` first), labelled by its words
+    joined with ``\u00d7`` (``"not \u00d7 bad"``) and coloured red (positive) or blue (negative).
+
+    ``interactions``: a :class:`featurelens.Interactions` in the ``"fourier"`` or ``"mobius"``
+    basis (SPEX's terms, :func:`featurelens.text.explain`). ``index``: the terms shown,
+    ``"mobius"`` (default: what the words add together beyond their parts; a pair planted as
+    ``+2.0`` reads ``+2.0``), ``"fourier"`` (the raw SPEX coefficients, ``+-1`` features) or an
+    interaction index such as ``"fsii"`` / ``"stii"`` (of the result's ``max_order``).
+    ``axes``: two matplotlib Axes (text, terms) or None (a new figure). Returns ``(text_ax,
+    terms_ax)``; never calls ``plt.show``.
+    """
+    from ..interactions import Interactions
+
+    if not isinstance(interactions, Interactions):
+        raise TypeError(f"interactions must be a featurelens.Interactions (SPEX's result); got {type(interactions).__name__}")
+    k = check_int(k, "k", low=1)
+    n = interactions.n_players
+    pieces = _pieces_of(players_or_names, n)
+    shown = interactions if index == interactions.index else interactions.to(index, max_order=interactions.max_order)
+    terms = [(t, v) for t, v in shown.top(max(k * 4, k + n), order=None) if len(t) >= 2][:k]
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        rows = max(1, len(terms))
+        fig, axes = plt.subplots(2, 1, figsize=(max(5.0, 0.1 * max_chars), 1.4 + 0.35 * rows),
+                                 gridspec_kw={"height_ratios": [1.0, max(1.0, 0.45 * rows)]},
+                                 layout="constrained")
+    if len(axes) != 2:
+        raise ValueError(f"axes must be two matplotlib Axes (text, terms); got {len(axes)}")
+    text_ax, terms_ax = axes
+    text(interactions, pieces, ax=text_ax, max_chars=max_chars)
+    text_ax.set_title("Shapley values (red raises the output, blue lowers it)", fontsize=9, loc="left")
+    if not terms:
+        terms_ax.text(0.5, 0.5, "no interaction terms of two or more players", ha="center", va="center",
+                      transform=terms_ax.transAxes)
+        terms_ax.set_axis_off()
+        return text_ax, terms_ax
+    labels = [" \u00d7 ".join(pieces[i] for i in t) for t, _ in terms][::-1]
+    values = np.array([v for _, v in terms][::-1])
+    terms_ax.barh(np.arange(len(terms)), values, color=[_POS if v > 0 else _NEG for v in values])
+    terms_ax.set_yticks(np.arange(len(terms)), labels, fontsize=9)
+    terms_ax.axvline(0.0, color="0.3", linewidth=0.8)
+    terms_ax.set_xlabel(f"{shown.index} interaction value")
+    terms_ax.set_title(f"strongest interactions ({interactions.params.get('method', interactions.index)})",
+                       fontsize=9, loc="left")
+    return text_ax, terms_ax
