@@ -8,13 +8,16 @@
   prompt (summed, averaged or per token).
 * ``fl.explainer(name, model, tokenizer=...)``: a :class:`TextExplainer` that explains texts
   with any of these methods or with gradients through the input embeddings.
+* :func:`embedding_attributions`: saliency, input x gradient and integrated gradients through a
+  torch model's input embeddings, per token and per player.
 * :func:`explain`: Shapley values (KernelSHAP, permutation, exact) or sparse interactions (SPEX,
   ProxySPEX) of such a game; ``fl.plots.text`` colours the words by their values.
 """
 
 from ._explain import METHODS, SAMPLERS, explain
-from ._explainer import GRADIENT_METHODS, TEXT_METHODS, TextExplainer
+from ._explainer import TEXT_METHODS, TextExplainer
+from ._gradients import EMBEDDING_BASELINES, GRADIENT_METHODS, embedding_attributions
 from ._games import OUTPUTS, REDUCES, ClassifierGame, GenerationGame
 from ._players import REMOVALS, UNITS, Players
 
-__all__ = ["GRADIENT_METHODS", "METHODS", "TEXT_METHODS", "TextExplainer", "OUTPUTS", "REDUCES", "REMOVALS", "SAMPLERS", "UNITS", "ClassifierGame", "GenerationGame", "Players", "explain"]
+__all__ = ["EMBEDDING_BASELINES", "GRADIENT_METHODS", "embedding_attributions", "METHODS", "TEXT_METHODS", "TextExplainer", "OUTPUTS", "REDUCES", "REMOVALS", "SAMPLERS", "UNITS", "ClassifierGame", "GenerationGame", "Players", "explain"]

@@ -9,45 +9,25 @@ methods attribute through the model's input embeddings
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import torch
 
 from .._validation import check_option
 from ._explain import METHODS, explain
-from ._games import OUTPUTS, ClassifierGame, GenerationGame
+from ._gradients import GRADIENT_METHODS, embedding_attributions
+from ._games import OUTPUTS, ClassifierGame, GenerationGame, forward_ids
 from ._players import UNITS, Players, is_hf_tokenizer
 
-__all__ = ["TextExplainer", "TEXT_METHODS", "GRADIENT_METHODS", "forward_ids"]
+__all__ = ["TextExplainer", "TEXT_METHODS"]
 
-#: Methods that differentiate through the model's input embeddings (a torch module).
-GRADIENT_METHODS = ("saliency", "input_x_gradient", "integrated_gradients", "layer_integrated_gradients")
-#: Registry names that mean a method of :func:`explain` under another name.
-_ALIASES = {"exact_shapley": "exact"}
+#: Registry names that mean a method of :func:`explain` or of :func:`embedding_attributions` under
+#: another name ("layer_integrated_gradients": IG at the embedding layer, which is what
+#: ``integrated_gradients`` computes for a text model).
+_ALIASES = {"exact_shapley": "exact", "layer_integrated_gradients": "integrated_gradients"}
 #: Every method name ``fl.explainer(name, model, tokenizer=...)`` takes.
-TEXT_METHODS = tuple(METHODS) + tuple(_ALIASES) + GRADIENT_METHODS
+TEXT_METHODS = tuple(METHODS) + GRADIENT_METHODS + tuple(_ALIASES)
 #: Output units: a game's, plus the names of the image/tabular explainers' units.
 _OUTPUT_ALIASES = {"probability": "softmax", "log_probability": "log_softmax"}
-
-
-def is_hf_model(model) -> bool:
-    """True for a transformers ``PreTrainedModel`` (called with ``input_ids=`` and ``attention_mask=``)."""
-    transformers = sys.modules.get("transformers")
-    return transformers is not None and isinstance(model, transformers.PreTrainedModel)
-
-
-def forward_ids(model, ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """The logits of ``model`` on token ids ``(m, L)``: a transformers model is called as
-    ``model(input_ids=ids, attention_mask=...)`` (all ones when not given), any other module as
-    ``model(ids)``; an output with ``.logits`` gives those."""
-    if is_hf_model(model):
-        if attention_mask is None:
-            attention_mask = torch.ones_like(ids)
-        out = model(input_ids=ids, attention_mask=attention_mask)
-    else:
-        out = model(ids)
-    return getattr(out, "logits", out)
 
 
 def _device(model) -> torch.device:
@@ -180,12 +160,9 @@ class TextExplainer:
         if not isinstance(text, str):
             raise TypeError(f"text must be a str or a list of str; got {type(text).__name__}")
         if self.gradient:
-            from ._gradients import embedding_attributions
-
             continuation = self.continuation if continuation is None else continuation
             return embedding_attributions(
-                self.model, self.players(text),
-                "integrated_gradients" if self.method == "layer_integrated_gradients" else self.method,
+                self.model, self.players(text), self.method,
                 target=self.target if target is None else target, continuation=continuation, output=self.output,
                 batch_size=self.batch_size, reduce=self.reduce, **self.options)
         game = self.game(text, target=target, continuation=continuation)

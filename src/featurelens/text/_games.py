@@ -12,12 +12,29 @@ from .._validation import as_numpy, check_int, check_option
 from ..games import Game
 from ._players import Players, is_hf_tokenizer
 
-__all__ = ["ClassifierGame", "GenerationGame", "OUTPUTS", "REDUCES"]
+__all__ = ["ClassifierGame", "GenerationGame", "OUTPUTS", "REDUCES", "forward_ids", "is_hf_model"]
 
 #: How a classifier's outputs become the value: as they are, or a softmax / log-softmax over classes.
 OUTPUTS = ("raw", "softmax", "log_softmax")
 #: How the continuation's token log-probabilities are combined.
 REDUCES = ("sum", "mean", "per_token")
+
+
+def is_hf_model(model) -> bool:
+    """True for a transformers ``PreTrainedModel``, recognised by its class hierarchy (so without
+    importing transformers)."""
+    return any(c.__name__ == "PreTrainedModel" for c in type(model).__mro__)
+
+
+def forward_ids(model, ids: torch.Tensor) -> torch.Tensor:
+    """The logits of ``model`` on token ids ``(m, L)`` of one length (no padding): a transformers
+    model is called as ``model(input_ids=ids, attention_mask=ones)``, any other module or callable
+    as ``model(ids)``; an output with ``.logits`` (transformers' model outputs) gives those."""
+    if is_hf_model(model):
+        out = model(input_ids=ids, attention_mask=torch.ones_like(ids))
+    else:
+        out = model(ids)
+    return getattr(out, "logits", out)
 
 
 def _check_players(players) -> Players:
@@ -250,8 +267,7 @@ class GenerationGame(Game):
             for length in np.unique(lengths):  # equal lengths share a batch: no padding needed
                 rows = np.flatnonzero(lengths == length)
                 seq = np.stack([np.concatenate([prompts[r], self.continuation]) for r in rows])
-                result = self.lm(torch.as_tensor(seq, device=device))
-                logits = getattr(result, "logits", result)
+                logits = forward_ids(self.lm, torch.as_tensor(seq, device=device))
                 if not isinstance(logits, torch.Tensor) or logits.ndim != 3 or logits.shape[:2] != seq.shape:
                     raise ValueError(
                         f"lm must return logits of shape (m, L, vocab) = ({seq.shape[0]}, {seq.shape[1]}, vocab); "

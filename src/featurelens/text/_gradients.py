@@ -1,0 +1,353 @@
+"""Gradient attributions over a text model's input embeddings: saliency, input x gradient and
+integrated gradients, one value per token and per player of a :class:`Players`."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import numpy as np
+import torch
+
+from .._batching import chunks, default_rows
+from .._validation import check_int, check_option
+from ..explainers.gradient import integration_rule
+from ._games import OUTPUTS, forward_ids
+from ._players import Players
+
+__all__ = ["EMBEDDING_BASELINES", "GRADIENT_METHODS", "embedding_attributions"]
+
+#: The methods of :func:`embedding_attributions`.
+GRADIENT_METHODS = ("saliency", "input_x_gradient", "integrated_gradients")
+#: The named baselines of integrated gradients (an int token id is accepted too).
+EMBEDDING_BASELINES = ("pad", "mask", "zeros")
+_LM_REDUCES = ("sum", "mean")
+
+
+def resolve_embedding_layer(model: torch.nn.Module, layer=None) -> tuple[str, torch.nn.Module]:
+    """``(name, module)`` of the layer whose output is attributed: ``layer`` given as a module of
+    ``model`` or its dotted name; None: ``model.get_input_embeddings()`` when it exists, else the
+    model's single ``torch.nn.Embedding``."""
+    named = list(model.named_modules())
+    if layer is None:
+        module = None
+        getter = getattr(model, "get_input_embeddings", None)
+        if callable(getter):
+            try:
+                module = getter()
+            except NotImplementedError:
+                module = None
+        if module is None:
+            found = [(n, m) for n, m in named if isinstance(m, torch.nn.Embedding)]
+            if len(found) != 1:
+                listed = ", ".join(repr(n) for n, _ in found) or "none"
+                raise ValueError(
+                    f"embedding_layer=None needs a model with get_input_embeddings() or exactly one "
+                    f"torch.nn.Embedding; {type(model).__name__} has {len(found)} ({listed}). "
+                    "Pass embedding_layer= a module name or the module"
+                )
+            return found[0]
+        layer = module
+    if isinstance(layer, str):
+        lookup = dict(named)
+        if layer not in lookup or layer == "":
+            embs = [n for n, m in named if isinstance(m, torch.nn.Embedding)]
+            raise ValueError(
+                f"embedding_layer={layer!r} is not a submodule name of the model; its embeddings are "
+                f"{', '.join(repr(n) for n in embs) or 'none'}"
+            )
+        return layer, lookup[layer]
+    if isinstance(layer, torch.nn.Module):
+        for n, m in named:
+            if m is layer:
+                return n, m
+        raise ValueError(f"embedding_layer must be a submodule of the model; got a {type(layer).__name__} that is not")
+    raise TypeError(f"embedding_layer must be None, a module name (str) or a torch.nn.Module; got {type(layer).__name__}")
+
+
+class _Swap:
+    """A forward hook on the embedding layer: records its output, or replaces it by ``replace``."""
+
+    def __init__(self, name: str):
+        self.name, self.replace, self.calls, self.captured = name, None, 0, None
+
+    def __call__(self, module, inputs, out):
+        self.calls += 1
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"embedding_layer {self.name!r} must output a tensor (m, L, dim); got {type(out).__name__}")
+        if self.replace is None:
+            self.captured = out.detach()
+            return None
+        if tuple(out.shape) != tuple(self.replace.shape):
+            raise ValueError(f"embedding_layer {self.name!r} outputs shape {tuple(out.shape)}; "
+                             f"expected {tuple(self.replace.shape)} (m, L, dim)")
+        return self.replace.to(out.dtype)
+
+
+@contextlib.contextmanager
+def _eval_mode(model: torch.nn.Module):
+    flags = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for m, flag in flags:
+            m.training = flag
+
+
+def _baseline_id(baseline, players: Players, n_vocab: int | None):
+    """The token id that replaces every player token (None for ``"zeros"``)."""
+    if isinstance(baseline, (int, np.integer)) and not isinstance(baseline, (bool, np.bool_)):
+        value = check_int(baseline, "baseline", low=0, high=None if n_vocab is None else n_vocab - 1)
+        return value
+    if not isinstance(baseline, str):
+        raise TypeError(f"baseline must be 'pad', 'mask', 'zeros' or an int token id; got {baseline!r} "
+                        f"({type(baseline).__name__})")
+    baseline = check_option(baseline, "baseline", EMBEDDING_BASELINES)
+    if baseline == "zeros":
+        return None
+    attr = f"{baseline}_token_id"
+    value = getattr(players.tokenizer, attr, None)
+    if value is None:
+        raise ValueError(f"baseline={baseline!r} needs a tokenizer with a {attr}; {type(players.tokenizer).__name__} "
+                         "has none. Pass baseline='zeros' or a token id (baseline=<int>)")
+    return int(value)
+
+
+def embedding_attributions(model, players, method: str = "integrated_gradients", *, target=None, continuation=None,
+                           baseline="pad", n_steps: int = 50, embedding_layer=None, output: str = "raw",
+                           batch_size: int | None = None, reduce: str = "sum"):
+    """Gradient attributions of a text model's output to its input embeddings, one value per token
+    and per player of ``players`` (the sum over the player's tokens).
+
+    Let ``e_t`` be the embedding layer's output at token ``t`` and ``g_t = d f / d e_t``:
+
+    - ``"saliency"``: ``||g_t||_2`` over the embedding dimension (Simonyan et al. 2013, arXiv
+      1312.6034). The L2 norm is the usual way Captum users turn Captum's per-dimension ``Saliency``
+      of the embeddings into one number per token; it is never negative.
+    - ``"input_x_gradient"``: ``sum_d e_t,d g_t,d`` (Shrikumar et al. 2016, arXiv 1605.01713).
+    - ``"integrated_gradients"`` (Sundararajan, Taly, Yan 2017, arXiv 1703.01365) with respect to
+      the embedding layer's output, from the baseline's embeddings ``e'`` to the input's:
+      ``a_t = sum_d (e_t,d - e'_t,d) int_0^1 g_t,d(e' + alpha (e - e')) d alpha``, by Gauss-Legendre
+      quadrature on ``n_steps`` nodes (:func:`featurelens.explainers.gradient.integration_rule`).
+      Completeness: ``sum_t a_t = f(x) - f(baseline)`` up to the quadrature error; the gap is
+      ``params["completeness_delta"]``. ``baseline="pad"``, ``"mask"`` or an int token id replaces
+      every player token's id by that id (special tokens keep theirs) and takes ``e'`` as the
+      layer's output on those ids: Captum's ``LayerIntegratedGradients`` on the embedding layer with
+      baseline ids. ``"zeros"``: ``e'`` is 0 at the player tokens and ``e`` at the others.
+
+    Parameters
+    ----------
+    model
+        A ``torch.nn.Module`` mapping ``input_ids`` (m, L) (a LongTensor) to logits: ``(m, classes)``
+        for a classifier, ``(m, L, vocab)`` for a causal LM (or an object with ``.logits``). A
+        transformers ``PreTrainedModel`` is called as ``model(input_ids=..., attention_mask=ones)``.
+        It runs in eval mode; its modes, parameters, ``requires_grad`` flags and hooks are as before
+        afterwards (the embedding output is replaced through a forward hook removed in ``finally``).
+    players
+        A :class:`Players` made with a HuggingFace tokenizer (token ids; special tokens, owner -1,
+        are never players and never interpolated).
+    method
+        ``"saliency"``, ``"input_x_gradient"`` or ``"integrated_gradients"``.
+    target
+        A classifier's class (an int); None: the class the model predicts for the text.
+    continuation
+        For a causal LM: a str (encoded with ``players.tokenizer``, no special tokens) or token ids.
+        The value is then ``log p(continuation | prompt)`` (:class:`GenerationGame`'s value, and that of
+        Captum's ``LLMGradientAttribution``), summed (``reduce="sum"``) or averaged (``"mean"``)
+        over the continuation's tokens; only the prompt's players are attributed and the
+        continuation's embeddings stay as they are. As in :class:`GenerationGame`, the tokenizer's
+        ``bos_token_id`` is put before a prompt that has no special token of its own.
+    baseline
+        Integrated gradients' baseline (above).
+    n_steps
+        Integrated gradients' quadrature nodes (an int >= 1).
+    embedding_layer
+        None (``model.get_input_embeddings()``, else the single ``torch.nn.Embedding``), a dotted
+        module name or the module.
+    output
+        For a classifier, as in :class:`ClassifierGame`: ``"raw"`` (the logit), ``"softmax"``
+        (the probability) or ``"log_softmax"``.
+    batch_size
+        The most rows per model call (the integrated gradients' path points go through in chunks of
+        it); None: :func:`featurelens._batching.default_rows` of one row's embedding size.
+    reduce
+        ``"sum"`` or ``"mean"`` of the continuation's token log-probabilities.
+
+    Returns
+    -------
+    featurelens.Explanation
+        ``values`` (1, n) one per player, ``feature_names`` = ``players.names``,
+        ``extra["token_values"]`` (1, L) per token of the model's input (special and continuation
+        tokens included) and ``extra["input_ids"]`` (1, L); for integrated gradients
+        ``base_values = [f(baseline)]`` and ``params["completeness_delta"]`` =
+        ``sum(token_values) - (f(x) - f(baseline))``; ``params["f_input"]`` = ``f(x)``.
+    """
+    from ..explanation import Explanation
+
+    start = time.perf_counter()
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module (input_ids -> logits); got {type(model).__name__}")
+    if not isinstance(players, Players):
+        raise TypeError(f"players must be a featurelens.text.Players; got {type(players).__name__}")
+    if not players.has_ids:
+        raise ValueError("players must be made with a HuggingFace tokenizer (they need token ids to embed); "
+                         "these have none: pass tokenizer= to Players")
+    method = check_option(method, "method", GRADIENT_METHODS)
+    n_steps = check_int(n_steps, "n_steps", low=1)
+    output = check_option(output, "output", OUTPUTS)
+    reduce = check_option(reduce, "reduce", _LM_REDUCES)
+    batch_size = check_int(batch_size, "batch_size", low=1, allow_none=True)
+    layer_name, layer = resolve_embedding_layer(model, embedding_layer)
+
+    prompt, owner = players.input_ids.astype(np.int64), players.owner.astype(np.int64)
+    lm = continuation is not None
+    if lm:
+        if target is not None:
+            raise ValueError(f"target applies to a classifier; with continuation= the value is the continuation's "
+                             f"log-probability. Got target={target!r}")
+        if output != "raw":
+            raise ValueError(f"output={output!r} applies to a classifier; with continuation= the value is a "
+                             "log-probability (output='raw')")
+        if isinstance(continuation, str):
+            cont = list(players.tokenizer(continuation, add_special_tokens=False)["input_ids"])
+        else:
+            if isinstance(continuation, torch.Tensor):
+                continuation = continuation.detach().cpu().tolist()
+            if np.ndim(continuation) != 1:
+                raise TypeError(f"continuation must be a str or a list of token ids; got {continuation!r}")
+            cont = [check_int(t, "continuation token", low=0) for t in np.asarray(continuation).tolist()]
+        if not cont:
+            raise ValueError("continuation must hold at least one token; got an empty continuation")
+        bos = getattr(players.tokenizer, "bos_token_id", None)
+        if bos is not None and not bool((owner < 0).any()):
+            prompt, owner = np.concatenate([[int(bos)], prompt]), np.concatenate([[-1], owner])
+        cont = np.asarray(cont, dtype=np.int64)
+        seq = np.concatenate([prompt, cont])
+        owner_full = np.concatenate([owner, np.full(cont.shape[0], -1, dtype=np.int64)])
+    else:
+        if reduce != "sum":
+            raise ValueError(f"reduce={reduce!r} applies to a causal LM's continuation; pass continuation= or leave "
+                             "reduce='sum'")
+        cont, seq, owner_full = None, prompt, owner
+    is_player = owner_full >= 0
+    n_vocab = layer.num_embeddings if isinstance(layer, torch.nn.Embedding) else None
+    base_id = _baseline_id(baseline, players, n_vocab) if method == "integrated_gradients" else None
+
+    params0 = list(model.parameters())
+    device = params0[0].device if params0 else torch.device("cpu")
+    L = int(seq.shape[0])
+    P = L - (0 if cont is None else int(cont.shape[0]))
+    calls = 0
+    state = {"target": target}
+
+    def value(out, m):
+        logits = getattr(out, "logits", out)
+        if not isinstance(logits, torch.Tensor):
+            raise TypeError(f"model must return a logits tensor (or an object with .logits); got {type(logits).__name__}")
+        if lm:
+            if logits.ndim != 3 or tuple(logits.shape[:2]) != (m, L):
+                raise ValueError(f"model must return a causal LM's logits of shape (m, L, vocab) = ({m}, {L}, vocab) "
+                                 f"with continuation=; got {tuple(logits.shape)}")
+            T = int(cont.shape[0])
+            step = logits[:, P - 1: P - 1 + T].double().log_softmax(-1)
+            idx = torch.as_tensor(cont, device=logits.device).view(1, T, 1).expand(m, T, 1)
+            lp = step.gather(-1, idx)[..., 0]
+            return lp.sum(1) if reduce == "sum" else lp.mean(1)
+        if logits.ndim != 2 or logits.shape[0] != m:
+            hint = " (a causal LM? pass continuation=)" if logits.ndim == 3 else ""
+            raise ValueError(f"model must return a classifier's logits of shape (m, classes) = ({m}, classes); "
+                             f"got {tuple(logits.shape)}{hint}")
+        if state["target"] is None:
+            state["target"] = int(logits[0].argmax())
+        t = check_int(state["target"], "target", low=0, high=logits.shape[1] - 1)
+        z = logits.double()
+        if output == "raw":
+            return z[:, t]
+        logp = z.log_softmax(1)[:, t]
+        return logp if output == "log_softmax" else logp.exp()
+
+    swap = _Swap(layer_name)
+
+    def run(ids: np.ndarray, replace=None, grad=False):
+        """Values of ``ids`` (m, L) (and, with ``replace``, the gradient w.r.t. it; else the captured
+        embedding output)."""
+        nonlocal calls
+        x = torch.as_tensor(ids, device=device)
+        swap.calls, swap.captured = 0, None
+        leaf = None
+        if replace is not None:
+            leaf = replace.detach().requires_grad_(grad)
+            swap.replace = leaf
+        else:
+            swap.replace = None
+        with torch.enable_grad() if grad else torch.no_grad():
+            out = forward_ids(model, x)
+            calls += x.shape[0]
+            if swap.calls != 1:
+                raise ValueError(f"embedding_layer {layer_name!r} ran {swap.calls} times in one forward pass; "
+                                 "expected exactly once (choose the layer that embeds input_ids)")
+            v = value(out, x.shape[0])
+            g = torch.autograd.grad(v.sum(), leaf)[0] if grad else None
+        swap.replace = None
+        return v.detach(), (g if grad else swap.captured)
+
+    handle = layer.register_forward_hook(swap)
+    try:
+        with _eval_mode(model):
+            fx, emb_x = run(seq[None, :])
+            if emb_x.ndim != 3 or tuple(emb_x.shape[:2]) != (1, L):
+                raise ValueError(f"embedding_layer {layer_name!r} outputs shape {tuple(emb_x.shape)}; expected "
+                                 f"(m, L, dim) = (1, {L}, dim)")
+            rows = default_rows(L * emb_x.shape[-1]) if batch_size is None else batch_size
+            f_b = None
+            if method == "integrated_gradients":
+                if base_id is None:
+                    emb_b = torch.where(torch.as_tensor(is_player, device=emb_x.device)[None, :, None],
+                                        torch.zeros_like(emb_x), emb_x)
+                    f_b, _ = run(seq[None, :], replace=emb_b)
+                else:
+                    base_seq = np.where(is_player, base_id, seq)
+                    f_b, emb_b = run(base_seq[None, :])
+                alphas, weights = integration_rule("gausslegendre", n_steps)
+                diff = emb_x - emb_b
+                avg = torch.zeros(emb_x.shape[1:], dtype=torch.float64, device=emb_x.device)
+                for s in chunks(n_steps, rows):
+                    a = torch.as_tensor(alphas[s], dtype=emb_x.dtype, device=emb_x.device).view(-1, 1, 1)
+                    points = emb_b + a * diff
+                    _, g = run(np.repeat(seq[None, :], points.shape[0], axis=0), replace=points, grad=True)
+                    w = torch.as_tensor(weights[s], dtype=torch.float64, device=g.device).view(-1, 1, 1)
+                    avg += (w * g.double()).sum(0)
+                token = (diff[0].double() * avg).sum(-1)
+            else:
+                _, g = run(seq[None, :], replace=emb_x, grad=True)
+                g = g[0].double()
+                token = g.norm(dim=-1) if method == "saliency" else (emb_x[0].double() * g).sum(-1)
+    finally:
+        handle.remove()
+
+    token = token.cpu().numpy()
+    values = np.zeros(players.n)
+    np.add.at(values, owner_full[is_player], token[is_player])
+    params = {
+        "method": method, "target": state["target"], "embedding_layer": layer_name,
+        "value": "continuation_log_prob" if lm else "class_output", "output": output,
+        "batch_size": batch_size, "n_tokens": L, "n_prompt_tokens": P, "f_input": float(fx[0]),
+    }
+    if lm:
+        params.update(reduce=reduce, continuation=cont.tolist())
+    base_values = None
+    if method == "integrated_gradients":
+        change = float(fx[0] - f_b[0])
+        delta = float(token.sum()) - change
+        params.update(baseline=baseline if isinstance(baseline, str) else int(baseline), baseline_id=base_id,
+                      n_steps=n_steps, integration="gausslegendre", completeness_delta=delta,
+                      relative_completeness_delta=abs(delta) / max(abs(change), 1e-12))
+        base_values = np.array([float(f_b[0])])
+    return Explanation(
+        values=values[None, :], method=method, params=params,
+        target=None if lm else np.array([state["target"]]),
+        model_calls=calls, seconds=time.perf_counter() - start, feature_names=list(players.names),
+        base_values=base_values, output="probability" if output == "softmax" else "raw",
+        extra={"token_values": token[None, :], "input_ids": seq[None, :]},
+    )
