@@ -298,7 +298,7 @@ def test_plot_text_interactions_shows_the_planted_pair(game):
     assert [p.get_width() for p in terms_ax.patches] == pytest.approx([2.0], abs=1e-6)
     _, fourier_ax = fl.plots.text_interactions(inter, Players(TEXT), index="fourier")
     assert [p.get_width() for p in fourier_ax.patches] == pytest.approx([0.5], abs=1e-6)
-    fig, own = plt.subplots(2, 1)
+    _, own = plt.subplots(2, 1)
     assert fl.plots.text_interactions(inter, TEXT.split(), axes=own)[1] is own[1]
     with pytest.raises(TypeError, match="Interactions"):
         fl.plots.text_interactions(np.zeros(11), TEXT.split())

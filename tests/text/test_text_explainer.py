@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 
 import featurelens as fl
 from featurelens.text import TextExplainer
