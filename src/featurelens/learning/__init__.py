@@ -1,8 +1,10 @@
 """Feature-learning diagnostics: the AGOP, its tracker and mergeable accumulator, the Neural
 Feature Ansatz, Recursive Feature Machines, representation similarity and geometry (CKA and its
-mergeable accumulator), neural collapse, Mahalanobis++ OOD scores and a training monitor."""
+mergeable accumulator), neural collapse, Mahalanobis++ OOD scores, Jacobian alignment and the GrokAlign penalty, and a
+training monitor."""
 
 from .agop import AGOPAccumulator, AGOPTracker, agop
+from .alignment import GrokAlign, JacobianAlignment, jacobian_alignment
 from .collapse import neural_collapse
 from .monitor import EigengapDetector, Monitor, train_with_monitor
 from .nfa import layer_agops, nfa
@@ -28,4 +30,7 @@ __all__ = [
     "Monitor",
     "EigengapDetector",
     "train_with_monitor",
+    "jacobian_alignment",
+    "JacobianAlignment",
+    "GrokAlign",
 ]
