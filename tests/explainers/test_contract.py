@@ -56,7 +56,7 @@ SETTINGS = {
     "spex": {"groups": PATCHES, "max_order": 2, "budget": 600},
     "tree_shap": {},
     # issue 13 (each helper edits only its own lines)
-    "deeplift": {}, "deeplift_shap": {"background": "DATA"},
+    "deeplift": {}, "deeplift_shap": {"background": "DATA"}, "layer_deeplift": {"layer": "4"}, "layer_deeplift_shap": {"layer": "4", "background": "DATA"},
     "guided_backprop": {}, "deconvolution": {}, "gradient_shap": {"background": "DATA", "n_samples": 3, "stdevs": 0.1},
     "lrp": {"composite": "epsilon_plus_flat"},
     "feature_ablation": {}, "feature_permutation": {"groups": PATCHES}, "lime": {"groups": PATCHES, "n_samples": 40},

@@ -1,4 +1,7 @@
-"""DeepLift (the Rescale rule) and DeepLiftSHAP, by autograd hooks on the model's nonlinear modules.
+"""DeepLift (the Rescale rule) and DeepLiftSHAP, by autograd hooks on the model's nonlinear modules,
+of the inputs (``deeplift``, ``deeplift_shap``) or of a named layer's output (``layer_deeplift``,
+``layer_deeplift_shap``: ``layer="name"``, values of the layer's output shape, as Captum's
+``LayerDeepLift`` / ``LayerDeepLiftShap`` with ``attribute_to_layer_input=False``).
 
 Shrikumar, Greenside, Kundaje, "Learning Important Features Through Propagating Activation
 Differences", ICML 2017, arXiv 1704.02685; gradient form: Ancona, Ceolini, Oeztireli, Gross, ICLR
@@ -10,13 +13,18 @@ same value whose local derivative is the DeepLift multiplier (``Delta out / Delt
 elementwise activations), so one ordinary backward pass of the target output carries the chain rule
 of multipliers to the input. Linear modules (Linear, Conv, BatchNorm in eval, Dropout in eval,
 average pooling, Flatten) need no hook: their multiplier is their gradient. The hooks are removed in
-a ``finally`` block, and act only on the passes of the thread that registered them.
+a ``finally`` block, and act only on the passes of the thread that registered them. The layer
+variants add one forward hook on the layer (:mod:`._layer_hooks`): it records ``z(x')`` in the
+reference pass and puts a leaf in place of ``z(x)`` in the pass on ``x``, so the backward pass
+stops there with the layer's multipliers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -25,6 +33,7 @@ import torch.nn.functional as F
 from .._batching import chunks
 from .._validation import check_bool, check_float, check_option, resolve_baseline
 from ._base import Explainer, register
+from ._layer_hooks import LayerHook, NamedLayerRequires, resolve_layer
 
 nn = torch.nn
 
@@ -210,7 +219,8 @@ class _DeepLiftBase(Explainer):
     """Shared machinery: hooked pairs of (x row, reference row) in chunks of at most batch_size."""
 
     row_params = frozenset({"base_values", "completeness_gap"})
-    param_reductions = {"max_relative_gap": max, "max_abs_gap": max}
+    param_reductions: ClassVar[dict] = {"max_relative_gap": max, "max_abs_gap": max}
+    layer = layer_name = None  # set by the layer variants
 
     def __init__(self, model, multiply_by_inputs: bool = True, eps: float = 1e-10, maxpool: str = "rescale",
                  batch_size=None):
@@ -236,16 +246,25 @@ class _DeepLiftBase(Explainer):
     def _pairs(self, x, target, n_pairs, x_index, ref_rows, shared_ref=None):
         """DeepLift of ``n_pairs`` (x row, reference row) pairs: ``x[x_index(p)]`` against
         ``ref_rows(p)`` (or the one row ``shared_ref``, recorded once). Returns per pair the
-        attributions, f(x row) and f(reference row) at the target."""
+        attributions (of the inputs, or of the named layer's output when ``self.layer`` is set),
+        f(x row) and f(reference row) at the target."""
         bs = self.model.chunk_rows(x)
-        attributions = torch.empty((n_pairs,) + tuple(x.shape[1:]), dtype=x.dtype, device=x.device)
+        parts = []
         f_x = torch.empty(n_pairs, dtype=torch.float64, device=x.device)
         f_b = torch.empty(n_pairs, dtype=torch.float64, device=x.device)
-        with self.model.evaluating(), _Hooks(self._hooked, self.eps) as hooks:
+        # The layer hook is entered after the DeepLift hooks: on a hooked layer (a ReLU) it runs
+        # second and replaces the rule's output by the leaf the multipliers are taken at.
+        layer_hook = contextlib.nullcontext() if self.layer is None else LayerHook(self.layer, self.layer_name,
+                                                                                   self.name)
+        with self.model.evaluating(), _Hooks(self._hooked, self.eps) as hooks, layer_hook as lh:
+
+            def forward(rows, replace=None):  # (outputs, layer output or None)
+                return (self.model.forward(rows), None) if lh is None else lh.run(self.model, rows, replace)
+
             if shared_ref is not None:
                 hooks.record()
                 with torch.no_grad():
-                    out_ref = self.model.forward(shared_ref)
+                    out_ref, z_ref = forward(shared_ref)
             for s in chunks(n_pairs, bs):
                 p = torch.arange(s.start, s.stop, device=x.device)
                 rows = x[x_index(p)]
@@ -254,20 +273,27 @@ class _DeepLiftBase(Explainer):
                     ref = ref_rows(p)
                     hooks.record()
                     with torch.no_grad():
-                        out_b = self.model.forward(ref)
+                        out_b, z_b = forward(ref)
                 else:
-                    ref = shared_ref
+                    ref, z_b = shared_ref, z_ref
                     out_b = out_ref.expand(rows.shape[0], -1)
                 hooks.replace()
-                leaf = rows.detach().requires_grad_(True)
-                with torch.enable_grad():
-                    out = self.model.forward(leaf)
-                    (grad,) = torch.autograd.grad(out.gather(1, t[:, None]).sum(), leaf)
+                if lh is None:
+                    leaf = rows.detach().requires_grad_(True)
+                    with torch.enable_grad():
+                        out, _ = forward(leaf)
+                        (grad,) = torch.autograd.grad(out.gather(1, t[:, None]).sum(), leaf)
+                    diff = rows - ref
+                else:
+                    with torch.enable_grad():
+                        out, leaf = forward(rows, lambda z: z.detach().requires_grad_(True))
+                        (grad,) = torch.autograd.grad(out.gather(1, t[:, None]).sum(), leaf)
+                    diff = leaf.detach() - z_b
                 hooks.mode = None
-                attributions[s] = (rows - ref) * grad if self.multiply_by_inputs else grad
+                parts.append(diff * grad if self.multiply_by_inputs else grad)
                 f_x[s] = out.detach().gather(1, t[:, None]).squeeze(1).double()
                 f_b[s] = out_b.gather(1, t[:, None]).squeeze(1).double()
-        return attributions, f_x, f_b
+        return torch.cat(parts), f_x, f_b
 
     @staticmethod
     def _gap_params(total, f_x, f_b, fill: str) -> dict:
@@ -327,7 +353,7 @@ class DeepLift(_DeepLiftBase):
         base = resolve_baseline(given, x)
         n = x.shape[0]
         shared = bool((base == base[:1]).all()) if n > 1 else True
-        ident = lambda p: p  # noqa: E731
+        ident = lambda p: p
         if shared:
             values, f_x, f_b = self._pairs(x, target, n, ident, None, shared_ref=base[:1].contiguous())
         else:
@@ -390,10 +416,74 @@ class DeepLiftShap(_DeepLiftBase):
         values, f_x, f_b = self._pairs(x, target, n * b, lambda p: p // b, lambda p: bg[p % b])
         w = (torch.full((b,), 1.0 / b, dtype=torch.float64, device=x.device) if self._weights is None
              else torch.as_tensor(self._weights, dtype=torch.float64, device=x.device))
-        values = values.view(n, b, *x.shape[1:])
+        values = values.view(n, b, *values.shape[1:])
         mean = torch.tensordot(w.to(values.dtype), values, dims=([0], [1])) if self._weights is not None \
             else values.mean(1)
         f_x = f_x.view(n, b)[:, 0]
         f_b = (f_b.view(n, b) * w).sum(1)
         total = mean.flatten(1).double().sum(1)
         return mean, self._gap_params(total, f_x, f_b, "background")
+
+
+class _LayerVariant:
+    """``layer=`` for the DeepLift explainers: the named layer whose output is attributed."""
+
+    requires = NamedLayerRequires(gradients=True)
+
+    def _init_layer(self, layer):
+        self.layer_name, self.layer = resolve_layer(self.model.module, layer, self.name)
+
+    def params(self):
+        return {**super().params(), "layer": self.layer_name}
+
+
+@register("layer_deeplift")
+class LayerDeepLift(_LayerVariant, DeepLift):
+    """Layer DeepLift: the contributions of the named layer's output units ``z_j`` to the target,
+
+    ``a_j = (z_j(x) - z_j(x')) * m_j``, with ``m_j`` the DeepLift multiplier of ``f_t`` w.r.t.
+    ``z_j``, carried from the output down to the layer by the Rescale rules of :class:`DeepLift`
+    (``multiply_by_inputs=False``: ``m`` itself). Values have the layer's output shape ``(n,
+    *layer_shape)``. Where every module after the layer has an exact rule (linear modules, the
+    elementwise Rescale activations) summation-to-delta holds at the layer: ``sum_j a_j = f_t(x) -
+    f_t(x')``, recorded per sample as ``completeness_gap`` (with ``max_abs_gap``,
+    ``max_relative_gap`` and ``base_values = f_t(x')``), as for :class:`DeepLift`.
+
+    Shrikumar, Greenside, Kundaje, "Learning Important Features Through Propagating Activation
+    Differences", ICML 2017, arXiv 1704.02685; equals Captum 0.9's ``LayerDeepLift`` with
+    ``attribute_to_layer_input=False`` (Kokhlikyan et al., 2020, arXiv 2009.07896).
+
+    ``layer``: a submodule name (or a unique dotted suffix of one, or the submodule), applied once
+    per forward pass and returning one tensor; ``baseline`` (input space) as for :class:`DeepLift`
+    (also per call). The layer's output is reached by a forward hook removed in a ``finally``
+    block; the reference pass records ``z(x')`` with the DeepLift references, and the pass on ``x``
+    replaces ``z(x)`` by a leaf whose gradient is the multiplier.
+    """
+
+    def __init__(self, model, layer=None, baseline=None, multiply_by_inputs: bool = True, eps: float = 1e-10,
+                 maxpool: str = "rescale", batch_size: int | None = None):
+        super().__init__(model, baseline=baseline, multiply_by_inputs=multiply_by_inputs, eps=eps,
+                         maxpool=maxpool, batch_size=batch_size)
+        self._init_layer(layer)
+
+
+@register("layer_deeplift_shap")
+class LayerDeepLiftShap(_LayerVariant, DeepLiftShap):
+    """Layer DeepLiftSHAP: :class:`LayerDeepLift` averaged over background rows used as baselines,
+    ``a_j(x) = sum_k w_k LayerDeepLift_j(x; baseline = b_k)`` (``w_k = 1/B``, or a weighted
+    summary); values have the layer's output shape. Summation-to-delta is recorded against the mean
+    reference output, as for :class:`DeepLiftShap`.
+
+    Lundberg & Lee, "A Unified Approach to Interpreting Model Predictions", NeurIPS 2017, arXiv
+    1705.07874; Shrikumar et al. 2017, arXiv 1704.02685. Equals Captum 0.9's ``LayerDeepLiftShap``
+    (``attribute_to_layer_input=False``) for equal weights.
+
+    ``background`` and the chunking of the ``n x B`` pairs as :class:`DeepLiftShap`; ``layer`` as
+    :class:`LayerDeepLift`.
+    """
+
+    def __init__(self, model, layer=None, background=None, multiply_by_inputs: bool = True, eps: float = 1e-10,
+                 maxpool: str = "rescale", batch_size: int | None = None):
+        super().__init__(model, background=background, multiply_by_inputs=multiply_by_inputs, eps=eps,
+                         maxpool=maxpool, batch_size=batch_size)
+        self._init_layer(layer)

@@ -5,11 +5,14 @@ unit of a layer depends on the inputs.
 - ``layer_gradient_x_activation``: the layer's activation times the output's gradient w.r.t. it.
 - ``layer_conductance``: the flow of integrated gradients through each unit of the layer.
 - ``neuron_gradient`` / ``neuron_integrated_gradients``: the input gradient / integrated gradients
-  of one unit ``neuron=(index tuple)`` of the layer's output.
+  of one unit of the layer's output: ``neuron=`` an index tuple, a tuple with slices (the selected
+  units summed) or a callable (layer output -> one value per sample), as Captum's
+  ``neuron_selector``.
+- ``layer_deeplift`` / ``layer_deeplift_shap`` live in :mod:`.deeplift` (they share its hooks).
 
 Each takes ``layer="module.name"`` (a name from ``model.named_modules()``, a unique dotted suffix
 of one, e.g. ``"4"`` for ``"net.4"`` of a wrapped model, or the module itself).
-The layer is reached by a forward hook on that module, registered for one call and removed in a
+The layer is reached (:mod:`._layer_hooks`) by a forward hook on that module, registered for one call and removed in a
 ``finally`` block; it must be applied exactly once per forward pass and return one tensor. Layer
 attributions keep the layer's output shape, ``(n, *layer_shape)``; neuron attributions have the
 input's shape. Every pass goes through the Model (rows counted, outputs checked for NaN) in chunks
@@ -21,19 +24,14 @@ in the audit and the benchmark, which do not choose layers (build them with ``la
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
-
-import numpy as np
 import torch
 
 from .._batching import chunks, expansion_index
 from .._validation import check_bool, check_int, resolve_baseline
-from ._base import Explainer, Requires, register
+from ._base import Explainer, register
+from ._layer_hooks import LayerHook, NamedLayerRequires, NeuronSelector, resolve_layer
 from .gradient import integration_rule
 
-
-@dataclass(frozen=True)
 
 class _PathIntegral:
     """The path-integral settings shared by the layer and neuron IG explainers: the quadrature
@@ -48,136 +46,23 @@ class _PathIntegral:
     def _path_params(self) -> dict:
         return {"n_steps": self.n_steps, "method": self.method}
 
-class _NamedLayerRequires(Requires):
-    """:class:`Requires` of an explainer that needs ``layer=`` (which no harness chooses)."""
-
-    def why_not(self, model, input_shape, n_players=None):
-        reason = super().why_not(model, input_shape, n_players)
-        if reason is not None:
-            return reason
-        return "needs a named layer (layer=...), which the audit and benchmark do not choose"
-
-
-def _resolve_layer(module: torch.nn.Module | None, layer, method: str) -> tuple[str, torch.nn.Module]:
-    """``(name, module)`` of ``layer`` (a submodule name or a submodule), with an error listing the
-    valid names when it is missing or wrong."""
-    if module is None:
-        raise TypeError(f"{method} needs model to be a torch.nn.Module (it hooks a named layer)")
-    names = [n for n, _ in module.named_modules() if n]
-    listing = ", ".join(repr(n) for n in names[:40]) + (", ..." if len(names) > 40 else "")
-    if layer is None:
-        raise ValueError(f"{method} needs layer= (a submodule name of the model); valid names: {listing}")
-    if isinstance(layer, str):
-        named = dict(module.named_modules())
-        if layer and layer in named:
-            return layer, named[layer]
-        # A unique dotted suffix names the layer of a wrapped model too ("4" for "module.4" of a
-        # DataParallel or any wrapper that holds the model as an attribute).
-        ends = [n for n in names if layer and n.endswith("." + layer)]
-        if len(ends) == 1:
-            return ends[0], named[ends[0]]
-        if len(ends) > 1:
-            raise ValueError(f"layer {layer!r} is ambiguous: it ends {len(ends)} submodule names "
-                             f"({', '.join(repr(n) for n in ends[:8])}); give the full name")
-        raise ValueError(f"layer {layer!r} is not a submodule name of the model; valid names: {listing}")
-    if isinstance(layer, torch.nn.Module):
-        found = [n for n, m in module.named_modules() if m is layer and n]
-        if not found:
-            raise ValueError(f"layer must be a submodule of the model; valid names: {listing}")
-        return found[0], layer
-    raise TypeError(f"layer must be a submodule name (str) or a torch.nn.Module; got {type(layer).__name__}")
-
-
-class _LayerHook:
-    """A forward hook on one layer, active only inside ``with``: it records the layer's output of
-    each forward pass of this thread (the threads of a row-parallel explain share the module) and,
-    when ``replace`` is set, puts ``replace(output)`` in its place; the model continues with a copy
-    of the recorded tensor. Removed on exit, always."""
-
-    def __init__(self, layer: torch.nn.Module, name: str, method: str):
-        self.layer, self.name, self.method = layer, name, method
-        self.captured: list = []
-        self.replace = None
-        self._me = threading.get_ident()
-        self._handle = None
-
-    def _hook(self, module, inputs, output):
-        if threading.get_ident() != self._me:
-            return None
-        if not isinstance(output, torch.Tensor):
-            raise TypeError(
-                f"{self.method}: layer {self.name!r} returns a {type(output).__name__}, not one tensor; "
-                "choose a layer whose output is a tensor"
-            )
-        if self.replace is not None:
-            output = self.replace(output)
-        self.captured.append(output)
-        # The model goes on with a copy: a later in-place op (ReLU(inplace=True)) must change
-        # neither the recorded activation nor a leaf that requires grad.
-        return output.clone()
-
-    def __enter__(self):
-        self._handle = self.layer.register_forward_hook(self._hook)
-        return self
-
-    def __exit__(self, *exc):
-        self._handle.remove()
-        return False
-
-    def run(self, model, rows: torch.Tensor, replace=None) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(outputs, layer output)`` of one forward pass of ``rows`` through the Model."""
-        self.captured.clear()
-        self.replace = replace
-        try:
-            out = model.forward(rows)
-        finally:
-            self.replace = None
-        if len(self.captured) != 1:
-            raise ValueError(
-                f"{self.method}: layer {self.name!r} ran {len(self.captured)} times in one forward pass; "
-                "choose a layer that is applied exactly once"
-            )
-        return out, self.captured[0]
-
-
-def _neuron_index(neuron) -> tuple:
-    """``neuron`` as a tuple of ints (an int is one index), with an error naming the argument."""
-    if isinstance(neuron, (int, np.integer)) and not isinstance(neuron, (bool, np.bool_)):
-        return (int(neuron),)
-    if not isinstance(neuron, (tuple, list)) or not neuron or not all(
-        isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) for i in neuron
-    ):
-        raise TypeError(f"neuron must be a tuple of ints (one index per axis of one sample's layer output); "
-                        f"got {neuron!r}")
-    return tuple(int(i) for i in neuron)
-
-
-def _check_neuron(neuron: tuple, layer_shape: tuple, name: str) -> tuple:
-    """``neuron`` checked against one sample's layer output shape ``layer_shape``."""
-    if len(neuron) != len(layer_shape) or not all(-s <= i < s for i, s in zip(neuron, layer_shape)):
-        raise ValueError(
-            f"neuron {neuron} does not index one unit of layer {name!r}'s output, whose shape per sample "
-            f"is {layer_shape}; expected {len(layer_shape)} indices within it"
-        )
-    return neuron
-
 
 class _LayerExplainer(Explainer):
     """Shared machinery: the named layer, the hook and the chunked passes."""
 
-    requires = _NamedLayerRequires(gradients=True)
+    requires = NamedLayerRequires(gradients=True)
 
     def __init__(self, model, layer=None, batch_size: int | None = None):
         super().__init__(model, batch_size)
-        self.layer_name, self.layer = _resolve_layer(self.model.module, layer, self.name)
+        self.layer_name, self.layer = resolve_layer(self.model.module, layer, self.name)
 
     def params(self):
         return {**super().params(), "layer": self.layer_name}
 
-    def _hook(self) -> _LayerHook:
-        return _LayerHook(self.layer, self.layer_name, self.name)
+    def _hook(self) -> LayerHook:
+        return LayerHook(self.layer, self.layer_name, self.name)
 
-    def _activations(self, hook: _LayerHook, x: torch.Tensor):
+    def _activations(self, hook: LayerHook, x: torch.Tensor):
         """``(outputs, layer outputs)`` of ``x`` without gradients, in chunks."""
         outs, acts = [], []
         with torch.no_grad():
@@ -368,36 +253,40 @@ class LayerConductance(_LayerExplainer):
 
 
 class _NeuronExplainer(_LayerExplainer):
-    """One unit ``neuron`` of the named layer attributed to the inputs (``target`` is not used)."""
+    """One selection ``neuron`` of the named layer's units attributed to the inputs (``target`` is
+    not used): an index tuple (one unit), a tuple with slices (the selected units summed) or a
+    callable (layer output -> one value per sample), as Captum's ``neuron_selector``
+    (:class:`~featurelens.explainers._layer_hooks.NeuronSelector`)."""
 
     def __init__(self, model, layer=None, neuron=None, batch_size: int | None = None):
         super().__init__(model, layer, batch_size)
         if neuron is None:
             raise ValueError(f"{self.name} needs neuron= (an index tuple into one sample's output of layer "
-                             f"{self.layer_name!r})")
-        self.neuron = _neuron_index(neuron)
+                             f"{self.layer_name!r}, a tuple with slices, or a callable)")
+        self._selector = NeuronSelector(neuron)
+        self.neuron = self._selector.fn if self._selector.fn is not None else self._selector.index
 
     def params(self):
-        return {**super().params(), "neuron": list(self.neuron)}
+        return {**super().params(), "neuron": self._selector.describe()}
 
-    def _neuron_gradient(self, hook, rows: torch.Tensor):
-        """``(d z_neuron / d rows, layer shape)`` for one chunk (the rows are leaves here)."""
+    def _neuron_gradient(self, hook, rows: torch.Tensor) -> torch.Tensor:
+        """``d z_neuron / d rows`` for one chunk (the rows are leaves here)."""
         with torch.enable_grad():
             leaf = rows.detach().requires_grad_(True)
             _, act = hook.run(self.model, leaf)
-            neuron = _check_neuron(self.neuron, tuple(act.shape[1:]), self.layer_name)
-            unit = act[(slice(None),) + neuron]
+            unit = self._selector.select(act, self.layer_name)
             if not unit.requires_grad:
-                return torch.zeros_like(rows), neuron
+                return torch.zeros_like(rows)
             (grad,) = torch.autograd.grad(unit.sum(), leaf, allow_unused=True)
-        return (torch.zeros_like(rows) if grad is None else grad), neuron
+        return torch.zeros_like(rows) if grad is None else grad
 
 
 @register("neuron_gradient")
 class NeuronGradient(_NeuronExplainer):
     """Neuron gradient: ``a = d z_u(x) / d x``, the input gradient of the unit ``u = neuron`` (an
-    index tuple into one sample's output of the named layer). ``target`` is not used. Values have
-    the input's shape. As Captum's ``NeuronGradient``.
+    index tuple into one sample's output of the named layer; a tuple with slices: the sum of the
+    selected units; a callable: its value per sample). ``target`` is not used. Values have the
+    input's shape. As Captum's ``NeuronGradient`` with the same ``neuron_selector``.
 
     Simonyan, Vedaldi, Zisserman, "Deep Inside Convolutional Networks", 2013, arXiv 1312.6034
     (gradients of a unit rather than of a class score).
@@ -410,7 +299,7 @@ class NeuronGradient(_NeuronExplainer):
         parts = []
         with self._hook() as hook:
             for s in chunks(x.shape[0], self.model.chunk_rows(x)):
-                grad, _ = self._neuron_gradient(hook, x[s])
+                grad = self._neuron_gradient(hook, x[s])
                 parts.append(grad)
         return torch.cat(parts), {}
 
@@ -418,7 +307,8 @@ class NeuronGradient(_NeuronExplainer):
 @register("neuron_integrated_gradients")
 class NeuronIntegratedGradients(_NeuronExplainer, _PathIntegral):
     """Neuron integrated gradients: integrated gradients of the unit ``z_u`` (``u = neuron``, an
-    index tuple into one sample's output of the named layer) along the straight input path,
+    index tuple into one sample's output of the named layer, a tuple with slices or a callable, as
+    for :class:`NeuronGradient`) along the straight input path,
 
     ``a_i = (x_i - x'_i) * int_0^1 d z_u(x' + alpha (x - x')) / d x_i  d alpha``,
 
@@ -448,6 +338,6 @@ class NeuronIntegratedGradients(_NeuronExplainer, _PathIntegral):
         with self._hook() as hook:
             for copy_idx, sample_idx in self._expansion(x, self.n_steps):
                 rows = base[sample_idx] + alphas[copy_idx].view(view) * delta[sample_idx]
-                grad, _ = self._neuron_gradient(hook, rows)
+                grad = self._neuron_gradient(hook, rows)
                 total.index_add_(0, sample_idx, grad * weights[copy_idx].view(view))
         return delta * total, {"baseline": "zeros" if (self.baseline is None and baseline is None) else "given"}
