@@ -79,6 +79,30 @@ def test_probe_metrics_equal_the_direct_functions():
     assert mon.series("nc1", "2")[1][-1] == pytest.approx(nc["nc1"], rel=1e-8)
 
 
+def test_manifold_and_alignment_metrics_equal_the_direct_functions():
+    X, y = _data()
+    net = _net(2)
+    mon = Monitor(net, X, y.numpy(), every=1, probe_every=4, metrics=("manifold", "alignment"), detector=None)
+    _train(net, mon, X, y, steps=8)
+    H = {"0": X.numpy(), "2": torch.tanh(net[0](X)).detach().numpy()}  # each layer's input
+    for layer, feats in H.items():
+        geo = fl.learning.manifold_geometry(feats, y.numpy())
+        steps, radius = mon.series("manifold_radius", layer)
+        assert list(steps) == [4, 8]
+        assert radius[-1] == pytest.approx(geo.mean_radius, rel=1e-10)
+        assert mon.series("manifold_dimension", layer)[1][-1] == pytest.approx(geo.mean_dimension, rel=1e-10)
+        onehot = np.eye(3)[y.numpy()]
+        lin = fl.learning.target_linearity(feats, onehot)
+        assert mon.series("target_linearity", layer)[1][-1] == pytest.approx(lin, rel=1e-10)
+    aligned = fl.learning.jacobian_alignment(net, X)
+    assert mon.series("jacobian_cosine", "model")[1][-1] == pytest.approx(float(np.mean(aligned.mean_cosine)), rel=1e-10)
+    assert mon.series("jacobian_rank_one_share", "model")[1][-1] == pytest.approx(aligned.mean_rank_one_share, rel=1e-10)
+    # the input layer's linearity is that of X itself: a fixed number across steps
+    assert np.ptp(mon.series("target_linearity", "0")[1]) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="y_probe"):
+        Monitor(net, X, metrics=("manifold",))
+
+
 def test_conv_layers_and_a_cadence_above_one():
     torch.manual_seed(4)
     net = torch.nn.Sequential(torch.nn.Conv2d(1, 3, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(3 * 4 * 4, 2))

@@ -1,11 +1,21 @@
 """Feature-learning diagnostics: the AGOP, its tracker and mergeable accumulator, the Neural
 Feature Ansatz, Recursive Feature Machines, representation similarity and geometry (CKA and its
-mergeable accumulator), neural collapse, Mahalanobis++ OOD scores, Jacobian alignment and the GrokAlign penalty, and a
+mergeable accumulator), neural collapse, class-manifold geometry and capacity, target linearity, Mahalanobis++ OOD
+scores, Jacobian alignment and the GrokAlign penalty, and a
 training monitor."""
 
 from .agop import AGOPAccumulator, AGOPTracker, agop
 from .alignment import GrokAlign, JacobianAlignment, jacobian_alignment
 from .collapse import neural_collapse
+from .manifolds import (
+    ManifoldCapacity,
+    ManifoldGeometry,
+    cover_fraction,
+    manifold_capacity,
+    manifold_geometry,
+    target_linearity,
+    virtual_covariance,
+)
 from .monitor import EigengapDetector, Monitor, train_with_monitor
 from .nfa import layer_agops, nfa
 from .ood import MahalanobisOOD
@@ -33,4 +43,11 @@ __all__ = [
     "jacobian_alignment",
     "JacobianAlignment",
     "GrokAlign",
+    "manifold_geometry",
+    "ManifoldGeometry",
+    "manifold_capacity",
+    "ManifoldCapacity",
+    "cover_fraction",
+    "target_linearity",
+    "virtual_covariance",
 ]

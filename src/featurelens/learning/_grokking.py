@@ -84,7 +84,7 @@ def run_grokking(
     """
     import time
 
-    from .monitor import METRICS, Monitor, train_with_monitor
+    from .monitor import DEFAULT_METRICS, Monitor, train_with_monitor
 
     seed = check_seed(seed)
     if not isinstance(seed, int):
@@ -96,7 +96,7 @@ def run_grokking(
     model = quadratic_network(p, width, seed)
     kwargs = dict(every=1, window=20, k=1, probe_every=probe_every, detect_layer="0")
     kwargs.update(monitor_kwargs or {})
-    monitor = Monitor(model, Xtr, ytr.numpy(), metrics=metrics or METRICS, **kwargs)
+    monitor = Monitor(model, Xtr, ytr.numpy(), metrics=metrics or DEFAULT_METRICS, **kwargs)
     solved_at = []
 
     def stop_when(mon, t):

@@ -14,6 +14,16 @@ some):
   (:func:`featurelens.learning.effective_rank`);
 - ``nc1``, ``nc2``, ... (with ``y_probe``, on the input of the last monitored layer):
   :func:`featurelens.learning.neural_collapse`;
+- ``manifold_radius``, ``manifold_dimension``, ``manifold_center_correlation`` and
+  ``target_linearity`` (metric ``"manifold"``, with ``y_probe``; opt-in): the class manifolds'
+  mean normalised radius and participation-ratio dimension, their centres' correlation (Chung, Lee
+  & Sompolinsky 2018) and the R^2 of the least-squares map from the layer's input to the one-hot
+  labels, per monitored layer (:func:`featurelens.learning.manifold_geometry`,
+  :func:`featurelens.learning.target_linearity`);
+- ``jacobian_cosine``, ``jacobian_rank_one_share`` (metric ``"alignment"``; opt-in; pseudo-layer
+  ``"model"``): the mean cosine between each output's input gradient and the input, and the mean
+  rank-one share of the input-output Jacobian over the probe rows
+  (:func:`featurelens.learning.jacobian_alignment`, the normal alignment of GrokAlign);
 - ``update_sv1..``, ``update_gap``, ``update_kstar``: the singular values of the window of the last
   ``window`` weight updates (a window x P matrix, one flattened update dW per row), the eigengap
   ratio sigma_k / sigma_{k+1} and the spectral edge k* = argmax_j sigma_j / sigma_{j+1}; likewise
@@ -43,7 +53,9 @@ from .._validation import (
     check_seed,
     torch_generator,
 )
+from .alignment import jacobian_alignment
 from .collapse import neural_collapse
+from .manifolds import monitor_metrics as manifold_metrics
 from .similarity import effective_rank
 from .nfa import (
     MEASURES,
@@ -55,11 +67,14 @@ from .nfa import (
     matrix_power_psd,
 )
 
-__all__ = ["Monitor", "EigengapDetector", "train_with_monitor", "METRICS"]
+__all__ = ["DEFAULT_METRICS", "METRICS", "EigengapDetector", "Monitor", "train_with_monitor"]
 
-#: What a Monitor can record. "updates" and "gradients" are cheap (a window x P SVD); the others
-#: need one batched forward/backward over the probe rows.
-METRICS = ("agop", "nfa", "rank", "collapse", "updates", "gradients")
+#: What a Monitor records by default. "updates" and "gradients" are cheap (a window x P SVD); the
+#: others need one batched forward/backward over the probe rows.
+DEFAULT_METRICS = ("agop", "nfa", "rank", "collapse", "updates", "gradients")
+#: Everything a Monitor can record: the defaults plus the opt-in "manifold" (class manifolds and
+#: target linearity per layer, with y_probe) and "alignment" (the Jacobian's alignment with x).
+METRICS = DEFAULT_METRICS + ("manifold", "alignment")
 
 
 class EigengapDetector:
@@ -251,7 +266,7 @@ class Monitor:
         X_probe,
         y_probe=None,
         every: int = 1,
-        metrics=METRICS,
+        metrics=DEFAULT_METRICS,
         window: int = 20,
         k: int = 1,
         layers=None,
@@ -292,8 +307,10 @@ class Monitor:
             if y.dtype.kind not in "iu":
                 raise TypeError(f"y_probe must hold integer class labels; got dtype {y.dtype}")
             self.y_probe = y
-        elif "collapse" in metrics and metrics != METRICS:
+        elif "collapse" in metrics and metrics != DEFAULT_METRICS:
             raise ValueError("metrics includes 'collapse', which needs y_probe; pass y_probe or drop it")
+        if "manifold" in metrics and y_probe is None:
+            raise ValueError("metrics includes 'manifold', which needs class labels; pass y_probe or drop it")
         self.layers = _select_layers(self.module, layers)
         names = list(self.layers)
         if detect_layer is None:
@@ -359,7 +376,8 @@ class Monitor:
             if all(g is not None for g in grads.values()):
                 self._push(self._grads, {n: g.detach().flatten().to(torch.float64, copy=True) for n, g in grads.items()})
                 self._spectrum(t, self._grads, "grad")
-        if t % self.probe_every == 0 and any(m in self.metrics for m in ("agop", "nfa", "rank", "collapse")):
+        if t % self.probe_every == 0 and any(m in self.metrics for m in ("agop", "nfa", "rank", "collapse", "manifold",
+                                                                         "alignment")):
             self._probe(t)
         return True
 
@@ -393,9 +411,24 @@ class Monitor:
     def _probe_metrics(self, t: int):
         want_rank = "rank" in self.metrics
         want_nc = "collapse" in self.metrics and self.y_probe is not None
+        want_manifold = "manifold" in self.metrics
+        if "alignment" in self.metrics:
+            aligned = jacobian_alignment(self._model, self.X_probe, batch_size=self.batch_size)
+            self.log(t, "jacobian_cosine", float(np.mean(aligned.mean_cosine)), "model")
+            self.log(t, "jacobian_rank_one_share", float(aligned.mean_rank_one_share), "model")
+        if not any(m in self.metrics for m in ("agop", "nfa", "rank", "collapse", "manifold")):
+            return
         agops, reps, _ = _layer_stats(
-            self._model, self.X_probe, list(self.layers), self.batch_size, representations=want_rank or want_nc
+            self._model, self.X_probe, list(self.layers), self.batch_size,
+            representations=want_rank or want_nc or want_manifold,
         )
+        if want_manifold:
+            if len(np.unique(self.y_probe)) < 2:
+                self._warn("manifold", "manifold metrics skipped: y_probe has a single class")
+            else:
+                for name in self.layers:
+                    for key, value in manifold_metrics(reps[name][0], self.y_probe).items():
+                        self.log(t, key, float(value), name)
         for name, mod in self.layers.items():
             A = agops[name]
             if "agop" in self.metrics:
