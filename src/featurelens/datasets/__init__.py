@@ -8,5 +8,6 @@ from featurelens.datasets.xai_tris import (
     xai_tris,
 )
 from featurelens.datasets.games import SparseGame, sparse_game
+from featurelens.datasets.superposition import Superposition, superposition
 
-__all__ = ["sparse_game", "SparseGame", "xai_tris", "XAITrisDataset", "XAI_TRIS_SNR", "SCENARIOS", "BACKGROUNDS"]
+__all__ = ["sparse_game", "SparseGame", "superposition", "Superposition", "xai_tris", "XAITrisDataset", "XAI_TRIS_SNR", "SCENARIOS", "BACKGROUNDS"]

@@ -1,4 +1,4 @@
-"""Feature-learning diagnostics: the AGOP, its tracker and mergeable accumulator, the Neural
+"""Feature-learning diagnostics: sparse autoencoders (inner, cosine and blended encoder scores), the AGOP, its tracker and mergeable accumulator, the Neural
 Feature Ansatz, Recursive Feature Machines, representation similarity and geometry (CKA and its
 mergeable accumulator), neural collapse, class-manifold geometry and capacity, target linearity, Mahalanobis++ OOD
 scores, Jacobian alignment and the GrokAlign penalty, and a
@@ -20,6 +20,7 @@ from .monitor import EigengapDetector, Monitor, train_with_monitor
 from .nfa import layer_agops, nfa
 from .ood import MahalanobisOOD
 from .rfm import RFMClassifier, RFMRegressor
+from .sae import SparseAutoencoder, dead_latents, dictionary_recovery, norm_detectors
 from .similarity import CKAAccumulator, cka, compression_discrimination, effective_rank, linear_probe
 
 __all__ = [
@@ -50,4 +51,8 @@ __all__ = [
     "cover_fraction",
     "target_linearity",
     "virtual_covariance",
+    "SparseAutoencoder",
+    "dictionary_recovery",
+    "dead_latents",
+    "norm_detectors",
 ]

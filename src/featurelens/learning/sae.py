@@ -1,0 +1,582 @@
+"""Sparse autoencoders (dictionary learning on activations) with inner-product, cosine and blended
+encoder scores, and the metrics that judge a learned dictionary against planted truth.
+
+The autoencoder (Bricken et al., "Towards Monosemanticity", Transformer Circuits Thread, 2023;
+Cunningham, Ewart, Riggs, Huben, Sharkey, ICLR 2024, arXiv 2309.08600; TopK: Gao et al., "Scaling
+and evaluating sparse autoencoders", ICLR 2025, arXiv 2406.04093)::
+
+    xbar = x - b_pre
+    s_j(x) = score of latent j (below)
+    f = ReLU(s)                               (sparsity="l1")
+    f = ReLU(TopK_k(s))                       (sparsity="topk": all but the k largest scores zeroed)
+    xhat = W_dec f + b_pre,    W_dec (d, n_latents) with unit-norm columns
+
+    loss = mean_i ||x_i - xhat_i||^2 + l1 * mean_i ||f_i||_1     (the L1 term only for "l1")
+
+Scores (Naihin & Stambler, "Size Doesn't Matter: Cosine-Scored Sparse Autoencoders", arXiv
+2606.15054, 2026)::
+
+    inner:               s_j = w_j . xbar + b_j
+    cosine:              s_j = ||w_j|| cos(w_j, xbar) + b_j           = (w_j . xbar) / ||xbar|| + b_j
+    blend:               s_j = ||w_j|| ||xbar||^a cos(w_j, xbar) + b_j = (w_j . xbar) ||xbar||^(a-1) + b_j
+    blend_per_feature:   the same with one a_j per latent
+    a = sigmoid(theta), theta learned (initialised at 0, a = 1/2)
+
+Only the paper's abstract and third-party summaries could be read (no code or method section was
+found). They state a learned blend "of cosine similarity and input magnitude", one global or one
+per feature, "interpolated between pure cosine (a = 0) and inner product (a = 1)", free to recover
+the inner product. The parametrisation above is the one that fits those statements: ``a = 1`` is
+exactly the inner product, ``a = 0`` is a cosine score whose learned scale is the encoder row norm
+``||w_j||`` (the brief's ``cos * s_j`` with ``s_j = ||w_j||``), and the sigmoid keeps ``a`` in
+(0, 1). The exact published form is unverified. With ``pre_bias=True`` the norm is that of
+``xbar = x - b_pre``; the cosine score is then invariant to rescaling ``xbar`` (exactly
+scale-invariant in ``x`` when ``pre_bias=False``).
+
+Training: minibatch Adam, seeded; after every step the decoder columns are renormalised, and each
+column's gradient is first projected onto the sphere's tangent space, ``g <- g - (g . w) w``
+(Bricken et al. 2023), so the L1 penalty cannot be evaded by shrinking codes and growing columns.
+``b_pre`` starts at the geometric median of (a sample of) the data (Gao et al. 2025); the decoder
+columns at normalised, centred random data points (Gaussian directions where there are too few
+nonzero points; on sparse data many points lie near one true atom, which speeds recovery), the
+encoder at the transposed decoder (Gao et al.'s tied initialisation). Dead latents (never active during a whole epoch) are resampled at the
+end of the epoch, except the last (Bricken et al. 2023): inputs are drawn with probability
+proportional to their squared reconstruction error squared; the decoder column becomes the
+normalised centred input, the encoder row that direction times 0.2 times the mean encoder norm of
+the live latents, the encoder bias 0, and their Adam moments are reset.
+
+Metrics: :func:`dictionary_recovery` (mean max cosine, MMCS; Sharkey, Braun, Millidge, "Taking
+features out of superposition with sparse autoencoders", 2022), :func:`dead_latents`,
+:func:`norm_detectors` (activation correlated with ``||x||`` and with no true feature).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from .._validation import (
+    as_numpy,
+    check_bool,
+    check_device,
+    check_float,
+    check_floating,
+    check_int,
+    check_option,
+    check_optional_bool,
+    check_seed,
+    numpy_to_tensor,
+    torch_generator,
+)
+
+__all__ = ["SCORES", "SPARSITIES", "SparseAutoencoder", "dead_latents", "dictionary_recovery", "norm_detectors"]
+
+SCORES = ("inner", "cosine", "blend", "blend_per_feature")
+SPARSITIES = ("l1", "topk")
+
+#: Norms below this are clamped in the cosine/blend scores: a zero input has no direction, its score
+#: is the bias alone (w . 0 = 0) rather than NaN.
+_NORM_EPS = 1e-8
+#: Rows scored to pick inputs for dead-latent resampling and to start the geometric median.
+_SAMPLE_ROWS = 4096
+_DATA_INIT = True
+
+
+def _matrix(a, name: str, n_cols: int | None = None, cols_name: str = "columns") -> np.ndarray | torch.Tensor:
+    """A validated 2-D floating, finite matrix (numpy array or torch tensor, returned as such)."""
+    arr = a if isinstance(a, torch.Tensor) else as_numpy(a, name)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D matrix of shape (n_samples, n_{cols_name}); got shape {tuple(arr.shape)}")
+    if arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(f"{name} must have at least one row and one column; got shape {tuple(arr.shape)}")
+    check_floating(arr, name)
+    if n_cols is not None and arr.shape[1] != n_cols:
+        raise ValueError(f"{name} must have {n_cols} {cols_name} (as fitted); got shape {tuple(arr.shape)}")
+    return arr
+
+
+def _geometric_median(X: torch.Tensor, iters: int = 30) -> torch.Tensor:
+    """Weiszfeld's iteration, started at the mean; robust to the many zero rows of sparse data."""
+    m = X.mean(0)
+    for _ in range(iters):
+        w = 1.0 / (X - m).norm(dim=1).clamp_min(1e-8)
+        m_new = (w[:, None] * X).sum(0) / w.sum()
+        if float((m_new - m).norm()) <= 1e-7 * (1.0 + float(m.norm())):
+            return m_new
+        m = m_new
+    return m
+
+
+class SparseAutoencoder(BaseEstimator, TransformerMixin):
+    """A sparse autoencoder with an inner-product, cosine or learned-blend encoder score.
+
+    Formulas, citations and the choice of the blend parametrisation: module docstring.
+
+    Parameters
+    ----------
+    n_latents : int >= 1, dictionary size ``m``.
+    score : "inner" | "cosine" | "blend" | "blend_per_feature".
+    sparsity : "l1" (ReLU + L1 penalty) or "topk" (exactly ``k`` largest scores kept, then ReLU).
+    k : int in [1, n_latents], required for "topk", must be None for "l1".
+    l1 : float >= 0, L1 coefficient (in the units of the inputs: the penalty is ``l1 * ||f||_1``
+        next to ``||x - xhat||^2``); ignored for "topk".
+    lr : float > 0, Adam learning rate.
+    epochs : int >= 1, passes over the data.
+    batch_size : int >= 1, minibatch rows (also the chunk size of encode/decode).
+    seed : None, int or numpy Generator; initialisation, shuffling and resampling draw from it.
+    device : None (CPU) or a torch device.
+    progress : None (a bar only on a terminal), True or False; a tqdm bar over epochs.
+    resample_dead : bool, resample latents that never fired during an epoch (not after the last).
+    pre_bias : bool, learn ``b_pre`` (subtracted before encoding, added after decoding); False
+        fixes it at 0.
+
+    Attributes (after fit or :meth:`from_weights`)
+    ----------------------------------------------
+    decoder_ : (d, n_latents) unit-norm columns, the dictionary atoms.
+    encoder_ : (n_latents, d) encoder rows ``w_j``; encoder_bias_ : (n_latents,) ``b_j``;
+    pre_bias_ : (d,) ``b_pre``.
+    blend_ : the exponent ``a`` the score uses: 1.0 for "inner", 0.0 for "cosine", a float in
+        (0, 1) for "blend", an (n_latents,) array in (0, 1) for "blend_per_feature".
+    history_ : dict of per-epoch lists: "loss", "reconstruction" (mean ||x - xhat||^2),
+        "sparsity" (mean L0, active latents per sample), "l1" (mean ||f||_1), "dead" (latents that
+        never fired in the epoch, counted before resampling), "resampled", "blend" (mean ``a``).
+    n_features_in_ : d.
+    """
+
+    def __init__(
+        self,
+        n_latents: int,
+        score: str = "inner",
+        sparsity: str = "l1",
+        k: int | None = None,
+        l1: float = 1e-3,
+        lr: float = 1e-3,
+        epochs: int = 20,
+        batch_size: int = 256,
+        seed=0,
+        device=None,
+        progress: bool | None = None,
+        resample_dead: bool = True,
+        pre_bias: bool = True,
+    ):
+        self.n_latents = n_latents
+        self.score = score
+        self.sparsity = sparsity
+        self.k = k
+        self.l1 = l1
+        self.lr = lr
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.seed = seed
+        self.device = device
+        self.progress = progress
+        self.resample_dead = resample_dead
+        self.pre_bias = pre_bias
+
+    # ------------------------------------------------------------------------------------------
+    # parameters and state
+
+    def _check_params(self) -> None:
+        m = check_int(self.n_latents, "n_latents", low=1)
+        check_option(self.score, "score", SCORES)
+        check_option(self.sparsity, "sparsity", SPARSITIES)
+        if self.sparsity == "topk":
+            if self.k is None:
+                raise ValueError("k must be given for sparsity='topk' (the number of active latents per sample); got None")
+            check_int(self.k, "k", low=1, high=m)
+        elif self.k is not None:
+            raise ValueError(f"k is only used with sparsity='topk'; got k={self.k!r} with sparsity={self.sparsity!r}")
+        check_float(self.l1, "l1", low=0.0)
+        check_float(self.lr, "lr", low=0.0, low_inclusive=False)
+        check_int(self.epochs, "epochs", low=1)
+        check_int(self.batch_size, "batch_size", low=1)
+        check_seed(self.seed)
+        check_optional_bool(self.progress, "progress")
+        check_bool(self.resample_dead, "resample_dead")
+        check_bool(self.pre_bias, "pre_bias")
+
+    def _device(self) -> torch.device:
+        return torch.device("cpu") if self.device is None else check_device(self.device)
+
+    def _set_state(self, W_enc, b_enc, W_dec, b_pre, theta) -> None:
+        self._W_enc, self._b_enc, self._W_dec, self._b_pre = W_enc.detach(), b_enc.detach(), W_dec.detach(), b_pre.detach()
+        self._theta = None if theta is None else theta.detach()
+        self.decoder_ = self._W_dec.cpu().numpy().copy()
+        self.encoder_ = self._W_enc.cpu().numpy().copy()
+        self.encoder_bias_ = self._b_enc.cpu().numpy().copy()
+        self.pre_bias_ = self._b_pre.cpu().numpy().copy()
+        a = self._alpha(self._theta)
+        if a is None:
+            self.blend_ = 1.0 if self.score == "inner" else 0.0
+        elif a.ndim == 0:
+            self.blend_ = float(a)
+        else:
+            self.blend_ = a.cpu().numpy().copy()
+        self.n_features_in_ = self.decoder_.shape[0]
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "_W_dec"):
+            raise RuntimeError("SparseAutoencoder is not fitted; call fit(X) or SparseAutoencoder.from_weights(...) first")
+
+    @classmethod
+    def from_weights(cls, decoder, encoder=None, encoder_bias=None, pre_bias=None, blend=None, **params):
+        """A ready autoencoder with the given weights (no training), e.g. a planted dictionary.
+
+        ``decoder`` (d, m) must have unit-norm columns; ``encoder`` (m, d) defaults to
+        ``decoder.T``, ``encoder_bias`` (m,) and ``pre_bias`` (d,) to zeros; ``blend`` (the ``a``
+        of the blend scores, in (0, 1); a float, or an (m,) array for "blend_per_feature")
+        defaults to 1/2. The dtype of ``decoder`` (float32 or float64) is kept. Other keyword
+        arguments are constructor parameters (``n_latents`` is taken from ``decoder``).
+        """
+        D = _matrix(decoder, "decoder", cols_name="latents")
+        D = D.detach().cpu() if isinstance(D, torch.Tensor) else numpy_to_tensor(D)
+        d, m = D.shape
+        params.setdefault("n_latents", m)
+        sae = cls(**params)
+        sae._check_params()
+        if sae.n_latents != m:
+            raise ValueError(f"n_latents={sae.n_latents} does not match decoder's {m} columns (shape {(d, m)})")
+        norms = D.norm(dim=0)
+        if not torch.allclose(norms, torch.ones_like(norms), atol=1e-5):
+            raise ValueError(
+                f"decoder columns must have unit norm (the autoencoder keeps them so); got norms in "
+                f"[{float(norms.min()):.4g}, {float(norms.max()):.4g}]; normalise the columns first"
+            )
+        dtype = D.dtype
+
+        def tensor(a, name, shape):
+            if a is None:
+                return None
+            t = a.detach().cpu() if isinstance(a, torch.Tensor) else torch.as_tensor(np.array(as_numpy(a, name)))
+            if tuple(t.shape) != shape:
+                raise ValueError(f"{name} must have shape {shape}; got {tuple(t.shape)}")
+            check_floating(t, name)
+            return t.to(dtype)
+
+        dev = sae._device()
+        W_enc = tensor(encoder, "encoder", (m, d))
+        W_enc = D.T.clone() if W_enc is None else W_enc
+        b_enc = tensor(encoder_bias, "encoder_bias", (m,))
+        b_enc = torch.zeros(m, dtype=dtype) if b_enc is None else b_enc
+        b_pre = tensor(pre_bias, "pre_bias", (d,))
+        b_pre = torch.zeros(d, dtype=dtype) if b_pre is None else b_pre
+        theta = None
+        if sae.score in ("blend", "blend_per_feature"):
+            shape = () if sae.score == "blend" else (m,)
+            a = torch.full(shape, 0.5, dtype=dtype) if blend is None else tensor(blend, "blend", shape)
+            if bool(((a <= 0) | (a >= 1)).any()):
+                raise ValueError(f"blend must lie strictly between 0 and 1 (a = sigmoid(theta)); got {a}")
+            theta = torch.log(a) - torch.log1p(-a)
+        elif blend is not None:
+            raise ValueError(f"blend is only used with score='blend' or 'blend_per_feature'; got score={sae.score!r}")
+        to = {"device": dev, "dtype": dtype}
+        sae._set_state(W_enc.to(**to), b_enc.to(**to), D.to(**to), b_pre.to(**to), None if theta is None else theta.to(**to))
+        sae.history_ = {}
+        return sae
+
+    # ------------------------------------------------------------------------------------------
+    # the forward pass
+
+    def _alpha(self, theta):
+        if self.score == "inner" or self.score == "cosine" or theta is None:
+            return None
+        return torch.sigmoid(theta)
+
+    def _scores(self, x, W_enc, b_enc, b_pre, theta):
+        xc = x - b_pre
+        inner = xc @ W_enc.T
+        if self.score == "inner":
+            return inner + b_enc
+        norm = xc.norm(dim=1, keepdim=True).clamp_min(_NORM_EPS)
+        if self.score == "cosine":
+            return inner / norm + b_enc
+        # ||w|| ||x||^a cos(w, x) = (w . x) ||x||^(a - 1)
+        return inner * norm.pow(self._alpha(theta) - 1.0) + b_enc
+
+    def _activate(self, s):
+        if self.sparsity == "l1":
+            return torch.relu(s)
+        top = torch.topk(s, int(self.k), dim=1)
+        return torch.zeros_like(s).scatter(1, top.indices, torch.relu(top.values))
+
+    def _as_tensor(self, X, name: str, n_cols: int, cols_name: str) -> torch.Tensor:
+        X = _matrix(X, name, n_cols=n_cols, cols_name=cols_name)
+        t = X if isinstance(X, torch.Tensor) else numpy_to_tensor(X)
+        return t.to(device=self._W_dec.device, dtype=self._W_dec.dtype)
+
+    def _chunked(self, t: torch.Tensor, fn) -> np.ndarray:
+        rows = check_int(self.batch_size, "batch_size", low=1)
+        with torch.no_grad():
+            return torch.cat([fn(t[s : s + rows]) for s in range(0, t.shape[0], rows)]).cpu().numpy()
+
+    def pre_activations(self, X) -> np.ndarray:
+        """The scores ``s_j(x)`` (n, n_latents) before the ReLU/TopK (module docstring)."""
+        self._check_fitted()
+        t = self._as_tensor(X, "X", self.n_features_in_, "features")
+        return self._chunked(t, lambda x: self._scores(x, self._W_enc, self._b_enc, self._b_pre, self._theta))
+
+    def encode(self, X) -> np.ndarray:
+        """The sparse codes ``f`` (n, n_latents), a numpy array."""
+        self._check_fitted()
+        t = self._as_tensor(X, "X", self.n_features_in_, "features")
+        return self._chunked(t, lambda x: self._activate(self._scores(x, self._W_enc, self._b_enc, self._b_pre, self._theta)))
+
+    def transform(self, X) -> np.ndarray:
+        """scikit-learn name of :meth:`encode`."""
+        return self.encode(X)
+
+    def decode(self, F) -> np.ndarray:
+        """``W_dec f + b_pre`` (n, d) for codes F (n, n_latents)."""
+        self._check_fitted()
+        t = self._as_tensor(F, "F", self._W_dec.shape[1], "latents")
+        return self._chunked(t, lambda f: f @ self._W_dec.T + self._b_pre)
+
+    def reconstruct(self, X) -> np.ndarray:
+        """``decode(encode(X))``."""
+        self._check_fitted()
+        t = self._as_tensor(X, "X", self.n_features_in_, "features")
+        return self._chunked(
+            t,
+            lambda x: self._activate(self._scores(x, self._W_enc, self._b_enc, self._b_pre, self._theta)) @ self._W_dec.T
+            + self._b_pre,
+        )
+
+    # ------------------------------------------------------------------------------------------
+    # training
+
+    def fit(self, X, y=None) -> SparseAutoencoder:
+        """Train on an activation matrix X (n, d), numpy or torch; ``y`` is ignored."""
+        self._check_params()
+        X = _matrix(X, "X", cols_name="features")
+        dev = self._device()
+        X = (X.detach() if isinstance(X, torch.Tensor) else numpy_to_tensor(X)).to(device=dev, dtype=torch.float32)
+        n, d = X.shape
+        m = int(self.n_latents)
+        gen = torch_generator(self.seed)  # CPU generator: the same draws on every device
+
+        sample = X[torch.randperm(n, generator=gen)[:_SAMPLE_ROWS].to(dev)] if n > _SAMPLE_ROWS else X
+        b_pre = _geometric_median(sample) if self.pre_bias else torch.zeros(d, device=dev)
+        W_dec = torch.randn(d, m, generator=gen).to(dev)
+        if _DATA_INIT:
+            # Atoms start at centred data points (those with a direction), Gaussian directions where
+            # there are too few: on sparse data many points lie near a single true atom.
+            centred = sample - b_pre
+            cand = centred[centred.norm(dim=1) > _NORM_EPS]
+            take = min(m, cand.shape[0])
+            if take:
+                W_dec[:, :take] = cand[torch.randperm(cand.shape[0], generator=gen)[:take].to(dev)].T
+        W_dec /= W_dec.norm(dim=0, keepdim=True).clamp_min(_NORM_EPS)
+        W_enc = W_dec.T.clone()
+        b_enc = torch.zeros(m, device=dev)
+        theta = None
+        if self.score == "blend":
+            theta = torch.zeros((), device=dev)
+        elif self.score == "blend_per_feature":
+            theta = torch.zeros(m, device=dev)
+        params = [W_enc, b_enc, W_dec] + ([b_pre] if self.pre_bias else []) + ([] if theta is None else [theta])
+        for p in params:
+            p.requires_grad_(True)
+        opt = torch.optim.Adam(params, lr=float(self.lr))
+        l1 = float(self.l1) if self.sparsity == "l1" else 0.0
+        bs = int(self.batch_size)
+        history = {key: [] for key in ("loss", "reconstruction", "sparsity", "l1", "dead", "resampled", "blend")}
+        bar = _progress(int(self.epochs), self.progress)
+        try:
+            for epoch in range(int(self.epochs)):
+                perm = torch.randperm(n, generator=gen).to(dev)
+                fired = torch.zeros(m, dtype=torch.bool, device=dev)
+                sums = torch.zeros(4, dtype=torch.float64, device=dev)
+                for s in range(0, n, bs):
+                    x = X[perm[s : s + bs]]
+                    f = self._activate(self._scores(x, W_enc, b_enc, b_pre, theta))
+                    xhat = f @ W_dec.T + b_pre
+                    recon = (x - xhat).pow(2).sum(1).mean()
+                    l1_term = f.sum(1).mean()
+                    loss = recon + l1 * l1_term
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    with torch.no_grad():
+                        g = W_dec.grad
+                        g -= (g * W_dec).sum(0, keepdim=True) * W_dec
+                    opt.step()
+                    with torch.no_grad():
+                        W_dec /= W_dec.norm(dim=0, keepdim=True).clamp_min(_NORM_EPS)
+                        active = f.detach() > 0
+                        fired |= active.any(0)
+                        rows = x.shape[0]
+                        sums += torch.stack([loss.detach() * rows, recon.detach() * rows,
+                                             active.sum().to(loss.dtype), l1_term.detach() * rows]).double()
+                loss_sum, recon_sum, l0_sum, l1_sum = (float(v) / n for v in sums)
+                n_dead = int((~fired).sum())
+                resampled = 0
+                if self.resample_dead and n_dead and epoch < int(self.epochs) - 1:
+                    resampled = self._resample(X, ~fired, W_enc, b_enc, W_dec, b_pre, theta, opt, gen)
+                history["loss"].append(loss_sum)
+                history["reconstruction"].append(recon_sum)
+                history["sparsity"].append(l0_sum)
+                history["l1"].append(l1_sum)
+                history["dead"].append(n_dead)
+                history["resampled"].append(resampled)
+                a = self._alpha(theta)
+                history["blend"].append(float(a.detach().mean()) if a is not None else (1.0 if self.score == "inner" else 0.0))
+                if bar is not None:
+                    bar.set_postfix(loss=f"{loss_sum:.4g}", dead=n_dead)
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+        self._set_state(W_enc, b_enc, W_dec, b_pre, theta)
+        self.history_ = history
+        return self
+
+    def _resample(self, X, dead, W_enc, b_enc, W_dec, b_pre, theta, opt, gen) -> int:
+        """Bricken et al. (2023) resampling of the ``dead`` latents (module docstring)."""
+        n = X.shape[0]
+        dev = X.device
+        with torch.no_grad():
+            idx = torch.randperm(n, generator=gen)[:_SAMPLE_ROWS].to(dev)
+            x = X[idx]
+            f = self._activate(self._scores(x, W_enc, b_enc, b_pre, theta))
+            err = (x - (f @ W_dec.T + b_pre)).pow(2).sum(1)
+            weights = err.pow(2).double().cpu()
+            if not bool(weights.sum() > 0):
+                return 0  # nothing is badly reconstructed: nothing to point dead latents at
+            dead_idx = dead.nonzero().flatten()
+            pick = torch.multinomial(weights, dead_idx.numel(), replacement=True, generator=gen).to(dev)
+            v = x[pick] - b_pre
+            norms = v.norm(dim=1, keepdim=True)
+            ok = norms.flatten() > _NORM_EPS
+            dead_idx, v = dead_idx[ok], v[ok] / norms[ok]
+            if dead_idx.numel() == 0:
+                return 0
+            live = ~dead
+            scale = float(W_enc[live].norm(dim=1).mean()) if bool(live.any()) else 1.0
+            W_dec[:, dead_idx] = v.T
+            W_enc[dead_idx] = 0.2 * scale * v
+            b_enc[dead_idx] = 0.0
+            for p, where in ((W_dec, (slice(None), dead_idx)), (W_enc, (dead_idx,)), (b_enc, (dead_idx,))):
+                state = opt.state.get(p, {})
+                for key in ("exp_avg", "exp_avg_sq"):
+                    if key in state:
+                        state[key][where] = 0.0
+        return int(dead_idx.numel())
+
+
+def _progress(total: int, progress: bool | None):
+    import sys
+
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="sparse autoencoder", leave=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# metrics
+
+
+def _atoms(W, name: str) -> np.ndarray:
+    if isinstance(W, SparseAutoencoder):
+        W._check_fitted()
+        return np.asarray(W.decoder_.T, dtype=np.float64)
+    W = _matrix(W, name, cols_name="dimensions")
+    return np.asarray(W.detach().cpu().numpy() if isinstance(W, torch.Tensor) else W, dtype=np.float64)
+
+
+def dictionary_recovery(W_true, W_learned, threshold: float = 0.9) -> dict:
+    """How well a learned dictionary recovers the true one (atoms as rows, (n_atoms, d) each).
+
+    For every true atom ``t_i``: ``best_i = max_j |cos(t_i, l_j)|`` over the learned atoms (signs
+    and order do not matter). Returns ``mean_max_cosine`` = mean_i best_i (MMCS; Sharkey, Braun,
+    Millidge 2022), ``matched`` = #{i : best_i > threshold}, ``matched_share`` = matched / n_true,
+    ``best_cosine`` (n_true,), ``best_match`` (n_true,) the index of the best learned atom, and
+    ``threshold``. ``W_learned`` may be a fitted :class:`SparseAutoencoder` (its ``decoder_.T``);
+    pass a decoder array transposed, ``sae.decoder_.T``. Learned atoms of norm 0 match nothing.
+    """
+    T = _atoms(W_true, "W_true")
+    L = _atoms(W_learned, "W_learned")
+    threshold = check_float(threshold, "threshold", low=0.0, high=1.0)
+    if T.shape[1] != L.shape[1]:
+        raise ValueError(
+            f"W_true and W_learned must hold atoms as rows of the same dimension; got shapes {T.shape} and "
+            f"{L.shape} (for a decoder of shape (d, n_latents) pass decoder_.T or the SparseAutoencoder)"
+        )
+    tn = np.linalg.norm(T, axis=1)
+    if np.any(tn == 0):
+        raise ValueError(f"W_true has zero rows (atoms {np.flatnonzero(tn == 0).tolist()}); every true atom needs a direction")
+    ln = np.linalg.norm(L, axis=1)
+    C = np.abs((T / tn[:, None]) @ (L / np.where(ln > 0, ln, 1.0)[:, None]).T)
+    best = np.minimum(C.max(axis=1), 1.0)
+    matched = int(np.sum(best > threshold))
+    return {
+        "mean_max_cosine": float(best.mean()),
+        "matched": matched,
+        "matched_share": matched / T.shape[0],
+        "best_cosine": best,
+        "best_match": C.argmax(axis=1),
+        "threshold": threshold,
+    }
+
+
+def dead_latents(sae: SparseAutoencoder, X) -> np.ndarray:
+    """Indices of the latents that are zero on every row of X (never fire), sorted."""
+    if not isinstance(sae, SparseAutoencoder):
+        raise TypeError(f"sae must be a SparseAutoencoder; got {type(sae).__name__}")
+    F = sae.encode(X)
+    return np.flatnonzero(~(F > 0).any(axis=0))
+
+
+def _column_corr(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Pearson correlations (a, b) between the columns of A (n, a) and B (n, b); 0 where a column
+    is constant (a dead latent correlates with nothing)."""
+    A = A - A.mean(0)
+    B = B - B.mean(0)
+    sa = np.sqrt((A * A).sum(0))
+    sb = np.sqrt((B * B).sum(0))
+    C = (A.T @ B) / np.outer(np.where(sa > 0, sa, 1.0), np.where(sb > 0, sb, 1.0))
+    C[sa == 0, :] = 0.0
+    C[:, sb == 0] = 0.0
+    return C
+
+
+def norm_detectors(sae: SparseAutoencoder, X, codes=None, norms=None, norm_threshold: float = 0.5,
+                   feature_threshold: float = 0.5) -> dict:
+    """Latents that detect the input's norm rather than a feature.
+
+    A latent ``j`` is a norm detector when ``|corr(f_j(x), ||x||)| > norm_threshold`` over the
+    rows of X and, if the true ``codes`` (n, n_features) are given, ``max_k |corr(f_j, c_k)| <
+    feature_threshold`` (Pearson correlations; derived criterion of the issue's case study, after
+    Naihin & Stambler 2026, arXiv 2606.15054). ``norms`` (n,) replaces ``||x||``, e.g. the
+    magnitudes a normalising layer removed (``Superposition.norms``). Dead latents are never
+    detectors. Returns ``latents`` (indices), ``norm_correlation`` (n_latents,),
+    ``feature_correlation`` (n_latents,) the max |corr| with a true feature, or None without codes.
+    """
+    if not isinstance(sae, SparseAutoencoder):
+        raise TypeError(f"sae must be a SparseAutoencoder; got {type(sae).__name__}")
+    norm_threshold = check_float(norm_threshold, "norm_threshold", low=0.0, high=1.0)
+    feature_threshold = check_float(feature_threshold, "feature_threshold", low=0.0, high=1.0)
+    Xn = _matrix(X, "X", cols_name="features")
+    Xn = Xn.detach().cpu().numpy() if isinstance(Xn, torch.Tensor) else Xn
+    n = Xn.shape[0]
+    F = sae.encode(Xn).astype(np.float64)
+    if norms is None:
+        r = np.linalg.norm(np.asarray(Xn, dtype=np.float64), axis=1)
+    else:
+        r = np.asarray(as_numpy(norms, "norms"), dtype=np.float64)
+        if r.shape != (n,):
+            raise ValueError(f"norms must have shape ({n},), one per row of X; got {r.shape}")
+        check_floating(r, "norms")
+    rho = np.abs(_column_corr(F, r[:, None])[:, 0])
+    is_detector = rho > norm_threshold
+    feat = None
+    if codes is not None:
+        Cd = _matrix(codes, "codes", cols_name="features")
+        Cd = np.asarray(Cd.detach().cpu().numpy() if isinstance(Cd, torch.Tensor) else Cd, dtype=np.float64)
+        if Cd.shape[0] != n:
+            raise ValueError(f"codes must have shape ({n}, n_features), one row per row of X; got {Cd.shape}")
+        feat = np.abs(_column_corr(F, Cd)).max(axis=1)
+        is_detector &= feat < feature_threshold
+    return {"latents": np.flatnonzero(is_detector), "norm_correlation": rho, "feature_correlation": feat}
