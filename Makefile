@@ -38,6 +38,7 @@ bench: setup
 	$(PY) benchmarks/bench_memory.py
 	$(PY) benchmarks/bench_tree.py
 	$(PY) benchmarks/bench_text.py
+	$(PY) benchmarks/bench_text_models.py
 	$(PY) benchmarks/bench_parallel.py
 	$(PY) benchmarks/bench_parallel_text.py
 
