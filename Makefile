@@ -26,6 +26,8 @@ bench: setup
 	$(PY) benchmarks/bench_gradients.py
 	$(PY) benchmarks/bench_captum_families.py
 	$(PY) benchmarks/bench_agop.py
+	$(PY) benchmarks/bench_agop_attribution.py
+	$(PY) benchmarks/bench_ood.py
 	$(PY) benchmarks/bench_shapley.py
 	$(PY) benchmarks/bench_spex.py
 	$(PY) benchmarks/bench_rfm.py
