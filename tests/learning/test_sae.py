@@ -219,6 +219,23 @@ def test_fit_accepts_torch_and_shows_progress(capsys):
     assert a.blend_ != 0.5 and a.history_["blend"][-1] == pytest.approx(a.blend_)
 
 
+@pytest.mark.parametrize("score", ["inner", "cosine", "blend"])
+def test_the_tied_start_is_rescaled_to_the_least_squares_fit(score):
+    # With a learning rate too small to move anything, the fit is the start: its encoder is the
+    # tied one times the least-squares scale, so the reconstruction is no worse than b_pre alone
+    # (FVU <= 1); the unscaled tied start overshoots by several times.
+    ds = superposition(24, 8, sparsity=0.7, n_samples=512, seed=0)
+    sae = SparseAutoencoder(32, score=score, sparsity="topk", k=6, lr=1e-12, epochs=1, batch_size=512, seed=0,
+                            resample_dead=False, progress=False).fit(ds.X)
+    centred = ds.X - sae.pre_bias_  # what the reconstruction b_pre alone leaves
+    fvu = float(((ds.X - sae.reconstruct(ds.X)) ** 2).sum() / (centred**2).sum())
+    assert fvu <= 1.0 + 1e-4
+    unscaled = SparseAutoencoder.from_weights(sae.decoder_, encoder=sae.decoder_.T, pre_bias=sae.pre_bias_,
+                                              score=score, sparsity="topk", k=6)
+    fvu_unscaled = float(((ds.X - unscaled.reconstruct(ds.X)) ** 2).sum() / (centred**2).sum())
+    assert fvu_unscaled > 1.5 * fvu
+
+
 def test_topk_keeps_exactly_k_nonzero():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((200, 6))

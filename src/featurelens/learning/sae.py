@@ -51,6 +51,8 @@ features out of superposition with sparse autoencoders", 2022), :func:`dead_late
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -373,6 +375,18 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
             theta = torch.zeros((), device=dev)
         elif self.score == "blend_per_feature":
             theta = torch.zeros(m, device=dev)
+        # The tied start overshoots: with unit atoms every active latent adds its full projection,
+        # so the first reconstructions are many times too large (about 40x for TopK on MiniLM) and
+        # a small learning rate spends epochs shrinking them. Every score is linear in W_enc and
+        # ReLU / TopK keep their pattern under a positive scale (b_enc = 0), so the reconstruction
+        # of c W_enc is c times that of W_enc: take the least-squares c on the sample.
+        with torch.no_grad():
+            recon = self._activate(self._scores(sample, W_enc, b_enc, b_pre, theta)) @ W_dec.T
+            denom = float((recon * recon).sum())
+            if denom > 0:
+                c = float(((sample - b_pre) * recon).sum()) / denom
+                if math.isfinite(c) and c > 0:
+                    W_enc *= c
         params = [W_enc, b_enc, W_dec] + ([b_pre] if self.pre_bias else []) + ([] if theta is None else [theta])
         for p in params:
             p.requires_grad_(True)
