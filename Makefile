@@ -35,6 +35,7 @@ bench: setup
 	$(PY) benchmarks/bench_rfm_modular.py
 	$(PY) benchmarks/bench_cka.py
 	$(PY) benchmarks/bench_grokking.py
+	$(PY) benchmarks/bench_grokalign.py
 	$(PY) benchmarks/bench_metrics.py
 	$(PY) benchmarks/bench_wam.py
 	$(PY) benchmarks/bench_selection.py

@@ -198,6 +198,9 @@ def _add_diagnose(sub) -> None:
                         help=f"AdamW learning rate (default {d['lr']})")
     parser.add_argument("--probe-every", type=positive_int, default=100, metavar="N",
                         help="steps between AGOP/NFA/rank/collapse measurements (default 100)")
+    parser.add_argument("--grokalign", type=non_negative_float, default=None, metavar="WEIGHT",
+                        help="add the GrokAlign Jacobian penalty WEIGHT * mean ||df/dx||_F (Walker et al. 2025) to "
+                        "the training loss and record the Jacobian alignment (default: off; e.g. 0.01)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 

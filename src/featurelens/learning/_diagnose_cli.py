@@ -13,7 +13,7 @@ import os
 import sys
 
 from ..report import HTMLReport, OutError, check_out, report_folder, write_json
-from ._grokking import DEFAULTS
+from ._grokking import ALIGNMENT_SERIES, DEFAULTS
 
 DEFAULT_OUT = "featurelens-diagnose"
 
@@ -27,8 +27,6 @@ def _png(fig) -> bytes:
 def _curves(monitor, summary):
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(13, 6.4))
-    fig.subplots_adjust(left=0.05, right=0.98, bottom=0.08, top=0.95, wspace=0.22, hspace=0.35)
     panels = [
         ("accuracy", [("train_accuracy", "model", "train"), ("test_accuracy", "model", "test")], False),
         ("NFA correlation corr(W^T W, AGOP^1/2)", [("nfa", layer, f"layer {layer}") for layer in monitor.layers]
@@ -40,8 +38,21 @@ def _curves(monitor, summary):
         ("NC1 of the hidden features", [("nc1", list(monitor.layers)[-1], "nc1")], True),
     ]
     present = {(r["metric"], r["layer"]) for r in monitor.records}
+    if any((name, "model") in present for name in ALIGNMENT_SERIES):
+        panels.append(("Jacobian alignment J = df/dx with x (GrokAlign)", [
+            ("jacobian_centroid_cosine", "model", "centroid cos(J^T 1, x)"),
+            ("jacobian_cosine", "model", "mean_k cos(grad f_k, x)"),
+            ("jacobian_top_singular_cosine", "model", "|cos(v_1, x)|"),
+            ("jacobian_rank_one_share", "model", "rank-one share s_1^2/|J|_F^2"),
+        ], False))
+    if ("grokalign_penalty", "model") in present:
+        panels.append(("GrokAlign penalty lambda mean ||J||_F", [("grokalign_penalty", "model", "penalty")], True))
+    rows = (len(panels) + 2) // 3
+    fig = Figure(figsize=(13, 3.2 * rows))
+    fig.subplots_adjust(left=0.05, right=0.98, bottom=0.08 / rows * 2, top=1 - 0.05 / rows * 2, wspace=0.22,
+                        hspace=0.35)
     for i, (title, lines, log) in enumerate(panels):
-        ax = fig.add_subplot(2, 3, i + 1)
+        ax = fig.add_subplot(rows, 3, i + 1)
         for metric, layer, label in lines:
             if (metric, layer) in present:
                 s, v = monitor.series(metric, layer)
@@ -88,9 +99,11 @@ def _matrices(model, X, p):
 
 def diagnose(out=DEFAULT_OUT, seed=0, steps=DEFAULTS["steps"], weight_decay=DEFAULTS["weight_decay"],
              p=DEFAULTS["p"], width=DEFAULTS["width"], train_fraction=DEFAULTS["train_fraction"],
-             lr=DEFAULTS["lr"], probe_every=100, progress=None, overwrite=False) -> dict:
+             lr=DEFAULTS["lr"], probe_every=100, progress=None, overwrite=False, grokalign=None) -> dict:
     """Run the grokking experiment with the monitor and write the report folder ``out``; returns
-    the summary written to results.json. ``out`` is checked before training: an existing file, an
+    the summary written to results.json. ``grokalign`` (None or a weight >= 0) adds the GrokAlign
+    Jacobian penalty to the training loss and records the Jacobian alignment
+    (:func:`featurelens.learning._grokking.run_grokking`; Walker et al. 2025, arXiv 2506.12284). ``out`` is checked before training: an existing file, an
     unwritable place, or a folder that holds files and is not an earlier diagnose report (unless
     ``overwrite=True``) raises :class:`featurelens.report.OutError` (a ValueError)."""
     from ._grokking import run_grokking
@@ -98,7 +111,7 @@ def diagnose(out=DEFAULT_OUT, seed=0, steps=DEFAULTS["steps"], weight_decay=DEFA
     check_out(out, "diagnose", overwrite)
     monitor, model, (Xtr, ytr, Xte, yte), summary = run_grokking(
         p=p, width=width, train_fraction=train_fraction, lr=lr, weight_decay=weight_decay, steps=steps,
-        seed=seed, probe_every=probe_every, progress=progress,
+        seed=seed, probe_every=probe_every, progress=progress, grokalign=grokalign,
     )
     with report_folder(out, "diagnose", overwrite) as tmp:
         return _write(tmp, monitor, model, Xtr, summary, p, width, train_fraction, lr, weight_decay, summary["seed"])
@@ -147,8 +160,10 @@ def _write(out, monitor, model, Xtr, summary, p, width, train_fraction, lr, weig
     write_json(os.path.join(out, "results.json"), summary, indent=2)
     files["results"] = "results.json"
 
+    ga = summary.get("grokalign")
     page = HTMLReport("featurelens diagnose: grokking modular addition",
-                      f"p={p}, width {width}, train fraction {train_fraction}, AdamW lr {lr}, weight decay {weight_decay}, seed {seed}")
+                      f"p={p}, width {width}, train fraction {train_fraction}, AdamW lr {lr}, weight decay {weight_decay}, seed {seed}"
+                      + ("" if ga is None else f", GrokAlign weight {ga}"))
     page.add_definitions([
         ("steps run", summary["steps_run"]),
         ("grok step (test accuracy >= 0.9)", summary["grok_step"]),
@@ -157,6 +172,7 @@ def _write(out, monitor, model, Xtr, summary, p, width, train_fraction, lr, weig
         ("final train / test accuracy", f"{summary['final_train_accuracy']:.3f} / {summary['final_test_accuracy']:.3f}"),
         ("final NFA correlation (first layer): all entries / off-diagonal",
          f"{summary['final_nfa_first_layer_train']:.3f} / {summary['final_nfa_offdiag_first_layer_train']:.3f}"),
+        *_alignment_rows(summary),
         ("seconds", f"{summary['seconds']:.1f}"),
     ])
     page.add_image(curves, "training curves", "Accuracy, NFA correlation, effective rank, update eigengap, loss and NC1 "
@@ -173,6 +189,25 @@ def _write(out, monitor, model, Xtr, summary, p, width, train_fraction, lr, weig
     return summary
 
 
+def _fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _alignment_rows(summary) -> list:
+    """The report lines of a run with the Jacobian alignment recorded (none without it)."""
+    rows = []
+    if summary.get("grokalign") is not None:
+        rows.append(("GrokAlign penalty weight / final penalty lambda mean ||J||_F",
+                     f"{summary['grokalign']} / {_fmt(summary['final_grokalign_penalty'], '.4g')}"))
+    values = [summary.get(f"final_{name}") for name in ALIGNMENT_SERIES]
+    if any(v is not None for v in values):
+        text = [_fmt(v, ".3f") for v in values]
+        label = ("final Jacobian alignment: mean cos(grad f_k, x) / rank-one share / centroid cos(J^T 1, x) / "
+                 "|cos(v_1, x)|")
+        rows.append((label, " / ".join(text)))
+    return rows
+
+
 def run(args) -> int:
     try:  # before importing torch and training: a bad --out costs nothing
         check_out(args.out, "diagnose", args.overwrite, name="--out")
@@ -184,18 +219,23 @@ def run(args) -> int:
             out=args.out, seed=args.seed, steps=args.steps, weight_decay=args.weight_decay, p=args.p,
             width=args.width, train_fraction=args.train_fraction, lr=args.lr, probe_every=args.probe_every,
             progress=False if args.no_progress else None, overwrite=args.overwrite,
+            grokalign=getattr(args, "grokalign", None),
         )
     except ValueError as err:
         print(f"featurelens diagnose: error: {err}", file=sys.stderr)
         return 2
     g, f = summary["grok_step"], summary["fired_step"]
+    ga = summary.get("grokalign")
     print(f"modular addition p={summary['p']}, width {summary['width']}, weight decay {summary['weight_decay']}, "
-          f"seed {summary['seed']}: {summary['steps_run']} steps in {summary['seconds']:.1f} s")
+          + ("" if ga is None else f"GrokAlign weight {ga}, ")
+          + f"seed {summary['seed']}: {summary['steps_run']} steps in {summary['seconds']:.1f} s")
     print(f"  train accuracy {summary['final_train_accuracy']:.3f}, test accuracy {summary['final_test_accuracy']:.3f}")
     print(f"  grokked (test accuracy >= 0.9) at step: {g if g is not None else 'not within the budget'}")
     print(f"  eigengap detector fired at step: {f if f is not None else 'never'}"
           + (f" ({g - f} steps before grokking)" if f is not None and g is not None and f < g else ""))
     print(f"  NFA correlation of the first layer: {summary['final_nfa_first_layer_train']:.3f} "
           f"(off-diagonal entries: {summary['final_nfa_offdiag_first_layer_train']:.3f})")
+    for label, value in _alignment_rows(summary):
+        print(f"  {label}: {value}")
     print(f"report: {os.path.abspath(os.path.join(args.out, 'index.html'))}")
     return 0

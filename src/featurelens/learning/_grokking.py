@@ -5,6 +5,11 @@ Data: every pair (a, b) in Z_p x Z_p, input = [onehot_p(a), onehot_p(b)] (2p fea
 (a + b) mod p. Model: f(x) = V (W x)^2, no biases (Gromov 2023, arXiv 2301.02679; the neural
 baseline of Mallinar et al. 2024, arXiv 2407.20199; the sigma(x) = x^2 setting in which the
 update eigengap announces grokking, arXiv 2605.08119).
+
+With ``grokalign=WEIGHT`` the training loss gains the GrokAlign penalty (Walker, Humayun,
+Balestriero, Baraniuk 2025, arXiv 2506.12284), ``L + lambda * mean_x ||J_f(x)||_F`` over the
+training rows (:class:`featurelens.learning.GrokAlign`; the one-hot inputs are floats, so the
+input-output Jacobian ``J_f(x) = d f / d x`` is defined), and the Jacobian alignment is recorded.
 """
 
 from __future__ import annotations
@@ -74,18 +79,38 @@ def run_grokking(
     extra_steps: int = 300,
     progress: bool | None = False,
     monitor_kwargs: dict | None = None,
+    grokalign: float | None = None,
+    grokalign_projections: int | None = 1,
 ):
     """Full-batch AdamW training of the quadratic network on modular addition (MSE on one-hot
     labels), with a :class:`featurelens.learning.Monitor` recording every step, until the test
     accuracy has stayed at or above 0.99 for ``extra_steps`` steps or ``steps`` run out.
 
+    ``grokalign``: None (default: plain training, as before) or a weight ``lambda >= 0``: every step
+    then minimises ``MSE + lambda * mean_x ||J_f(x)||_F`` over all training rows, the GrokAlign
+    objective of Walker, Humayun, Balestriero, Baraniuk 2025 (arXiv 2506.12284), with the Frobenius
+    norm estimated from ``grokalign_projections`` random unit projections per row (the paper's
+    estimator; None: the exact norm) drawn from ``seed``; the penalty value is logged as
+    ``grokalign_penalty`` (``loss`` stays the MSE alone; the Monitor's gradient window sees the
+    whole gradient) and the Monitor's ``"alignment"`` metric is switched on.
+
+    Whenever ``"alignment"`` is among the Monitor's metrics (with ``grokalign``, or through
+    ``metrics``), the paper's centroid alignment ``mean_x cos(J_f(x)^T 1, x)`` and the top singular
+    direction's ``mean_x |cos(v_1, x)|`` (:func:`featurelens.learning.jacobian_alignment`) are
+    logged too, as ``jacobian_centroid_cosine`` and ``jacobian_top_singular_cosine``, at the
+    evaluation steps that are multiples of ``probe_every``.
+
     Returns ``(monitor, model, data, summary)``; ``summary`` holds the grok step (first logged step
-    with test accuracy >= ``grok_threshold``), the detector's firing step and the final accuracies.
+    with test accuracy >= ``grok_threshold``), the detector's firing step and the final accuracies
+    (and, with alignment recorded, the final alignment values).
     """
     import time
 
+    from .alignment import GrokAlign, jacobian_alignment
     from .monitor import DEFAULT_METRICS, Monitor, train_with_monitor
 
+    grokalign = check_float(grokalign, "grokalign", low=0.0, allow_none=True)
+    grokalign_projections = check_int(grokalign_projections, "grokalign_projections", low=1, allow_none=True)
     seed = check_seed(seed)
     if not isinstance(seed, int):
         # One int seeds the data split, the initialisation, the minibatches and torch's global
@@ -96,10 +121,28 @@ def run_grokking(
     model = quadratic_network(p, width, seed)
     kwargs = dict(every=1, window=20, k=1, probe_every=probe_every, detect_layer="0")
     kwargs.update(monitor_kwargs or {})
-    monitor = Monitor(model, Xtr, ytr.numpy(), metrics=metrics or DEFAULT_METRICS, **kwargs)
+    metrics = tuple((metrics,) if isinstance(metrics, str) else (metrics or DEFAULT_METRICS))
+    if grokalign is not None and "alignment" not in metrics:
+        metrics = metrics + ("alignment",)
+    monitor = Monitor(model, Xtr, ytr.numpy(), metrics=metrics, **kwargs)
+    align = "alignment" in monitor.metrics
+    optimizer = None
+    if grokalign is not None:
+        lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
+        weight_decay = check_float(weight_decay, "weight_decay", low=0.0)
+        optimizer = _PenalisedAdamW(
+            model, Xtr, GrokAlign(grokalign, n_projections=grokalign_projections, seed=seed),
+            torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay),
+        )
     solved_at = []
 
     def stop_when(mon, t):
+        if optimizer is not None:
+            mon.log(t, "grokalign_penalty", optimizer.last_penalty)
+        if align and t % mon.probe_every == 0:
+            a = jacobian_alignment(model, Xtr, batch_size=mon.batch_size)
+            mon.log(t, "jacobian_centroid_cosine", a.mean_centroid_cosine)
+            mon.log(t, "jacobian_top_singular_cosine", a.mean_top_singular_cosine)
         if not solved_at and mon.records and _last(mon, "test_accuracy") >= 0.99:
             solved_at.append(t)
         return bool(solved_at) and t - solved_at[0] >= extra_steps
@@ -112,7 +155,7 @@ def run_grokking(
     try:
         train_with_monitor(
             model, Xtr, ytr, steps, X_test=Xte, y_test=yte, loss="mse", lr=lr, weight_decay=weight_decay,
-            monitor=monitor, eval_every=eval_every, seed=seed, progress=progress, stop_when=stop_when,
+            optimizer=optimizer, monitor=monitor, eval_every=eval_every, seed=seed, progress=progress, stop_when=stop_when,
         )
     finally:
         torch.set_num_threads(threads)
@@ -131,7 +174,45 @@ def run_grokking(
     g, f = summary["grok_step"], summary["fired_step"]
     summary["fired_before_grok"] = bool(f is not None and g is not None and f < g)
     summary["lead_steps"] = (g - f) if (f is not None and g is not None) else None
+    if grokalign is not None:
+        summary["grokalign"] = grokalign
+        summary["grokalign_projections"] = grokalign_projections
+        value = _last(monitor, "grokalign_penalty")
+        summary["final_grokalign_penalty"] = None if np.isnan(value) else value
+    if align:
+        for name in ALIGNMENT_SERIES:
+            value = _last(monitor, name)
+            summary[f"final_{name}"] = None if np.isnan(value) else value
     return monitor, model, (Xtr, ytr, Xte, yte), summary
+
+
+#: The alignment series that ``run_grokking`` records with the Monitor's "alignment" metric on.
+ALIGNMENT_SERIES = ("jacobian_cosine", "jacobian_rank_one_share", "jacobian_centroid_cosine",
+                    "jacobian_top_singular_cosine")
+
+
+class _PenalisedAdamW:
+    """The optimiser handed to :func:`featurelens.learning.train_with_monitor` for a GrokAlign run:
+    ``step()`` adds the gradient of ``penalty(model, X)`` (over all training rows, the full batch)
+    to the data-loss gradient that the training loop has just written into ``.grad``, then takes
+    the AdamW step, so the step minimises ``loss + penalty``. The loop itself, its monitor calls and
+    its logging are those of the run without the penalty."""
+
+    def __init__(self, model, X, penalty, optimizer):
+        self.model, self.X, self.penalty, self.optimizer = model, X, penalty, optimizer
+        self.last_penalty = float("nan")
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def step(self) -> None:
+        if self.penalty.weight > 0:  # a zero weight adds a zero gradient: nothing to compute
+            value = self.penalty(self.model, self.X)
+            value.backward()
+            self.last_penalty = float(value.detach())
+        else:
+            self.last_penalty = 0.0
+        self.optimizer.step()
 
 
 def _last(monitor, metric):
