@@ -84,6 +84,15 @@ class _LeaveOneOut(_ShapleyExplainer):
             n_players = int(labels.max()) + 1
 
         def make_rows(copy_idx, sample_idx):
+            m = copy_idx.shape[0]
+            if n and m % n == 0 and int(sample_idx[0]) == 0:
+                # Whole copies (the chunks are contiguous and expansion-major): one broadcast
+                # where over (copies, rows, elements), no row gathers and a (copies, elements)
+                # mask instead of one per row. The same rows, element for element.
+                first = int(copy_idx[0])
+                copies = torch.arange(first, first + m // n, device=x.device)
+                hit = (player[None, :] == (copies - 1)[:, None])[:, None, :]
+                return torch.where(hit, fill_flat[None], flat[None]).reshape(-1, *x.shape[1:])
             hit = player[None, :] == (copy_idx - 1)[:, None]  # copy 0: nothing removed
             rows = torch.where(hit, fill_flat[sample_idx], flat[sample_idx])
             return rows.reshape(-1, *x.shape[1:])
