@@ -29,6 +29,7 @@ bench: setup
 	$(PY) benchmarks/bench_agop_attribution.py
 	$(PY) benchmarks/bench_ood.py
 	$(PY) benchmarks/bench_sae.py
+	$(PY) benchmarks/bench_manifolds.py
 	$(PY) benchmarks/bench_shapley.py
 	$(PY) benchmarks/bench_spex.py
 	$(PY) benchmarks/bench_rfm.py
