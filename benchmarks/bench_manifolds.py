@@ -62,7 +62,6 @@ from _common import environment, load_average, write_results
 from torch import nn
 
 from featurelens.learning import Monitor, manifold_capacity
-from featurelens.learning import manifolds as _manifolds
 from featurelens.learning.manifolds import monitor_metrics
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -130,26 +129,6 @@ def layer_inputs(model: Scaled, names: list[str], X: torch.Tensor) -> dict[str, 
         for h in handles:
             h.remove()
     return out
-
-
-def _separable_with_fallback(X, signs):
-    """featurelens' LP test, retried with HiGHS's interior-point method when its dual simplex stops
-    with an unknown status (it does on near-borderline dichotomies of layers with dead ReLU units)."""
-    try:
-        return _SEPARABLE(X, signs)
-    except RuntimeError as exc:
-        from scipy.optimize import linprog
-
-        res = linprog(np.zeros(X.shape[1]), A_ub=-(signs[:, None] * X), b_ub=-np.ones(X.shape[0]),
-                      bounds=(None, None), method="highs-ipm")
-        LP_FAILURES.append(f"{str(exc)[:80]} -> ipm status {res.status}")
-        if res.status in (0, 2):
-            return res.status == 0
-        raise
-
-
-_SEPARABLE = _manifolds._separable
-_manifolds._separable = _separable_with_fallback
 
 
 def capacity_of(H: np.ndarray, y: np.ndarray, idx: np.ndarray, n_dich: int, seed: int) -> float:
@@ -358,10 +337,6 @@ def main(argv=None) -> int:
     for v in verdicts:
         lines.append(f"| {v['claim']} | {v['mlp']} | {v['cnn']} | **{v['verdict']}** |")
     lines += ["", *reading(summary, cap_epochs, args.dichotomies, len(args.seeds)), "",
-              (f"Separability LPs on which HiGHS's dual simplex stopped with an unknown status (near-borderline "
-               f"dichotomies; answered by its interior-point method instead): {len(LP_FAILURES)} "
-               f"({sum('ipm status 0' in f or 'ipm status 2' in f for f in LP_FAILURES)} answered)."),
-              "",
               (f"Cross-check: the Monitor's logged values equal the hook-captured layer inputs passed to "
                f"`monitor_metrics` to within {max(s['monitor_check'] for s in summary.values()):.1e}."),
               "",

@@ -314,3 +314,31 @@ def test_errors():
         virtual_covariance(H, H, 0.0)
     with pytest.raises(ValueError, match="P"):
         cover_fraction(0, 3)
+
+
+def test_separability_retries_other_solvers_on_numerical_trouble(monkeypatch):
+    import scipy.optimize
+
+    from featurelens.learning import manifolds
+
+    real = scipy.optimize.linprog
+    used = []
+
+    def flaky(*args, method="highs", **kwargs):
+        used.append(method)
+        if method == "highs":  # the default solver gives up, as HiGHS does on borderline LPs
+            return type("R", (), {"status": 4, "message": "numerical difficulties"})()
+        return real(*args, method=method, **kwargs)
+
+    monkeypatch.setattr(scipy.optimize, "linprog", flaky)
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    assert manifolds._separable(X, np.array([1.0, 1.0, 1.0])) is True
+    assert manifolds._separable(X, np.array([1.0, 1.0, -1.0])) is False  # x3 = x1 + x2
+    assert used[:2] == ["highs", "highs-ipm"]
+
+    def broken(*args, method="highs", **kwargs):
+        return type("R", (), {"status": 4, "message": "numerical difficulties"})()
+
+    monkeypatch.setattr(scipy.optimize, "linprog", broken)
+    with pytest.raises(RuntimeError, match="any HiGHS solver"):
+        manifolds._separable(X, np.array([1.0, 1.0, -1.0]))

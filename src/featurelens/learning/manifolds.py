@@ -214,19 +214,18 @@ def _separable(X: np.ndarray, signs: np.ndarray) -> bool:
         if np.all(A @ w > 0.5):
             return True
     A = -A
-    res = linprog(
-        np.zeros(X.shape[1]),
-        A_ub=A,
-        b_ub=-np.ones(X.shape[0]),
-        bounds=(None, None),
-        method="highs",
-    )
-    if res.status == 0:
-        return True
-    if res.status == 2:
-        return False
+    # HiGHS's default solver can stop with status 4 (numerical difficulties) on near-borderline
+    # dichotomies of rank-deficient features (dead ReLU columns); its interior-point and dual
+    # simplex solvers then usually answer.
+    res = None
+    for method in ("highs", "highs-ipm", "highs-ds"):
+        res = linprog(np.zeros(X.shape[1]), A_ub=A, b_ub=-np.ones(X.shape[0]), bounds=(None, None), method=method)
+        if res.status == 0:
+            return True
+        if res.status == 2:
+            return False
     raise RuntimeError(
-        f"the separability linear programme did not finish: status {res.status} ({res.message})"
+        f"the separability linear programme did not finish with any HiGHS solver: status {res.status} ({res.message})"
     )
 
 
