@@ -55,7 +55,7 @@ def test_zero_weight_trains_exactly_like_no_penalty_and_records_alignment():
     # the default run: no penalty, no alignment (unchanged behaviour)
     assert "grokalign" not in s0 and "final_jacobian_cosine" not in s0
     assert not any(r["metric"].startswith("jacobian") for r in mon0.records)
-    assert mon1.metrics == ("updates", "alignment")
+    assert mon1.metrics == ("updates", "jacobian_alignment")
     assert s1["final_grokalign_penalty"] == 0.0
     steps, _ = mon1.series("jacobian_centroid_cosine")
     np.testing.assert_array_equal(steps, [2, 4, 6])

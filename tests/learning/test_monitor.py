@@ -95,8 +95,18 @@ def test_manifold_and_alignment_metrics_equal_the_direct_functions():
         lin = fl.learning.target_linearity(feats, onehot)
         assert mon.series("target_linearity", layer)[1][-1] == pytest.approx(lin, rel=1e-10)
     aligned = fl.learning.jacobian_alignment(net, X)
+    assert mon.metrics == ("manifold", "jacobian_alignment")  # "alignment" is its short name
     assert mon.series("jacobian_cosine", "model")[1][-1] == pytest.approx(float(np.mean(aligned.mean_cosine)), rel=1e-10)
     assert mon.series("jacobian_rank_one_share", "model")[1][-1] == pytest.approx(aligned.mean_rank_one_share, rel=1e-10)
+    assert mon.series("jacobian_centroid_cosine", "model")[1][-1] == pytest.approx(aligned.mean_centroid_cosine,
+                                                                                    rel=1e-10)
+    # "target_linearity" alone: the same values as within "manifold", and no manifold series
+    alone = Monitor(net, X, y.numpy(), every=1, metrics=("target_linearity",), detector=None)
+    alone.step()
+    for layer, feats in H.items():
+        lin = fl.learning.target_linearity(feats, np.eye(3)[y.numpy()])
+        assert alone.series("target_linearity", layer)[1][-1] == pytest.approx(lin, rel=1e-10)
+    assert "manifold_radius" not in set(alone.history["metric"])
     # the input layer's linearity is that of X itself: a fixed number across steps
     assert np.ptp(mon.series("target_linearity", "0")[1]) == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(ValueError, match="y_probe"):

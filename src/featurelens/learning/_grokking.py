@@ -92,13 +92,11 @@ def run_grokking(
     norm estimated from ``grokalign_projections`` random unit projections per row (the paper's
     estimator; None: the exact norm) drawn from ``seed``; the penalty value is logged as
     ``grokalign_penalty`` (``loss`` stays the MSE alone; the Monitor's gradient window sees the
-    whole gradient) and the Monitor's ``"alignment"`` metric is switched on.
-
-    Whenever ``"alignment"`` is among the Monitor's metrics (with ``grokalign``, or through
-    ``metrics``), the paper's centroid alignment ``mean_x cos(J_f(x)^T 1, x)`` and the top singular
-    direction's ``mean_x |cos(v_1, x)|`` (:func:`featurelens.learning.jacobian_alignment`) are
-    logged too, as ``jacobian_centroid_cosine`` and ``jacobian_top_singular_cosine``, at the
-    evaluation steps that are multiples of ``probe_every``.
+    whole gradient) and the Monitor's ``"jacobian_alignment"`` metric is switched on: it logs the
+    paper's centroid alignment ``mean_x cos(J_f(x)^T 1, x)`` (``jacobian_centroid_cosine``), the
+    mean cosine of each output's gradient with x, the rank-one share and the top singular
+    direction's ``|cos(v_1, x)|`` (:func:`featurelens.learning.jacobian_alignment`) every
+    ``probe_every`` steps.
 
     Returns ``(monitor, model, data, summary)``; ``summary`` holds the grok step (first logged step
     with test accuracy >= ``grok_threshold``), the detector's firing step and the final accuracies
@@ -106,7 +104,7 @@ def run_grokking(
     """
     import time
 
-    from .alignment import GrokAlign, jacobian_alignment
+    from .alignment import GrokAlign
     from .monitor import DEFAULT_METRICS, Monitor, train_with_monitor
 
     grokalign = check_float(grokalign, "grokalign", low=0.0, allow_none=True)
@@ -122,10 +120,9 @@ def run_grokking(
     kwargs = dict(every=1, window=20, k=1, probe_every=probe_every, detect_layer="0")
     kwargs.update(monitor_kwargs or {})
     metrics = tuple((metrics,) if isinstance(metrics, str) else (metrics or DEFAULT_METRICS))
-    if grokalign is not None and "alignment" not in metrics:
-        metrics = metrics + ("alignment",)
+    if grokalign is not None and not {"alignment", "jacobian_alignment"} & set(metrics):
+        metrics = metrics + ("jacobian_alignment",)
     monitor = Monitor(model, Xtr, ytr.numpy(), metrics=metrics, **kwargs)
-    align = "alignment" in monitor.metrics
     optimizer = None
     if grokalign is not None:
         lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
@@ -139,10 +136,6 @@ def run_grokking(
     def stop_when(mon, t):
         if optimizer is not None:
             mon.log(t, "grokalign_penalty", optimizer.last_penalty)
-        if align and t % mon.probe_every == 0:
-            a = jacobian_alignment(model, Xtr, batch_size=mon.batch_size)
-            mon.log(t, "jacobian_centroid_cosine", a.mean_centroid_cosine)
-            mon.log(t, "jacobian_top_singular_cosine", a.mean_top_singular_cosine)
         if not solved_at and mon.records and _last(mon, "test_accuracy") >= 0.99:
             solved_at.append(t)
         return bool(solved_at) and t - solved_at[0] >= extra_steps
@@ -179,14 +172,14 @@ def run_grokking(
         summary["grokalign_projections"] = grokalign_projections
         value = _last(monitor, "grokalign_penalty")
         summary["final_grokalign_penalty"] = None if np.isnan(value) else value
-    if align:
+    if "jacobian_alignment" in monitor.metrics:
         for name in ALIGNMENT_SERIES:
             value = _last(monitor, name)
             summary[f"final_{name}"] = None if np.isnan(value) else value
     return monitor, model, (Xtr, ytr, Xte, yte), summary
 
 
-#: The alignment series that ``run_grokking`` records with the Monitor's "alignment" metric on.
+#: The alignment series the Monitor's "jacobian_alignment" metric records.
 ALIGNMENT_SERIES = ("jacobian_cosine", "jacobian_rank_one_share", "jacobian_centroid_cosine",
                     "jacobian_top_singular_cosine")
 

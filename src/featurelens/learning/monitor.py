@@ -20,10 +20,13 @@ some):
   & Sompolinsky 2018) and the R^2 of the least-squares map from the layer's input to the one-hot
   labels, per monitored layer (:func:`featurelens.learning.manifold_geometry`,
   :func:`featurelens.learning.target_linearity`);
-- ``jacobian_cosine``, ``jacobian_rank_one_share`` (metric ``"alignment"``; opt-in; pseudo-layer
-  ``"model"``): the mean cosine between each output's input gradient and the input, and the mean
-  rank-one share of the input-output Jacobian over the probe rows
-  (:func:`featurelens.learning.jacobian_alignment`, the normal alignment of GrokAlign);
+  ``"target_linearity"`` records the last alone;
+- ``jacobian_cosine``, ``jacobian_rank_one_share``, ``jacobian_centroid_cosine``,
+  ``jacobian_top_singular_cosine`` (metric ``"jacobian_alignment"``, or ``"alignment"``; opt-in;
+  pseudo-layer ``"model"``): over the probe rows, the mean cosine between each output's input
+  gradient and the input, the rank-one share of the input-output Jacobian, GrokAlign's centroid
+  alignment cos(J^T 1, x) and the top right singular vector's |cos| with x
+  (:func:`featurelens.learning.jacobian_alignment`);
 - ``update_sv1..``, ``update_gap``, ``update_kstar``: the singular values of the window of the last
   ``window`` weight updates (a window x P matrix, one flattened update dW per row), the eigengap
   ratio sigma_k / sigma_{k+1} and the spectral edge k* = argmax_j sigma_j / sigma_{j+1}; likewise
@@ -56,6 +59,7 @@ from .._validation import (
 from .alignment import jacobian_alignment
 from .collapse import neural_collapse
 from .manifolds import monitor_metrics as manifold_metrics
+from .manifolds import target_linearity
 from .similarity import effective_rank
 from .nfa import (
     MEASURES,
@@ -73,8 +77,10 @@ __all__ = ["DEFAULT_METRICS", "METRICS", "EigengapDetector", "Monitor", "train_w
 #: others need one batched forward/backward over the probe rows.
 DEFAULT_METRICS = ("agop", "nfa", "rank", "collapse", "updates", "gradients")
 #: Everything a Monitor can record: the defaults plus the opt-in "manifold" (class manifolds and
-#: target linearity per layer, with y_probe) and "alignment" (the Jacobian's alignment with x).
-METRICS = DEFAULT_METRICS + ("manifold", "alignment")
+#: target linearity per layer, with y_probe), "target_linearity" (that alone) and
+#: "jacobian_alignment" (the input-output Jacobian's alignment with x; "alignment" for short).
+METRICS = DEFAULT_METRICS + ("manifold", "target_linearity", "jacobian_alignment")
+_METRIC_ALIASES = {"alignment": "jacobian_alignment"}
 
 
 class EigengapDetector:
@@ -288,7 +294,7 @@ class Monitor:
         metrics = tuple(metrics)
         if not metrics:
             raise ValueError(f"metrics is empty; expected some of {', '.join(map(repr, METRICS))}")
-        metrics = tuple(check_option(m, "each entry of metrics", METRICS) for m in metrics)
+        metrics = tuple(check_option(_METRIC_ALIASES.get(m, m), "each entry of metrics", METRICS) for m in metrics)
         k = check_int(k, "k", low=1)  # the eigengap index: sigma_k / sigma_(k+1)
         window = check_int(window, "window", low=1)
         if window < k + 1:
@@ -309,8 +315,9 @@ class Monitor:
             self.y_probe = y
         elif "collapse" in metrics and metrics != DEFAULT_METRICS:
             raise ValueError("metrics includes 'collapse', which needs y_probe; pass y_probe or drop it")
-        if "manifold" in metrics and y_probe is None:
-            raise ValueError("metrics includes 'manifold', which needs class labels; pass y_probe or drop it")
+        for needs_labels in ("manifold", "target_linearity"):
+            if needs_labels in metrics and y_probe is None:
+                raise ValueError(f"metrics includes {needs_labels!r}, which needs class labels; pass y_probe or drop it")
         self.layers = _select_layers(self.module, layers)
         names = list(self.layers)
         if detect_layer is None:
@@ -377,7 +384,7 @@ class Monitor:
                 self._push(self._grads, {n: g.detach().flatten().to(torch.float64, copy=True) for n, g in grads.items()})
                 self._spectrum(t, self._grads, "grad")
         if t % self.probe_every == 0 and any(m in self.metrics for m in ("agop", "nfa", "rank", "collapse", "manifold",
-                                                                         "alignment")):
+                                                                         "target_linearity", "jacobian_alignment")):
             self._probe(t)
         return True
 
@@ -412,22 +419,30 @@ class Monitor:
         want_rank = "rank" in self.metrics
         want_nc = "collapse" in self.metrics and self.y_probe is not None
         want_manifold = "manifold" in self.metrics
-        if "alignment" in self.metrics:
+        want_linearity = "target_linearity" in self.metrics and not want_manifold
+        if "jacobian_alignment" in self.metrics:
             aligned = jacobian_alignment(self._model, self.X_probe, batch_size=self.batch_size)
             self.log(t, "jacobian_cosine", float(np.mean(aligned.mean_cosine)), "model")
             self.log(t, "jacobian_rank_one_share", float(aligned.mean_rank_one_share), "model")
-        if not any(m in self.metrics for m in ("agop", "nfa", "rank", "collapse", "manifold")):
+            self.log(t, "jacobian_centroid_cosine", float(aligned.mean_centroid_cosine), "model")
+            self.log(t, "jacobian_top_singular_cosine", float(aligned.mean_top_singular_cosine), "model")
+        if not any(m in self.metrics for m in ("agop", "nfa", "rank", "collapse", "manifold", "target_linearity")):
             return
         agops, reps, _ = _layer_stats(
             self._model, self.X_probe, list(self.layers), self.batch_size,
-            representations=want_rank or want_nc or want_manifold,
+            representations=want_rank or want_nc or want_manifold or want_linearity,
         )
-        if want_manifold:
+        if want_manifold or want_linearity:
             if len(np.unique(self.y_probe)) < 2:
-                self._warn("manifold", "manifold metrics skipped: y_probe has a single class")
+                self._warn("manifold", "manifold and target-linearity metrics skipped: y_probe has a single class")
             else:
+                onehot = np.eye(int(self.y_probe.max()) + 1)[self.y_probe]
                 for name in self.layers:
-                    for key, value in manifold_metrics(reps[name][0], self.y_probe).items():
+                    if want_manifold:
+                        values = manifold_metrics(reps[name][0], self.y_probe)
+                    else:
+                        values = {"target_linearity": target_linearity(reps[name][0], onehot)}
+                    for key, value in values.items():
                         self.log(t, key, float(value), name)
         for name, mod in self.layers.items():
             A = agops[name]
