@@ -107,6 +107,20 @@ def test_manifold_and_alignment_metrics_equal_the_direct_functions():
         lin = fl.learning.target_linearity(feats, np.eye(3)[y.numpy()])
         assert alone.series("target_linearity", layer)[1][-1] == pytest.approx(lin, rel=1e-10)
     assert "manifold_radius" not in set(alone.history["metric"])
+    # the simulated capacity on the Monitor's fixed subsample: the function on the same rows
+    from featurelens.learning.monitor import CAPACITY_DICHOTOMIES, CAPACITY_LOADS
+
+    cap_mon = Monitor(net, X, y.numpy(), every=1, metrics=("manifold_capacity",), layers=["2"], detector=None)
+    cap_mon.step()
+    dims = sorted({min(7, max(1, round(3 / a))) for a in CAPACITY_LOADS})
+    rng = np.random.default_rng(0)  # the Monitor's subsample: 20 rows of each class, drawn once
+    rows = np.concatenate([rng.permutation(np.flatnonzero(y.numpy() == c))[:20] for c in range(3)])
+    direct = fl.learning.manifold_capacity(H["2"][rows], y.numpy()[rows], n_dichotomies=CAPACITY_DICHOTOMIES,
+                                           n_projections=dims, seed=0)
+    steps, value = cap_mon.series("manifold_capacity_mean_field", "2")
+    assert value[-1] == pytest.approx(direct.mean_field_capacity, rel=1e-10)
+    if np.isfinite(direct.critical_load):
+        assert cap_mon.series("manifold_capacity", "2")[1][-1] == pytest.approx(direct.critical_load, rel=1e-10)
     # the input layer's linearity is that of X itself: a fixed number across steps
     assert np.ptp(mon.series("target_linearity", "0")[1]) == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(ValueError, match="y_probe"):

@@ -21,6 +21,10 @@ some):
   labels, per monitored layer (:func:`featurelens.learning.manifold_geometry`,
   :func:`featurelens.learning.target_linearity`);
   ``"target_linearity"`` records the last alone;
+- ``manifold_capacity``, ``manifold_capacity_mean_field`` (metric ``"manifold_capacity"``, with
+  ``y_probe``; opt-in, a few hundred small LPs per probe): the simulated capacity of the class
+  manifolds (the load P/N where half the random dichotomies are separable, Cohen et al. 2020) on a
+  fixed subsample, and its mean-field estimate (:func:`featurelens.learning.manifold_capacity`);
 - ``jacobian_cosine``, ``jacobian_rank_one_share``, ``jacobian_centroid_cosine``,
   ``jacobian_top_singular_cosine`` (metric ``"jacobian_alignment"``, or ``"alignment"``; opt-in;
   pseudo-layer ``"model"``): over the probe rows, the mean cosine between each output's input
@@ -59,7 +63,7 @@ from .._validation import (
 from .alignment import jacobian_alignment
 from .collapse import neural_collapse
 from .manifolds import monitor_metrics as manifold_metrics
-from .manifolds import target_linearity
+from .manifolds import manifold_capacity, target_linearity
 from .similarity import effective_rank
 from .nfa import (
     MEASURES,
@@ -79,7 +83,10 @@ DEFAULT_METRICS = ("agop", "nfa", "rank", "collapse", "updates", "gradients")
 #: Everything a Monitor can record: the defaults plus the opt-in "manifold" (class manifolds and
 #: target linearity per layer, with y_probe), "target_linearity" (that alone) and
 #: "jacobian_alignment" (the input-output Jacobian's alignment with x; "alignment" for short).
-METRICS = DEFAULT_METRICS + ("manifold", "target_linearity", "jacobian_alignment")
+METRICS = DEFAULT_METRICS + ("manifold", "target_linearity", "manifold_capacity", "jacobian_alignment")
+#: The simulated capacity inside the Monitor: points per class, dichotomies per projection size,
+#: and the loads P/N tried (a coarse grid around Cover's 2: a probe costs a few hundred LPs).
+CAPACITY_POINTS, CAPACITY_DICHOTOMIES, CAPACITY_LOADS = 20, 16, (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
 _METRIC_ALIASES = {"alignment": "jacobian_alignment"}
 
 
@@ -315,7 +322,7 @@ class Monitor:
             self.y_probe = y
         elif "collapse" in metrics and metrics != DEFAULT_METRICS:
             raise ValueError("metrics includes 'collapse', which needs y_probe; pass y_probe or drop it")
-        for needs_labels in ("manifold", "target_linearity"):
+        for needs_labels in ("manifold", "target_linearity", "manifold_capacity"):
             if needs_labels in metrics and y_probe is None:
                 raise ValueError(f"metrics includes {needs_labels!r}, which needs class labels; pass y_probe or drop it")
         self.layers = _select_layers(self.module, layers)
@@ -384,7 +391,8 @@ class Monitor:
                 self._push(self._grads, {n: g.detach().flatten().to(torch.float64, copy=True) for n, g in grads.items()})
                 self._spectrum(t, self._grads, "grad")
         if t % self.probe_every == 0 and any(m in self.metrics for m in ("agop", "nfa", "rank", "collapse", "manifold",
-                                                                         "target_linearity", "jacobian_alignment")):
+                                                                         "target_linearity", "manifold_capacity",
+                                                                         "jacobian_alignment")):
             self._probe(t)
         return True
 
@@ -426,12 +434,16 @@ class Monitor:
             self.log(t, "jacobian_rank_one_share", float(aligned.mean_rank_one_share), "model")
             self.log(t, "jacobian_centroid_cosine", float(aligned.mean_centroid_cosine), "model")
             self.log(t, "jacobian_top_singular_cosine", float(aligned.mean_top_singular_cosine), "model")
-        if not any(m in self.metrics for m in ("agop", "nfa", "rank", "collapse", "manifold", "target_linearity")):
+        want_capacity = "manifold_capacity" in self.metrics
+        if not any(m in self.metrics for m in ("agop", "nfa", "rank", "collapse", "manifold", "target_linearity",
+                                               "manifold_capacity")):
             return
         agops, reps, _ = _layer_stats(
             self._model, self.X_probe, list(self.layers), self.batch_size,
-            representations=want_rank or want_nc or want_manifold or want_linearity,
+            representations=want_rank or want_nc or want_manifold or want_linearity or want_capacity,
         )
+        if want_capacity and len(np.unique(self.y_probe)) >= 2:
+            self._log_capacity(t, reps)
         if want_manifold or want_linearity:
             if len(np.unique(self.y_probe)) < 2:
                 self._warn("manifold", "manifold and target-linearity metrics skipped: y_probe has a single class")
@@ -483,6 +495,26 @@ class Monitor:
             for key, value in neural_collapse(H, self.y_probe, W=fit_w, b=fit_b).items():
                 if np.ndim(value) == 0 and value is not None and math.isfinite(float(value)):
                     self.log(t, key, float(value), last)
+
+    def _log_capacity(self, t: int, reps) -> None:
+        """``manifold_capacity`` (simulated: the load P/N where half the random class dichotomies
+        are linearly separable, on :data:`CAPACITY_POINTS` probe rows per class, projected to the
+        N of each load in :data:`CAPACITY_LOADS`) and ``manifold_capacity_mean_field`` per layer
+        (:func:`featurelens.learning.manifold_capacity`). The same rows and draws at every step, so
+        the series moves with the features only."""
+        rng = np.random.default_rng(0)
+        rows = np.concatenate([rng.permutation(np.flatnonzero(self.y_probe == c))[:CAPACITY_POINTS]
+                               for c in np.unique(self.y_probe)])
+        n_classes = len(np.unique(self.y_probe))
+        for name in self.layers:
+            H = reps[name][0][rows]
+            dims = sorted({min(H.shape[1], max(1, round(n_classes / a))) for a in CAPACITY_LOADS})
+            cap = manifold_capacity(H, self.y_probe[rows], n_dichotomies=CAPACITY_DICHOTOMIES,
+                                    n_projections=dims, seed=0)
+            if math.isfinite(cap.critical_load):
+                self.log(t, "manifold_capacity", float(cap.critical_load), name)
+            if math.isfinite(cap.mean_field_capacity):
+                self.log(t, "manifold_capacity_mean_field", float(cap.mean_field_capacity), name)
 
     def _warn(self, key, message):
         if key not in self._warned:
