@@ -182,6 +182,20 @@ def check_optional_bool(value, name: str):
     return bool(value)
 
 
+def progress_bar(total: int, progress: bool | None, desc: str):
+    """A tqdm bar of ``total`` steps when ``progress`` is True (None: only when stderr is a
+    terminal), else None; the caller updates and closes it."""
+    import sys
+
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, leave=False)
+
+
 def check_option(value, name: str, options: Iterable):
     """One of ``options`` (compared with ``==``); the error lists them and suggests the closest."""
     options = tuple(options)

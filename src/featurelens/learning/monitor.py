@@ -58,13 +58,13 @@ from .._validation import (
     check_option,
     check_optional_bool,
     check_seed,
+    progress_bar,
     torch_generator,
 )
 from .alignment import jacobian_alignment
 from .collapse import neural_collapse
-from .manifolds import monitor_metrics as manifold_metrics
 from .manifolds import manifold_capacity, target_linearity
-from .similarity import effective_rank
+from .manifolds import monitor_metrics as manifold_metrics
 from .nfa import (
     MEASURES,
     _layer_stats,
@@ -74,6 +74,7 @@ from .nfa import (
     layer_weight,
     matrix_power_psd,
 )
+from .similarity import effective_rank
 
 __all__ = ["DEFAULT_METRICS", "METRICS", "EigengapDetector", "Monitor", "train_with_monitor"]
 
@@ -638,7 +639,7 @@ def train_with_monitor(
     gen = torch_generator(seed)
     n = Xt.shape[0]
     n_classes = None
-    bar = _progress(steps, progress)
+    bar = progress_bar(steps, progress, "training")
 
     def accuracy(Xa, ya):
         with torch.no_grad():
@@ -672,15 +673,3 @@ def train_with_monitor(
         if bar is not None:
             bar.close()
     return monitor
-
-
-def _progress(total: int, progress: bool | None):
-    import sys
-
-    if progress is None:
-        progress = sys.stderr.isatty()
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="training", leave=False)

@@ -68,6 +68,7 @@ from .._validation import (
     check_optional_bool,
     check_seed,
     numpy_to_tensor,
+    progress_bar,
     torch_generator,
 )
 
@@ -394,7 +395,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         l1 = float(self.l1) if self.sparsity == "l1" else 0.0
         bs = int(self.batch_size)
         history = {key: [] for key in ("loss", "reconstruction", "sparsity", "l1", "dead", "resampled", "blend")}
-        bar = _progress(int(self.epochs), self.progress)
+        bar = progress_bar(int(self.epochs), self.progress, "sparse autoencoder")
         try:
             for epoch in range(int(self.epochs)):
                 perm = torch.randperm(n, generator=gen).to(dev)
@@ -474,18 +475,6 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
                     if key in state:
                         state[key][where] = 0.0
         return int(dead_idx.numel())
-
-
-def _progress(total: int, progress: bool | None):
-    import sys
-
-    if progress is None:
-        progress = sys.stderr.isatty()
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="sparse autoencoder", leave=False)
 
 
 # ----------------------------------------------------------------------------------------------
