@@ -25,7 +25,7 @@ _LAZY = {
     "selection": (".selection", None),
     "text": (".text", None),
     "Explainer": (".explainers", "Explainer"),
-    "explainer": (".explainers", "explainer"),
+    "explainer": ("._factory", "explainer"),
     "list_explainers": (".explainers", "list_explainers"),
     "Explanation": (".explanation", "Explanation"),
     "load_explanation": (".explanation", "load_explanation"),

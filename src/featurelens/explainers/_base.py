@@ -134,19 +134,12 @@ def explainer(name: str, model, output: str | None = None, **params) -> "Explain
     or ``"log_odds"``; the model is put in those units (:meth:`featurelens.models.Model.wrap`)
     before the explainer sees it. None keeps the model's own units (``"raw"`` for a plain model).
 
-    With ``tokenizer=`` the model is a text model and the result a
-    :class:`featurelens.text.TextExplainer` that explains texts over their words, tokens or
-    sentences (``unit=``): the black-box methods of :func:`featurelens.text.explain` or gradients
-    through the input embeddings.
+    ``fl.explainer`` (:func:`featurelens._factory.explainer`) also takes ``tokenizer=`` for text
+    models; this function is the one for arrays and tables.
 
     >>> ex = explainer("integrated_gradients", net, n_steps=50)
     >>> e = ex.explain(x, target=y)
-    >>> explainer("spex", classifier, tokenizer=tok, budget=2000).explain("not bad at all")
     """
-    if "tokenizer" in params:
-        from ..text import TextExplainer
-
-        return TextExplainer(name, model, **params, **({} if output is None else {"output": output}))
     cls = explainer_class(name)
     allowed = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "model")]
     unknown = [p for p in params if p not in allowed]
