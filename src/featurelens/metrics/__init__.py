@@ -2,7 +2,9 @@
 
 - localization against planted ground truth: precision_at_k, iou_at_k, emd_score, relevance_mass,
   relevance_rank_accuracy
-- faithfulness: deletion_curve, insertion_curve, faithfulness_correlation, infidelity
+- faithfulness: deletion_curve, insertion_curve, faithfulness_correlation, infidelity; by removal
+  road, irof, selectivity, region_perturbation; by subsets sensitivity_n, monotonicity,
+  monotonicity_correlation, sufficiency
 - robustness: max_sensitivity, avg_sensitivity, local_lipschitz
 - complexity: sparseness, complexity
 - randomisation: model_randomization
@@ -25,6 +27,8 @@ from featurelens.metrics.localization import (
 )
 from featurelens.metrics.ood import auroc, fpr_at_tpr
 from featurelens.metrics.randomization import model_randomization
+from featurelens.metrics.removal import irof, region_perturbation, road, selectivity
+from featurelens.metrics.subsets import monotonicity, monotonicity_correlation, sensitivity_n, sufficiency
 from featurelens.metrics.robustness import avg_sensitivity, local_lipschitz, max_sensitivity
 
 __all__ = [
@@ -37,6 +41,14 @@ __all__ = [
     "insertion_curve",
     "faithfulness_correlation",
     "infidelity",
+    "road",
+    "irof",
+    "selectivity",
+    "region_perturbation",
+    "sensitivity_n",
+    "monotonicity",
+    "monotonicity_correlation",
+    "sufficiency",
     "max_sensitivity",
     "avg_sensitivity",
     "local_lipschitz",

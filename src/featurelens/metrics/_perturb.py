@@ -229,15 +229,53 @@ def forward_copies(
     ~9 us/row on one core and 8192-16384-row chunks at ~16 us/row (benchmarks/bench_metrics.py).
     The Model is only read, never changed.
     """
+    make_rows = copy_rows(x, make_block)
+    return m.expanded_forward(
+        x, n_copies, make_rows, target=target, transform=lambda v, c, s: v.double(), batch_size=m.chunk_rows(x)
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# additions for the removal metrics (road, irof, selectivity, region_perturbation)
+
+
+def patch_regions(x_shape: tuple, patch_size: int) -> tuple[np.ndarray, int]:
+    """Square patches of an image batch (n, h, w) or (n, c, h, w) as regions of one input.
+
+    The image is thought padded to a multiple of ``patch_size`` on each side, the padding split
+    ``floor(pad / 2)`` before and ``ceil(pad / 2)`` after (Quantus's ``get_padding_size``), and
+    cut into a grid of ``patch_size`` squares numbered row-major; every channel of a pixel shares
+    its patch. Returns (region index of every element of one input, flattened; number of patches).
+    Every patch holds at least one pixel, since the padding of a side is below ``patch_size``.
+    """
+    if len(x_shape) not in (3, 4):
+        raise ValueError(f"patches need images (n, h, w) or (n, c, h, w); got x of shape {tuple(x_shape)}")
+    h, w = x_shape[-2:]
+
+    def axis(size):
+        pad = (-size) % patch_size
+        return (np.arange(size) + pad // 2) // patch_size, (size + pad) // patch_size
+
+    rows, n_rows = axis(h)
+    cols, n_cols = axis(w)
+    pix = rows[:, None] * n_cols + cols[None, :]
+    one = tuple(x_shape[1:])
+    return np.broadcast_to(pix, one).reshape(-1).astype(np.int64), int(n_rows * n_cols)
+
+
+def copy_rows(x: torch.Tensor, make_block: Callable[[slice], torch.Tensor]):
+    """The ``make_rows(copy_index, sample_index)`` of :meth:`Model.expanded_forward` for perturbed
+    copies built whole, ``make_block(copies) -> (k, n, *x.shape[1:])``, called once per copy in order
+    (the rule :func:`forward_copies` follows; chunks smaller than a copy keep the copies they cut)."""
     n = x.shape[0]
-    built: dict[int, torch.Tensor] = {}  # copies built but not yet wholly sent (chunks < n rows)
+    built: dict[int, torch.Tensor] = {}
     next_copy = 0
 
     def make_rows(copy_idx: torch.Tensor, sample_idx: torch.Tensor) -> torch.Tensor:
         nonlocal next_copy
         first, last = int(copy_idx[0]), int(copy_idx[-1])
         whole = int(sample_idx[0]) == 0 and sample_idx.shape[0] == (last - first + 1) * n
-        if whole and first == next_copy:  # chunks of whole copies: one block, viewed as rows
+        if whole and first == next_copy:
             block = make_block(slice(first, last + 1))
             next_copy = last + 1
             return block.reshape(-1, *x.shape[1:])
@@ -250,6 +288,70 @@ def forward_copies(
             next_copy = last + 1
         return torch.stack([built[c] for c in range(first, last + 1)])[copy_idx - first, sample_idx]
 
+    return make_rows
+
+
+def forward_copies_predicted(
+    m: Model, x: torch.Tensor, n_copies: int, make_block: Callable[[slice], torch.Tensor]
+) -> torch.Tensor:
+    """The predicted class (argmax of the outputs) of ``n_copies`` perturbed copies of the batch,
+    (n_copies, n) long; ``make_block`` and the chunks as in :func:`forward_copies`."""
     return m.expanded_forward(
-        x, n_copies, make_rows, target=target, transform=lambda v, c, s: v.double(), batch_size=m.chunk_rows(x)
+        x, n_copies, copy_rows(x, make_block), target=None, transform=lambda v, c, s: v.argmax(1),
+        batch_size=m.chunk_rows(x),
     )
+
+
+#: Neighbours (row offset, column offset, weight) of the noisy linear imputation (Rong et al. 2022):
+#: 1/6 for the four direct neighbours, 1/12 for the four diagonal ones (they sum to 1).
+IMPUTATION_NEIGHBOURS = (
+    (1, 1, 1 / 12), (0, 1, 1 / 6), (-1, 1, 1 / 12), (1, -1, 1 / 12),
+    (0, -1, 1 / 6), (-1, -1, 1 / 12), (1, 0, 1 / 6), (-1, 0, 1 / 6),
+)
+
+
+def noisy_linear_imputation(x: np.ndarray, removed: np.ndarray, noise: np.ndarray | None = None) -> np.ndarray:
+    """Impute the removed pixels of images from their neighbours, plus noise (Rong et al. 2022).
+
+    ``x`` (B, c, h, w) float64, ``removed`` (B, h, w) bool, ``noise`` None or (B, c, h, w). Every
+    removed pixel p gets, per channel, the value solving
+    ``sum_{q in N(p)} w_q (v_p - v_q) = 0`` with ``v_q = x_q`` for kept neighbours q: a weighted
+    mean of its (kept or imputed) 8-neighbours inside the image (weights
+    :data:`IMPUTATION_NEIGHBOURS`), then ``+ noise_p``. All B images are solved as one sparse,
+    block-diagonal system (one factorisation, c right-hand sides). A component of removed pixels
+    with no kept neighbour (the whole image) leaves the system singular: callers keep one pixel.
+    """
+    from scipy.sparse import csc_matrix
+    from scipy.sparse.linalg import spsolve
+
+    _, c, h, w = x.shape
+    b_idx, r_idx, q_idx = np.nonzero(removed)
+    n_var = b_idx.size
+    out = x.copy()
+    if n_var == 0:
+        return out
+    var = np.full(removed.shape, -1, dtype=np.int64)
+    var[b_idx, r_idx, q_idx] = np.arange(n_var)
+    diag = np.zeros(n_var)
+    rhs = np.zeros((n_var, c))
+    rows, cols, vals = [np.arange(n_var)], [np.arange(n_var)], []
+    for dr, dq, wt in IMPUTATION_NEIGHBOURS:
+        rr, qq = r_idx + dr, q_idx + dq
+        ok = (rr >= 0) & (rr < h) & (qq >= 0) & (qq < w)
+        v, bb, rr, qq = np.flatnonzero(ok), b_idx[ok], rr[ok], qq[ok]
+        diag[v] += wt
+        nv = var[bb, rr, qq]
+        unknown = nv >= 0
+        rows.append(v[unknown])
+        cols.append(nv[unknown])
+        vals.append(np.full(int(unknown.sum()), -wt))
+        known = ~unknown
+        # v holds each variable once per offset, so the fancy-index += does not lose updates.
+        rhs[v[known]] += wt * x[bb[known], :, rr[known], qq[known]]
+    a = csc_matrix((np.concatenate([diag] + vals), (np.concatenate(rows), np.concatenate(cols))),
+                   shape=(n_var, n_var))
+    sol = np.asarray(spsolve(a, rhs)).reshape(n_var, c)
+    if noise is not None:
+        sol = sol + noise[b_idx, :, r_idx, q_idx]
+    out[b_idx, :, r_idx, q_idx] = sol
+    return out

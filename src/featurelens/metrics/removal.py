@@ -1,0 +1,351 @@
+"""Faithfulness by removal: ROAD, IROF, selectivity and region perturbation.
+
+Each metric removes what the attribution calls relevant, step by step, and watches the model.
+Arguments follow :mod:`featurelens.metrics.faithfulness`: a model (``torch.nn.Module``,
+callable or :class:`featurelens.models.Model`), a batch ``x`` (images (n, c, h, w) / (n, h, w),
+or rows (n, d) where the metric allows), attributions ``a`` (array, tensor or
+:class:`featurelens.Explanation`) shaped like ``x`` or, for images, like the spatial map
+(n, h, w) / (n, 1, h, w), ``target`` (None = the predicted class, an int, or one int per sample),
+``output`` (the units of ``f_t``) and ``executor``. Every perturbed copy goes through the one
+Model adapter in chunks bounded by its ``batch_size`` (:func:`featurelens.metrics._perturb.forward_copies`).
+Regions are ranked by their summed attribution (IROF: mean), ties to the smaller region index.
+
+Each metric returns ``(curves, score)``: float64 arrays (n, steps) and (n,), one score per sample.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .._validation import (
+    as_numpy,
+    check_float,
+    check_int,
+    check_option,
+    check_seed,
+    numpy_rng,
+)
+from . import _perturb as P
+
+__all__ = ["irof", "region_perturbation", "road", "selectivity"]
+
+_ORDERS = ("morf", "lerf")
+
+
+def _setup(model, x, a, target, output, executor):
+    a_arr = P.attributions_array(a)
+    m, xt, at, t, f0 = P.prepare(model, x, a_arr, target, output=output, executor=executor)
+    return m, xt, at, t, f0, a_arr.shape != tuple(xt.shape)
+
+
+def _patch_or_groups(xt, spatial, groups, patch_size):
+    """Regions of the patch metrics: ``groups`` when given, else ``patch_size`` squares for images,
+    else every element (rows)."""
+    if groups is not None:
+        return P.regions(groups, tuple(xt.shape), spatial)
+    if xt.ndim in (3, 4):
+        return P.patch_regions(tuple(xt.shape), check_int(patch_size, "patch_size", low=1))
+    return P.regions(None, tuple(xt.shape), spatial)
+
+
+def _removal_outputs(m, xt, t, rank_el, base, ks):
+    """``f_t`` of the copies j = 0..len(ks)-1 in which every element of rank < ks[j] is replaced by
+    the baseline: (len(ks), n) float64."""
+    ks_t = torch.as_tensor(np.asarray(ks, dtype=np.int64), device=xt.device)
+
+    def block(s):
+        k = ks_t[s].view(-1, 1, *([1] * (xt.ndim - 1)))
+        return torch.where(rank_el.unsqueeze(0) < k, base.unsqueeze(0), xt.unsqueeze(0))
+
+    return P.forward_copies(m, xt, t, len(ks), block)
+
+
+def _ranks(scores, order, seed=None):
+    """Removal rank of every region per sample (0 = removed first)."""
+    if order == "morf":
+        return P.descending_ranks(scores)
+    if order == "lerf":
+        return P.descending_ranks(-scores)
+    rng = numpy_rng(seed)
+    perm = np.stack([rng.permutation(scores.shape[1]) for _ in range(scores.shape[0])])
+    return torch.as_tensor(perm, device=scores.device)
+
+
+def _trapezoid(curves: np.ndarray) -> np.ndarray:
+    """Trapezoid rule with unit spacing along axis 1 (what ``np.trapz(dx=1)`` gave)."""
+    return 0.5 * (curves[:, 1:] + curves[:, :-1]).sum(1)
+
+
+# --------------------------------------------------------------------------------------------------
+# ROAD
+
+
+def road(
+    model,
+    x,
+    a,
+    target=None,
+    percentages=None,
+    noise=0.01,
+    seed=0,
+    *,
+    order="morf",
+    groups=None,
+    output=None,
+    executor=None,
+):
+    """ROAD: RemOve And Debias (Rong, Leemann, Borisov, Kasneci & Kasneci 2022, ICML, arXiv:2202.00449).
+
+    For every percentage p the ``floor(G p / 100)`` pixels (or ``groups`` regions) of highest
+    summed attribution (``order="morf"``; lowest first with ``"lerf"``) are removed and filled by
+    noisy linear imputation: each removed pixel takes, per channel, the weighted mean of its
+    8-neighbours (weights 1/6 direct, 1/12 diagonal; removed neighbours are imputed jointly, a sparse
+    linear system) plus ``N(0, noise^2)``, which hides the shape of the removed set from the model.
+    ``curves[i, j] = 1[argmax_k f_k(x_i^(p_j)) == target_i]``; ``score_i = mean_j curves[i, j]``
+    (MoRF: low is faithful; LeRF: high is faithful). Quantus's ``ROAD`` is ``order="morf"`` with
+    pixels, its value per percentage being ``curves.mean(0)`` (tested to 1e-6 on the same noise).
+
+    Args:
+        percentages: the percentages p, each in [0, 100) (at 100 nothing is left to impute from);
+            default ``1, 3, ..., 99`` (Quantus's).
+        noise: standard deviation of the imputation noise, absolute units of ``x``; >= 0.
+        seed: None, an int or a numpy Generator; copy j's noise is the j-th array of
+            :func:`featurelens.metrics._perturb.gaussian_draws` (shape of ``x``, scale ``noise``),
+            read at the removed pixels.
+        order: ``"morf"`` (most relevant first) or ``"lerf"`` (least relevant first).
+        groups: optional int map (h, w) / (1, h, w) of regions removed whole; default pixels.
+
+    Returns:
+        ``(curves, score)``: float64 arrays (n, len(percentages)) and (n,).
+    """
+    if percentages is None:
+        percentages = list(range(1, 100, 2))
+    pct = np.asarray(as_numpy(percentages, "percentages"), dtype=np.float64).reshape(-1)
+    if pct.size == 0 or not np.all(np.isfinite(pct)) or np.any(pct < 0) or np.any(pct >= 100):
+        raise ValueError(f"percentages must be a non-empty list of numbers in [0, 100); got {percentages!r}")
+    noise = check_float(noise, "noise", low=0.0)
+    seed = check_seed(seed)
+    order = check_option(order, "order", _ORDERS)
+    m, xt, at, t, _, _ = _setup(model, x, a, target, output, executor)
+    if xt.ndim not in (3, 4):
+        raise ValueError(f"road imputes pixels from their neighbours: x must be images (n, h, w) or "
+                         f"(n, c, h, w); got shape {tuple(xt.shape)}")
+    n, (h, w) = xt.shape[0], xt.shape[-2:]
+    img_shape = (n, 1 if xt.ndim == 3 else xt.shape[1], h, w)
+    if groups is None:
+        pix_region, n_regions = np.arange(h * w), h * w
+    else:
+        g = as_numpy(groups, "groups")
+        if g.shape not in ((h, w), (1, h, w)):
+            raise ValueError(f"groups must be a map of the pixels (h, w) = {(h, w)} or (1, h, w) for road "
+                             f"(it imputes whole pixels); got shape {g.shape}")
+        pix_region, n_regions = P.regions(g.reshape(h, w), (1, h, w), False)
+    # Pixel scores: the attribution summed over channels (and regions), then ranked.
+    pix_scores = P.region_scores(at.reshape(img_shape).sum(1), None, h * w)
+    scores = P.region_scores(pix_scores.view(n, h, w), pix_region, n_regions) if groups is not None else pix_scores
+    ranks = _ranks(scores, order)
+    rank_pix = ranks[:, torch.as_tensor(pix_region, device=ranks.device)].reshape(n, h, w).cpu().numpy()
+    ks = [int(n_regions * float(p) / 100) for p in pct]  # Quantus's int(a_size * p / 100)
+    x64 = xt.detach().double().cpu().numpy().reshape(img_shape)
+    draws = P.gaussian_draws(numpy_rng(seed), len(ks), img_shape, np.full(n, noise))
+
+    def block(s):
+        idx = range(s.start, s.stop)
+        noises = np.stack([next(draws) for _ in idx])  # (k, n, c, h, w), consumed in order
+        removed = np.stack([rank_pix < ks[j] for j in idx])
+        filled = P.noisy_linear_imputation(
+            np.broadcast_to(x64, noises.shape).reshape(-1, *img_shape[1:]),
+            removed.reshape(-1, h, w), noises.reshape(-1, *img_shape[1:]))
+        return torch.as_tensor(filled, device=xt.device).to(xt.dtype).reshape(len(idx), *xt.shape)
+
+    predicted = P.forward_copies_predicted(m, xt, len(ks), block)  # (P, n)
+    curves = (predicted == t.unsqueeze(0)).T.double().cpu().numpy()
+    return curves, curves.mean(1)
+
+
+# --------------------------------------------------------------------------------------------------
+# IROF
+
+
+def _sample_groups(groups, x_shape):
+    """Per-sample segments: (n, E) region index per element of each input (labels renumbered
+    0..S_i-1 per sample in sorted order) and S_i (n,)."""
+    n, one = x_shape[0], tuple(x_shape[1:])
+    g = as_numpy(groups, "groups")
+    if g.dtype.kind not in "iu":
+        raise TypeError(f"groups must be an int array; got dtype {g.dtype}")
+    if g.shape == (n,) + one:
+        pass
+    elif len(x_shape) == 4 and g.shape in ((n,) + tuple(x_shape[2:]), (n, 1) + tuple(x_shape[2:])):
+        g = np.broadcast_to(g.reshape(n, 1, *x_shape[2:]), x_shape)
+    else:
+        region_of, n_regions = P.regions(g, x_shape, False)  # one map for every sample
+        return np.broadcast_to(region_of, (n, region_of.size)).copy(), np.full(n, n_regions)
+    flat = g.reshape(n, -1).astype(np.int64)
+    flat = flat - flat.min()
+    span = int(flat.max()) + 1
+    labels, inverse = np.unique(flat + span * np.arange(n)[:, None], return_inverse=True)
+    first = np.searchsorted(labels, span * np.arange(n))  # index of each sample's smallest label
+    sizes = np.diff(np.append(first, labels.size))
+    return (inverse.reshape(n, -1) - first[:, None]).astype(np.int64), sizes
+
+
+def irof(
+    model,
+    x,
+    a,
+    target=None,
+    baseline="mean",
+    *,
+    groups=None,
+    patch_size=None,
+    blur_sigma=None,
+    output="probability",
+    executor=None,
+):
+    """IROF: iterative removal of features (Rieger & Hansen 2020, arXiv:2003.08747).
+
+    The input is cut into segments (superpixels), ranked by their mean attribution; the k most
+    relevant are replaced by the baseline, k = 1..S_i, and ``c_i(k) = f_t(x_i^(k)) / f_t(x_i)``
+    is recorded. The score is the area over this curve, ``irof_i = S_i - sum_{k=1}^{S_i-1}
+    (c_i(k) + c_i(k+1)) / 2`` (high is faithful): Quantus's ``IROF`` value. Quantus computes the
+    trapezoid with ``np.trapz``, removed in numpy 2.4 (where its IROF raises AttributeError); here
+    it is written out. Two more Quantus 0.6 defects not copied: its ``"mean"`` baseline is the mean
+    of the whole, already perturbed batch, recomputed at every step (here: each sample's own mean
+    of x, fixed), and with segment counts differing across the batch it pads the shorter curves with
+    0 and integrates into the padding. Quantus segments with skimage's SLIC; the parity test feeds
+    the same segments to both.
+
+    Args:
+        baseline: see :func:`featurelens.metrics.deletion_curve` (default ``"mean"``).
+        groups: the segments: an int map shaped like one input / the spatial map (shared), or per
+            sample (n, h, w), (n, 1, h, w) or shaped like ``x`` (e.g. SLIC superpixels). Default:
+            a grid of ``patch_size`` squares for images (``patch_size`` default
+            ``max(1, min(h, w) // 8)``, about 64 segments), every feature for rows.
+        output: units of f; default ``"probability"`` (the paper's class score; a ratio of raw
+            logits changes sign). ``curves[i, k] = NaN`` for k >= S_i.
+
+    Returns:
+        ``(curves, score)``: float64 (n, max S_i) and (n,).
+    """
+    m, xt, at, t, f0, _ = _setup(model, x, a, target, output, executor)
+    if groups is None:
+        if xt.ndim in (3, 4):
+            size = max(1, min(xt.shape[-2:]) // 8) if patch_size is None else check_int(patch_size, "patch_size", low=1)
+            region_of, n_reg = P.patch_regions(tuple(xt.shape), size)
+        else:
+            region_of, n_reg = np.arange(int(np.prod(xt.shape[1:]))), int(np.prod(xt.shape[1:]))
+        seg = np.broadcast_to(region_of, (xt.shape[0], region_of.size)).copy()
+        sizes = np.full(xt.shape[0], n_reg)
+    else:
+        seg, sizes = _sample_groups(groups, tuple(xt.shape))
+    n, s_max = xt.shape[0], int(sizes.max())
+    seg_t = torch.as_tensor(seg, device=xt.device)
+    flat = at.reshape(n, -1).double()
+    sums = torch.zeros(n, s_max, dtype=torch.float64, device=xt.device).scatter_add_(1, seg_t, flat)
+    counts = torch.zeros_like(sums).scatter_add_(1, seg_t, torch.ones_like(flat))
+    means = torch.where(counts > 0, sums / counts.clamp(min=1), torch.full_like(sums, -math.inf))
+    ranks = P.descending_ranks(means)
+    rank_el = ranks.gather(1, seg_t).reshape(xt.shape)
+    base = P.baseline_tensor(baseline, xt, blur_sigma)
+    outs = _removal_outputs(m, xt, t, rank_el, base, range(1, s_max + 1))  # (S, n)
+    curves = (outs / f0.unsqueeze(0)).T.cpu().numpy()
+    valid = np.arange(s_max)[None, :] < sizes[:, None]
+    curves = np.where(valid, curves, np.nan)
+    pairs = np.where(valid[:, 1:], 0.5 * (curves[:, 1:] + curves[:, :-1]), 0.0)
+    return curves, sizes - pairs.sum(1)
+
+
+# --------------------------------------------------------------------------------------------------
+# selectivity and region perturbation
+
+
+def selectivity(
+    model,
+    x,
+    a,
+    target=None,
+    patch_size=8,
+    baseline="min",
+    *,
+    groups=None,
+    blur_sigma=None,
+    output=None,
+    executor=None,
+):
+    """Selectivity (Montavon, Samek & Mueller 2018, Digital Signal Processing, arXiv:1706.07979).
+
+    Patches (``patch_size`` squares, or ``groups`` regions, or elements for rows) are removed one
+    after the other in order of decreasing summed attribution; ``curves[i, k-1] = f_t(x_i with
+    its k most relevant patches set to the baseline)``, k = 1..G, and ``score_i = sum_{k=1}^{G-1}
+    (curves[i, k-1] + curves[i, k]) / 2`` (trapezoid, unit steps); a faithful map makes the
+    output fall fast (low is faithful). On a linear model with a zero baseline and ``a = w * x``
+    the curve is the pointwise lowest over all patch orderings. Quantus's ``Selectivity`` returns
+    ``curves``; its ``get_auc_score`` is ``score`` (np.trapz).
+
+    Args:
+        patch_size: side of the square patches for images (Quantus's centred padding grid).
+        baseline: as in :func:`featurelens.metrics.deletion_curve`; default ``"min"`` (each
+            sample's minimum, Quantus's ``"black"``).
+
+    Returns:
+        ``(curves, score)``: float64 (n, G) and (n,).
+    """
+    m, xt, at, t, _, spatial = _setup(model, x, a, target, output, executor)
+    region_of, n_regions = _patch_or_groups(xt, spatial, groups, patch_size)
+    ranks = P.descending_ranks(P.region_scores(at, region_of, n_regions))
+    rank_el = P.element_view(ranks, region_of, tuple(xt.shape))
+    base = P.baseline_tensor(baseline, xt, blur_sigma)
+    curves = _removal_outputs(m, xt, t, rank_el, base, range(1, n_regions + 1)).T.cpu().numpy()
+    return curves, _trapezoid(curves)
+
+
+def region_perturbation(
+    model,
+    x,
+    a,
+    target=None,
+    patch_size=8,
+    steps=100,
+    baseline="min",
+    *,
+    order="morf",
+    seed=0,
+    groups=None,
+    blur_sigma=None,
+    output=None,
+    executor=None,
+):
+    """Region perturbation, AOPC (Samek, Binder, Montavon, Lapuschkin & Mueller 2017, IEEE TNNLS,
+    arXiv:1509.06321).
+
+    Patches are removed cumulatively in order (``"morf"``: decreasing summed attribution,
+    ``"lerf"``: increasing, ``"random"``: a seeded random permutation per sample);
+    ``curves[i, k-1] = f_t(x_i) - f_t(x_i^(k))``, k = 1..L with ``L = min(steps, G)``, and
+    ``AOPC_i = 1/(L+1) sum_{k=0}^{L} (f_t(x_i) - f_t(x_i^(k)))`` (the k = 0 term is 0); with
+    MoRF, high is faithful. Quantus's ``RegionPerturbation`` (``regions_evaluation = steps``)
+    returns ``curves``; its ``get_auc_score`` is a trapezoid of them, not the AOPC.
+
+    Args:
+        patch_size, baseline, groups: as in :func:`selectivity`.
+        steps: the number of regions removed, >= 1 (capped at G).
+        seed: the permutations of ``order="random"`` (None, an int or a numpy Generator).
+
+    Returns:
+        ``(curves, aopc)``: float64 (n, L) and (n,).
+    """
+    steps = check_int(steps, "steps", low=1)
+    order = check_option(order, "order", _ORDERS + ("random",))
+    seed = check_seed(seed)
+    m, xt, at, t, f0, spatial = _setup(model, x, a, target, output, executor)
+    region_of, n_regions = _patch_or_groups(xt, spatial, groups, patch_size)
+    ranks = _ranks(P.region_scores(at, region_of, n_regions), order, seed)
+    rank_el = P.element_view(ranks, region_of, tuple(xt.shape))
+    base = P.baseline_tensor(baseline, xt, blur_sigma)
+    n_steps = min(steps, n_regions)
+    outs = _removal_outputs(m, xt, t, rank_el, base, range(1, n_steps + 1))
+    curves = (f0.unsqueeze(0) - outs).T.cpu().numpy()
+    return curves, curves.sum(1) / (n_steps + 1)

@@ -1,0 +1,359 @@
+"""Faithfulness by subsets of features: Sensitivity-n, Monotonicity, Monotonicity correlation and
+Sufficiency.
+
+Arguments follow :mod:`featurelens.metrics.faithfulness`: a model, a batch ``x`` (samples first),
+attributions ``a`` shaped like ``x`` (or, for images, like the spatial map, spread over the
+channels), ``target`` (None = the predicted class, an int, or one int per sample), ``groups``
+(regions perturbed whole and scored by their summed attribution), ``output`` (the units of
+``f_t``) and ``executor``. Every perturbed copy of the batch goes through
+:func:`featurelens.metrics._perturb.forward_copies` (chunks bounded by the Model's batch size).
+Scores are float64 numpy arrays with one entry per sample (Sensitivity-n: one per sample and
+subset size).
+
+Where Quantus 0.6 computes something else, the docstring says so; ``tests/metrics/test_subsets.py``
+shows it on Quantus itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+
+from .._validation import (
+    check_bool,
+    check_float,
+    check_int,
+    check_option,
+    check_seed,
+    numpy_rng,
+)
+from . import _perturb as P
+from .faithfulness import _pearson
+
+__all__ = ["monotonicity", "monotonicity_correlation", "sensitivity_n", "sufficiency"]
+
+
+def _scored_regions(model, x, a, target, groups, output, executor, use_abs: bool):
+    """Shared set-up: (Model, x, target, f_t(x), region_of, G, region scores (n, G) float64)."""
+    a_arr = P.attributions_array(a)
+    m, xt, at, t, f0 = P.prepare(model, x, a_arr, target, output=output, executor=executor)
+    region_of, n_regions = P.regions(groups, tuple(xt.shape), a_arr.shape != tuple(xt.shape))
+    scores = P.region_scores(at.abs() if use_abs else at, region_of, n_regions)
+    return m, xt, t, f0, region_of, n_regions, scores
+
+
+def _subset_sizes(ns, n_regions: int) -> tuple[list[int], bool]:
+    """The subset sizes as a list, and whether a single int was given."""
+    if ns is None:
+        top = max(1, int(0.8 * n_regions))
+        return sorted({int(v) for v in np.round(np.geomspace(1, top, 10))}), False
+    if isinstance(ns, (int, np.integer)) and not isinstance(ns, (bool, np.bool_)):
+        return [check_int(ns, f"ns (regions per subset, of {n_regions})", low=1, high=n_regions)], True
+    try:
+        values = list(ns)
+    except TypeError:
+        raise TypeError(f"ns must be None, an int or a sequence of ints; got {ns!r} ({type(ns).__name__})") from None
+    if not values:
+        raise ValueError("ns must hold at least one subset size; got an empty sequence")
+    return [check_int(v, f"ns[{k}] (regions per subset, of {n_regions})", low=1, high=n_regions)
+            for k, v in enumerate(values)], False
+
+
+def sensitivity_n(
+    model,
+    x,
+    a,
+    target=None,
+    ns=None,
+    n_subsets=100,
+    seed=0,
+    baseline=0.0,
+    *,
+    groups=None,
+    blur_sigma=None,
+    output=None,
+    executor=None,
+):
+    """Sensitivity-n (Ancona, Ceolini, Oztireli & Gross 2018, ICLR, arXiv:1711.06104).
+
+    An attribution satisfies Sensitivity-n when, for every subset S of n features,
+    ``sum_{e in S} a_e = f_t(x) - f_t(x with S removed)``. For each size n in ``ns`` draw
+    ``n_subsets`` uniformly random subsets S_j of n regions per sample, set them to the baseline,
+    and score the Pearson correlation over j of ``sum_{e in S_j} a_e`` and
+    ``f_t(x) - f_t(x_{S_j removed})``: one value per sample and n (in [-1, 1], higher is better;
+    NaN when either side is constant). On a linear model with a zero baseline, input x gradient
+    gives exactly 1 for every n.
+
+    Quantus 0.6's ``SensitivityN`` computes another quantity: it removes features cumulatively in
+    decreasing attribution order, ``features_in_step`` at a time, pairs the cumulative output drop
+    after step k with the attribution of step k alone, and correlates over the samples of its
+    first batch, returning one value per step instead of one per sample. We follow the paper; fed
+    the same subsets (one sample's subsets as a Quantus batch, see the tests), Quantus's Pearson
+    equals ours.
+
+    Args:
+        ns: the subset sizes (regions per subset): an int (returns (n,)), a sequence of ints
+            (returns (n, len(ns))) or None: ``sorted(set(round(geomspace(1, max(1, int(0.8 G)),
+            10))))``, G = number of regions (Ancona et al. vary n up to about 80 % of the
+            features).
+        n_subsets: random subsets per size and sample (>= 2, a correlation needs two).
+        seed: None, an int or a numpy Generator; the subsets are
+            :func:`featurelens.metrics._perturb.subset_draws` of one ``numpy_rng(seed)`` stream,
+            size after size in the order of ``ns``.
+        baseline, groups, blur_sigma, output, executor: see
+            :func:`featurelens.metrics.deletion_curve`.
+
+    Returns:
+        float64 array (n,) for an int ``ns``, else (n, len(ns)).
+    """
+    n_subsets = check_int(n_subsets, "n_subsets", low=2)
+    seed = check_seed(seed)
+    m, xt, t, f0, region_of, n_regions, scores = _scored_regions(model, x, a, target, groups, output, executor, False)
+    sizes, single = _subset_sizes(ns, n_regions)
+    base = P.baseline_tensor(baseline, xt, blur_sigma)
+    n = xt.shape[0]
+    rng = numpy_rng(seed)
+    draws = itertools.chain.from_iterable(P.subset_draws(rng, n, n_regions, n_subsets, s) for s in sizes)
+    total = len(sizes) * n_subsets
+    sums = torch.empty(total, n, dtype=torch.float64, device=xt.device)
+
+    def block(s):
+        masks = torch.as_tensor(np.stack([next(draws) for _ in range(s.stop - s.start)]), device=xt.device)
+        sums[s] = (masks * scores.unsqueeze(0)).sum(-1)
+        hit = P.element_view(masks, region_of, tuple(xt.shape))
+        return torch.where(hit, base.unsqueeze(0), xt.unsqueeze(0))
+
+    drops = f0.unsqueeze(0) - P.forward_copies(m, xt, t, total, block)  # (total, n)
+    # (sizes, subsets, n) -> rows (n * sizes) of n_subsets values each
+    u = sums.view(len(sizes), n_subsets, n).permute(2, 0, 1).reshape(-1, n_subsets)
+    v = drops.view(len(sizes), n_subsets, n).permute(2, 0, 1).reshape(-1, n_subsets)
+    out = _pearson(u, v).view(n, len(sizes)).cpu().numpy()
+    return out[:, 0] if single else out
+
+
+def monotonicity(
+    model,
+    x,
+    a,
+    target=None,
+    steps=None,
+    baseline=0.0,
+    *,
+    abs=True,
+    groups=None,
+    blur_sigma=None,
+    output=None,
+    executor=None,
+    return_curves=False,
+):
+    """Monotonicity (Arya et al. 2019, "One explanation does not fit all", arXiv:1909.03012).
+
+    Start from the baseline and insert the regions of ``x`` in increasing order of relevance (least
+    relevant first); the map is monotonic when every insertion raises the target output:
+    ``c_k = f_t(baseline with the round(k G / steps) least relevant regions of x put back)``,
+    k = 0..steps, and ``score = 1.0 if c_{k+1} - c_k >= 0 for all k = 1..steps-1 else 0.0`` (as in
+    AIX360 and Quantus, the curve is checked from the first insertion on, not from the bare
+    baseline). Relevance is the summed ``|a|`` of a region (``abs=True``, Quantus's default) or
+    the signed sum; ties go to the smaller region index.
+
+    Quantus 0.6's ``Monotonicity`` never inserts a feature: it "perturbs" its baseline image with
+    the baseline value again at each step, so its curve is constant and every sample scores True,
+    whatever the map. We insert the features of ``x`` as the paper does; Quantus given a perturb
+    function that inserts them computes our curve (see the tests).
+
+    Args:
+        steps: number of insertion steps, 1..G; None = G (one region at a time, as the paper).
+        abs: rank regions by the sum of ``|a|`` (default) or of ``a``.
+        return_curves: also return the curves ``c`` (n, steps + 1), ``c[:, 0] = f_t(baseline)``.
+        baseline, groups, blur_sigma, output, executor: see
+            :func:`featurelens.metrics.deletion_curve`.
+
+    Returns:
+        float64 array (n,) of 1.0 (monotonic) / 0.0, or ``(scores, curves)``.
+    """
+    use_abs = check_bool(abs, "abs")
+    return_curves = check_bool(return_curves, "return_curves")
+    m, xt, t, _, region_of, n_regions, scores = _scored_regions(model, x, a, target, groups, output, executor, use_abs)
+    steps = n_regions if steps is None else check_int(steps, f"steps (of {n_regions} regions)", low=1, high=n_regions)
+    base = P.baseline_tensor(baseline, xt, blur_sigma)
+    ranks = P.descending_ranks(-scores)  # 0 = least relevant
+    rank_el = P.element_view(ranks, region_of, tuple(xt.shape))
+    inserted = torch.round(torch.arange(steps + 1, dtype=torch.float64) * n_regions / steps).long().to(xt.device)
+
+    def block(s):
+        k = inserted[s].view(-1, 1, *([1] * (xt.ndim - 1)))
+        return torch.where(rank_el.unsqueeze(0) < k, xt.unsqueeze(0), base.unsqueeze(0))
+
+    curves = P.forward_copies(m, xt, t, steps + 1, block).T.cpu().numpy()  # (n, steps + 1)
+    ok = np.all(np.diff(curves[:, 1:], axis=1) >= 0, axis=1).astype(np.float64)
+    return (ok, curves) if return_curves else ok
+
+
+def uniform_region_draws(seed, n: int, n_regions: int, n_samples: int, low: float, high: float) -> Iterator[np.ndarray]:
+    """Yield ``n_regions * n_samples`` arrays (n,) of U(low, high) values, region after region,
+    ``n_samples`` draws each, from one ``numpy_rng(seed)`` stream: copy ``c = g n_samples + r``
+    fills region g of every sample i with value ``[i]``."""
+    rng = numpy_rng(seed)
+    for _ in range(n_regions * n_samples):
+        yield rng.uniform(low, high, size=n)
+
+
+def monotonicity_correlation(
+    model,
+    x,
+    a,
+    target=None,
+    n_samples=100,
+    seed=0,
+    baseline="uniform",
+    *,
+    low=0.0,
+    high=1.0,
+    abs=True,
+    groups=None,
+    blur_sigma=None,
+    output=None,
+    executor=None,
+):
+    """Monotonicity correlation (Nguyen & Martinez 2020, "On quantitative aspects of model
+    interpretability", arXiv:2007.07584).
+
+    A feature the model is uncertain about when it is unknown should carry more relevance: for each
+    region g, replace it ``n_samples`` times by a random value and record
+    ``v_g = mean_r (f_t(x with region g replaced, draw r) - f_t(x))^2``; the score is the
+    Spearman rank correlation over the regions of ``|a|_g`` (summed ``|a|``, ``abs=True``; the
+    signed sum otherwise) and ``v_g`` (in [-1, 1], higher is better; average ranks for ties; NaN
+    when either side is constant). Quantus 0.6's ``MonotonicityCorrelation`` also divides ``v``
+    by ``f_t(x)^2`` (a positive constant per sample, which the ranks ignore) and perturbs one
+    ``features_in_step`` block at a time in increasing attribution order; with elements as regions
+    it equals this (see the tests).
+
+    Args:
+        n_samples: draws per region (``baseline="uniform"``); a deterministic baseline needs one
+            pass per region, so it is not repeated.
+        baseline: ``"uniform"`` (default, Quantus's): each draw fills all elements of the region
+            with one value ~ U(low, high) per sample, from
+            :func:`uniform_region_draws` of ``seed`` (region after region); or anything
+            :func:`featurelens.metrics.deletion_curve` takes (a number, an array, ``"blur"``,
+            ``"mean"``, ``"min"``).
+        low, high: the range of the uniform draws (Quantus's defaults 0 and 1).
+        seed: None, an int or a numpy Generator.
+        groups, blur_sigma, output, executor: see :func:`featurelens.metrics.deletion_curve`.
+
+    Returns:
+        float64 array (n,).
+    """
+    n_samples = check_int(n_samples, "n_samples", low=1)
+    seed = check_seed(seed)
+    use_abs = check_bool(abs, "abs")
+    uniform = isinstance(baseline, str) and baseline == "uniform"
+    if uniform:
+        low = check_float(low, "low")
+        high = check_float(high, "high")
+        if not high > low:
+            raise ValueError(f"high must be > low for baseline='uniform'; got low={low}, high={high}")
+    m, xt, t, f0, region_of, n_regions, scores = _scored_regions(model, x, a, target, groups, output, executor, use_abs)
+    n = xt.shape[0]
+    reps = n_samples if uniform else 1
+    fill = None if uniform else P.baseline_tensor(baseline, xt, blur_sigma)
+    draws = uniform_region_draws(numpy_rng(seed), n, n_regions, reps, low, high) if uniform else None
+    eye = torch.eye(n_regions, dtype=torch.bool, device=xt.device)
+
+    def block(s):
+        regs = torch.arange(s.start, s.stop, device=xt.device) // reps
+        hit = P.element_view(eye[regs], region_of, tuple(xt.shape)).unsqueeze(1)  # (k, 1, ...)
+        if uniform:
+            vals = torch.as_tensor(np.stack([next(draws) for _ in range(s.stop - s.start)]), device=xt.device)
+            vals = vals.to(xt.dtype).view(*vals.shape, *([1] * (xt.ndim - 1)))  # (k, n, 1, ...)
+            return torch.where(hit, vals, xt.unsqueeze(0))
+        return torch.where(hit, fill.unsqueeze(0), xt.unsqueeze(0))
+
+    outs = P.forward_copies(m, xt, t, n_regions * reps, block)  # (G * reps, n)
+    var = ((outs - f0.unsqueeze(0)) ** 2).view(n_regions, reps, n).mean(1).T  # (n, G)
+    return _spearman(scores, var).cpu().numpy()
+
+
+def _spearman(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Row-wise Spearman correlation (Pearson of average ranks), float64; NaN where a row is constant."""
+    from scipy.stats import rankdata
+
+    ru = torch.as_tensor(rankdata(u.cpu().numpy(), axis=1), dtype=torch.float64)
+    rv = torch.as_tensor(rankdata(v.cpu().numpy(), axis=1), dtype=torch.float64)
+    return _pearson(ru, rv)
+
+
+#: The distances :func:`sufficiency` accepts (scipy.spatial.distance.cdist names).
+SUFFICIENCY_DISTANCES = ("seuclidean", "euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
+
+
+def sufficiency(model, x, a, threshold=0.6, distance="seuclidean", *, abs=True, output=None):
+    """Sufficiency (Dasgupta, Frost & Moshkovitz 2022, ICML, arXiv:2202.00734).
+
+    Local sufficiency of an explanation at x is the probability that another point to which the same
+    explanation applies gets the same prediction, ``P_{x'}[y(x') = y(x) | e(x') ~ e(x)]``. As in
+    Quantus 0.6, the pool of other points is the batch ``x`` itself and "the same explanation
+    applies" means ``d(e_i, e_j) / max_{k,l} d(e_k, e_l) <= threshold``, with ``e = |a|``
+    flattened (``abs=True``) or ``a``, d a ``scipy.spatial.distance.cdist`` metric (default
+    ``"seuclidean"``: each feature divided by its variance over the batch), and y the predicted
+    class (argmax of the outputs):
+
+        ``score_i = #{j != i : close(i, j), y_j = y_i} / #{j != i : close(i, j)}``.
+
+    Differences from Quantus 0.6, which we do not copy: a sample without any close neighbour scores
+    NaN (undefined; Quantus returns 0, the worst score, without evidence); features whose
+    attribution is constant over the batch are left out of ``"seuclidean"`` (their variance is 0,
+    where scipy gives NaN distances); the pool is the whole ``x`` (Quantus uses each chunk of
+    ``batch_size`` = 64 samples on its own, so its scores depend on how the data is chunked).
+    When all explanations coincide (every distance 0) every pair is close.
+
+    Args:
+        threshold: the normalised distance under which two explanations count as the same, in
+            [0, 1] (Quantus's default 0.6).
+        distance: one of ``SUFFICIENCY_DISTANCES``.
+        abs: compare ``|a|`` (default, Quantus's) or the signed maps.
+        output: the units of the model's outputs (only the argmax is used, so it rarely matters).
+
+    Returns:
+        float64 array (n,); needs n >= 2 samples and a model with at least two outputs.
+    """
+    threshold = check_float(threshold, "threshold", low=0.0, high=1.0)
+    distance = check_option(distance, "distance", SUFFICIENCY_DISTANCES)
+    use_abs = check_bool(abs, "abs")
+    a_arr = P.attributions_array(a)
+    m, xt, _, _, _ = P.prepare(model, x, a_arr, None, output=output)
+    n = xt.shape[0]
+    if n < 2:
+        raise ValueError(f"sufficiency compares the samples of a batch with each other: x needs >= 2 samples; got {n}")
+    outputs = m.predict(xt)
+    if outputs.shape[1] < 2:
+        raise ValueError(
+            "sufficiency needs the predicted class of a classifier (argmax over >= 2 outputs); the model "
+            f"returns {outputs.shape[1]} output per sample"
+        )
+    labels = outputs.argmax(1).cpu().numpy()
+    e = np.asarray(a_arr, dtype=np.float64).reshape(n, -1)
+    e = np.abs(e) if use_abs else e
+    from scipy.spatial.distance import cdist
+
+    if distance == "seuclidean":
+        var = e.var(axis=0, ddof=1)
+        keep = var > 0
+        d = cdist(e[:, keep], e[:, keep], "seuclidean", V=var[keep]) if keep.any() else np.zeros((n, n))
+    elif distance == "cosine":
+        norms = np.linalg.norm(e, axis=1)
+        if not np.all(norms > 0):
+            raise ValueError(f"distance='cosine' needs non-zero maps; sample(s) {np.flatnonzero(norms == 0).tolist()} of a are all zero")
+        d = cdist(e, e, "cosine")
+    else:
+        d = cdist(e, e, distance)
+    top = d.max()
+    close = (d / top if top > 0 else d) <= threshold
+    np.fill_diagonal(close, False)
+    same = labels[None, :] == labels[:, None]
+    count = close.sum(1)
+    hits = (close & same).sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, hits / np.maximum(count, 1), np.nan).astype(np.float64)
