@@ -6,12 +6,16 @@
   road, irof, selectivity, region_perturbation; by subsets sensitivity_n, monotonicity,
   monotonicity_correlation, sufficiency
 - robustness: max_sensitivity, avg_sensitivity, local_lipschitz
-- complexity: sparseness, complexity
+- localisation on masks: pointing_game, attribution_localisation, top_k_intersection, auc,
+  focus (on focus_mosaics)
+- axiomatic: completeness, non_sensitivity, input_invariance
+- complexity: sparseness, complexity, effective_complexity
 - randomisation: model_randomization
 - OOD detection scores: auroc, fpr_at_tpr
 """
 
-from featurelens.metrics.complexity import complexity, sparseness
+from featurelens.metrics.axioms import completeness, input_invariance, non_sensitivity
+from featurelens.metrics.complexity import complexity, effective_complexity, sparseness
 from featurelens.metrics.faithfulness import (
     deletion_curve,
     faithfulness_correlation,
@@ -26,6 +30,14 @@ from featurelens.metrics.localization import (
     relevance_rank_accuracy,
 )
 from featurelens.metrics.ood import auroc, fpr_at_tpr
+from featurelens.metrics.pointing import (
+    attribution_localisation,
+    auc,
+    focus,
+    focus_mosaics,
+    pointing_game,
+    top_k_intersection,
+)
 from featurelens.metrics.randomization import model_randomization
 from featurelens.metrics.removal import irof, region_perturbation, road, selectivity
 from featurelens.metrics.subsets import monotonicity, monotonicity_correlation, sensitivity_n, sufficiency
@@ -54,6 +66,16 @@ __all__ = [
     "local_lipschitz",
     "sparseness",
     "complexity",
+    "effective_complexity",
+    "pointing_game",
+    "attribution_localisation",
+    "top_k_intersection",
+    "auc",
+    "focus",
+    "focus_mosaics",
+    "completeness",
+    "non_sensitivity",
+    "input_invariance",
     "model_randomization",
     "auroc",
     "fpr_at_tpr",

@@ -1,6 +1,6 @@
 """Complexity metrics: how concentrated is an attribution map?
 
-Both take attributions ``a`` (numpy array, torch tensor or :class:`featurelens.Explanation`) with the
+All take attributions ``a`` (numpy array, torch tensor or :class:`featurelens.Explanation`) with the
 samples first and any shape per sample (flattened), and return a float64 array with one score per
 sample. They match Quantus 0.6's ``Sparseness`` and ``Complexity`` (defaults ``abs=True``,
 ``normalise=True``) on maps whose maximum |a| is 1 per sample; Quantus divides by the maximum over
@@ -14,7 +14,7 @@ import numpy as np
 from .._validation import check_bool, check_float
 from ._perturb import attributions_array
 
-__all__ = ["sparseness", "complexity"]
+__all__ = ["complexity", "effective_complexity", "sparseness"]
 
 
 def _flat(a) -> np.ndarray:
@@ -62,3 +62,28 @@ def complexity(a, *, eps: float = 1e-12) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         p = v / total
     return -(p * np.log(p + eps)).sum(axis=1)
+
+
+def effective_complexity(a, *, eps: float = 1e-5, abs: bool = True, normalise: bool = True) -> np.ndarray:
+    """Effective complexity: the number of features whose attribution exceeds a threshold, per
+    sample (Nguyen & Martínez 2020, "On quantitative aspects of model interpretability",
+    arXiv:2007.07584).
+
+    ``EC = |{j : v_j > eps}|`` with ``v = |a|`` (``abs=True``; the signed ``a`` with ``abs=False``)
+    divided by its maximum ``max_j |a_j|`` per sample (``normalise=True``, so ``eps`` is relative to
+    the largest attribution; an all-zero map stays zero). Lower is simpler: a map with ``k``
+    non-zero elements scores ``k`` for a small enough ``eps``. Quantus's ``EffectiveComplexity``
+    (``eps=1e-5``, ``abs=True``, ``normalise=True``) divides by the maximum over the whole batch
+    instead; the two agree on maps whose maximum ``|a|`` is the same for every sample. Returns the
+    counts as float64 (n,).
+    """
+    eps = check_float(eps, "eps", low=0.0)
+    abs = check_bool(abs, "abs")
+    normalise = check_bool(normalise, "normalise")
+    v = _flat(a)
+    if normalise:
+        peak = np.abs(v).max(axis=1, keepdims=True)
+        v = v / np.where(peak > 0, peak, 1.0)
+    if abs:
+        v = np.abs(v)
+    return (v > eps).sum(axis=1).astype(np.float64)
