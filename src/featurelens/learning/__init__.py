@@ -1,6 +1,6 @@
 """Feature-learning diagnostics: sparse autoencoders (inner, cosine and blended encoder scores),
 the AGOP, its tracker and mergeable accumulator, the Neural Feature Ansatz, Recursive Feature
-Machines, representation similarity and geometry (CKA and its mergeable accumulator), neural
+Machines, random-feature ridge and RFRBoost, representation similarity and geometry (CKA and its mergeable accumulator), neural
 collapse, class-manifold geometry and capacity, target linearity, Mahalanobis++ OOD scores,
 Jacobian alignment and the GrokAlign penalty, and a training monitor."""
 
@@ -19,6 +19,7 @@ from .manifolds import (
 from .monitor import EigengapDetector, Monitor, train_with_monitor
 from .nfa import layer_agops, nfa
 from .ood import MahalanobisOOD
+from .random_features import RandomFeatureRidge, RFRBoostClassifier, RFRBoostRegressor
 from .rfm import RFMClassifier, RFMRegressor
 from .sae import SparseAutoencoder, dead_latents, dictionary_recovery, norm_detectors
 from .similarity import CKAAccumulator, cka, compression_discrimination, effective_rank, linear_probe
@@ -55,4 +56,7 @@ __all__ = [
     "dictionary_recovery",
     "dead_latents",
     "norm_detectors",
+    "RandomFeatureRidge",
+    "RFRBoostRegressor",
+    "RFRBoostClassifier",
 ]
