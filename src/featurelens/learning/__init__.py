@@ -1,8 +1,8 @@
 """Feature-learning diagnostics: sparse autoencoders (inner, cosine and blended encoder scores),
 the AGOP, its tracker and mergeable accumulator, the Neural Feature Ansatz, Recursive Feature
-Machines, random-feature ridge and RFRBoost, representation similarity and geometry (CKA and its mergeable accumulator), neural
-collapse, class-manifold geometry and capacity, target linearity, Mahalanobis++ OOD scores,
-Jacobian alignment and the GrokAlign penalty, and a training monitor."""
+Machines, random-feature ridge and RFRBoost, representation similarity and geometry (CKA and its
+mergeable accumulator), neural collapse, class-manifold geometry and capacity, target linearity,
+Mahalanobis++ OOD scores, Jacobian alignment and the GrokAlign penalty, and a training monitor."""
 
 from .agop import AGOPAccumulator, AGOPTracker, agop
 from .alignment import GrokAlign, JacobianAlignment, jacobian_alignment
