@@ -5,12 +5,13 @@
 - faithfulness: deletion_curve, insertion_curve, faithfulness_correlation, infidelity; by removal
   road, irof, selectivity, region_perturbation; by subsets sensitivity_n, monotonicity,
   monotonicity_correlation, sufficiency
-- robustness: max_sensitivity, avg_sensitivity, local_lipschitz
+- robustness: max_sensitivity, avg_sensitivity, local_lipschitz, continuity, consistency,
+  relative_input_stability, relative_output_stability, relative_representation_stability
 - localisation on masks: pointing_game, attribution_localisation, top_k_intersection, auc,
   focus (on focus_mosaics)
 - axiomatic: completeness, non_sensitivity, input_invariance
 - complexity: sparseness, complexity, effective_complexity
-- randomisation: model_randomization
+- randomisation: model_randomization, efficient_mprt, smooth_mprt, random_logit
 - OOD detection scores: auroc, fpr_at_tpr
 """
 
@@ -38,10 +39,17 @@ from featurelens.metrics.pointing import (
     pointing_game,
     top_k_intersection,
 )
-from featurelens.metrics.randomization import model_randomization
+from featurelens.metrics.randomization import efficient_mprt, model_randomization, random_logit, smooth_mprt
 from featurelens.metrics.removal import irof, region_perturbation, road, selectivity
 from featurelens.metrics.subsets import monotonicity, monotonicity_correlation, sensitivity_n, sufficiency
 from featurelens.metrics.robustness import avg_sensitivity, local_lipschitz, max_sensitivity
+from featurelens.metrics.stability import (
+    consistency,
+    continuity,
+    relative_input_stability,
+    relative_output_stability,
+    relative_representation_stability,
+)
 
 __all__ = [
     "precision_at_k",
@@ -77,6 +85,14 @@ __all__ = [
     "non_sensitivity",
     "input_invariance",
     "model_randomization",
+    "efficient_mprt",
+    "smooth_mprt",
+    "random_logit",
+    "continuity",
+    "consistency",
+    "relative_input_stability",
+    "relative_output_stability",
+    "relative_representation_stability",
     "auroc",
     "fpr_at_tpr",
 ]

@@ -1,4 +1,16 @@
-"""Model-parameter randomisation test (Adebayo et al. 2018)."""
+"""Randomisation tests: does the explanation depend on what the model learned?
+
+- :func:`model_randomization`: cascading model-parameter randomisation (Adebayo et al. 2018, MPRT);
+- :func:`smooth_mprt`: MPRT on noise-averaged explanations (Hedstroem et al. 2023, sMPRT);
+- :func:`efficient_mprt`: the rise of the explanations' complexity under full randomisation
+  (Hedstroem et al. 2023, eMPRT);
+- :func:`random_logit`: similarity of the explanation of the target to that of a random other
+  class (Sixt et al. 2020).
+
+The randomised copies re-initialise every module with ``reset_parameters`` from torch's generator
+seeded with ``seed + 1`` (Quantus's rule; the global random state is saved and restored), on a
+deep copy: the user's model is never modified.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +18,26 @@ import copy
 
 import numpy as np
 import torch
+from scipy.stats import entropy as _entropy
 from scipy.stats import rankdata
 
-from .._validation import check_bool, check_executor, check_option, check_seed, numpy_rng
+from .._validation import (
+    check_bool,
+    check_executor,
+    check_float,
+    check_int,
+    check_option,
+    check_seed,
+    numpy_rng,
+)
+from ..explainers._base import Explainer, explainer_class
 from ..explainers._base import explainer as make_explainer
-from ..explainers._base import explainer_class
 from ..models import Model
 
-__all__ = ["model_randomization"]
+__all__ = ["model_randomization", "smooth_mprt", "efficient_mprt", "random_logit"]
 
-_ORDERS = ("top_down", "independent")
+_ORDERS = ("top_down", "independent")  # model_randomization's (its tests pin "bottom_up" as unknown)
+_ALL_ORDERS = ("top_down", "bottom_up", "independent")
 
 
 def _layers(module: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
@@ -57,18 +79,20 @@ def model_randomization(
     Starting from a deep copy of the trained model (the user's model is never modified), the layers
     that own parameters (modules with ``reset_parameters``) are re-initialised one after the other
     from the output layer down (``layer_order="top_down"``, cumulative; ``"independent"``: one
-    layer at a time, the others trained). After each step the batch is re-explained and compared
-    with the trained model's maps by the Spearman rank correlation per sample,
+    layer at a time, the others trained). After each step the batch is re-explained and compared with the trained model's maps by the Spearman rank correlation per sample,
     ``rho_l(x) = Spearman(|a(x)|, |a_l(x)|)`` over the flattened map (``abs=False``: signed maps).
     A method whose maps depend on the weights gets low similarities (lower is better). Layer
     ``l``'s re-initialisation draws from torch's generator seeded with ``seed + 1`` (the global
     random state is saved and restored), which reproduces Quantus's ``MPRT(seed=seed)`` layer by
     layer. ``seed`` is None, an int or a ``numpy.random.Generator``; from a Generator (or None)
     one int is drawn first and used as above, so a Generator gives reproducible results but not
-    those of the int it was built from. Targets are fixed on the trained model (the predicted class when ``target`` is None).
+    those of the int it was built from. Targets are fixed on the trained model (the predicted class
+    when ``target`` is None).
 
     Args:
-        explainer_name: a registered explainer name (``fl.list_explainers()``).
+        explainer_name: a registered explainer name (``fl.list_explainers()``), or a featurelens
+            Explainer (then ``model`` is None and ``explainer_params`` empty: the Explainer is
+            deep-copied once and its copy's module randomised).
         model: a ``torch.nn.Module`` (or a featurelens Model around one, whose batch size and
             device the explainers of the trained and randomised copies use).
         explainer_params: keyword arguments for ``fl.explainer(explainer_name, model, ...)``.
@@ -85,65 +109,371 @@ def model_randomization(
         samples), ``"last"`` (n,: after the last layer) and ``"average"`` (n,: mean over layers,
         Quantus's ``return_average_correlation``).
     """
-    explainer_class(explainer_name)  # unknown names fail before any copying
     layer_order = check_option(layer_order, "layer_order", _ORDERS)
     executor = check_executor(executor, "executor", rows=True)
     abs = check_bool(abs, "abs")
-    seed = check_seed(seed)
-    if not isinstance(seed, int):
-        # The layers are re-initialised by torch's global generator seeded with an int (Quantus's
-        # rule): a Generator (or None) gives that int, drawn once, so the call stays reproducible.
-        seed = int(numpy_rng(seed).integers(0, 2**62))
-    params = dict(explainer_params or {})
-    module = model.module if isinstance(model, Model) else model
-    if not isinstance(module, torch.nn.Module):
-        raise TypeError(
-            f"model must be a torch.nn.Module (its layers are re-initialised); got {type(module).__name__}"
-        )
-
-    def wrap(m: torch.nn.Module):
-        # A featurelens Model's batch size, device and output units hold for the trained and the
-        # randomised copies.
-        if not isinstance(model, Model):
-            return m
-        return Model(m, batch_size=None if model.auto_batch else model.batch_size, device=model.device,
-                     output=model.output)
-
-    base = make_explainer(explainer_name, wrap(module), **params)
-    xt = base.model.to_tensor(x, "x")
+    seed = _int_seed(seed)
+    R = _Randomiser(explainer_name, model, explainer_params)
+    m = R.base.model
+    xt = m.to_tensor(x, "x")
     n = xt.shape[0]
-    t = base.model.resolve_target(target, xt).cpu().numpy()
-    if attributions is None:
-        a0 = base.explain(xt, target=t, executor=executor).values
-    else:
-        from ._perturb import attributions_array
-
-        a0 = attributions_array(attributions, "attributions")
-        if a0.shape[0] != n:
-            raise ValueError(f"attributions must hold one map per sample ({n}); got shape {a0.shape}")
-    a0 = np.asarray(a0, dtype=np.float64).reshape(n, -1)
+    t = m.resolve_target(target, xt).cpu().numpy()
+    a0 = _explain_flat(R.base, xt, t, executor, n) if attributions is None else _given(attributions, n)
     if abs:
         a0 = np.abs(a0)
-
-    work = copy.deepcopy(module)
-    trained = copy.deepcopy(module.state_dict())
-    layers = _layers(work)[::-1]
-    if not layers:
-        raise ValueError("model has no layers with parameters to re-initialise (no module has reset_parameters)")
-    device = next(iter(work.parameters()), torch.empty(0)).device
-    fork = [device] if device.type == "cuda" else []
     names, rows = [], []
-    for name, layer in layers:
-        if layer_order == "independent":
-            work.load_state_dict(trained)
-        with torch.random.fork_rng(devices=fork):
-            torch.manual_seed(seed + 1)
-            layer.reset_parameters()
-        a_l = make_explainer(explainer_name, wrap(work), **params).explain(xt, target=t, executor=executor).values
-        a_l = np.asarray(a_l, dtype=np.float64).reshape(n, -1)
+    for name, ex in R.randomised(seed, layer_order):
+        a_l = _explain_flat(ex, xt, t, executor, n)
         if abs:
             a_l = np.abs(a_l)
         names.append(name)
         rows.append(_spearman(a0, a_l))
     sim = np.stack(rows)
     return {"layers": names, "similarity": sim, "mean": sim.mean(1), "last": sim[-1], "average": sim.mean(0)}
+
+
+# --------------------------------------------------------------------------------------------------
+# shared machinery of the MPRT family (model_randomization, smooth_mprt, efficient_mprt)
+
+
+def _int_seed(seed) -> int:
+    seed = check_seed(seed)
+    if not isinstance(seed, int):
+        # One int drawn from a Generator (or fresh entropy for None) seeds everything below, so the
+        # call stays reproducible from a Generator.
+        seed = int(numpy_rng(seed).integers(0, 2**62))
+    return seed
+
+
+class _Randomiser:
+    """The explainer of the trained model and, layer after layer, explainers of a randomised deep
+    copy. ``explainer``: a registered name (built on ``model`` with ``explainer_params``, rebuilt on
+    each randomised copy, a featurelens Model's batch size, device and units kept) or an Explainer
+    (``model`` None; deep-copied once, so every reference it holds into its module follows the
+    copy)."""
+
+    def __init__(self, explainer, model, explainer_params):
+        if isinstance(explainer, Explainer):
+            if model is not None:
+                raise ValueError("model must be None when explainer is an Explainer (its own model is randomised)")
+            if explainer_params:
+                raise ValueError("explainer_params must be empty when explainer is an Explainer (it is built already)")
+            self.name, self.params, self.base = None, {}, explainer
+            module = explainer.model.module
+        elif isinstance(explainer, str):
+            explainer_class(explainer)  # unknown names fail before any copying
+            self.name, self.params = explainer, dict(explainer_params or {})
+            module = model.module if isinstance(model, Model) else model
+            self.base = None
+        else:
+            raise TypeError(
+                "explainer must be a registered explainer name or a featurelens Explainer; "
+                f"got {type(explainer).__name__}"
+            )
+        if not isinstance(module, torch.nn.Module):
+            raise TypeError(
+                f"model must be a torch.nn.Module (its layers are re-initialised); got {type(module).__name__}"
+            )
+        self.model, self.module = model, module
+        if self.base is None:
+            self.base = make_explainer(self.name, self._wrap(module), **self.params)
+
+    def _wrap(self, m: torch.nn.Module):
+        model = self.model
+        if not isinstance(model, Model):
+            return m
+        return Model(m, batch_size=None if model.auto_batch else model.batch_size, device=model.device,
+                     output=model.output)
+
+    def randomised(self, seed: int, layer_order: str, every_layer: bool = True):
+        """Yield ``(layer name, explainer of the randomised copy)`` after each layer's
+        re-initialisation (cumulative, or one layer at a time for ``"independent"``); with
+        ``every_layer=False`` only after the last one."""
+        if self.name is None:
+            ex = copy.deepcopy(self.base)
+            work = ex.model.module
+        else:
+            work = copy.deepcopy(self.module)
+            ex = None
+        trained = copy.deepcopy(work.state_dict())
+        layers = _layers(work)
+        if layer_order != "bottom_up":
+            layers = layers[::-1]
+        if not layers:
+            raise ValueError("model has no layers with parameters to re-initialise (no module has reset_parameters)")
+        device = next(iter(work.parameters()), torch.empty(0)).device
+        fork = [device] if device.type == "cuda" else []
+        for i, (name, layer) in enumerate(layers):
+            if layer_order == "independent":
+                work.load_state_dict(trained)
+            with torch.random.fork_rng(devices=fork):
+                torch.manual_seed(seed + 1)
+                layer.reset_parameters()
+            if not every_layer and i < len(layers) - 1:
+                continue
+            yield name, (ex if ex is not None else make_explainer(self.name, self._wrap(work), **self.params))
+
+
+def _explain_flat(ex: Explainer, xt, target: np.ndarray, executor, rows: int) -> np.ndarray:
+    return np.asarray(ex.explain(xt, target=target, executor=executor).values, dtype=np.float64).reshape(rows, -1)
+
+
+def _given(attributions, n: int) -> np.ndarray:
+    from ._perturb import attributions_array
+
+    a = attributions_array(attributions, "attributions")
+    if a.ndim < 1 or a.shape[0] != n:
+        raise ValueError(f"attributions must hold one map per sample ({n}); got shape {a.shape}")
+    return np.asarray(a, dtype=np.float64).reshape(n, -1)
+
+
+def discrete_entropy(a: np.ndarray, n_bins: int = 100) -> np.ndarray:
+    """Shannon entropy (natural log) of the histogram of each row of ``a`` (n, d) in ``n_bins``
+    equal-width bins between the row's minimum and maximum (a constant row: one bin of
+    [v - 0.5, v + 0.5], entropy 0), the bins of ``numpy.histogram``. Float64 (n,)."""
+    a = np.asarray(a, dtype=np.float64)
+    n = a.shape[0]
+    lo, hi = a.min(1), a.max(1)
+    const = lo == hi
+    lo, hi = np.where(const, lo - 0.5, lo), np.where(const, hi + 0.5, hi)
+    edges = np.linspace(lo, hi, n_bins + 1, axis=1)
+    idx = ((a - lo[:, None]) / (hi - lo)[:, None] * n_bins).astype(np.intp)
+    idx[idx == n_bins] -= 1
+    # numpy's corrections for values that land on the wrong side of an edge by rounding
+    rows = np.arange(n)[:, None]
+    idx[a < edges[rows, idx]] -= 1
+    idx[(a >= edges[rows, idx + 1]) & (idx != n_bins - 1)] += 1
+    counts = np.bincount((rows * n_bins + idx).reshape(-1), minlength=n * n_bins).reshape(n, n_bins)
+    return _entropy(counts, axis=1)
+
+
+def efficient_mprt(
+    explainer,
+    model,
+    x,
+    target=None,
+    seed=0,
+    *,
+    explainer_params=None,
+    n_bins=100,
+    layer_order="bottom_up",
+    every_layer=False,
+    abs=False,
+    attributions=None,
+    executor=None,
+):
+    """Efficient MPRT, eMPRT (Hedstroem, Weber, Lapuschkin & Hoehne 2023, "Sanity Checks
+    Revisited: An Exploration to Repair the Model Parameter Randomisation Test", XAI in Action
+    workshop, NeurIPS, arXiv:2401.06465).
+
+    Instead of correlating maps, eMPRT measures how much more complex the explanation becomes when
+    every layer of the model is re-initialised:
+    ``eMPRT(x) = (H(a_rand(x)) - H(a(x))) / H(a(x))``, ``H`` the discrete entropy of the map's
+    histogram in ``n_bins`` equal-width bins over its range (:func:`discrete_entropy`, Quantus's
+    ``discrete_entropy`` with its default 100 bins). Higher: the explanation loses its structure
+    with the model's weights, as it should. The layers (modules with ``reset_parameters``) are
+    re-initialised cumulatively in ``layer_order`` (``"bottom_up"``, Quantus's default for eMPRT;
+    ``"top_down"``; ``"independent"``: one layer at a time), each under ``seed + 1``, so the fully
+    randomised model does not depend on the cumulative order. ``every_layer=True`` also explains
+    every intermediate copy (Quantus's ``skip_layers=False``). ``abs``: entropies of |a|.
+    ``explainer``: a registered name (with ``model`` and ``explainer_params``) or an Explainer
+    (``model`` None). ``attributions`` (optional) replaces the trained model's maps. Targets are
+    fixed on the trained model (the predicted class when ``target`` is None). ``executor``: the
+    explain calls' rows in parts on its workers.
+
+    Returns:
+        dict with ``"layers"`` (the layers after whose re-initialisation the maps were scored),
+        ``"complexity"`` (float64 (1 + len(layers), n): row 0 the trained model's entropies),
+        ``"score"`` (float64 (n,): the relative rise after the last layer; inf or NaN where the
+        trained map's entropy is 0).
+    """
+    n_bins = check_int(n_bins, "n_bins", low=1)
+    layer_order = check_option(layer_order, "layer_order", _ALL_ORDERS)
+    every_layer = check_bool(every_layer, "every_layer")
+    abs_ = check_bool(abs, "abs")
+    executor = check_executor(executor, "executor", rows=True)
+    seed = _int_seed(seed)
+    R = _Randomiser(explainer, model, explainer_params)
+    m = R.base.model
+    xt = m.to_tensor(x, "x")
+    n = xt.shape[0]
+    t = m.resolve_target(target, xt).cpu().numpy()
+    a0 = _explain_flat(R.base, xt, t, executor, n) if attributions is None else _given(attributions, n)
+    prep = np.abs if abs_ else (lambda v: v)
+    names, rows = [], [discrete_entropy(prep(a0), n_bins)]
+    for name, ex in R.randomised(seed, layer_order, every_layer):
+        names.append(name)
+        rows.append(discrete_entropy(prep(_explain_flat(ex, xt, t, executor, n)), n_bins))
+    comp = np.stack(rows)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = (comp[-1] - comp[0]) / comp[0]
+    return {"layers": names, "complexity": comp, "score": score}
+
+
+def smooth_mprt(
+    explainer,
+    model,
+    x,
+    target=None,
+    seed=0,
+    *,
+    explainer_params=None,
+    n_samples=50,
+    noise=0.1,
+    layer_order="bottom_up",
+    abs=True,
+    executor=None,
+):
+    """Smooth MPRT, sMPRT (Hedstroem, Weber, Lapuschkin & Hoehne 2023, arXiv:2401.06465).
+
+    The MPRT of :func:`model_randomization` on noise-averaged explanations, which removes the
+    shattered-gradient noise that makes plain MPRT over-optimistic:
+    ``a_s(x) = (1/N) sum_{j<N} a(x + eps_j)``, ``eps_j ~ N(0, (noise * (max x - min x))^2)`` per
+    sample, ``eps_{N-1} = 0`` (the clean input is one of the ``N = n_samples``, as in Quantus), and
+    ``rho_l(x) = Spearman(|a_s(x)|, |a_s^l(x)|)`` after re-initialising layer ``l`` (cumulatively in
+    ``layer_order``, ``"bottom_up"`` by default as Quantus's sMPRT; lower is better). The same noise
+    draws (:func:`featurelens.metrics._perturb.gaussian_draws` of ``seed``) serve the trained and
+    every randomised model (common random numbers: the similarities compare models, not noise);
+    Quantus draws afresh for each. The N copies of the batch are explained in one call.
+    ``explainer``: a registered name (with ``model``, ``explainer_params``) or an Explainer
+    (``model`` None). ``abs=False``: signed maps.
+
+    Quantus 0.6's ``SmoothMPRT`` calls ``quantus.explain`` for the noisy copies, ignoring the
+    ``explain_func`` it is given, and its ``return_average_correlation`` averages in the
+    "original" row (a self-similarity near 1; it skips a key named "orig" that does not exist).
+
+    Returns:
+        dict as :func:`model_randomization`: ``"layers"``, ``"similarity"`` (float64
+        (n_layers, n)), ``"mean"``, ``"last"`` and ``"average"`` (mean over layers, without the
+        original).
+    """
+    from ._perturb import gaussian_draws
+
+    n_samples = check_int(n_samples, "n_samples", low=1)
+    noise = check_float(noise, "noise", low=0.0)
+    layer_order = check_option(layer_order, "layer_order", _ALL_ORDERS)
+    abs_ = check_bool(abs, "abs")
+    executor = check_executor(executor, "executor", rows=True)
+    seed = _int_seed(seed)
+    R = _Randomiser(explainer, model, explainer_params)
+    m = R.base.model
+    xt = m.to_tensor(x, "x")
+    n = xt.shape[0]
+    t = m.resolve_target(target, xt).cpu().numpy()
+    flat = xt.reshape(n, -1).double()
+    std = (noise * (flat.max(1).values - flat.min(1).values)).cpu().numpy()
+    draws = list(gaussian_draws(numpy_rng(seed), n_samples - 1, tuple(xt.shape), std))
+    eps = torch.as_tensor(np.stack(draws + [np.zeros(tuple(xt.shape))]), device=xt.device).to(xt.dtype)
+    rows = (xt.unsqueeze(0) + eps).reshape(n_samples * n, *xt.shape[1:])
+    tt = np.tile(t, n_samples)
+
+    def smooth(ex):
+        a = _explain_flat(ex, rows, tt, executor, n_samples * n).reshape(n_samples, n, -1).mean(0)
+        return np.abs(a) if abs_ else a
+
+    a0 = smooth(R.base)
+    names, sims = [], []
+    for name, ex in R.randomised(seed, layer_order):
+        names.append(name)
+        sims.append(_spearman(a0, smooth(ex)))
+    sim = np.stack(sims)
+    return {"layers": names, "similarity": sim, "mean": sim.mean(1), "last": sim[-1], "average": sim.mean(0)}
+
+
+# --------------------------------------------------------------------------------------------------
+# random logit
+
+
+def _ssim_1d(u: np.ndarray, v: np.ndarray, win: int = 7) -> np.ndarray:
+    """Row-wise structural similarity of flat maps (Wang et al. 2004), as
+    ``skimage.metrics.structural_similarity`` on 1-d arrays with its defaults: uniform windows of
+    ``win`` entries (the valid ones), sample covariances, ``K1 = 0.01``, ``K2 = 0.03``, the data
+    range of each pair (max - min over both maps)."""
+    d = u.shape[1]
+    if d < win:
+        raise ValueError(f"similarity='ssim' needs maps of at least {win} values; got {d}")
+
+    def window_mean(z):
+        c = np.concatenate([np.zeros((z.shape[0], 1)), np.cumsum(z, axis=1)], axis=1)
+        return (c[:, win:] - c[:, :-win]) / win
+
+    ux, uy = window_mean(u), window_mean(v)
+    cov = win / (win - 1)
+    vx = cov * (window_mean(u * u) - ux * ux)
+    vy = cov * (window_mean(v * v) - uy * uy)
+    vxy = cov * (window_mean(u * v) - ux * uy)
+    both = np.concatenate([u, v], axis=1)
+    r = (both.max(1) - both.min(1))[:, None]
+    c1, c2 = (0.01 * r) ** 2, (0.03 * r) ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s = (2 * ux * uy + c1) * (2 * vxy + c2) / ((ux * ux + uy * uy + c1) * (vx + vy + c2))
+    return s.mean(1)
+
+
+def _pearson(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    u = u - u.mean(1, keepdims=True)
+    v = v - v.mean(1, keepdims=True)
+    den = np.sqrt((u * u).sum(1) * (v * v).sum(1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den == 0, np.nan, (u * v).sum(1) / den)
+
+
+_SIMILARITIES = {"ssim": _ssim_1d, "spearman": _spearman, "pearson": _pearson}
+
+
+def random_logit(
+    explainer,
+    x,
+    target=None,
+    seed=0,
+    *,
+    similarity="ssim",
+    normalise=True,
+    abs=False,
+    attributions=None,
+    model=None,
+    explainer_params=None,
+    executor=None,
+):
+    """Random logit test (Sixt, Granz & Landgraf 2020, "When Explanations Lie: Why Many Modified BP
+    Attributions Fail", ICML, arXiv:1912.09818).
+
+    A class-sensitive explanation of the target ``y`` differs from that of another class:
+    ``RL(x) = sim(a_y(x), a_{y'}(x))`` with ``y'`` drawn uniformly among the other classes
+    (``y' = j + [j >= y]``, ``j ~ U{0..C-2}`` from ``numpy_rng(seed)``; Quantus 0.6 draws ``j``
+    with ``np.random.randint`` after ``np.random.seed(seed)``). Lower is better. ``similarity``:
+    ``"ssim"`` (default, as Quantus: the structural similarity of the flattened maps, windows of 7,
+    see :func:`_ssim_1d`), ``"spearman"`` or ``"pearson"``. Maps are divided by their largest |value|
+    per sample first (``normalise``; Quantus divides the batch by one maximum, the same for a batch
+    of one) and made absolute with ``abs=True``. ``C`` is the number of the model's outputs (at
+    least 2). ``explainer``: an Explainer, or a registered name with ``model=`` and
+    ``explainer_params=``. ``attributions`` (optional) replaces ``a_y(x)``. Returns float64 (n,).
+    """
+    from .stability import _as_explainer
+
+    ex = _as_explainer(explainer, model, explainer_params)
+    similarity = check_option(similarity, "similarity", tuple(_SIMILARITIES))
+    normalise = check_bool(normalise, "normalise")
+    abs_ = check_bool(abs, "abs")
+    seed = check_seed(seed)
+    executor = check_executor(executor, "executor", rows=True)
+    m = ex.model
+    xt = m.to_tensor(x, "x")
+    n = xt.shape[0]
+    outputs = m.predict(xt)
+    n_classes = outputs.shape[1]
+    if n_classes < 2:
+        raise ValueError(f"random_logit needs a model with at least 2 outputs (classes); got {n_classes}")
+    t = m.resolve_target(target, xt, outputs).cpu().numpy()
+    j = numpy_rng(seed).integers(0, n_classes - 1, size=n)
+    off = j + (j >= t)
+    a = _explain_flat(ex, xt, t, executor, n) if attributions is None else _given(attributions, n)
+    b = _explain_flat(ex, xt, off, executor, n)
+    if a.shape != b.shape:
+        raise ValueError(f"attributions have {a.shape[1]} values per sample but the explainer returns {b.shape[1]}")
+    if normalise:
+        a = a / np.where(np.abs(a).max(1, keepdims=True) == 0, 1.0, np.abs(a).max(1, keepdims=True))
+        b = b / np.where(np.abs(b).max(1, keepdims=True) == 0, 1.0, np.abs(b).max(1, keepdims=True))
+    if abs_:
+        a, b = np.abs(a), np.abs(b)
+    return _SIMILARITIES[similarity](a, b)
