@@ -355,3 +355,29 @@ def noisy_linear_imputation(x: np.ndarray, removed: np.ndarray, noise: np.ndarra
         sol = sol + noise[b_idx, :, r_idx, q_idx]
     out[b_idx, :, r_idx, q_idx] = sol
     return out
+
+
+# --------------------------------------------------------------------------------------------------
+# row-wise correlations shared by the metrics
+
+
+def row_pearson(u, v) -> np.ndarray:
+    """Row-wise Pearson correlation of two ``(rows, k)`` arrays (numpy or torch), float64; NaN
+    where a row is constant."""
+    u = np.asarray(u.detach().cpu() if isinstance(u, torch.Tensor) else u, dtype=np.float64)
+    v = np.asarray(v.detach().cpu() if isinstance(v, torch.Tensor) else v, dtype=np.float64)
+    u = u - u.mean(1, keepdims=True)
+    v = v - v.mean(1, keepdims=True)
+    den = np.sqrt((u * u).sum(1) * (v * v).sum(1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den == 0, np.nan, (u * v).sum(1) / den)
+
+
+def row_spearman(u, v) -> np.ndarray:
+    """Row-wise Spearman correlation: the Pearson correlation of average ranks (ties as
+    scipy.stats.spearmanr); NaN where a row is constant."""
+    from scipy.stats import rankdata
+
+    u = np.asarray(u.detach().cpu() if isinstance(u, torch.Tensor) else u, dtype=np.float64)
+    v = np.asarray(v.detach().cpu() if isinstance(v, torch.Tensor) else v, dtype=np.float64)
+    return row_pearson(rankdata(u, axis=1), rankdata(v, axis=1))

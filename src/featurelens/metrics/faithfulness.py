@@ -157,16 +157,7 @@ def faithfulness_correlation(
 
     outs = P.forward_copies(m, xt, t, n_subsets, block)
     drops = f0.unsqueeze(0) - outs
-    return _pearson(sums.T, drops.T).cpu().numpy()
-
-
-def _pearson(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Row-wise Pearson correlation in float64; NaN where a row is constant."""
-    u = u - u.mean(1, keepdim=True)
-    v = v - v.mean(1, keepdim=True)
-    den = torch.sqrt((u * u).sum(1) * (v * v).sum(1))
-    r = (u * v).sum(1) / den
-    return torch.where(den > 0, r, torch.full_like(r, float("nan")))
+    return P.row_pearson(sums.T, drops.T)
 
 
 def infidelity(

@@ -19,7 +19,6 @@ import copy
 import numpy as np
 import torch
 from scipy.stats import entropy as _entropy
-from scipy.stats import rankdata
 
 from .._validation import (
     check_bool,
@@ -33,6 +32,7 @@ from .._validation import (
 from ..explainers._base import Explainer, explainer_class
 from ..explainers._base import explainer as make_explainer
 from ..models import Model
+from ._perturb import row_pearson, row_spearman
 
 __all__ = ["model_randomization", "smooth_mprt", "efficient_mprt", "random_logit"]
 
@@ -44,20 +44,6 @@ def _layers(module: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
     """Modules that own parameters and can redraw them (``reset_parameters``), in definition
     order (Quantus's rule, so that the layer lists agree)."""
     return [(name, mod) for name, mod in module.named_modules() if hasattr(mod, "reset_parameters")]
-
-
-def _spearman(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Row-wise Spearman correlation (average ranks for ties, as scipy.stats.spearmanr); NaN where a
-    row is constant."""
-    ru = rankdata(u, axis=1)
-    rv = rankdata(v, axis=1)
-    ru -= ru.mean(1, keepdims=True)
-    rv -= rv.mean(1, keepdims=True)
-    den = np.sqrt((ru * ru).sum(1) * (rv * rv).sum(1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (ru * rv).sum(1) / den
-    r[den == 0] = np.nan
-    return r
 
 
 def model_randomization(
@@ -114,11 +100,7 @@ def model_randomization(
     abs = check_bool(abs, "abs")
     seed = _int_seed(seed)
     R = _Randomiser(explainer_name, model, explainer_params)
-    m = R.base.model
-    xt = m.to_tensor(x, "x")
-    n = xt.shape[0]
-    t = m.resolve_target(target, xt).cpu().numpy()
-    a0 = _explain_flat(R.base, xt, t, executor, n) if attributions is None else _given(attributions, n)
+    m, xt, n, t, a0 = _start(R, x, target, executor, attributions)
     if abs:
         a0 = np.abs(a0)
     names, rows = [], []
@@ -127,7 +109,7 @@ def model_randomization(
         if abs:
             a_l = np.abs(a_l)
         names.append(name)
-        rows.append(_spearman(a0, a_l))
+        rows.append(row_spearman(a0, a_l))
     sim = np.stack(rows)
     return {"layers": names, "similarity": sim, "mean": sim.mean(1), "last": sim[-1], "average": sim.mean(0)}
 
@@ -214,6 +196,19 @@ class _Randomiser:
             yield name, (ex if ex is not None else make_explainer(self.name, self._wrap(work), **self.params))
 
 
+def _start(R: "_Randomiser", x, target, executor, attributions=None, explain: bool = True):
+    """The common start of the randomisation tests: the batch as a tensor on the model, its targets,
+    and the original model's flattened explanations (given, or computed when ``explain``)."""
+    m = R.base.model
+    xt = m.to_tensor(x, "x")
+    n = xt.shape[0]
+    t = m.resolve_target(target, xt).cpu().numpy()
+    if not explain:
+        return m, xt, n, t, None
+    a0 = _explain_flat(R.base, xt, t, executor, n) if attributions is None else _given(attributions, n)
+    return m, xt, n, t, a0
+
+
 def _explain_flat(ex: Explainer, xt, target: np.ndarray, executor, rows: int) -> np.ndarray:
     return np.asarray(ex.explain(xt, target=target, executor=executor).values, dtype=np.float64).reshape(rows, -1)
 
@@ -294,11 +289,7 @@ def efficient_mprt(
     executor = check_executor(executor, "executor", rows=True)
     seed = _int_seed(seed)
     R = _Randomiser(explainer, model, explainer_params)
-    m = R.base.model
-    xt = m.to_tensor(x, "x")
-    n = xt.shape[0]
-    t = m.resolve_target(target, xt).cpu().numpy()
-    a0 = _explain_flat(R.base, xt, t, executor, n) if attributions is None else _given(attributions, n)
+    m, xt, n, t, a0 = _start(R, x, target, executor, attributions)
     prep = np.abs if abs_ else (lambda v: v)
     names, rows = [], [discrete_entropy(prep(a0), n_bins)]
     for name, ex in R.randomised(seed, layer_order, every_layer):
@@ -356,10 +347,7 @@ def smooth_mprt(
     executor = check_executor(executor, "executor", rows=True)
     seed = _int_seed(seed)
     R = _Randomiser(explainer, model, explainer_params)
-    m = R.base.model
-    xt = m.to_tensor(x, "x")
-    n = xt.shape[0]
-    t = m.resolve_target(target, xt).cpu().numpy()
+    m, xt, n, t, _ = _start(R, x, target, executor, explain=False)
     flat = xt.reshape(n, -1).double()
     std = (noise * (flat.max(1).values - flat.min(1).values)).cpu().numpy()
     draws = list(gaussian_draws(numpy_rng(seed), n_samples - 1, tuple(xt.shape), std))
@@ -375,7 +363,7 @@ def smooth_mprt(
     names, sims = [], []
     for name, ex in R.randomised(seed, layer_order):
         names.append(name)
-        sims.append(_spearman(a0, smooth(ex)))
+        sims.append(row_spearman(a0, smooth(ex)))
     sim = np.stack(sims)
     return {"layers": names, "similarity": sim, "mean": sim.mean(1), "last": sim[-1], "average": sim.mean(0)}
 
@@ -410,15 +398,7 @@ def _ssim_1d(u: np.ndarray, v: np.ndarray, win: int = 7) -> np.ndarray:
     return s.mean(1)
 
 
-def _pearson(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    u = u - u.mean(1, keepdims=True)
-    v = v - v.mean(1, keepdims=True)
-    den = np.sqrt((u * u).sum(1) * (v * v).sum(1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den == 0, np.nan, (u * v).sum(1) / den)
-
-
-_SIMILARITIES = {"ssim": _ssim_1d, "spearman": _spearman, "pearson": _pearson}
+_SIMILARITIES = {"ssim": _ssim_1d, "spearman": row_spearman, "pearson": row_pearson}
 
 
 def random_logit(

@@ -31,7 +31,6 @@ from .._validation import (
     numpy_rng,
 )
 from . import _perturb as P
-from .faithfulness import _pearson
 
 __all__ = ["monotonicity", "monotonicity_correlation", "sensitivity_n", "sufficiency"]
 
@@ -130,7 +129,7 @@ def sensitivity_n(
     # (sizes, subsets, n) -> rows (n * sizes) of n_subsets values each
     u = sums.view(len(sizes), n_subsets, n).permute(2, 0, 1).reshape(-1, n_subsets)
     v = drops.view(len(sizes), n_subsets, n).permute(2, 0, 1).reshape(-1, n_subsets)
-    out = _pearson(u, v).view(n, len(sizes)).cpu().numpy()
+    out = P.row_pearson(u, v).reshape(n, len(sizes))
     return out[:, 0] if single else out
 
 
@@ -273,16 +272,7 @@ def monotonicity_correlation(
 
     outs = P.forward_copies(m, xt, t, n_regions * reps, block)  # (G * reps, n)
     var = ((outs - f0.unsqueeze(0)) ** 2).view(n_regions, reps, n).mean(1).T  # (n, G)
-    return _spearman(scores, var).cpu().numpy()
-
-
-def _spearman(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Row-wise Spearman correlation (Pearson of average ranks), float64; NaN where a row is constant."""
-    from scipy.stats import rankdata
-
-    ru = torch.as_tensor(rankdata(u.cpu().numpy(), axis=1), dtype=torch.float64)
-    rv = torch.as_tensor(rankdata(v.cpu().numpy(), axis=1), dtype=torch.float64)
-    return _pearson(ru, rv)
+    return P.row_spearman(scores, var)
 
 
 #: The distances :func:`sufficiency` accepts (scipy.spatial.distance.cdist names).
