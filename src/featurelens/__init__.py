@@ -31,6 +31,8 @@ _LAZY = {
     "load_explanation": (".explanation", "load_explanation"),
     "Interactions": (".interactions", "Interactions"),
     "Model": (".models", "Model"),
+    "SumOfParts": (".explainers.sop", "SumOfParts"),
+    "fit_sop": (".explainers.sop", "fit_sop"),
 }
 
 __all__ = [
@@ -38,11 +40,13 @@ __all__ = [
     "Explanation",
     "Interactions",
     "Model",
+    "SumOfParts",
     "approximators",
     "audit",
     "datasets",
     "explainer",
     "explainers",
+    "fit_sop",
     "games",
     "interactions",
     "learning",

@@ -26,6 +26,7 @@ import torch
 
 import featurelens as fl
 from featurelens.explainers import explainer_class
+from featurelens.explainers.sop import SumOfParts
 
 SHAPE = (1, 8, 8)
 # 2 x 2 patches: 16 players; 4 x 2 patches: 8 players (2^8 coalitions keep exact Shapley quick when
@@ -61,6 +62,7 @@ SETTINGS = {
     "lrp": {"composite": "epsilon_plus_flat"},
     "feature_ablation": {}, "feature_permutation": {"groups": PATCHES}, "lime": {"groups": PATCHES, "n_samples": 40},
     "layer_integrated_gradients": {"layer": "4", "n_steps": 6}, "layer_gradient_x_activation": {"layer": "4"}, "layer_conductance": {"layer": "4", "n_steps": 5}, "neuron_gradient": {"layer": "4", "neuron": (1, 2, 3)}, "neuron_integrated_gradients": {"layer": "4", "neuron": (1, 2, 3), "n_steps": 6},
+    "sop": {},  # issue 15 (helper U1): runs on SopCase, a SumOfParts around the CNN
 }
 
 BATCH_SIZE = 4
@@ -195,8 +197,15 @@ class TreeCase:
         pass  # a tree model has no weights to freeze
 
 
+class SopCase(CnnCase):
+    """A SumOfParts (3 groups) around the CNN: "sop" explains only models that explain themselves."""
+
+    make_model = staticmethod(lambda: SumOfParts(make_cnn(), 3, input_shape=SHAPE))
+    nan_model = staticmethod(lambda: SumOfParts(_NaNHead().double(), 3, input_shape=SHAPE))
+
+
 #: The model each explainer is checked on: the CNN unless its ``requires`` refuses the CNN.
-CASES = {"tree_shap": TreeCase}
+CASES = {"tree_shap": TreeCase, "sop": SopCase}
 
 
 def case(name: str):

@@ -6,5 +6,6 @@ from . import perturbation, wavelet  # noqa: F401  (registration side effect)
 from . import tree  # noqa: F401  (registration side effect)
 from . import deeplift, backprop, lrp, ablation, surrogate  # noqa: F401  (registration side effect)
 from . import layer  # noqa: F401  (registration side effect)
+from . import sop  # noqa: F401  (registration side effect)
 
 __all__ = ["Explainer", "explainer", "explainer_class", "list_explainers", "register"]

@@ -2,11 +2,14 @@
 the AGOP, its tracker and mergeable accumulator, the Neural Feature Ansatz, Recursive Feature
 Machines, random-feature ridge and RFRBoost, representation similarity and geometry (CKA and its
 mergeable accumulator), neural collapse, class-manifold geometry and capacity, target linearity,
-Mahalanobis++ OOD scores, Jacobian alignment and the GrokAlign penalty, and a training monitor."""
+Mahalanobis++ OOD scores, Jacobian alignment and the GrokAlign penalty, gradient signal-to-noise
+ratios, the supervised contrastive and multi-class BCE losses, and a training monitor."""
 
 from .agop import AGOPAccumulator, AGOPTracker, agop
 from .alignment import GrokAlign, JacobianAlignment, jacobian_alignment
 from .collapse import neural_collapse
+from .gsnr import GSNRResult, InfiniteGSNRWarning, gsnr, gsnr_monitor_metric
+from .losses import SupConLoss, multiclass_bce
 from .manifolds import (
     ManifoldCapacity,
     ManifoldGeometry,
@@ -59,4 +62,10 @@ __all__ = [
     "RandomFeatureRidge",
     "RFRBoostRegressor",
     "RFRBoostClassifier",
+    "gsnr",
+    "GSNRResult",
+    "InfiniteGSNRWarning",
+    "gsnr_monitor_metric",
+    "SupConLoss",
+    "multiclass_bce",
 ]

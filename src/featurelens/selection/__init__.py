@@ -7,6 +7,7 @@ selection the data cannot support (all features tied, constant columns selected)
 
 from ._base import DegenerateDataWarning
 from .agop import AGOPSelector
+from .iif_learn import IIFLearn
 from .minkowski import MinkowskiWeightedSelector
 from .minshap import MinShapSelector
 from .nbse import NBSE
@@ -22,6 +23,7 @@ __all__ = [
     "MinkowskiWeightedSelector",
     "MinShapSelector",
     "AGOPSelector",
+    "IIFLearn",
     "stability",
     "DegenerateDataWarning",
 ]
