@@ -107,6 +107,12 @@ def test_manifold_and_alignment_metrics_equal_the_direct_functions():
         lin = fl.learning.target_linearity(feats, np.eye(3)[y.numpy()])
         assert alone.series("target_linearity", layer)[1][-1] == pytest.approx(lin, rel=1e-10)
     assert "manifold_radius" not in set(alone.history["metric"])
+    # GSNR on the probe rows: the function's values
+    g_mon = Monitor(net, X, y.numpy(), every=1, metrics=("gsnr",), detector=None)
+    g_mon.step()
+    direct_g = fl.learning.gsnr_monitor_metric(net, X, y)
+    assert g_mon.series("gsnr_mean", "model")[1][-1] == pytest.approx(direct_g["gsnr_mean"], rel=1e-10)
+    assert g_mon.series("gsnr", "0.weight")[1][-1] == pytest.approx(direct_g["gsnr/0.weight"], rel=1e-10)
     # the simulated capacity on the Monitor's fixed subsample: the function on the same rows
     from featurelens.learning.monitor import CAPACITY_DICHOTOMIES, CAPACITY_LOADS
 

@@ -25,6 +25,10 @@ some):
   ``y_probe``; opt-in, a few hundred small LPs per probe): the simulated capacity of the class
   manifolds (the load P/N where half the random dichotomies are separable, Cohen et al. 2020) on a
   fixed subsample, and its mean-field estimate (:func:`featurelens.learning.manifold_capacity`);
+- ``gsnr`` per parameter tensor (its name as the layer), ``gsnr_mean`` and ``gsnr_infinite``
+  (pseudo-layer ``"model"``) (metric ``"gsnr"``, with ``y_probe``; opt-in): the gradient
+  signal-to-noise ratio mean_i(g)^2 / var_i(g) of the cross-entropy's per-sample gradients on the
+  probe rows (Liu et al. 2020; :func:`featurelens.learning.gsnr`);
 - ``jacobian_cosine``, ``jacobian_rank_one_share``, ``jacobian_centroid_cosine``,
   ``jacobian_top_singular_cosine`` (metric ``"jacobian_alignment"``, or ``"alignment"``; opt-in;
   pseudo-layer ``"model"``): over the probe rows, the mean cosine between each output's input
@@ -63,6 +67,7 @@ from .._validation import (
 )
 from .alignment import jacobian_alignment
 from .collapse import neural_collapse
+from .gsnr import gsnr_monitor_metric
 from .manifolds import manifold_capacity, target_linearity
 from .manifolds import monitor_metrics as manifold_metrics
 from .nfa import (
@@ -84,7 +89,7 @@ DEFAULT_METRICS = ("agop", "nfa", "rank", "collapse", "updates", "gradients")
 #: Everything a Monitor can record: the defaults plus the opt-in "manifold" (class manifolds and
 #: target linearity per layer, with y_probe), "target_linearity" (that alone) and
 #: "jacobian_alignment" (the input-output Jacobian's alignment with x; "alignment" for short).
-METRICS = DEFAULT_METRICS + ("manifold", "target_linearity", "manifold_capacity", "jacobian_alignment")
+METRICS = DEFAULT_METRICS + ("manifold", "target_linearity", "manifold_capacity", "jacobian_alignment", "gsnr")
 #: The simulated capacity inside the Monitor: points per class, dichotomies per projection size,
 #: and the loads P/N tried (a coarse grid around Cover's 2: a probe costs a few hundred LPs).
 CAPACITY_POINTS, CAPACITY_DICHOTOMIES, CAPACITY_LOADS = 20, 16, (0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
@@ -323,7 +328,7 @@ class Monitor:
             self.y_probe = y
         elif "collapse" in metrics and metrics != DEFAULT_METRICS:
             raise ValueError("metrics includes 'collapse', which needs y_probe; pass y_probe or drop it")
-        for needs_labels in ("manifold", "target_linearity", "manifold_capacity"):
+        for needs_labels in ("manifold", "target_linearity", "manifold_capacity", "gsnr"):
             if needs_labels in metrics and y_probe is None:
                 raise ValueError(f"metrics includes {needs_labels!r}, which needs class labels; pass y_probe or drop it")
         self.layers = _select_layers(self.module, layers)
@@ -393,7 +398,7 @@ class Monitor:
                 self._spectrum(t, self._grads, "grad")
         if t % self.probe_every == 0 and any(m in self.metrics for m in ("agop", "nfa", "rank", "collapse", "manifold",
                                                                          "target_linearity", "manifold_capacity",
-                                                                         "jacobian_alignment")):
+                                                                         "jacobian_alignment", "gsnr")):
             self._probe(t)
         return True
 
@@ -429,6 +434,14 @@ class Monitor:
         want_nc = "collapse" in self.metrics and self.y_probe is not None
         want_manifold = "manifold" in self.metrics
         want_linearity = "target_linearity" in self.metrics and not want_manifold
+        if "gsnr" in self.metrics:
+            values = gsnr_monitor_metric(self.module, self.X_probe, torch.as_tensor(self.y_probe),
+                                         batch_size=self.batch_size)
+            for key, value in values.items():
+                if key.startswith("gsnr/"):
+                    self.log(t, "gsnr", float(value), key[len("gsnr/"):])
+                else:
+                    self.log(t, key, float(value), "model")
         if "jacobian_alignment" in self.metrics:
             aligned = jacobian_alignment(self._model, self.X_probe, batch_size=self.batch_size)
             self.log(t, "jacobian_cosine", float(np.mean(aligned.mean_cosine)), "model")
