@@ -62,6 +62,12 @@ def _explainer_names():
     return list_explainers()
 
 
+def _audit_metric_names():
+    from ._audit.scoring import METRICS
+
+    return (*METRICS, "all")
+
+
 def _overwrite(parser, what: str) -> None:
     parser.add_argument("--overwrite", action="store_true",
                         help=f"write into --out even when it holds other files ({what}); without it such a "
@@ -158,6 +164,11 @@ def _add_audit(sub) -> None:
                         help="shape of one sample to reshape flat rows into, e.g. 1,8,8")
     parser.add_argument("--methods", nargs="+", action=Choices, valid=_explainer_names, metavar="NAME",
                         help="explainer names (default: every applicable one, and random)")
+    parser.add_argument("--metrics", nargs="+", action=Choices, valid=_audit_metric_names, metavar="NAME",
+                        help="metric names, or all (default: deletion, insertion, faithfulness_correlation, "
+                             "avg/max_sensitivity, sparseness, complexity, model_randomization); also road, irof, "
+                             "selectivity, region_perturbation, sensitivity_n, monotonicity, continuity, "
+                             "random_logit, efficient_mprt, completeness, ... (a wrong name lists them all)")
     parser.add_argument("--n-explain", type=positive_int, default=32, metavar="N",
                         help="samples audited (a seeded subset; default 32)")
     parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")

@@ -2,6 +2,8 @@
 :func:`featurelens.audit` and write its HTML report. Its options are defined in
 :mod:`featurelens.cli` (no torch import for ``--help``); :func:`run` does the work.
 
+``--metrics NAME ...`` (or ``all``) chooses the metrics (:func:`featurelens.audit`'s ``metrics=``).
+
 ``--executor threads|processes|ray|dask`` (with ``--workers N``, ``--address ADDR``) runs the audit
 on an executor (:func:`featurelens.audit`'s ``executor=``), built when the audit starts and closed
 when it ends (:mod:`featurelens._cli_executor`).
@@ -98,7 +100,7 @@ def run(args) -> int:
     try:
         with command_executor(args) as executor:
             table = audit(
-                model, X, y, methods=args.methods, out=args.out, n_explain=args.n_explain, seed=args.seed,
+                model, X, y, methods=args.methods, metrics=getattr(args, "metrics", None), out=args.out, n_explain=args.n_explain, seed=args.seed,
                 progress=False if args.no_progress else None, target=target,
                 feature_names=names if names is not None and X.ndim == 2 else None, overwrite=args.overwrite,
                 executor=executor,

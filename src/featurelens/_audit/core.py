@@ -24,9 +24,12 @@ from ..explainers._base import explainer_class, list_explainers
 from ..models import Model
 from ..report import check_out
 from ._torchscript import gradcam_reason, is_script
-from .scoring import COLUMNS, RANKING_RULE, _ROW_KEYS, _clean_rows, _mean, _rank_rows, _reasons, _score, _verdict
+from .scoring import (
+    COLUMNS, DEFAULT_METRICS, METRICS, RANKING_RULE, _clean_rows, _has_parameters, _mean, _rank_rows, _reasons, _score,
+    _verdict, inapplicable, metric_columns, metric_reasons, resolve_metrics, row_keys,
+)
 
-__all__ = ["audit", "AuditTable", "choose_methods", "RANKING_RULE", "COLUMNS"]
+__all__ = ["audit", "AuditTable", "choose_methods", "RANKING_RULE", "COLUMNS", "METRICS", "DEFAULT_METRICS"]
 
 #: Gradient-family explainers in the order they appear in the table (those registered); the other
 #: registered explainers that need gradients (or gradient-based data summaries) follow.
@@ -56,7 +59,9 @@ _AGOP_ROWS = 2048  # most rows of X used to compute the AGOP diagonal for explai
 class AuditTable(list):
     """The ranked table as a list of dicts (one per method, best first) when pandas is absent or
     ``as_frame=False``; ``verdict``, ``ranking_rule`` and ``report`` (path of index.html or None)
-    ride along as attributes, and ``explanations`` maps each method to its Explanation."""
+    ride along as attributes, and ``explanations`` maps each method to its Explanation;
+    ``metrics`` maps each metric run to its one-line reason and ``skipped_metrics`` each selected
+    metric that could not apply to its reason."""
 
     def __init__(self, rows=()):
         super().__init__(rows)
@@ -65,6 +70,8 @@ class AuditTable(list):
         self.report: str | None = None
         self.explanations: dict = {}
         self.notes: list = []
+        self.metrics: dict = {}
+        self.skipped_metrics: dict = {}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -273,6 +280,7 @@ def audit(
     X,
     y=None,
     methods=None,
+    metrics=None,
     ground_truth=None,
     out=None,
     n_explain: int = 32,
@@ -323,6 +331,41 @@ def audit(
     that fails is reported in the notes and left out, never fatal; an explainer that fails gets
     status "failed" with the error as its reason.
 
+    ``metrics`` chooses the metrics (the table's metric columns are exactly theirs): None (default)
+    the set above (:data:`DEFAULT_METRICS`); ``"all"`` every one of :data:`METRICS`; or a list of
+    its names. Beyond the default set, on the same audited samples, targets and ``baseline``:
+
+    - faithfulness: ``road`` (Rong et al. 2022, arXiv 2202.00449; accuracy on the target after
+      noisy linear imputation of the most relevant pixels at ``steps`` fractions, images only),
+      ``irof`` (Rieger & Hansen 2020, arXiv 2003.08747), ``selectivity`` (Montavon et al. 2018,
+      arXiv 1706.07979), ``region_perturbation`` (AOPC over ``steps`` regions, Samek et al. 2017,
+      arXiv 1509.06321), ``sensitivity_n`` (Ancona et al. 2018, arXiv 1711.06104; ``n_subsets``
+      subsets of about 10, 30 and 50 % of the regions, the per-sample mean of the three
+      correlations), ``monotonicity`` (Arya et al. 2019, arXiv 1909.03012), ``monotonicity_correlation``
+      (Nguyen & Martinez 2020, arXiv 2007.07584; each region replaced by the baseline) and
+      ``sufficiency`` (Dasgupta et al. 2022, arXiv 2202.00734; the audited samples are the pool).
+      The region metrics remove the black-box players: square patches (at most 64) on inputs of
+      more than 64 elements, else every element;
+    - robustness: ``continuity`` (Montavon et al. 2018; at most 8 translations, images and
+      signals), ``consistency`` (Dasgupta et al. 2022; top-5 discretisation),
+      ``relative_input_stability`` and ``relative_output_stability`` (Agarwal et al. 2022, arXiv
+      2203.06877; ``robustness_samples`` draws of ``radius``);
+    - randomisation: ``efficient_mprt`` (the relative entropy rise) and ``smooth_mprt``
+      (``max(2, robustness_samples)`` noisy copies; both Hedstroem et al. 2023, arXiv 2401.06465)
+      and ``random_logit`` (Sixt et al. 2020, arXiv 1912.09818; at least two outputs);
+    - complexity: ``effective_complexity`` (Nguyen & Martinez 2020);
+    - axiomatic: ``completeness``, ``|sum_i a_i - (f(x) - f(baseline))|`` (Sundararajan et al. 2017,
+      arXiv 1703.01365).
+
+    A selected metric that cannot apply (``road`` or ``continuity`` on tabular rows,
+    ``random_logit`` or ``sufficiency`` on a single-output model, randomisation without a torch
+    module or with ``randomization=False``, noise metrics with ``robustness_samples=0``,
+    localisation without ``ground_truth``) is skipped with its reason in the notes (for the
+    default set, silently, as before ``metrics=`` existed); its column stays, n/a. Each metric run
+    gets a one-line reason (what it measures, which direction is better) in the report and in the
+    table's ``metrics``. The ranking does not change: it reads the deletion/insertion, faithfulness
+    correlation and sensitivity columns, and without any of them the table is in name order.
+
     Parameters
     ----------
     model
@@ -368,17 +411,22 @@ def audit(
         together, and a part's batches may change the last bit of a map (about 1e-7 relative in
         float32: see :meth:`featurelens.explainers.Explainer.explain`). The executor is used, not
         closed; ``settings`` in the report name it.
+    metrics
+        None (the default set), ``"all"``, a metric name or a list of names of :data:`METRICS`; an
+        unknown name is a ValueError listing the valid ones.
     as_frame
         True: a pandas DataFrame; False: an :class:`AuditTable` (list of dicts); None (default): a
         DataFrame when pandas can be imported. Either way best first, one row per method, with
         ``rank``, ``method``, ``status``, the metric means, ``faithfulness_rank``,
         ``robustness_rank``, ``seconds``, ``model_calls`` and ``reason``; the DataFrame's
-        ``attrs`` (the list's attributes) hold ``verdict``, ``ranking_rule``, ``report`` and
-        ``notes`` (metrics that failed or did not apply, warnings); the list also has
-        ``explanations`` (method -> Explanation).
+        ``attrs`` (the list's attributes) hold ``verdict``, ``ranking_rule``, ``report``,
+        ``notes`` (metrics that failed or did not apply, warnings), ``metrics`` (metric -> its
+        one-line reason) and ``skipped_metrics`` (metric -> why it could not apply); the list also
+        has ``explanations`` (method -> Explanation).
     """
     start = time.perf_counter()
     seed = check_seed(seed)
+    selected = resolve_metrics(metrics)
     if out is not None:
         check_out(out, "audit", check_bool(overwrite, "overwrite"))
     if feature_names is None and hasattr(X, "columns"):
@@ -404,7 +452,7 @@ def audit(
     classes = getattr(model, "classes_", None)
     x = X[idx]
     try:
-        wrapped.predict(x[:1])
+        probe = wrapped.predict(x[:1])
     except (ValueError, TypeError) as err:
         raise ValueError(f"X has samples of shape {X.shape[1:]}, and the model cannot take them: {err}") from err
     t = _targets(wrapped, x, None if y is None else y[idx], target, classes)
@@ -412,6 +460,14 @@ def audit(
     baseline = _baseline(baseline, X)
     chosen, skipped = choose_methods(wrapped, X.shape[1:], methods)
     notes: list[str] = []
+    n_outputs = int(probe.shape[1])
+    skipped_metrics = inapplicable(selected, x.shape, n_outputs, _has_parameters(wrapped, {"randomization": randomization}),
+                                   masks is not None, robustness_samples, randomization)
+    if metrics is not None:  # the default set skips silently, as it did before metrics= existed
+        notes.extend(f"{m}: not applicable ({why})" for m, why in skipped_metrics.items())
+    run_metrics = tuple(m for m in selected if m not in skipped_metrics)
+    columns = metric_columns(selected)
+    reasons = metric_reasons(run_metrics)
     if X.ndim == 2 and X.shape[1] > 1 and robustness_samples > 0:
         sd = X.std(axis=0)
         sd = sd[sd > 0]
@@ -428,6 +484,7 @@ def audit(
         "n_subsets": n_subsets, "subset_size": subset_size, "radius": radius,
         "robustness_samples": robustness_samples, "randomization": bool(randomization),
         "baseline": baseline, "explainer_kwargs": {}, "executor": executor_param(executor),
+        "metrics": list(selected),
     }
     rows, curves, explanations, per_sample = [], {}, {}, {}
     from tqdm.auto import tqdm
@@ -449,9 +506,10 @@ def audit(
         explanations[name] = e
         row["explain_seconds"] = float(e.seconds)
         row["model_calls"] = int(e.model_calls)
-        scores, c = _score(name, ex, wrapped, x, a, np.asarray(e.values), t, masks, settings, notes, executor)
+        scores, c = _score(name, ex, wrapped, x, a, np.asarray(e.values), t, masks, settings, notes, executor,
+                           run=run_metrics)
         row["seconds"] = time.perf_counter() - t0
-        for key, _, _ in COLUMNS:
+        for key in columns:
             if key in scores:
                 row[key] = _mean(scores[key])
         per_sample[name] = {k: v.tolist() for k, v in scores.items()}
@@ -461,6 +519,9 @@ def audit(
         rows.append({"method": name, "status": "n/a", "reason": why})
 
     ranked = _rank_rows(rows)
+    if not ({"deletion", "insertion"} <= set(run_metrics) or "faithfulness_correlation" in run_metrics):
+        notes.append("The ranking reads insertion - deletion and the faithfulness correlation, and neither was "
+                     "run (metrics=): the table is in name order, the columns reported beside it.")
     _reasons(ranked)
     verdict = _verdict(ranked)
     settings["baseline"] = baseline if isinstance(baseline, float) else "feature means" if X.ndim == 2 else "array"
@@ -478,12 +539,14 @@ def audit(
         report_path = write_report(
             out, overwrite, ranked, verdict, notes, settings, curves, explanations, x, masks, t,
             per_sample, total, model, feature_names, units=describe_units(wrapped), f_x=f_x, rows_in_x=idx,
+            columns=columns, metrics=reasons, skipped_metrics=skipped_metrics,
         )
-    return _as_table(ranked, verdict, report_path, explanations, as_frame, notes)
+    return _as_table(ranked, verdict, report_path, explanations, as_frame, notes, columns, reasons, skipped_metrics)
 
 
-def _as_table(rows, verdict, report_path, explanations, as_frame, notes):
-    rows = _clean_rows(rows)
+def _as_table(rows, verdict, report_path, explanations, as_frame, notes, columns=None, reasons=None, skipped=None):
+    keys = row_keys(columns)
+    rows = _clean_rows(rows, keys)
     if as_frame is not False:
         try:
             import pandas as pd
@@ -491,15 +554,18 @@ def _as_table(rows, verdict, report_path, explanations, as_frame, notes):
             if as_frame:
                 raise ImportError("as_frame=True needs pandas: pip install pandas") from None
         else:
-            frame = pd.DataFrame(rows, columns=list(_ROW_KEYS))
+            frame = pd.DataFrame(rows, columns=list(keys))
             frame["rank"] = frame["rank"].astype("Int64")
             frame.attrs.update({"verdict": verdict, "ranking_rule": RANKING_RULE, "report": report_path,
-                                "notes": list(notes)})
+                                "notes": list(notes), "metrics": dict(reasons or {}),
+                                "skipped_metrics": dict(skipped or {})})
             return frame
     table = AuditTable(rows)
     table.verdict = verdict
     table.report = report_path
     table.explanations = explanations
     table.notes = list(notes)
+    table.metrics = dict(reasons or {})
+    table.skipped_metrics = dict(skipped or {})
     return table
 

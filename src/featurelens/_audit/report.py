@@ -23,7 +23,7 @@ import torch
 
 from .._version import __version__
 from ..report import Cell, HTMLReport, report_folder, write_json
-from .scoring import COLUMNS, RANKING_RULE, _ROW_KEYS, _clean_rows, _finite, _fmt
+from .scoring import COLUMNS, RANKING_RULE, _clean_rows, _finite, _fmt, row_keys
 
 __all__ = ["write_report", "describe_units"]
 
@@ -355,24 +355,29 @@ def _tabular_section(page, figures: dict, clean, explanations, x, names, units, 
 
 
 def write_report(out, overwrite, rows, verdict, notes, settings, curves, explanations, x, masks, t, per_sample,
-                 total, model, feature_names=None, units=None, f_x=None, rows_in_x=None) -> str:
+                 total, model, feature_names=None, units=None, f_x=None, rows_in_x=None, columns=None, metrics=None,
+                 skipped_metrics=None) -> str:
     """Write the audit's report folder ``out``; returns the path of its ``index.html``.
 
     For tabular ``x`` ``(n, d)``: ``feature_names`` (None: "feature 0", ...), ``units`` (how the
     explained output is named, :func:`describe_units`), ``f_x`` (the explained output of each audited
-    row, for the waterfall's check) and ``rows_in_x`` (each audited row's index in X)."""
+    row, for the waterfall's check) and ``rows_in_x`` (each audited row's index in X). ``columns``: the
+    table's metric columns (default: the default set's); ``metrics``: ``{metric: one-line reason}`` of
+    the metrics run and ``skipped_metrics``: ``{metric: why not}``, listed under the table."""
     with report_folder(out, "audit", overwrite) as tmp:
         _write(tmp, rows, verdict, notes, settings, curves, explanations, x, masks, t, per_sample, total, model,
-               feature_names, units, f_x, rows_in_x)
+               feature_names, units, f_x, rows_in_x, columns, metrics, skipped_metrics)
     return os.path.join(os.path.abspath(os.fspath(out)), "index.html")
 
 
 def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, t, per_sample, total, model,
-           feature_names=None, units=None, f_x=None, rows_in_x=None) -> None:
-    clean = _clean_rows(rows)
+           feature_names=None, units=None, f_x=None, rows_in_x=None, columns=None, metrics=None,
+           skipped_metrics=None) -> None:
+    keys = row_keys(columns)
+    clean = _clean_rows(rows, keys)
     with open(os.path.join(out, "results.csv"), "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(_ROW_KEYS)
+        writer.writerow(keys)
         for r in clean:
             writer.writerow(["" if v is None else (f"{v:.6g}" if isinstance(v, float) and math.isfinite(v)
                                                     else "" if isinstance(v, float) else v) for v in r.values()])
@@ -394,7 +399,7 @@ def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, 
     page.add_paragraph(verdict)
     page.add_heading("Ranking")
     page.add_paragraph(RANKING_RULE, "small")
-    present = [c for c in COLUMNS if any(_finite(r.get(c[0])) for r in clean)]
+    present = [c for c in COLUMNS if c[0] in keys and any(_finite(r.get(c[0])) for r in clean)]
     header = [Cell("rank"), Cell("method", "text")] + [
         Cell(label + (" ↑" if d > 0 else " ↓" if d < 0 else "")) for _, label, d in present
     ] + [Cell("seconds")]
@@ -424,6 +429,12 @@ def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, 
         "sim.: Spearman similarity of the maps before and after randomising the model's weights.",
         "small",
     )
+    if metrics:
+        page.add_heading("What each metric measures", 3)
+        page.add_list([f"{m}: {text}" for m, text in metrics.items()])
+    if skipped_metrics:
+        page.add_heading("Metrics not applicable here", 3)
+        page.add_list([f"{m}: {why}" for m, why in skipped_metrics.items()])
     page.add_heading("Why each method ranks where it does")
     page.add_list([f"{r['method']}: {r['reason']}" for r in clean if r["status"] != "n/a"])
     not_run = [f"{r['method']}: {r['reason']}" for r in clean if r["status"] == "n/a"]
@@ -463,6 +474,7 @@ def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, 
         "verdict": verdict, "ranking_rule": RANKING_RULE, "table": clean, "per_sample": per_sample,
         "curves": {m: {k: v.tolist() for k, v in c.items()} for m, c in curves.items()},
         "targets": np.asarray(t).tolist(), "settings": settings_json, "notes": notes,
+        "metrics": dict(metrics or {}), "skipped_metrics": dict(skipped_metrics or {}),
         "seconds": total, "versions": {"featurelens": __version__, "torch": torch.__version__},
         "model": type(model).__name__,
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,7 +23,8 @@ RANKING_RULE = (
 )
 
 #: Table columns (besides rank/method/status/reason): (key, label, direction), direction +1 when
-#: higher is better, -1 when lower is better, 0 when neither.
+#: higher is better, -1 when lower is better, 0 when neither. The first twelve are today's default
+#: set (:data:`DEFAULT_METRICS`); the others come with ``metrics=`` (see :data:`METRICS`).
 COLUMNS = (
     ("insertion_minus_deletion", "ins - del", +1),
     ("deletion_auc", "deletion AUC", -1),
@@ -36,7 +38,214 @@ COLUMNS = (
     ("relevance_mass", "rel. mass", +1),
     ("relevance_rank_accuracy", "rank acc.", +1),
     ("precision_at_k", "prec@k", +1),
+    ("road", "ROAD", -1),
+    ("irof", "IROF", +1),
+    ("selectivity", "selectivity", -1),
+    ("region_perturbation", "AOPC", +1),
+    ("sensitivity_n", "sens.-n", +1),
+    ("monotonicity", "monoton.", +1),
+    ("monotonicity_correlation", "monot. corr.", +1),
+    ("sufficiency", "sufficiency", +1),
+    ("continuity", "continuity", -1),
+    ("consistency", "consistency", +1),
+    ("relative_input_stability", "RIS", -1),
+    ("relative_output_stability", "ROS", -1),
+    ("efficient_mprt", "eMPRT", +1),
+    ("smooth_mprt", "sMPRT sim.", -1),
+    ("random_logit", "random logit", -1),
+    ("effective_complexity", "eff. compl.", 0),
+    ("completeness", "|compl. gap|", -1),
 )
+_LABEL = {key: (label, d) for key, label, d in COLUMNS}
+
+
+class MetricSpec(NamedTuple):
+    """One metric the audit can run: its family, the table columns it fills and the one-line
+    reason shown in the report (what it measures, which direction is better)."""
+
+    family: str
+    columns: tuple
+    reason: str
+
+
+#: The metrics ``fl.audit(metrics=...)`` chooses from, by name, in the order they run.
+METRICS = {
+    # faithfulness
+    "deletion": MetricSpec("faithfulness", ("deletion_auc",),
+        "the target output as the most relevant features are replaced by the baseline, "
+        "averaged over the curve (Petsiuk et al. 2018); lower is better"),
+    "insertion": MetricSpec("faithfulness", ("insertion_auc",),
+        "the target output as the most relevant features are put back into the baseline "
+        "(Petsiuk et al. 2018); higher is better; with deletion, ins - del ranks the methods"),
+    "faithfulness_correlation": MetricSpec("faithfulness", ("faithfulness_correlation",),
+        "Pearson correlation of the attribution summed over random subsets with the output drop when "
+        "they are removed (Bhatt et al. 2020); higher is better"),
+    "road": MetricSpec("faithfulness", ("road",),
+        "accuracy on the target as the most relevant pixels are removed by noisy linear imputation, "
+        "mean over the removal fractions (Rong et al. 2022); lower is better"),
+    "irof": MetricSpec("faithfulness", ("irof",),
+        "area over the curve of the target probability (relative to the clean input) as the most "
+        "relevant segments are removed (Rieger & Hansen 2020); higher is better"),
+    "selectivity": MetricSpec("faithfulness", ("selectivity",),
+        "area under the target output as the most relevant regions are removed one by one "
+        "(Montavon et al. 2018); lower is better"),
+    "region_perturbation": MetricSpec("faithfulness", ("region_perturbation",),
+        "AOPC, the mean output drop as the most relevant regions are removed "
+        "(Samek et al. 2017); higher is better"),
+    "sensitivity_n": MetricSpec("faithfulness", ("sensitivity_n",),
+        "correlation of the summed attribution of random n-region subsets with the output "
+        "drop when they are removed, mean over three sizes n (Ancona et al. 2018); higher is better"),
+    "monotonicity": MetricSpec("faithfulness", ("monotonicity",),
+        "share of samples whose output rises with every region inserted into the baseline, "
+        "least relevant first (Arya et al. 2019); higher is better"),
+    "monotonicity_correlation": MetricSpec("faithfulness", ("monotonicity_correlation",),
+        "Spearman correlation of each region's |attribution| with the squared "
+        "output change when it is removed (Nguyen & Martinez 2020); higher is better"),
+    "sufficiency": MetricSpec("faithfulness", ("sufficiency",),
+        "share of the audited samples with a similar map that get the same prediction "
+        "(Dasgupta et al. 2022); higher is better"),
+    # robustness
+    "avg_sensitivity": MetricSpec("robustness", ("avg_sensitivity",),
+        "relative change of the map under small input noise, mean over the draws "
+        "(Yeh et al. 2019); lower is better; breaks faithfulness ties"),
+    "max_sensitivity": MetricSpec("robustness", ("max_sensitivity",),
+        "the largest relative change of the map under small input noise (Yeh et al. "
+        "2019); lower is better"),
+    "continuity": MetricSpec("robustness", ("continuity",),
+        "largest change of the normalised map per unit input change over translations of "
+        "the input (Montavon et al. 2018); lower is better"),
+    "consistency": MetricSpec("robustness", ("consistency",),
+        "share of the samples with the same discretised map (top-5 features) that get the "
+        "same prediction (Dasgupta et al. 2022); higher is better"),
+    "relative_input_stability": MetricSpec("robustness", ("relative_input_stability",),
+        "largest relative map change over the relative input change under "
+        "noise that keeps the prediction (Agarwal et al. 2022); lower is better"),
+    "relative_output_stability": MetricSpec("robustness", ("relative_output_stability",),
+        "largest relative map change over the relative change of the outputs "
+        "under noise that keeps the prediction (Agarwal et al. 2022); lower is better"),
+    # randomisation
+    "model_randomization": MetricSpec("randomisation", ("randomization_similarity",),
+        "Spearman similarity of the maps before and after every layer is "
+        "re-initialised (Adebayo et al. 2018); lower is better, above 0.5 flagged"),
+    "efficient_mprt": MetricSpec("randomisation", ("efficient_mprt",),
+        "relative rise of the map's entropy once every layer is re-initialised "
+        "(Hedstroem et al. 2023); higher is better"),
+    "smooth_mprt": MetricSpec("randomisation", ("smooth_mprt",),
+        "Spearman similarity of noise-averaged maps before and after every layer is "
+        "re-initialised (Hedstroem et al. 2023); lower is better"),
+    "random_logit": MetricSpec("randomisation", ("random_logit",),
+        "structural similarity of the map of the target with that of a random other class "
+        "(Sixt et al. 2020); lower is better"),
+    # complexity
+    "sparseness": MetricSpec("complexity", ("sparseness",),
+        "Gini index of |a| (Chalasani et al. 2020); higher is a more concentrated map, not "
+        "better or worse by itself"),
+    "complexity": MetricSpec("complexity", ("complexity",),
+        "entropy of |a| / sum |a| (Bhatt et al. 2020); lower is a simpler map, not better or "
+        "worse by itself"),
+    "effective_complexity": MetricSpec("complexity", ("effective_complexity",),
+        "number of features above 1e-5 of the largest |a| (Nguyen & Martinez 2020); "
+        "lower is a simpler map, not better or worse by itself"),
+    # axiomatic
+    "completeness": MetricSpec("axiomatic", ("completeness",),
+        "|sum of the map - (f(x) - f(baseline))| (Sundararajan et al. 2017); lower is "
+        "better, 0 for a complete method (IG up to quadrature); other methods need not be complete"),
+    # localisation (with ground_truth masks)
+    "relevance_mass": MetricSpec("localisation", ("relevance_mass",),
+        "share of |a| inside the ground-truth mask (Arras et al. 2022); higher is better"),
+    "relevance_rank_accuracy": MetricSpec("localisation", ("relevance_rank_accuracy",),
+        "share of the top-|mask| features inside the mask (Arras et al. 2022); "
+        "higher is better"),
+    "precision_at_k": MetricSpec("localisation", ("precision_at_k",),
+        "share of the k most relevant features inside the mask (Clark et al. 2024); "
+        "higher is better"),
+}
+
+#: The metrics run when ``metrics=None``: the audit's set before ``metrics=`` existed.
+DEFAULT_METRICS = (
+    "deletion", "insertion", "faithfulness_correlation", "avg_sensitivity", "max_sensitivity", "sparseness",
+    "complexity", "model_randomization", "relevance_mass", "relevance_rank_accuracy", "precision_at_k",
+)
+
+
+def resolve_metrics(metrics) -> tuple:
+    """The metric names ``metrics`` selects, in :data:`METRICS` order: None gives
+    :data:`DEFAULT_METRICS`; ``"all"`` (alone or in a list) every metric; otherwise a name or a
+    list of names of :data:`METRICS`. An unknown name is a ValueError listing the valid ones."""
+    if metrics is None:
+        return DEFAULT_METRICS
+    names = [metrics] if isinstance(metrics, str) else metrics
+    try:
+        names = list(names)
+    except TypeError:
+        raise TypeError(f"metrics must be None, 'all', a metric name or a list of names; got "
+                        f"{type(metrics).__name__}") from None
+    if not names:
+        raise ValueError("metrics must name at least one metric (or be 'all' or None); got an empty list")
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"metrics must hold metric names (str); got {name!r} ({type(name).__name__})")
+        if name != "all" and name not in METRICS:
+            raise ValueError(f"metrics: unknown metric {name!r}; valid names: {', '.join(METRICS)} (or 'all')")
+    if "all" in names:
+        return tuple(METRICS)
+    return tuple(m for m in METRICS if m in names)
+
+
+def metric_columns(names) -> tuple:
+    """The table columns of the metrics ``names`` (COLUMNS order); ``insertion_minus_deletion``
+    comes with deletion and insertion together."""
+    keys = {c for m in names for c in METRICS[m].columns}
+    if "deletion" in names and "insertion" in names:
+        keys.add("insertion_minus_deletion")
+    return tuple(key for key, _, _ in COLUMNS if key in keys)
+
+
+def metric_reasons(names) -> dict:
+    """``{name: one line}`` for the report: the metric's column(s) with the better direction, and
+    its reason."""
+    out = {}
+    for m in names:
+        spec = METRICS[m]
+        cols = ", ".join(_LABEL[c][0] + (" ↑" if _LABEL[c][1] > 0 else " ↓" if _LABEL[c][1] < 0 else "")
+                         for c in spec.columns)
+        out[m] = f"{spec.reason} ({spec.family}; column {cols})"
+    return out
+
+
+def inapplicable(names, x_shape: tuple, n_outputs: int, has_parameters: bool, masks: bool,
+                 robustness_samples: int, randomization: bool) -> dict:
+    """``{name: why}`` for the selected metrics that cannot apply to this audit (data, model or
+    settings); the others run per method. ``x_shape``: the audited batch's shape."""
+    why = {}
+    ndim, n = len(x_shape), int(x_shape[0])
+    d = int(np.prod(x_shape[1:]))
+    for m in names:
+        family = METRICS[m].family
+        if m == "road" and ndim not in (3, 4):
+            why[m] = (f"needs images (n, h, w) or (n, c, h, w): it imputes removed pixels from their neighbours; "
+                      f"the audited inputs have shape {tuple(x_shape)}")
+        elif m == "continuity" and ndim not in (3, 4):
+            why[m] = (f"needs images or signals (n, c, h, w) / (n, c, length): it translates the input; the "
+                      f"audited inputs have shape {tuple(x_shape)}")
+        elif m in ("random_logit", "sufficiency") and n_outputs < 2:
+            why[m] = f"needs a model with at least 2 outputs (classes); this one has {n_outputs}"
+        elif m == "random_logit" and d < 7:
+            why[m] = f"compares maps by structural similarity over windows of 7 values; the maps have {d}"
+        elif m in ("sufficiency", "consistency") and n < 2:
+            why[m] = f"compares the audited samples with each other; only {n} is audited"
+        elif family == "randomisation" and m != "random_logit" and not randomization:
+            why[m] = "randomization=False"
+        elif family == "randomisation" and m != "random_logit" and not has_parameters:
+            why[m] = "needs a torch module with parameters to re-initialise; the model has none"
+        elif m in ("avg_sensitivity", "max_sensitivity", "relative_input_stability",
+                   "relative_output_stability") and robustness_samples < 1:
+            why[m] = "robustness_samples=0 (no noisy copies)"
+        elif family == "localisation" and not masks:
+            why[m] = "needs ground_truth masks"
+    return why
+
+
 _RANDOMISATION_FLAG = 0.5
 #: Relative difference of average sensitivity below which methods that tie on faithfulness are
 #: called indistinguishable in the verdict (the sensitivity is a mean over a few noise draws).
@@ -56,17 +265,22 @@ def _finite(v) -> bool:
 # scoring
 
 
-def _score(name, ex, model, x, a, raw, t, masks, settings, notes, executor=None) -> tuple[dict, dict]:
-    """Per-sample metric arrays of one method, and its mean deletion/insertion curves. A metric
-    that fails is noted (``"{name}: {metric} failed (...)"``) and left out. ``executor``: the
-    metrics' forward passes, and the rows of their re-explanations, on its workers."""
+def _score(name, ex, model, x, a, raw, t, masks, settings, notes, executor=None, run=DEFAULT_METRICS) -> tuple[dict, dict]:
+    """Per-sample metric arrays of one method, and its mean deletion/insertion curves. ``run``: the
+    metric names to compute (those selected that apply, :func:`inapplicable`). A metric that fails
+    is noted (``"{name}: {metric} failed (...)"``) and left out. ``executor``: the metrics' forward
+    passes, and the rows of their re-explanations, on its workers. The default metrics run first, in
+    the order (and with the random streams) they had before ``metrics=`` existed."""
     from .. import metrics as M
 
+    run = set(run)
     scores: dict[str, np.ndarray] = {}
     curves: dict[str, np.ndarray] = {}
     label = f"{name}: "
     steps, baseline, seed = settings["steps"], settings["baseline"], settings["seed"]
     for key, fn in (("deletion", M.deletion_curve), ("insertion", M.insertion_curve)):
+        if key not in run:
+            continue
         res = attempt(notes, f"{label}{key}_curve", lambda fn=fn: fn(model, x, a, target=t, steps=steps, baseline=baseline,
                                                                   executor=executor))
         if res is not None:
@@ -77,30 +291,126 @@ def _score(name, ex, model, x, a, raw, t, masks, settings, notes, executor=None)
         scores["insertion_minus_deletion"] = scores["insertion_auc"] - scores["deletion_auc"]
     d = int(np.prod(x.shape[1:]))
     subset = settings["subset_size"] or max(1, int(round(0.1 * d)))
-    scorers = {"faithfulness_correlation": lambda: M.faithfulness_correlation(
-        model, x, a, target=t, n_subsets=settings["n_subsets"], subset_size=min(subset, d), baseline=baseline,
-        seed=seed, executor=executor)}
-    scores.update(score(scorers, notes, label))
-    if settings["robustness_samples"] > 0:
+    if "faithfulness_correlation" in run:
+        scorers = {"faithfulness_correlation": lambda: M.faithfulness_correlation(
+            model, x, a, target=t, n_subsets=settings["n_subsets"], subset_size=min(subset, d), baseline=baseline,
+            seed=seed, executor=executor)}
+        scores.update(score(scorers, notes, label))
+    if settings["robustness_samples"] > 0 and run & {"avg_sensitivity", "max_sensitivity"}:
         # The explainer's own maps (e.g. gradcam's one channel), which its noisy re-explanations match.
-        res = attempt(notes, f"{label}avg_sensitivity/max_sensitivity", lambda: _sensitivity_pair(
+        keys = [k for k in ("avg_sensitivity", "max_sensitivity") if k in run]
+        res = attempt(notes, f"{label}{'/'.join(keys)}", lambda: _sensitivity_pair(
             ex, x, t, settings["radius"], settings["robustness_samples"], seed, raw, executor))
         if res is not None:
-            scores["avg_sensitivity"], scores["max_sensitivity"] = res
-    scorers = {"sparseness": lambda: M.sparseness(a), "complexity": lambda: M.complexity(a)}
-    if settings["randomization"] and model.module is not None and any(True for _ in model.module.parameters()):
-        kwargs = {k: v for k, v in settings["explainer_kwargs"][name].items() if k != "progress"}
+            pair = dict(zip(("avg_sensitivity", "max_sensitivity"), res))
+            scores.update({k: pair[k] for k in keys})
+    scorers = {k: fn for k, fn in (("sparseness", lambda: M.sparseness(a)), ("complexity", lambda: M.complexity(a)))
+               if k in run}
+    kwargs = {k: v for k, v in settings["explainer_kwargs"][name].items() if k != "progress"}
+    if "model_randomization" in run and _has_parameters(model, settings):
         scorers["model_randomization"] = lambda: _randomization(
             M.model_randomization, name, model, x, t, seed, kwargs, raw, executor)
     scores.update(score(scorers, notes, label))
     if "model_randomization" in scores:
         scores["randomization_similarity"] = scores.pop("model_randomization")
-    if masks is not None:
+    loc = [k for k in ("relevance_mass", "relevance_rank_accuracy", "precision_at_k") if k in run]
+    if masks is not None and loc:
         a_loc, m_loc = _localisation_arrays(a, masks)
-        scores.update(score({key: (lambda fn=fn: fn(a_loc, m_loc)) for key, fn in (
-            ("relevance_mass", M.relevance_mass), ("relevance_rank_accuracy", M.relevance_rank_accuracy),
-            ("precision_at_k", M.precision_at_k))}, notes, label))
+        scores.update(score({key: (lambda key=key: getattr(M, key)(a_loc, m_loc)) for key in loc}, notes, label))
+    new = [m for m in METRICS if m in run and m not in DEFAULT_METRICS]
+    if new:
+        scorers = _new_scorers(name, ex, model, x, a, raw, t, settings, executor, kwargs)
+        scores.update(score({m: scorers[m] for m in new}, notes, label))
     return scores, curves
+
+
+def _has_parameters(model, settings) -> bool:
+    return bool(settings["randomization"]) and model.module is not None and any(True for _ in model.module.parameters())
+
+
+def _regions(shape: tuple):
+    """The regions the region metrics remove whole: the audit's square patches (at most 64, shared
+    over channels) on inputs of more than 64 elements, else every element."""
+    from .core import _patch_groups
+
+    g = _patch_groups(shape)
+    return np.arange(int(np.prod(shape))).reshape(shape) if g is None else g
+
+
+def _sizes(n_regions: int) -> list:
+    """Sensitivity-n's subset sizes: about 10 %, 30 % and 50 % of the regions (at least one)."""
+    return sorted({max(1, int(round(f * n_regions))) for f in (0.1, 0.3, 0.5)})
+
+
+def _continuity_steps(length: int, most: int = 8) -> int:
+    """The most translations (at most ``most``) whose grid ``s_k = -L + (k + 1) ((2L + 1) // k_max)``
+    leaves out the zero shift: a zero shift divides the map change of a stochastic explainer by
+    ``0 + 1e-9``."""
+    for k in range(min(most, 2 * length + 1), 0, -1):
+        dx = (2 * length + 1) // k
+        if not (length % dx == 0 and length // dx <= k):
+            return k
+    return 1
+
+
+def _new_scorers(name, ex, model, x, a, raw, t, settings, executor, kwargs) -> dict:
+    """``{metric: zero-argument callable -> one value per sample}`` for the metrics beyond the
+    default set. Region metrics remove the audit's regions (:func:`_regions`) filled with the
+    audit's baseline; the re-explaining ones take the method's own explainer and maps (``raw``);
+    the noisy ones take the audit's ``radius`` and ``robustness_samples``."""
+    from .. import metrics as M
+
+    steps, baseline, seed = settings["steps"], settings["baseline"], settings["seed"]
+    radius, n_noise = settings["radius"], settings["robustness_samples"]
+    groups = _regions(tuple(x.shape[1:]))
+    n_regions = int(np.unique(groups).size)
+    extra = {} if executor is None else {"executor": executor}
+
+    def road():
+        g = None
+        if int(np.prod(x.shape[1:])) > 64:  # the audit's patches, one map of the pixels
+            g = groups[0] if x.ndim == 4 else groups
+        pct = 100.0 * (np.arange(steps) + 0.5) / steps
+        return M.road(model, x, a, target=t, percentages=pct, seed=seed, groups=g, **extra)[1]
+
+    def sens_n():
+        vals = M.sensitivity_n(model, x, a, target=t, ns=_sizes(n_regions), n_subsets=settings["n_subsets"],
+                               seed=seed, baseline=baseline, groups=groups, **extra)
+        vals = np.asarray(vals, dtype=np.float64).reshape(len(x), -1)
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(vals)
+            return np.where(ok.any(1), np.where(ok, vals, 0.0).sum(1) / np.maximum(ok.sum(1), 1), np.nan)
+
+    def continuity():
+        return M.continuity(ex, x, target=t, n_steps=_continuity_steps(x.shape[-1]), **extra)
+
+    def mprt(fn, key, **kw):
+        return lambda: _randomization(fn, name, model, x, t, seed, kwargs, raw, executor, key=key, **kw)
+
+    return {
+        "road": road,
+        "irof": lambda: M.irof(model, x, a, target=t, baseline=baseline, groups=groups, **extra)[1],
+        "selectivity": lambda: M.selectivity(model, x, a, target=t, baseline=baseline, groups=groups, **extra)[1],
+        "region_perturbation": lambda: M.region_perturbation(
+            model, x, a, target=t, steps=steps, baseline=baseline, seed=seed, groups=groups, **extra)[1],
+        "sensitivity_n": sens_n,
+        "monotonicity": lambda: M.monotonicity(model, x, a, target=t, steps=min(steps, n_regions), baseline=baseline,
+                                               groups=groups, **extra),
+        "monotonicity_correlation": lambda: M.monotonicity_correlation(
+            model, x, a, target=t, baseline=baseline, groups=groups, **extra),
+        "sufficiency": lambda: M.sufficiency(model, x, a),
+        "continuity": continuity,
+        "consistency": lambda: M.consistency(ex, x, target=t, attributions=raw, **extra),
+        "relative_input_stability": lambda: M.relative_input_stability(
+            ex, x, target=t, radius=radius, n_samples=n_noise, seed=seed, attributions=raw, **extra),
+        "relative_output_stability": lambda: M.relative_output_stability(
+            ex, x, target=t, radius=radius, n_samples=n_noise, seed=seed, attributions=raw, **extra),
+        "efficient_mprt": mprt(M.efficient_mprt, "score"),
+        "smooth_mprt": mprt(M.smooth_mprt, "last", n_samples=max(2, n_noise), attributions=False),
+        "random_logit": lambda: M.random_logit(ex, x, target=t, seed=seed, attributions=raw, **extra),
+        "effective_complexity": lambda: M.effective_complexity(a),
+        "completeness": lambda: np.abs(M.completeness(model, x, a, target=t, baseline=baseline, **extra)),
+    }
 
 
 def _sensitivity_pair(ex, x, t, radius, n_samples, seed, a, executor=None):
@@ -113,17 +423,21 @@ def _sensitivity_pair(ex, x, t, radius, n_samples, seed, a, executor=None):
     return s.mean(0), s.max(0)
 
 
-def _randomization(fn, name, model, x, t, seed, kwargs, a, executor=None):
-    """The cascading randomisation check: Spearman similarity per sample after every layer is
-    re-initialised (the last step of the top-down cascade)."""
+def _randomization(fn, name, model, x, t, seed, kwargs, a, executor=None, key="last", attributions=True, **kw):
+    """A randomisation test ``fn`` (:func:`featurelens.metrics.model_randomization` and the MPRT
+    variants) of the audited explainer, ``res[key]`` per sample: by default the Spearman similarity
+    after every layer is re-initialised (the last step of the cascade). ``attributions=False`` for
+    tests that do not take the trained maps (smooth MPRT explains noisy copies itself)."""
     # The explainers of the randomised copies get the audited explainer's parameters, batch_size
     # included (it bounds their memory as it does the audited explainer's).
     # A TorchScript module's layers have no reset_parameters: the wrapper gives each layer that owns
     # parameters a handle that redraws it (torch.nn's default initialisation by original_name).
     module = ScriptLayers(model.module) if is_script(model.module) else model.module
     extra = {} if executor is None else {"executor": executor}
-    res = fn(name, module, x, target=t, seed=seed, explainer_params=dict(kwargs), attributions=a, **extra)
-    return np.asarray(res["last"], dtype=np.float64).reshape(-1)
+    if attributions:
+        extra["attributions"] = a
+    res = fn(name, module, x, target=t, seed=seed, explainer_params=dict(kwargs), **extra, **kw)
+    return np.asarray(res[key], dtype=np.float64).reshape(-1)
 
 
 def _localisation_arrays(a: np.ndarray, masks: np.ndarray):
@@ -279,14 +593,20 @@ def _verdict(rows: list[dict]) -> str:
     return text
 
 
-_ROW_KEYS = ("rank", "method", "status") + tuple(k for k, _, _ in COLUMNS) + (
-    "faithfulness_rank", "robustness_rank", "seconds", "explain_seconds", "model_calls", "reason")
+def row_keys(columns=None) -> tuple:
+    """The table's keys with the metric ``columns`` (default: :func:`metric_columns` of
+    :data:`DEFAULT_METRICS`, the table before ``metrics=`` existed)."""
+    columns = metric_columns(DEFAULT_METRICS) if columns is None else tuple(columns)
+    return ("rank", "method", "status") + columns + (
+        "faithfulness_rank", "robustness_rank", "seconds", "explain_seconds", "model_calls", "reason")
 
 
-def _clean_rows(rows):
+_ROW_KEYS = row_keys()
+
+
+def _clean_rows(rows, keys=_ROW_KEYS):
     out = []
     for r in rows:
         out.append({k: r.get(k, float("nan") if k not in ("rank", "method", "status", "reason") else None)
-                    for k in _ROW_KEYS})
+                    for k in keys})
     return out
-
