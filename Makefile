@@ -30,6 +30,7 @@ bench: setup
 	$(PY) benchmarks/bench_ood.py
 	$(PY) benchmarks/bench_sae.py
 	$(PY) benchmarks/bench_manifolds.py
+	$(PY) benchmarks/bench_objectives.py
 	$(PY) benchmarks/bench_shapley.py
 	$(PY) benchmarks/bench_spex.py
 	$(PY) benchmarks/bench_rfm.py
