@@ -46,6 +46,23 @@ effective rule; not timed) together with both libraries' largest summation-to-de
 GradientSHAP, feature permutation and LIME draw random numbers differently in the two libraries
 (their parity on the same draws is in the tests).
 
+Layer and neuron methods, on the output of the second convolution (``model[3]`` of the 8x8 CNN,
+4x5x5 per sample; ``model[2]`` of the 3x32x32 CNN, 16x32x32), zero baselines, each library's layer
+class with the same settings: layer integrated gradients, layer conductance and neuron integrated
+gradients with ``LAYER_STEPS`` (20) Gauss-Legendre steps, Captum at its default (all steps in one
+pass) and ``internal_batch_size`` 1024 and 256 rows; layer gradient x activation, layer DeepLift,
+layer DeepLiftSHAP (the 16 background rows) and neuron gradient have no internal batching. The
+neurons: one unit of that layer, channel 1 at the centre. Their floors run plain torch on the
+model split at the layer (``head = model[:k+1]``, ``tail = model[k+1:]``): layer methods, the head
+without autograd on the input rows (batch; batch x 21 path points for conductance; batch x 16 for
+DeepLiftSHAP) and the tail forward/backward to a leaf at the layer (layer IG: the tail alone on
+the batch x 20 prebuilt layer-space path points); neuron methods, the head alone forward/backward
+to the input (batch; batch x 20 path points). Both libraries run the whole model for every pass
+(hooks on the layer), so these floors are lower bounds that the hook-based methods cannot reach
+for the neuron methods (the tail) and layer IG (the head). One call only below 2**25 elements,
+chunks of featurelens' automatic size otherwise. Values are compared with Captum's default for
+all seven; layer DeepLift(SHAP) also with ``maxpool="gradient"`` as for DeepLift.
+
 Usage: .venv/bin/python benchmarks/bench_captum_families.py [--repeats 5] [--quick] [--methods a,b]
 ``--quick``: batch 32, 1 repeat, prints only. Writes benchmarks/results/captum_families.md and
 captum_families.json.
@@ -64,6 +81,7 @@ import numpy as np
 import torch
 from _common import environment, load_average, write_results
 from bench_gradients import (
+    CAPTUM_CHUNKS,
     as_np,
     cnn8by8,
     cnn32,
@@ -86,7 +104,14 @@ try:
         FeaturePermutation,
         GradientShap,
         GuidedBackprop,
+        LayerConductance,
+        LayerDeepLift,
+        LayerDeepLiftShap,
+        LayerGradientXActivation,
+        LayerIntegratedGradients,
         Lime,
+        NeuronGradient,
+        NeuronIntegratedGradients,
     )
 except ImportError:  # pragma: no cover - the benchmark needs the reference library
     sys.exit("bench_captum_families needs captum: .venv/bin/pip install -e '.[bench]'")
@@ -99,8 +124,11 @@ LIME_SAMPLES = 200
 ABLATION_PPE = (1, 16)  # Captum's perturbations_per_eval tried for FeatureAblation / FeaturePermutation
 LIME_PPE = (1, LIME_SAMPLES)  # ... and for Lime (it loops over the inputs, one surrogate each)
 ONE_CALL_ELEMENTS = 2**25  # forward floors as a single call only below this many input elements
+LAYER_STEPS = 20  # n_steps of the layer / neuron path methods (Gauss-Legendre in both libraries)
+LAYER_METHODS = ("layer_integrated_gradients", "layer_gradient_x_activation", "layer_conductance", "layer_deeplift",
+                 "layer_deeplift_shap", "neuron_gradient", "neuron_integrated_gradients")
 METHODS = ("deeplift", "deeplift_shap", "gradient_shap", "guided_backprop", "deconvolution", "lrp",
-           "feature_ablation", "feature_permutation", "lime")
+           "feature_ablation", "feature_permutation", "lime") + LAYER_METHODS
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -162,11 +190,66 @@ def gradient_floors(model, rows, target):
     return floors
 
 
-def captum_dl_gap(model, x, base, y, shap: bool):
-    """Captum's DeepLift(Shap) values and its largest summation-to-delta gap."""
-    cls = DeepLiftShap if shap else DeepLift
-    values, delta = cls(model).attribute(x, baselines=base, target=y, return_convergence_delta=True)
+def captum_dl_gap(model, x, base, y, shap: bool, layer=None):
+    """Captum's DeepLift(Shap) values (of ``layer``'s output when given) and its largest
+    summation-to-delta gap."""
+    if layer is None:
+        method = (DeepLiftShap if shap else DeepLift)(model)
+    else:
+        method = (LayerDeepLiftShap if shap else LayerDeepLift)(model, layer)
+    values, delta = method.attribute(x, baselines=base, target=y, return_convergence_delta=True)
     return values, float(delta.abs().max())
+
+
+def second_conv(model: torch.nn.Sequential) -> tuple[int, str]:
+    """Position and name of the second ``Conv2d`` of a Sequential CNN (the benchmark's middle layer)."""
+    convs = [i for i, m in enumerate(model) if isinstance(m, torch.nn.Conv2d)]
+    return convs[1], str(convs[1])
+
+
+def floor_layer_gradient(head, tail, rows, target, chunk: int | None, at_layer: bool = False):
+    """Gradients of the selected outputs w.r.t. the layer's output, on the model split at the layer
+    (``head``: up to and including it, ``tail``: the rest): ``head`` without autograd on input rows
+    (or, ``at_layer``, the rows are prebuilt layer outputs and ``head`` is skipped), then ``tail``
+    forward and backward to a leaf at the layer, in one call or chunks of ``chunk`` rows."""
+    size = rows.shape[0] if chunk is None else chunk
+
+    def run():
+        for s in range(0, rows.shape[0], size):
+            with torch.no_grad():
+                z = rows[s : s + size] if at_layer else head(rows[s : s + size])
+            with torch.enable_grad():
+                leaf = z.detach().requires_grad_(True)
+                out = tail(leaf)
+                torch.autograd.grad(out.gather(1, target[s : s + size, None]).sum(), leaf)
+
+    return run
+
+
+def floor_neuron_gradient(head, rows, unit: tuple, chunk: int | None):
+    """Input gradients of one unit of the layer's output, through ``head`` only (the model up to and
+    including the layer), in one call or chunks of ``chunk`` rows."""
+    size = rows.shape[0] if chunk is None else chunk
+
+    def run():
+        with torch.enable_grad():
+            for s in range(0, rows.shape[0], size):
+                r = rows[s : s + size].detach().requires_grad_(True)
+                z = head(r)
+                torch.autograd.grad(z[(slice(None),) + unit].sum(), r)
+
+    return run
+
+
+def split_floors(make, rows, chunk):
+    """``{"one call": make(None), "chunks of k": make(k)}``: one call only where ``rows`` has at
+    most ``ONE_CALL_ELEMENTS`` elements, chunks only where there are more rows than ``chunk``."""
+    floors = {}
+    if rows.numel() <= ONE_CALL_ELEMENTS or rows.shape[0] <= chunk:
+        floors["one call"] = make(None)
+    if rows.shape[0] > chunk:
+        floors[f"chunks of {chunk}"] = make(chunk)
+    return floors
 
 
 # -- the benchmark ------------------------------------------------------------------------------
@@ -182,6 +265,7 @@ def bench_model(label, model, x, repeats, patch, methods):
     n_players = int(groups.max()) + 1
     view = NoFlatten(model).eval()
     spec = {}
+    want = set(methods)
 
     spec["deeplift"] = {
         "featurelens": lambda: fl.explainer("deeplift", model).explain(x, target=y),
@@ -258,6 +342,86 @@ def bench_model(label, model, x, repeats, patch, methods):
         "compare": False,
     }
 
+    # -- layer and neuron methods, on the second convolution's output --------------------------------
+    k, lname = second_conv(model)
+    layer, head, tail = model[k], model[: k + 1], model[k + 1 :]
+    with torch.no_grad():
+        z_x = head(x)
+    unit = (1,) + tuple(d // 2 for d in z_x.shape[2:])  # one unit of the layer: channel 1, the centre
+    chunk = default_rows(x[0].numel())  # featurelens' automatic chunk (its passes run the whole model)
+    nodes = torch.as_tensor(0.5 * (1 + np.polynomial.legendre.leggauss(LAYER_STEPS)[0]), dtype=x.dtype)
+    path_kw = {"n_steps": LAYER_STEPS, "method": "gausslegendre"}
+
+    def path_settings(make):  # Captum's default (all steps in one pass) and internal_batch_size
+        return {"default": make(None),
+                **{f"internal_batch_size={r}": make(r) for r in CAPTUM_CHUNKS if r < n * LAYER_STEPS}}
+
+    def layer_rows(rows):  # rows through head (no grad) and tail forward/backward to the layer
+        t = y.repeat(rows.shape[0] // n)
+        return split_floors(lambda c: floor_layer_gradient(head, tail, rows, t, c), rows, chunk)
+
+    if "layer_integrated_gradients" in want:
+        with torch.no_grad():  # the zero input's layer output is the path's start
+            z_0 = head(torch.zeros_like(x[:1]))
+        points = z_0 + (nodes.view(-1, *(1,) * z_x.dim()) * (z_x - z_0)[None]).flatten(0, 1)
+        t = y.repeat(LAYER_STEPS)
+        spec["layer_integrated_gradients"] = {
+            "featurelens": lambda: fl.explainer("layer_integrated_gradients", model, layer=lname, **path_kw)
+            .explain(x, target=y),
+            "captum": path_settings(lambda r: lambda: LayerIntegratedGradients(model, layer).attribute(
+                x, target=y, internal_batch_size=r, **path_kw)),
+            "floors": split_floors(lambda c: floor_layer_gradient(head, tail, points, t, c, at_layer=True),
+                                   points, chunk),
+            "compare": True,
+        }
+    spec["layer_gradient_x_activation"] = {
+        "featurelens": lambda: fl.explainer("layer_gradient_x_activation", model, layer=lname).explain(x, target=y),
+        "captum": {"default": lambda: LayerGradientXActivation(model, layer).attribute(x, target=y)},
+        "floors": layer_rows(x) if "layer_gradient_x_activation" in want else {},
+        "compare": True,
+    }
+    if "layer_conductance" in want:
+        c_nodes = torch.as_tensor(0.5 * (1 + np.polynomial.legendre.leggauss(LAYER_STEPS + 1)[0]), dtype=x.dtype)
+        spec["layer_conductance"] = {
+            "featurelens": lambda: fl.explainer("layer_conductance", model, layer=lname, **path_kw)
+            .explain(x, target=y),
+            "captum": path_settings(lambda r: lambda: LayerConductance(model, layer).attribute(
+                x, target=y, internal_batch_size=r, **path_kw)),
+            "floors": layer_rows((c_nodes.view(-1, *(1,) * x.dim()) * x[None]).flatten(0, 1)),
+            "compare": True,
+        }
+    spec["layer_deeplift"] = {
+        "featurelens": lambda: fl.explainer("layer_deeplift", model, layer=lname).explain(x, target=y),
+        "captum": {"default": lambda: LayerDeepLift(model, layer).attribute(x, target=y)},
+        "floors": layer_rows(x) if "layer_deeplift" in want else {},
+        "compare": True,
+    }
+    spec["layer_deeplift_shap"] = {
+        "featurelens": lambda: fl.explainer("layer_deeplift_shap", model, layer=lname, background=bg)
+        .explain(x, target=y),
+        "captum": {"default": lambda: LayerDeepLiftShap(model, layer).attribute(x, baselines=bg, target=y)},
+        "floors": layer_rows(x.repeat(N_BACKGROUND, 1, 1, 1)) if "layer_deeplift_shap" in want else {},
+        "compare": True,
+    }
+    spec["neuron_gradient"] = {
+        "featurelens": lambda: fl.explainer("neuron_gradient", model, layer=lname, neuron=unit).explain(x),
+        "captum": {"default": lambda: NeuronGradient(model, layer).attribute(x, neuron_selector=unit)},
+        "floors": split_floors(lambda c: floor_neuron_gradient(head, x, unit, c), x, chunk),
+        "compare": True,
+    }
+    if "neuron_integrated_gradients" in want:
+        ipoints = (nodes.view(-1, *(1,) * x.dim()) * x[None]).flatten(0, 1)
+        spec["neuron_integrated_gradients"] = {
+            "featurelens": lambda: fl.explainer("neuron_integrated_gradients", model, layer=lname, neuron=unit,
+                                                **path_kw).explain(x),
+            "captum": path_settings(lambda r: lambda: NeuronIntegratedGradients(model, layer).attribute(
+                x, neuron_selector=unit, internal_batch_size=r, **path_kw)),
+            "floors": split_floors(lambda c: floor_neuron_gradient(head, ipoints, unit, c), ipoints, chunk),
+            "compare": True,
+        }
+    layer_note = {"layer": lname, "layer_module": repr(layer), "layer_shape": list(z_x.shape[1:]),
+                  "neuron": list(unit)}
+
     rows_out = []
     for name in methods:
         s = spec[name]
@@ -298,12 +462,18 @@ def bench_model(label, model, x, repeats, patch, methods):
                 "rounds": res["rounds"],
                 "meets_target": med["featurelens"] <= captum_cfgs[best_cfg],
             }
-            if name in ("deeplift", "deeplift_shap"):  # Captum's effective max-pool rule (untimed)
-                shap = name == "deeplift_shap"
+            if name in LAYER_METHODS:
+                row.update(layer_note)
+            if name in ("deeplift", "deeplift_shap", "layer_deeplift", "layer_deeplift_shap"):
+                # Captum's effective max-pool rule (untimed)
+                shap = name.endswith("_shap")
+                on_layer = name.startswith("layer_")
                 kw = {"background": bg} if shap else {}
+                if on_layer:
+                    kw["layer"] = lname
                 base = bg if shap else torch.zeros_like(x)
                 grad_rule = fl.explainer(name, model, maxpool="gradient", **kw).explain(x, target=y)
-                _, captum_gap = captum_dl_gap(model, x, base, y, shap)
+                _, captum_gap = captum_dl_gap(model, x, base, y, shap, layer if on_layer else None)
                 row["parity"] = {
                     "maxpool_gradient_max_abs_diff": max_diff(grad_rule, theirs),
                     "featurelens_max_abs_gap": float(ours.params["max_abs_gap"]),
@@ -329,7 +499,9 @@ def markdown(rows: list[dict], env: dict, meta: dict) -> str:
         f"{env['threads']} torch threads on {env['cpu']} ({env['logical_cpus']} logical CPUs). "
         f"Batch {meta['batch']}, predicted classes as targets; DeepLiftSHAP / GradientSHAP with {N_BACKGROUND} "
         f"background rows (GradientSHAP {GS_SAMPLES} samples, no noise); feature masks of 2x2 patches on 8x8 and "
-        f"4x4 patches on 32x32, fill 0; LIME {LIME_SAMPLES} samples per input. Median of {meta['repeats']} "
+        f"4x4 patches on 32x32, fill 0; LIME {LIME_SAMPLES} samples per input; layer and neuron methods on the "
+        f"second convolution's output, zero baselines, {LAYER_STEPS} Gauss-Legendre steps for the path methods, "
+        f"the neuron channel 1 at the layer's centre. Median of {meta['repeats']} "
         "interleaved repeats (3 for methods slower than 1 s per call) after two warm-up calls (calls under 0.25 s "
         f"repeated and averaged within each repeat); load average {meta['load_before']} before, "
         f"{meta['load_after']} after; total {meta['seconds']:.0f} s."),
@@ -352,15 +524,19 @@ def markdown(rows: list[dict], env: dict, meta: dict) -> str:
     lines += [
         "",
         ("Captum best: the fastest of Captum's default and its internal batching (`perturbations_per_eval` "
-        f"{ABLATION_PPE[1]} for FeatureAblation / FeaturePermutation, {LIME_PPE[1]} for Lime); the other "
-        "methods have none. Floor: plain torch over the same model rows with the inputs prebuilt (see the "
+        f"{ABLATION_PPE[1]} for FeatureAblation / FeaturePermutation, {LIME_PPE[1]} for Lime, "
+        f"`internal_batch_size` {' and '.join(map(str, CAPTUM_CHUNKS))} for LayerIntegratedGradients, "
+        "LayerConductance and NeuronIntegratedGradients); the other methods have none. Floor: plain torch over the same model rows with the inputs prebuilt (see the "
         "script's docstring); it leaves out hooks, surrogate fits and bookkeeping. Max abs diff: against "
         "Captum's default output, for the deterministic methods computing the same values (GradientSHAP, "
         "feature permutation and LIME draw differently). DeepLift on Conv -> ReLU -> MaxPool: Captum 0.9 loses "
         "its max-pool rule there, featurelens does not (its summation-to-delta gap is ~0), so the parity column "
         "gives featurelens with `maxpool=\"gradient\"` (Captum's effective rule) against Captum, and both "
         "libraries' largest summation-to-delta gap. Captum's LRP runs on the same modules with `nn.Flatten` "
-        "replaced by `Tensor.flatten` (it has no rule for `nn.Flatten`)."),
+        "replaced by `Tensor.flatten` (it has no rule for `nn.Flatten`). Layer and neuron floors: plain torch on "
+        "the model split at the layer (layer methods: head without autograd, tail forward/backward to the layer; "
+        "layer IG: the tail on prebuilt layer-space path points; neuron methods: the head forward/backward to the "
+        "input), lower bounds that methods hooking the whole model cannot reach."),
         "",
     ]
     return "\n".join(lines)
