@@ -31,6 +31,8 @@ bench: setup
 	$(PY) benchmarks/bench_sae.py
 	$(PY) benchmarks/bench_manifolds.py
 	$(PY) benchmarks/bench_objectives.py
+	$(PY) benchmarks/bench_iif_learn.py
+	$(PY) benchmarks/bench_minshap_inference.py
 	$(PY) benchmarks/bench_shapley.py
 	$(PY) benchmarks/bench_spex.py
 	$(PY) benchmarks/bench_rfm.py
