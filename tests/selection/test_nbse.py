@@ -123,3 +123,29 @@ def test_bins_are_balanced(d, k):
     sizes = np.bincount(s.bins_, minlength=k)
     assert len(sizes) == k and sizes.max() - sizes.min() <= 1
     assert s.get_support().sum() == k and len(set(s.bins_[s.get_support()])) == k
+
+
+def test_nishimori_search_stops_before_sinh_overflows(monkeypatch):
+    """When the smallest eigenvalue never turns positive as beta is stepped up, the search must
+    stop before sinh(2 beta J) overflows (inf - inf = NaN in the Hessian made eigh raise), and
+    keep beta_SG."""
+    from featurelens.selection import nbse
+
+    rng = np.random.default_rng(0)
+    A = 0.05 * (rng.random((30, 30)) < 0.3)  # weak couplings set beta_SG high ...
+    A[0, 1] = 10.0  # ... and one strong coupling makes sinh(2 beta J) overflow a few steps above it
+    J = np.triu(A, 1)
+    J = J + J.T
+    real = nbse._smallest
+    seen = []
+
+    def never_crosses(H):
+        assert np.isfinite(H).all()  # every Hessian the search builds is finite
+        w, v = real(H)
+        seen.append(w)
+        return -1.0, v
+
+    monkeypatch.setattr(nbse, "_smallest", never_crosses)
+    b_sg = nbse.spin_glass_beta(J)
+    v, beta_n, crossed = nbse.nishimori_embedding(J)
+    assert not crossed and beta_n == b_sg and np.isfinite(v).all()

@@ -90,7 +90,12 @@ def nishimori_embedding(J: np.ndarray, rtol: float = 1e-4):
         lam, _ = _smallest(bethe_hessian(J, b_sg))
         if lam < 0:
             lo, hi = b_sg, 2 * b_sg
+            # sinh(2 beta J) overflows float64 past 2 beta |J| ~ 710: the Hessian is then inf - inf
+            # = NaN, so the search stops there (no crossing found: beta_N stays beta_SG).
+            beta_max = 350.0 / max(float(np.abs(J).max()), np.finfo(float).tiny)
             for _ in range(100):
+                if hi > beta_max:
+                    break
                 if _smallest(bethe_hessian(J, hi))[0] > 0:
                     found = True
                     break
