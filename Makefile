@@ -33,6 +33,7 @@ bench: setup
 	$(PY) benchmarks/bench_objectives.py
 	$(PY) benchmarks/bench_iif_learn.py
 	$(PY) benchmarks/bench_minshap_inference.py
+	$(PY) benchmarks/bench_sop.py
 	$(PY) benchmarks/bench_shapley.py
 	$(PY) benchmarks/bench_spex.py
 	$(PY) benchmarks/bench_rfm.py

@@ -315,3 +315,22 @@ def test_the_audit_picks_and_scores_sop_for_a_sumofparts_only():
                      randomization=False, progress=False, as_frame=False)
     row = table[0]
     assert row["method"] == "sop" and row["status"] == "ok" and np.isfinite(row["insertion_minus_deletion"])
+
+
+def test_patch_size_chooses_the_patch_generator():
+    from featurelens.explainers.sop import PatchGroupGenerator
+
+    backbone = nn.Sequential(nn.Flatten(), nn.Linear(64, 2))
+    model = SumOfParts(backbone, 3, input_shape=(1, 8, 8), patch_size=4, seed=0)
+    assert isinstance(model.group_generator, PatchGroupGenerator)
+    out = model.explain_forward(torch.randn(2, 1, 8, 8))
+    blocks = out.masks[:, :, 0].reshape(2, 3, 2, 4, 2, 4)
+    assert torch.equal(blocks.amax((3, 5)), blocks.amin((3, 5)))  # constant on each 4x4 patch
+    again = SumOfParts(nn.Sequential(nn.Flatten(), nn.Linear(64, 2)), 3, input_shape=(1, 8, 8), patch_size=4, seed=0)
+    assert torch.equal(model.group_generator.embed.weight, again.group_generator.embed.weight)  # seeded
+    with pytest.raises(ValueError, match="patch must divide"):
+        SumOfParts(backbone, 3, input_shape=(1, 8, 8), patch_size=3)
+    with pytest.raises(ValueError, match="images"):
+        SumOfParts(backbone, 3, input_shape=(64,), patch_size=4)
+    with pytest.raises(ValueError, match="group_generator"):
+        SumOfParts(backbone, 3, PatchGroupGenerator((1, 8, 8), 3, 4), input_shape=(1, 8, 8), patch_size=4)

@@ -27,7 +27,7 @@ from torch import nn
 from .._validation import check_int, check_option, check_seed, torch_generator
 from ._base import Explainer, Requires, register
 
-__all__ = ["ConfidenceSelector", "GroupGenerator", "SOPOutput", "SumOfParts", "SumOfPartsExplainer", "fit_sop",
+__all__ = ["ConfidenceSelector", "GroupGenerator", "PatchGroupGenerator", "SOPOutput", "SumOfParts", "SumOfPartsExplainer", "fit_sop",
            "sparsemax"]
 
 #: What :meth:`SumOfParts.explain_forward` returns.
@@ -124,6 +124,51 @@ class GroupGenerator(nn.Module):
         return masks if len(self.input_shape) == 1 else masks.unsqueeze(2)  # channels share a position's mask
 
 
+class PatchGroupGenerator(nn.Module):
+    """Groups made of image patches (``SumOfParts(..., patch_size=p)``; You et al., ICML 2025,
+    arXiv 2310.16316, whose generator attends over patch tokens with sparsemax). On large images
+    (64x64) the pixel-level :class:`GroupGenerator`'s sparsemax over every pixel did not learn in a
+    few epochs (benchmarks/bench_sop.py); patches make the groups coarse enough to train.
+
+    A patch embedding ``e = ReLU(Conv(C, hidden, patch, stride=patch)(x))`` is scored per group by
+    a 1x1 convolution plus a learned per-patch prior ``b_g`` (zeros at first); each group is the
+    sparsemax distribution over the ``P`` patches rescaled to a largest value of 1,
+
+        m_g = p_g / max_j p_{g,j},   p_g = sparsemax_j(s_g(e)_j + b_{g,j}),
+
+    upsampled to pixels (every pixel of a patch gets its patch's value, all channels share it).
+    """
+
+    def __init__(self, input_shape, n_groups: int, patch: int = 8, hidden: int = 16, seed=None):
+        super().__init__()
+        input_shape = _check_shape(input_shape)
+        if len(input_shape) != 3:
+            raise ValueError(f"patch groups need images, input_shape (C, H, W); got {input_shape}")
+        c, h, w = input_shape
+        patch = check_int(patch, "patch_size", low=1)
+        if h % patch or w % patch:
+            raise ValueError(f"patch must divide the image size {h}x{w}; got {patch}")
+        self.n_groups, self.patch = check_int(n_groups, "n_groups", low=1), int(patch)
+        hidden = check_int(hidden, "hidden", low=1)
+        seed = check_seed(seed)
+        # A seed: weights from it, the global random state untouched; None: the global generator.
+        with torch.random.fork_rng(devices=[]) if seed is not None else contextlib.nullcontext():
+            if seed is not None:
+                torch.manual_seed(torch_generator(seed).initial_seed())
+            self.embed = nn.Conv2d(c, hidden, patch, stride=patch)
+            self.head = nn.Conv2d(hidden, self.n_groups, 1)
+        self.prior = nn.Parameter(torch.zeros(n_groups, (h // patch) * (w // patch)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[0]
+        scores = self.head(torch.relu(self.embed(x)))
+        hp, wp = scores.shape[-2:]
+        p = sparsemax(scores.reshape(n, self.n_groups, -1) + self.prior.to(x.dtype), dim=-1)
+        m = (p / p.max(-1, keepdim=True).values).reshape(n, self.n_groups, hp, wp)
+        m = m.repeat_interleave(self.patch, -2).repeat_interleave(self.patch, -1)
+        return m.unsqueeze(2)
+
+
 class ConfidenceSelector(nn.Module):
     """The default group selector: one score per group from the backbone's output on that group,
 
@@ -175,7 +220,9 @@ class SumOfParts(nn.Module):
     group_generator
         A module (or callable) mapping ``x`` ``(n, *input_shape)`` to masks ``(n, G, ...)`` whose
         trailing axes equal those of ``x`` or are 1 (broadcast, e.g. one mask per pixel for all
-        channels). None: a :class:`GroupGenerator` (needs ``input_shape``).
+        channels). None: a :class:`GroupGenerator` (needs ``input_shape``), or with ``patch_size`` a
+        :class:`PatchGroupGenerator` of ``patch_size`` x ``patch_size`` image patches (what trains
+        on large images, e.g. 64x64).
     group_selector
         A module (or callable) mapping ``(group_outputs (n, G, K) or (n, G), masks (n, G, ...))``
         to scores ``(n, G)``; the weights are their softmax (``weight_activation``). None: a
@@ -201,7 +248,7 @@ class SumOfParts(nn.Module):
 
     def __init__(self, backbone: nn.Module, n_groups: int, group_generator=None, *, group_selector=None,
                  input_shape=None, hidden: int = 16, mask_activation: str = "sparsemax",
-                 weight_activation: str = "softmax", seed=0):
+                 weight_activation: str = "softmax", patch_size: int | None = None, seed=0):
         super().__init__()
         if not isinstance(backbone, nn.Module):
             raise TypeError(f"backbone must be a torch.nn.Module mapping a batch to outputs (m, K) or (m,); got "
@@ -228,9 +275,14 @@ class SumOfParts(nn.Module):
         with torch.random.fork_rng(devices=[]) if seed is not None else contextlib.nullcontext():
             if seed is not None:
                 torch.manual_seed(torch_generator(seed).initial_seed())
-            if group_generator is None:
+            if group_generator is None and patch_size is not None:
+                group_generator = PatchGroupGenerator(self.input_shape, self.n_groups, patch_size, hidden)
+                group_generator = group_generator.to(device=device, dtype=dtype)
+            elif group_generator is None:
                 group_generator = GroupGenerator(self.input_shape, self.n_groups, hidden, mask_activation)
                 group_generator = group_generator.to(device=device, dtype=dtype)
+            elif patch_size is not None:
+                raise ValueError("patch_size chooses the default patch generator; got a group_generator too")
             if group_selector is None:
                 group_selector = ConfidenceSelector(self.n_groups).to(device=device, dtype=dtype)
         self.group_generator = group_generator
