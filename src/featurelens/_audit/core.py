@@ -8,7 +8,6 @@ stated rule and a reason per method, and optionally writes a self-contained HTML
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 
@@ -25,7 +24,8 @@ from ..models import Model
 from ..report import check_out
 from ._torchscript import gradcam_reason, is_script
 from .scoring import (
-    COLUMNS, DEFAULT_METRICS, METRICS, RANKING_RULE, _clean_rows, _has_parameters, _mean, _rank_rows, _reasons, _score,
+    COLUMNS, DEFAULT_METRICS, METRICS, RANKING_RULE, _clean_rows, _has_parameters, _mean, _patch_groups, _rank_rows,
+    _reasons, _score,
     _verdict, inapplicable, metric_columns, metric_reasons, resolve_metrics, row_keys,
 )
 
@@ -52,7 +52,6 @@ _NOT_BY_DEFAULT = {
 #: The audit's budget for explainers that evaluate all 2^n coalitions (``Requires.max_players``):
 #: at most 10 players, whatever larger limit the explainer itself allows.
 _MAX_EXACT_PLAYERS = 10
-_MAX_PLAYERS = 64  # black-box games on larger inputs use square patches as players
 _AGOP_ROWS = 2048  # most rows of X used to compute the AGOP diagonal for explainers that take data=
 
 
@@ -82,29 +81,6 @@ def _wrap_model(model, batch_size):
     """A Model for torch modules, featurelens Models, scikit-learn estimators and callables."""
     wrapped = Model.wrap(model, batch_size=batch_size)  # estimators included: the adapter takes them
     return wrapped, wrapped.module
-
-
-def _patch_groups(shape: tuple) -> np.ndarray | None:
-    """Square patches (shared over channels) so that a black-box game has at most 64 players;
-    None when every element can be a player."""
-    if int(np.prod(shape)) <= _MAX_PLAYERS or len(shape) < 2:
-        return None
-    spatial = shape[1:] if len(shape) >= 3 else shape
-    p = int(math.ceil((int(np.prod(spatial)) / _MAX_PLAYERS) ** (1.0 / len(spatial))))
-    # The estimate assumes square inputs; a thin axis (1 x 1024, 5 x 1000) holds fewer patches than
-    # it, so grow the side until the patch count is within the bound.
-    while math.prod(math.ceil(s / p) for s in spatial) > _MAX_PLAYERS:
-        p += 1
-    per_axis = [int(math.ceil(s / p)) for s in spatial]
-    idx = np.zeros(spatial, dtype=np.int64)
-    stride = 1
-    for axis in reversed(range(len(spatial))):
-        coord = (np.arange(spatial[axis]) // p).reshape([-1 if a == axis else 1 for a in range(len(spatial))])
-        idx = idx + coord * stride
-        stride *= per_axis[axis]
-    _, idx = np.unique(idx, return_inverse=True)  # every label must occur
-    idx = idx.reshape(spatial)
-    return np.broadcast_to(idx, shape).copy() if len(shape) >= 3 else idx
 
 
 def _players(shape: tuple, groups) -> int:

@@ -251,6 +251,32 @@ _RANDOMISATION_FLAG = 0.5
 #: called indistinguishable in the verdict (the sensitivity is a mean over a few noise draws).
 ROBUSTNESS_TOLERANCE = 0.01
 
+_MAX_PLAYERS = 64  # black-box games on larger inputs use square patches as players
+
+
+def _patch_groups(shape: tuple) -> np.ndarray | None:
+    """Square patches (shared over channels) so that a black-box game has at most 64 players;
+    None when every element can be a player."""
+    if int(np.prod(shape)) <= _MAX_PLAYERS or len(shape) < 2:
+        return None
+    spatial = shape[1:] if len(shape) >= 3 else shape
+    p = int(math.ceil((int(np.prod(spatial)) / _MAX_PLAYERS) ** (1.0 / len(spatial))))
+    # The estimate assumes square inputs; a thin axis (1 x 1024, 5 x 1000) holds fewer patches than
+    # it, so grow the side until the patch count is within the bound.
+    while math.prod(math.ceil(s / p) for s in spatial) > _MAX_PLAYERS:
+        p += 1
+    per_axis = [int(math.ceil(s / p)) for s in spatial]
+    idx = np.zeros(spatial, dtype=np.int64)
+    stride = 1
+    for axis in reversed(range(len(spatial))):
+        coord = (np.arange(spatial[axis]) // p).reshape([-1 if a == axis else 1 for a in range(len(spatial))])
+        idx = idx + coord * stride
+        stride *= per_axis[axis]
+    _, idx = np.unique(idx, return_inverse=True)  # every label must occur
+    idx = idx.reshape(spatial)
+    return np.broadcast_to(idx, shape).copy() if len(shape) >= 3 else idx
+
+
 def _mean(v) -> float:
     arr = np.asarray(v, dtype=np.float64).reshape(-1)
     arr = arr[np.isfinite(arr)]
@@ -331,7 +357,6 @@ def _has_parameters(model, settings) -> bool:
 def _regions(shape: tuple):
     """The regions the region metrics remove whole: the audit's square patches (at most 64, shared
     over channels) on inputs of more than 64 elements, else every element."""
-    from .core import _patch_groups
 
     g = _patch_groups(shape)
     return np.arange(int(np.prod(shape))).reshape(shape) if g is None else g
