@@ -62,7 +62,7 @@ import torch
 import featurelens as fl
 from _common import environment, load_average, write_results
 from featurelens.bench.models import build_model
-from featurelens.bench.training import train_model
+from featurelens._training import train_model
 
 RESULTS = Path(__file__).resolve().parent / "results"
 M = fl.metrics

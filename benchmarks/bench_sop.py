@@ -30,7 +30,7 @@ Protocol (one seed; a smoke-scale study, not the paper's ImageNet protocol):
 - scikit-learn digits 8x8 (10 classes): backbone conv 3x3 (16) -> conv 3x3 (32) -> global max
   pool -> linear; SOP with the library's default :class:`featurelens.explainers.sop.GroupGenerator`
   (pixel-level sparsemax over the 64 pixels), 8 groups.
-- Training: the plain backbone by :func:`featurelens.bench.training.train_model` (Adam, cross
+- Training: the plain backbone by :func:`featurelens._training.train_model` (Adam, cross
   entropy, lr 3e-3, mini-batches of 32, no early stop). SOP: the paper fine-tunes a trained
   backbone inside SOP, so the SOP backbone starts as a copy of the trained plain backbone and
   generator, selector and backbone are then trained together by :func:`fl.fit_sop` (lr 1e-3,
@@ -64,7 +64,7 @@ from sklearn.datasets import load_digits
 from torch import nn
 
 import featurelens as fl
-from featurelens.bench.training import evaluate, train_model
+from featurelens._training import evaluate, train_model
 from featurelens.explainers.sop import PatchGroupGenerator, SumOfParts, fit_sop
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -47,7 +47,7 @@ import featurelens as fl
 from featurelens import _wavelets as wt
 from featurelens.bench import run_benchmark
 from featurelens.bench.models import build_model
-from featurelens.bench.training import train_model
+from featurelens._training import train_model
 from _common import environment, load_average, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results"

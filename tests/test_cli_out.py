@@ -22,7 +22,7 @@ def _bad_outs(tmp_path):
 @pytest.mark.parametrize("command", [["benchmark", "--quick"], ["diagnose"],
                                      ["audit", "--model", "m.pt", "--data", "x.npy"]])
 def test_a_bad_out_fails_fast_before_any_work(command, kind, tmp_path, capsys, monkeypatch):
-    import featurelens.bench.training as training
+    import featurelens._training as training
 
     def no_training(*a, **k):
         raise AssertionError("trained before checking --out")

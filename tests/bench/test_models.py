@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from featurelens.bench.models import CNN, LLR, MLP, build_model, count_parameters
-from featurelens.bench.training import evaluate, train_model
+from featurelens._training import evaluate, train_model
 
 
 # -- architectures -------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ For every XAI-TRIS scenario x background (Clark, Wilming, Haufe 2024, arXiv 2306
 
 1. generate the data set (:func:`featurelens.datasets.xai_tris`) and split it 80/10/10;
 2. train each reference model (:mod:`featurelens.bench.models`; the LLR only on ``linear``, where a
-   linear model can solve the task) with early stopping (:func:`~featurelens.bench.training.train_model`);
+   linear model can solve the task) with early stopping (:func:`~featurelens._training.train_model`);
 3. keep the test samples that **all** models of the data set classify correctly (the XAI-TRIS
    "intersection"), at most ``n_explain`` of them;
 4. explain each model's true-label logit on them with every method, and score the maps against
@@ -48,7 +48,7 @@ from ..report import check_out
 from .models import MODELS, build_model
 from .formatting import SCENARIO_LABELS, example_figure, format_models, format_summary
 from .settings import DEFAULT_SETTINGS, QUICK_SETTINGS
-from .training import as_tensors, available_cores, limited_threads, train_model
+from .._training import as_tensors, available_cores, limited_threads, train_model
 
 __all__ = [
     "run_benchmark",

@@ -205,7 +205,7 @@ class SumOfParts(nn.Module):
 
     ``model(x)`` returns the prediction ``y(x)`` only, shaped like the backbone's output, so the
     model trains with any loss and any training loop (e.g.
-    :func:`featurelens.bench.training.train_model`, or :func:`fit_sop`) and is explained like any
+    :func:`featurelens._training.train_model`, or :func:`fit_sop`) and is explained like any
     other model. :meth:`explain_forward` returns everything: a :data:`SOPOutput` with the logits,
     the masks ``(n, G, *x.shape[1:])``, the weights ``(n, G)`` and the backbone's output on each
     group. All ``n * G`` masked inputs go through the backbone in one call, so a Model adapter
@@ -358,13 +358,13 @@ def fit_sop(model: SumOfParts, X, y, epochs: int = 20, lr: float = 1e-2, batch_s
     """Train a :class:`SumOfParts` end to end (generator, selector and backbone together, with no
     group supervision) by Adam on the cross-entropy of its logits for integer labels ``y``.
 
-    A thin call of :func:`featurelens.bench.training.train_model`, the one training loop, with the
+    A thin call of :func:`featurelens._training.train_model`, the one training loop, with the
     training rows as validation rows and ``patience=epochs`` (no early stop): the weights of the
     epoch with the lowest training loss are kept. ``seed`` seeds the shuffling; ``progress`` shows a
     bar over epochs (None: only on a terminal). The model must be float32 (train_model's batches
     are). Returns ``(model, history)`` as ``train_model`` does, the model trained in place and left
     in eval mode."""
-    from ..bench.training import train_model
+    from .._training import train_model
 
     if not isinstance(model, SumOfParts):
         raise TypeError(f"model must be a featurelens SumOfParts; got {type(model).__name__}")

@@ -98,9 +98,9 @@ def text_interactions(interactions, players_or_names, k: int = 8, index: str = "
     ``axes``: two matplotlib Axes (text, terms) or None (a new figure). Returns ``(text_ax,
     terms_ax)``; never calls ``plt.show``.
     """
-    from ..interactions import Interactions
-
-    if not isinstance(interactions, Interactions):
+    # Duck-typed (plots sit below the interactions package): what is used is .to, .top, .index,
+    # .n_players, .max_order and .params.
+    if not all(hasattr(interactions, a) for a in ("to", "top", "index", "n_players", "max_order")):
         raise TypeError(f"interactions must be a featurelens.Interactions (SPEX's result); got {type(interactions).__name__}")
     k = check_int(k, "k", low=1)
     n = interactions.n_players

@@ -1,5 +1,6 @@
-"""Training of the benchmark's reference models: Adam on CrossEntropyLoss over logits, early
-stopping on the validation loss with the best weights restored, seeded end to end.
+"""The one training loop, for the benchmark's reference models and for ``fit_sop``: Adam on
+CrossEntropyLoss over logits, early stopping on the validation loss with the best weights
+restored, seeded end to end.
 
 The data are small (8x8 or 64x64 images, thousands of samples), so batches are cut from tensors
 already in memory instead of going through a DataLoader, whose per-batch overhead would dominate.
@@ -22,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validation import check_float, check_int, check_seed, torch_generator
+from ._validation import check_float, check_int, check_seed, torch_generator
 
 __all__ = ["train_model", "evaluate", "as_tensors", "available_cores", "limited_threads",
            "DEFAULT_EPOCHS", "DEFAULT_PATIENCE", "SMALL_MODEL_PARAMETERS"]
