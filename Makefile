@@ -34,6 +34,8 @@ bench: setup
 	$(PY) benchmarks/bench_iif_learn.py
 	$(PY) benchmarks/bench_minshap_inference.py
 	$(PY) benchmarks/bench_sop.py
+	$(PY) benchmarks/bench_rfrboost.py
+	$(PY) benchmarks/bench_rf_ensembles.py
 	$(PY) benchmarks/bench_shapley.py
 	$(PY) benchmarks/bench_spex.py
 	$(PY) benchmarks/bench_rfm.py
