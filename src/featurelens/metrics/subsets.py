@@ -30,6 +30,7 @@ from .._validation import (
     check_seed,
     numpy_rng,
 )
+from ..models import Model
 from . import _perturb as P
 
 __all__ = ["monotonicity", "monotonicity_correlation", "sensitivity_n", "sufficiency"]
@@ -313,7 +314,10 @@ def sufficiency(model, x, a, threshold=0.6, distance="seuclidean", *, abs=True, 
     distance = check_option(distance, "distance", SUFFICIENCY_DISTANCES)
     use_abs = check_bool(abs, "abs")
     a_arr = P.attributions_array(a)
-    m, xt, _, _, _ = P.prepare(model, x, a_arr, None, output=output)
+    # Only the predicted classes are needed: one forward pass (P.prepare would add a second).
+    m = Model.wrap(model, output=output)
+    xt = m.to_tensor(x, "x")
+    P.broadcast_attributions(a_arr, tuple(xt.shape))  # checks the maps' shape
     n = xt.shape[0]
     if n < 2:
         raise ValueError(f"sufficiency compares the samples of a batch with each other: x needs >= 2 samples; got {n}")
