@@ -257,3 +257,26 @@ def test_layer_with_tuple_output_is_refused():
     with pytest.raises(TypeError, match="not one tensor"):
         fl.explainer("layer_gradient_x_activation", net, layer="pair").explain(mlp_x(2), target=0)
     assert not net.pair._forward_hooks
+
+
+@pytest.mark.parametrize("name", ["neuron_gradient", "neuron_integrated_gradients"])
+def test_neuron_methods_skip_the_predicted_class_pass(name):
+    """A neuron attribution never reads the target: with target=None the batch is not sent through
+    the model to find predicted classes (only one row checks the input), and the values equal
+    those with any given target."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3)).double().eval()
+    x = torch.randn(8, 6, dtype=torch.float64)
+    rows = []
+    handle = net[2].register_forward_hook(lambda m, i, o: rows.append(o.shape[0]))
+    try:
+        ex = fl.explainer(name, net, layer="0", neuron=(2,), **({"n_steps": 4} if "integrated" in name else {}))
+        e = ex.explain(x)
+        without = sum(rows)
+        rows.clear()
+        given = ex.explain(x, target=[1] * 8)
+    finally:
+        handle.remove()
+    np.testing.assert_array_equal(e.values, given.values)
+    assert without == sum(rows)  # the same passes as with a target: one row checks, no extra pass of 8
+    assert list(e.target) == [0] * 8

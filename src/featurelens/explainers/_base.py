@@ -189,6 +189,11 @@ class Explainer:
     #: all three; an explainer that reads the model's structure instead (tree_shap) lists its own.
     outputs: tuple = ("raw", "probability", "log_odds")
 
+    #: False for explainers that never read the target (the neuron attributions): with
+    #: ``target=None`` they skip the forward pass that would find the predicted classes, and the
+    #: explanation records target 0 for every sample.
+    uses_target: bool = True
+
     def __init__(self, model, batch_size: int | None = None, output: str | None = None):
         self.model = Model.wrap(model, batch_size=batch_size, output=output)
         if self.model.output not in self.outputs:
@@ -288,6 +293,9 @@ class Explainer:
             # Targets (and the outputs that picked them) were resolved by the caller.
             target_t = torch.as_tensor(np.asarray(target).reshape(-1), dtype=torch.long).to(self.model.device)
             outputs = None if part.outputs is None else part.outputs.to(self.model.device)
+        elif target is None and not self.uses_target:
+            outputs = None  # one row checks the input; no pass over the batch for unused classes
+            target_t = self.model.resolve_target(0, xt, self.model.predict(xt[:1]))
         elif target is None:
             outputs = self.model.predict(xt)
             target_t = self.model.resolve_target(None, xt, outputs)

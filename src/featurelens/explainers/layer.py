@@ -256,7 +256,10 @@ class _NeuronExplainer(_LayerExplainer):
     """One selection ``neuron`` of the named layer's units attributed to the inputs (``target`` is
     not used): an index tuple (one unit), a tuple with slices (the selected units summed) or a
     callable (layer output -> one value per sample), as Captum's ``neuron_selector``
-    (:class:`~featurelens.explainers._layer_hooks.NeuronSelector`)."""
+    (:class:`~featurelens.explainers._layer_hooks.NeuronSelector`). With ``target=None`` no
+    forward pass looks for the predicted classes (the explanation records target 0)."""
+
+    uses_target = False
 
     def __init__(self, model, layer=None, neuron=None, batch_size: int | None = None):
         super().__init__(model, layer, batch_size)
