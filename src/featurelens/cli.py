@@ -32,7 +32,7 @@ HELP_NAMES = {
     "scenarios": ("linear", "multiplicative", "translations_rotations", "xor"),  # datasets.SCENARIOS
     "backgrounds": ("white", "correlated"),  # datasets.BACKGROUNDS
     "grokking": dict(p=31, width=256, train_fraction=0.5, lr=3e-3, weight_decay=1.0, steps=3000),  # learning._grokking.DEFAULTS
-    "selectors": ("agop", "minkowski", "minshap", "nbse", "sand", "siofs"),  # selection._cli.METHODS
+    "selectors": ("agop", "iif_learn", "minkowski", "minshap", "nbse", "sand", "siofs"),  # selection._cli.METHODS
 }
 
 

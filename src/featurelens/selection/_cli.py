@@ -37,6 +37,7 @@ METHODS = {
     "siofs": ("SIOFS", True, False),
     "nbse": ("NBSE", False, False),
     "minkowski": ("MinkowskiWeightedSelector", False, False),
+    "iif_learn": ("IIFLearn", False, False),
 }
 
 
