@@ -3,24 +3,13 @@ is run by `make bench`, not by the tests)."""
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
-
 import numpy as np
 import pytest
 
-BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
-
 
 @pytest.fixture(scope="module")
-def bench():
-    pytest.importorskip("sklearn")
-    sys.path.insert(0, BENCH)
-    try:
-        yield importlib.import_module("bench_objectives")
-    finally:
-        sys.path.remove(BENCH)
+def bench(benchmark_script):
+    return benchmark_script("bench_objectives")
 
 
 def test_decision_geometry_planted(bench):

@@ -4,32 +4,18 @@ brute force and planted values. The scripts themselves are run by hand / `make b
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
-
 import numpy as np
 import pytest
 
-BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
+
+@pytest.fixture(scope="module")
+def boost(benchmark_script):
+    return benchmark_script("bench_rfrboost")
 
 
 @pytest.fixture(scope="module")
-def boost():
-    sys.path.insert(0, BENCH)
-    try:
-        yield importlib.import_module("bench_rfrboost")
-    finally:
-        sys.path.remove(BENCH)
-
-
-@pytest.fixture(scope="module")
-def ens():
-    sys.path.insert(0, BENCH)
-    try:
-        yield importlib.import_module("bench_rf_ensembles")
-    finally:
-        sys.path.remove(BENCH)
+def ens(benchmark_script):
+    return benchmark_script("bench_rf_ensembles")
 
 
 # ------------------------------------------------------------------------------------------------

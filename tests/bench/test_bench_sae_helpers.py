@@ -4,26 +4,13 @@ run by hand / `make bench`, not by the tests."""
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
-
 import numpy as np
 import pytest
 
-BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
-
 
 @pytest.fixture(scope="module")
-def bench():
-    had = "HF_HUB_OFFLINE" in os.environ
-    sys.path.insert(0, BENCH)
-    try:
-        yield importlib.import_module("bench_sae")
-    finally:
-        sys.path.remove(BENCH)
-        if not had:
-            os.environ.pop("HF_HUB_OFFLINE", None)
+def bench(benchmark_script):
+    return benchmark_script("bench_sae")
 
 
 def _auroc_brute(score, label):

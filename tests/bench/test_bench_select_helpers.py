@@ -4,33 +4,20 @@ planted truth, closed forms and brute force. The scripts themselves are run by h
 
 from __future__ import annotations
 
-import importlib
 import math
-import os
-import sys
 
 import numpy as np
 import pytest
 
-BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
+
+@pytest.fixture(scope="module")
+def iif(benchmark_script):
+    return benchmark_script("bench_iif_learn")
 
 
 @pytest.fixture(scope="module")
-def iif():
-    sys.path.insert(0, BENCH)
-    try:
-        yield importlib.import_module("bench_iif_learn")
-    finally:
-        sys.path.remove(BENCH)
-
-
-@pytest.fixture(scope="module")
-def ms():
-    sys.path.insert(0, BENCH)
-    try:
-        yield importlib.import_module("bench_minshap_inference")
-    finally:
-        sys.path.remove(BENCH)
+def ms(benchmark_script):
+    return benchmark_script("bench_minshap_inference")
 
 
 # -- bench_iif_learn ------------------------------------------------------------------------------

@@ -1,26 +1,16 @@
 """The helpers of benchmarks/bench_sop.py (the SOP case study): the patch group generator and the
 patch grid, checked against their definitions."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 
 from featurelens.explainers.sop import PatchGroupGenerator
 
-BENCH = str(Path(__file__).resolve().parents[2] / "benchmarks")
-
 
 @pytest.fixture(scope="module")
-def bench_sop():
-    sys.path.insert(0, BENCH)
-    try:
-        import bench_sop as module
-    finally:
-        sys.path.remove(BENCH)
-    return module
+def bench_sop(benchmark_script):
+    return benchmark_script("bench_sop")
 
 
 def test_patch_grid_labels_squares(bench_sop):

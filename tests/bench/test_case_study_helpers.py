@@ -3,23 +3,13 @@ hand-computed values (the scripts themselves are run by `make bench`, not by the
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
-
 import numpy as np
 import pytest
 
-BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
-
 
 @pytest.fixture(scope="module")
-def scripts():
-    sys.path.insert(0, BENCH)
-    try:
-        yield importlib.import_module("bench_agop_attribution"), importlib.import_module("bench_ood")
-    finally:
-        sys.path.remove(BENCH)
+def scripts(benchmark_script):
+    return benchmark_script("bench_agop_attribution"), benchmark_script("bench_ood")
 
 
 def test_half_max_iou_planted(scripts):

@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from featurelens.bench.models import CNN, LLR, MLP, build_model, count_parameters
 from featurelens._training import evaluate, train_model
-
+from featurelens.bench.models import CNN, LLR, MLP, build_model, count_parameters
 
 # -- architectures -------------------------------------------------------------------------------
 

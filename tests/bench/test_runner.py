@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 import pytest
 
 from featurelens.bench import run_benchmark
-from featurelens.bench.runner import default_methods
 from featurelens.bench.report import write_benchmark_report
+from featurelens.bench.runner import default_methods
 from featurelens.report import HTMLReport
 
 TINY = dict(
