@@ -280,3 +280,28 @@ def test_neuron_methods_skip_the_predicted_class_pass(name):
     np.testing.assert_array_equal(e.values, given.values)
     assert without == sum(rows)  # the same passes as with a target: one row checks, no extra pass of 8
     assert list(e.target) == [0] * 8
+
+
+@pytest.mark.parametrize("name", ["neuron_gradient", "neuron_integrated_gradients"])
+def test_neuron_passes_stop_at_the_layer_and_still_refuse_a_layer_run_twice(name):
+    relu = torch.nn.ReLU()
+    head_rows = []
+
+    class Twice(torch.nn.Module):
+        def __init__(self, twice):
+            super().__init__()
+            self.twice = twice
+            self.lin, self.act, self.out = torch.nn.Linear(6, 6), relu, torch.nn.Linear(6, 2)
+
+        def forward(self, x):
+            h = self.act(self.lin(self.act(x) if self.twice else x))
+            return self.out(h)
+
+    kwargs = {"n_steps": 4} if "integrated" in name else {}
+    with pytest.raises(ValueError, match="ran 2 times"):
+        fl.explainer(name, Twice(True).double(), layer="act", neuron=(1,), **kwargs).explain(mlp_x(2))
+    assert not relu._forward_hooks
+    once = Twice(False).double()
+    once.out.register_forward_hook(lambda m, i, o: head_rows.append(o.shape[0]))
+    fl.explainer(name, once, layer="act", neuron=(1,), **kwargs).explain(mlp_x(3), target=0)
+    assert sum(head_rows) == 2  # the input check and the layer-once check: one row each, no more

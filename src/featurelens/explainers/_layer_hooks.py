@@ -57,6 +57,12 @@ def resolve_layer(module: torch.nn.Module | None, layer, method: str) -> tuple[s
     raise TypeError(f"layer must be a submodule name (str) or a torch.nn.Module; got {type(layer).__name__}")
 
 
+class _StopForward(Exception):
+    """Raised by a :class:`LayerHook` run with ``stop=True`` once the layer has run: the rest of
+    the model is not needed (neuron attributions read the layer only). Not a RuntimeError or
+    ValueError, so the Model adapter lets it through unwrapped."""
+
+
 class LayerHook:
     """A forward hook on one layer, active only inside ``with``: it records the layer's output of
     each forward pass of this thread (the threads of a row-parallel explain share the module) and,
@@ -69,6 +75,7 @@ class LayerHook:
         self.layer, self.name, self.method = layer, name, method
         self.captured: list = []
         self.replace = None
+        self.stop = False
         self._me = threading.get_ident()
         self._handle = None
 
@@ -83,6 +90,8 @@ class LayerHook:
         if self.replace is not None:
             output = self.replace(output)
         self.captured.append(output)
+        if self.stop:
+            raise _StopForward
         # The model goes on with a copy: a later in-place op (ReLU(inplace=True)) must change
         # neither the recorded activation nor a leaf that requires grad.
         return output.clone()
@@ -95,14 +104,21 @@ class LayerHook:
         self._handle.remove()
         return False
 
-    def run(self, model, rows: torch.Tensor, replace=None) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(outputs, layer output)`` of one forward pass of ``rows`` through the Model."""
+    def run(self, model, rows: torch.Tensor, replace=None, stop: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(outputs, layer output)`` of one forward pass of ``rows`` through the Model; with
+        ``stop`` the pass ends at the layer (outputs None): the layers after it do not run. Such a
+        pass cannot see a layer applied twice: check that on one row without ``stop`` first."""
         self.captured.clear()
         self.replace = replace
+        self.stop = stop
+        out = None
         try:
             out = model.forward(rows)
+        except _StopForward:
+            pass
         finally:
             self.replace = None
+            self.stop = False
         if len(self.captured) != 1:
             raise ValueError(
                 f"{self.method}: layer {self.name!r} ran {len(self.captured)} times in one forward pass; "

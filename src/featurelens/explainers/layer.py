@@ -272,11 +272,18 @@ class _NeuronExplainer(_LayerExplainer):
     def params(self):
         return {**super().params(), "neuron": self._selector.describe()}
 
+    def _check_layer_runs_once(self, hook, x: torch.Tensor) -> None:
+        """One row through the whole model: the layer must run exactly once (the gradient passes
+        stop at the layer and could not tell)."""
+        with torch.no_grad():
+            hook.run(self.model, x[:1])
+
     def _neuron_gradient(self, hook, rows: torch.Tensor) -> torch.Tensor:
-        """``d z_neuron / d rows`` for one chunk (the rows are leaves here)."""
+        """``d z_neuron / d rows`` for one chunk (the rows are leaves here). The forward pass stops
+        at the layer: the unit depends on nothing after it (Captum runs the whole model)."""
         with torch.enable_grad():
             leaf = rows.detach().requires_grad_(True)
-            _, act = hook.run(self.model, leaf)
+            _, act = hook.run(self.model, leaf, stop=True)
             unit = self._selector.select(act, self.layer_name)
             if not unit.requires_grad:
                 return torch.zeros_like(rows)
@@ -301,6 +308,7 @@ class NeuronGradient(_NeuronExplainer):
     def _attribute(self, x, target, outputs):
         parts = []
         with self._hook() as hook:
+            self._check_layer_runs_once(hook, x)
             for s in chunks(x.shape[0], self.model.chunk_rows(x)):
                 grad = self._neuron_gradient(hook, x[s])
                 parts.append(grad)
@@ -339,6 +347,7 @@ class NeuronIntegratedGradients(_NeuronExplainer, _PathIntegral):
         view = (-1,) + (1,) * (x.ndim - 1)
         total = torch.zeros_like(x)
         with self._hook() as hook:
+            self._check_layer_runs_once(hook, x)
             for copy_idx, sample_idx in self._expansion(x, self.n_steps):
                 rows = base[sample_idx] + alphas[copy_idx].view(view) * delta[sample_idx]
                 grad = self._neuron_gradient(hook, rows)
