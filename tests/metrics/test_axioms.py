@@ -294,7 +294,10 @@ def test_quantus_input_invariance_and_the_unshifted_first_pixel(quantus, images,
         # Quantus leaves pixel 0 unshifted, so its f2 sees a different input from f1 there and
         # (tanh) a different gradient: it calls saliency not invariant.
         np.testing.assert_array_equal(q["saliency"], 0.0)
-    from quantus.functions.perturb_func import baseline_replacement_by_shift, perturb_batch
+    from quantus.functions.perturb_func import (
+        baseline_replacement_by_shift,
+        perturb_batch,
+    )
 
     shifted = perturb_batch(perturb_func=baseline_replacement_by_shift, arr=x,
                             indices=np.tile(np.arange(x[0].size), (N, 1)),

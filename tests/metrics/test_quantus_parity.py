@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 
 import featurelens as fl
 from featurelens.metrics import _perturb
@@ -25,16 +24,13 @@ def _quiet():
 
 
 @pytest.fixture
-def batch(small_cnn):
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(N, 1, 8, 8)).astype(np.float32)
-    a = rng.normal(size=(N, 1, 8, 8))  # float64: the signed mass ratio is ill-conditioned in float32
-    with torch.no_grad():
-        y = small_cnn(torch.from_numpy(x)).argmax(1).numpy()
+def batch(cnn_batch):
+    """The shared CNN batch and two planted segment masks."""
+    model, x, y, a = cnn_batch
     s = np.zeros((N, 1, 8, 8), np.float32)
     s[:, :, 1:4, 1:3] = 1
     s[:, :, 4:7, 5:7] = 1
-    return small_cnn.eval(), x, y, a, s
+    return model, x, y, a, s
 
 
 def _q(metric, model, x, y, a, s=None, **kw):

@@ -14,16 +14,6 @@ from featurelens.models import Model
 N = 6
 
 
-@pytest.fixture
-def batch(small_cnn):
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(N, 1, 8, 8)).astype(np.float32)
-    a = rng.normal(size=(N, 1, 8, 8))
-    with torch.no_grad():
-        y = small_cnn(torch.from_numpy(x)).argmax(1).numpy()
-    return small_cnn.eval(), x, y, a
-
-
 def _linear(d_shape, seed=0):
     """A linear model f(x) = w . x + b with two outputs (f, -f) and its weights."""
     g = torch.Generator().manual_seed(seed)

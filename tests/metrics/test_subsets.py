@@ -28,16 +28,6 @@ def _quiet():
         yield
 
 
-@pytest.fixture
-def batch(small_cnn):
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(N, 1, 8, 8)).astype(np.float32)
-    a = rng.normal(size=(N, 1, 8, 8))
-    with torch.no_grad():
-        y = small_cnn(torch.from_numpy(x)).argmax(1).numpy()
-    return small_cnn.eval(), x, y, a
-
-
 def _linear(d=10, seed=0):
     """f(x) = W x (2 outputs, no bias), float64, and a batch with its input x gradient map."""
     g = torch.Generator().manual_seed(seed)
