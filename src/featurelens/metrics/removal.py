@@ -177,11 +177,9 @@ def _sample_groups(groups, x_shape):
     g = as_numpy(groups, "groups")
     if g.dtype.kind not in "iu":
         raise TypeError(f"groups must be an int array; got dtype {g.dtype}")
-    if g.shape == (n,) + one:
-        pass
-    elif len(x_shape) == 4 and g.shape in ((n,) + tuple(x_shape[2:]), (n, 1) + tuple(x_shape[2:])):
-        g = np.broadcast_to(g.reshape(n, 1, *x_shape[2:]), x_shape)
-    else:
+    if len(x_shape) == 4 and g.shape in ((n,) + tuple(x_shape[2:]), (n, 1) + tuple(x_shape[2:])):
+        g = np.broadcast_to(g.reshape(n, 1, *x_shape[2:]), x_shape)  # one spatial map per sample
+    elif g.shape != (n,) + one:
         region_of, n_regions = P.regions(g, x_shape, False)  # one map for every sample
         return np.broadcast_to(region_of, (n, region_of.size)).copy(), np.full(n, n_regions)
     flat = g.reshape(n, -1).astype(np.int64)
