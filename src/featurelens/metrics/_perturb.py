@@ -381,3 +381,30 @@ def row_spearman(u, v) -> np.ndarray:
     u = np.asarray(u.detach().cpu() if isinstance(u, torch.Tensor) else u, dtype=np.float64)
     v = np.asarray(v.detach().cpu() if isinstance(v, torch.Tensor) else v, dtype=np.float64)
     return row_pearson(rankdata(u, axis=1), rankdata(v, axis=1))
+
+
+# --------------------------------------------------------------------------------------------------
+# the explainer of a metric that re-explains
+
+
+def as_explainer(explainer, model=None, explainer_params=None):
+    """The Explainer a re-explaining metric uses: ``explainer`` itself (``model`` and
+    ``explainer_params`` must then be empty: it explains its own model) or the registered name
+    ``explainer`` built on ``model`` with ``explainer_params``."""
+    from ..explainers._base import Explainer
+    from ..explainers._base import explainer as make_explainer
+
+    if isinstance(explainer, Explainer):
+        if model is not None:
+            raise ValueError("model must be None when explainer is an Explainer (it explains its own model)")
+        if explainer_params:
+            raise ValueError("explainer_params must be empty when explainer is an Explainer (it is built already)")
+        return explainer
+    if isinstance(explainer, str):
+        if model is None:
+            raise ValueError(f"explainer={explainer!r} is a name: pass model= (the model to explain) too")
+        return make_explainer(explainer, model, **dict(explainer_params or {}))
+    raise TypeError(
+        "explainer must be a featurelens Explainer (fl.explainer('saliency', model)) or a registered "
+        f"explainer name with model=; got {type(explainer).__name__}"
+    )

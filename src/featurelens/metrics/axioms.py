@@ -23,7 +23,6 @@ import torch
 
 from .._validation import check_bool, check_float, check_option
 from ..explainers._base import Explainer
-from ..explainers._base import explainer as make_explainer
 from ..models import Model
 from . import _perturb as P
 
@@ -127,21 +126,6 @@ def non_sensitivity(
 
 _SCORES = ("match", "max_abs_diff")
 _FIRST_LAYERS = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
-
-
-def _resolve_explainer(explainer, model, explainer_params) -> Explainer:
-    if isinstance(explainer, Explainer):
-        if model is not None or explainer_params is not None:
-            raise ValueError("model and explainer_params go with an explainer name; an Explainer brings its own")
-        return explainer
-    if isinstance(explainer, str):
-        if model is None:
-            raise ValueError(f"explainer={explainer!r} is a name: pass the model too (model=...)")
-        return make_explainer(explainer, model, **dict(explainer_params or {}))
-    raise TypeError(
-        "explainer must be a featurelens Explainer or a registered name such as 'saliency'; "
-        f"got {type(explainer).__name__}"
-    )
 
 
 def _first_layer(module: torch.nn.Module) -> tuple[str, torch.nn.Module]:
@@ -263,7 +247,7 @@ def input_invariance(
     shift = check_float(shift, "shift")
     atol = check_float(atol, "atol", low=0.0)
     score = check_option(score, "score", _SCORES)
-    ex = _resolve_explainer(explainer, model, explainer_params)
+    ex = P.as_explainer(explainer, model, explainer_params)
     module = ex.model.module
     if module is None:
         raise TypeError(

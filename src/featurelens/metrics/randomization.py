@@ -32,7 +32,7 @@ from .._validation import (
 from ..explainers._base import Explainer, explainer_class
 from ..explainers._base import explainer as make_explainer
 from ..models import Model
-from ._perturb import row_pearson, row_spearman
+from ._perturb import as_explainer, row_pearson, row_spearman
 
 __all__ = ["model_randomization", "smooth_mprt", "efficient_mprt", "random_logit"]
 
@@ -429,9 +429,8 @@ def random_logit(
     least 2). ``explainer``: an Explainer, or a registered name with ``model=`` and
     ``explainer_params=``. ``attributions`` (optional) replaces ``a_y(x)``. Returns float64 (n,).
     """
-    from .stability import _as_explainer
 
-    ex = _as_explainer(explainer, model, explainer_params)
+    ex = as_explainer(explainer, model, explainer_params)
     similarity = check_option(similarity, "similarity", tuple(_SIMILARITIES))
     normalise = check_bool(normalise, "normalise")
     abs_ = check_bool(abs, "abs")

@@ -31,7 +31,6 @@ from .._validation import (
     relative_scale,
 )
 from ..explainers._base import Explainer
-from ..explainers._base import explainer as make_explainer
 from . import _perturb as P
 
 __all__ = [
@@ -44,25 +43,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------------
-# private helpers (candidates for a shared home: _as_explainer, _maps)
-
-
-def _as_explainer(explainer, model=None, explainer_params=None) -> Explainer:
-    """An Explainer from an Explainer (``model`` must then be None) or a registered name + model."""
-    if isinstance(explainer, Explainer):
-        if model is not None:
-            raise ValueError("model must be None when explainer is an Explainer (it explains its own model)")
-        if explainer_params:
-            raise ValueError("explainer_params must be empty when explainer is an Explainer (it is built already)")
-        return explainer
-    if isinstance(explainer, str):
-        if model is None:
-            raise ValueError(f"explainer={explainer!r} is a name: pass model= (the model to explain) too")
-        return make_explainer(explainer, model, **dict(explainer_params or {}))
-    raise TypeError(
-        "explainer must be a featurelens Explainer (fl.explainer('saliency', model)) or a registered "
-        f"explainer name with model=; got {type(explainer).__name__}"
-    )
+# private helpers
 
 
 def _maps(ex: Explainer, xt: torch.Tensor, target: np.ndarray, executor, n_rows: int) -> np.ndarray:
@@ -146,7 +127,7 @@ def continuity(
     through its max). ``x``: images (n, c, h, w), or (n, c, w) series (then ``direction="x"``).
     Returns float64 (n,).
     """
-    ex = _as_explainer(explainer, model, explainer_params)
+    ex = P.as_explainer(explainer, model, explainer_params)
     n_steps = check_int(n_steps, "n_steps", low=1)
     direction = check_option(direction, "direction", ("x", "y"))
     normalise = check_bool(normalise, "normalise")
@@ -260,7 +241,7 @@ def consistency(
     absolute (``abs``) first. Predictions are the argmax of the model's outputs on ``x``;
     ``attributions`` (optional) replaces the explainer's maps of ``x``. Returns float64 (n,).
     """
-    ex = _as_explainer(explainer, model, explainer_params)
+    ex = P.as_explainer(explainer, model, explainer_params)
     if not callable(discretise):
         discretise = check_option(discretise, "discretise", _DISCRETISE)
     k = check_int(k, "k", low=1)
@@ -317,7 +298,7 @@ def _relative(v: np.ndarray, v_moved: np.ndarray, eps: float) -> np.ndarray:
 
 def _relative_stability(kind, explainer, x, target, radius, n_samples, seed, relative, eps_min, same_prediction,
                         attributions, layer, model, explainer_params, executor):
-    ex = _as_explainer(explainer, model, explainer_params)
+    ex = P.as_explainer(explainer, model, explainer_params)
     radius = check_float(radius, "radius", low=0.0, low_inclusive=False)
     n_samples = check_int(n_samples, "n_samples", low=1)
     seed = check_seed(seed)
