@@ -66,7 +66,9 @@ class Explanation:
     extra
         Further named arrays a method returns beside ``values`` (for example WAM's wavelet
         coefficient gradients, or MinShap's per-permutation contributions); saved with the
-        explanation.
+        explanation. ``saliency`` and ``input_x_gradient`` keep ``extra["outputs"]``: the model's
+        outputs on the explained rows, (n, n_outputs), from the forward pass their gradient came
+        from (so the predictions cost no second pass).
     feature_names
         One name (str) per input element (the columns of a tabular batch), or None. Taken from a
         DataFrame's columns or ``feature_names=`` given to ``explain``.

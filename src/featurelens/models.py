@@ -613,15 +613,23 @@ class Model:
             (grad,) = torch.autograd.grad(selected, rows)
         return grad, out.detach()
 
-    def gradient(self, x: torch.Tensor, target: torch.Tensor, batch_size: int | None = None) -> torch.Tensor:
-        """Per-sample input gradients of the target outputs, in chunks of at most batch_size rows."""
+    def gradient(self, x: torch.Tensor, target: torch.Tensor, batch_size: int | None = None,
+                 outputs: bool = False):
+        """Per-sample input gradients of the target outputs, in chunks of at most batch_size rows.
+
+        ``outputs=True`` returns ``(gradients, outputs)``: the model's outputs on ``x`` from the
+        same forward passes (detached), for callers that need the predictions too.
+        """
         self.require_gradients("this method")
         bs = self.chunk_rows(x, batch_size)
         grads = torch.empty_like(x)
+        outs = []
         with self.evaluating():
             for s in chunks(x.shape[0], bs):
-                grads[s], _ = self._target_gradient(x[s], target[s])
-        return grads
+                grads[s], out = self._target_gradient(x[s], target[s])
+                if outputs:
+                    outs.append(out)
+        return (grads, torch.cat(outs)) if outputs else grads
 
     def expanded_gradient(
         self,

@@ -199,31 +199,83 @@ def _fed(noise):
     return perturb
 
 
+class _Float64(torch.nn.Module):
+    """A float64 network behind a float32 door: Quantus 0.6 casts every batch to float32
+    (``torch.Tensor(x)``), so the parity in float64 arithmetic needs inputs that are exactly
+    representable in float32 (multiples of 2**-10 here) and a model that computes in float64."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x.double())
+
+
+def _on_grid(v):
+    return np.round(np.asarray(v, dtype=np.float64) * 1024) / 1024
+
+
 @pytest.mark.parametrize("name", ["RelativeInputStability", "RelativeOutputStability",
                                   "RelativeRepresentationStability"])
 @pytest.mark.parametrize("radius", [0.2, 1.0])
-def test_relative_stability_matches_quantus_on_the_same_noise(setup, quantus, name, radius):
-    model, ex, x = setup
+def test_relative_stability_matches_quantus_on_the_same_noise(setup, quantus, monkeypatch, name, radius):
+    # float64 end to end: the metric divides by tiny map entries and output differences, which
+    # magnify float32's batch-dependent last bits (about 1e-5 relative); in float64 the two agree
+    # to 1e-9.
+    import copy
+
+    net, _, x = setup
+    model = _Float64(copy.deepcopy(net).double()).eval()
+    ex = fl.explainer("saliency", model)
+    x = _on_grid(x)
     y = ex.model.predict(ex.model.to_tensor(x)).argmax(1).numpy()
     n_s = 4
-    noise = list(_perturb.uniform_draws(5, n_s, x.shape, np.full(N, radius)))
-    extra = {"layer_names": ["3"]} if "Representation" in name else {}
+    draws = _perturb.uniform_draws
+
+    def grid_draws(*args, **kwargs):
+        for d in draws(*args, **kwargs):
+            yield _on_grid(d)
+
+    monkeypatch.setattr(_perturb, "uniform_draws", grid_draws)
+    noise = list(grid_draws(5, n_s, x.shape, np.full(N, radius)))
+    extra = {"layer_names": ["net.3"]} if "Representation" in name else {}
     ours_f = {"RelativeInputStability": S.relative_input_stability,
               "RelativeOutputStability": S.relative_output_stability,
               "RelativeRepresentationStability": lambda *a, **k: S.relative_representation_stability(
-                  a[0], a[1], "3", **k)}[name]
+                  a[0], a[1], "net.3", **k)}[name]
     kw = {"target": y, "radius": radius, "n_samples": n_s, "seed": 5, "relative": False}
     a = ex.explain(x, target=y).values
+
+    def saliency64(model, inputs, targets, **kwargs):
+        return fl.explainer("saliency", model).explain(np.asarray(inputs, np.float64),
+                                                       target=np.asarray(targets)).values
+
     for nan_rule in (False, True):
         metric = getattr(quantus, name)(nr_samples=n_s, perturb_func=_fed(noise), disable_warnings=True,
                                         return_nan_when_prediction_changes=nan_rule, **extra)
         q = np.asarray(metric(model=model, x_batch=x, y_batch=y, a_batch=a.copy(), device="cpu",
-                              explain_func=_saliency_func), dtype=np.float64)
+                              explain_func=saliency64), dtype=np.float64)
         ours = ours_f(ex, x, same_prediction=nan_rule, **kw)
         ok = ~np.isnan(q)
-        np.testing.assert_allclose(ours[ok], q[ok], rtol=1e-5)
+        np.testing.assert_allclose(ours[ok], q[ok], rtol=1e-9)
         if not nan_rule:
             assert ok.all()
+
+
+def test_relative_stability_float32_is_near_quantus(setup, quantus):
+    # The everyday float32 case: the same definition, off by float32 rounding only.
+    model, ex, x = setup
+    y = ex.model.predict(ex.model.to_tensor(x)).argmax(1).numpy()
+    noise = list(_perturb.uniform_draws(5, 4, x.shape, np.full(N, 0.2)))
+    a = ex.explain(x, target=y).values
+    metric = quantus.RelativeOutputStability(nr_samples=4, perturb_func=_fed(noise), disable_warnings=True,
+                                             return_nan_when_prediction_changes=False)
+    q = np.asarray(metric(model=model, x_batch=x, y_batch=y, a_batch=a.copy(), device="cpu",
+                          explain_func=_saliency_func), dtype=np.float64)
+    ours = S.relative_output_stability(ex, x, target=y, radius=0.2, n_samples=4, seed=5, relative=False,
+                                       same_prediction=False)
+    np.testing.assert_allclose(ours, q, rtol=1e-4)
 
 
 def _boundary_model():
@@ -308,6 +360,27 @@ def test_consistency_matches_quantus(setup, quantus):
             np.testing.assert_allclose(ours, [(np.sum(y == yi) - 1) / (n - 1) for yi in y])
 
 
+def test_continuity_class_rule_brute_force():
+    # samples planted near the decision boundary: some translated copies change class, and the
+    # class rule leaves exactly those out of the maximum (NaN where all change)
+    net, x = _boundary_model()
+    ex = fl.explainer("saliency", net)
+    xt = torch.from_numpy(x)
+    t = ex.model.predict(xt).argmax(1).numpy()
+    a = ex.explain(x, target=t).values.reshape(N, -1).astype(np.float64)
+    ref, changed = np.full(N, np.nan), 0
+    for s in (-4, 0, 4, 8):  # n_steps=4 on width 8
+        xs = S._translate(xt, torch.broadcast_to(xt.amin((1, 2, 3), keepdim=True), xt.shape), s, 3).numpy()
+        b = ex.explain(xs, target=t).values.reshape(N, -1).astype(np.float64)
+        r = np.abs(a - b).sum(1) / (np.linalg.norm((x - xs).reshape(N, -1).astype(np.float64), axis=1) + 1e-9)
+        same = net(torch.from_numpy(xs)).argmax(1).numpy() == t
+        changed += int((~same).sum())
+        ref = np.where(same, np.fmax(ref, r), ref)
+    assert 0 < changed < 4 * N
+    got = S.continuity(ex, x, n_steps=4, normalise=False, abs=False, same_prediction=True)
+    np.testing.assert_allclose(got, ref, rtol=1e-5)
+
+
 def test_continuity_same_prediction_and_consistency_callable():
     net, x = _boundary_model()
     ex = fl.explainer("saliency", net)
@@ -353,7 +426,10 @@ def test_executor_gives_the_serial_scores(setup):
     ex = fl.explainer("saliency", copy.deepcopy(model).double())
     x = x.astype(np.float64)
     with make_executor("threads", workers=2) as pool:
+        # the representation on threads: the explainer's passes run on the workers, so the
+        # metric reads the layer in a pass of its own (the serial call reads the explainer's)
         for f in (lambda **k: S.relative_input_stability(ex, x, n_samples=3, **k),
+                  lambda **k: S.relative_representation_stability(ex, x, "3", n_samples=3, **k),
                   lambda **k: S.continuity(ex, x, n_steps=3, **k)):
             np.testing.assert_allclose(f(executor=pool), f(), rtol=1e-9)
 
@@ -364,3 +440,39 @@ def test_gradient_explainers_need_gradients():
 
     with pytest.raises(TypeError, match="needs gradients"):
         S.relative_input_stability("saliency", np.ones((2, 6)), model=fn)
+
+
+def test_relative_stabilities_reuse_the_explainers_outputs_exactly(setup):
+    # saliency keeps the noisy copies' outputs (extra["outputs"]); an explainer that does not makes
+    # the metric run its own forward pass (shared with the layer's for the representation): the
+    # two routes must give the same scores, NaN rule included.
+    import copy
+
+    from featurelens.explainers.gradient import Saliency
+
+    class WithoutOutputs(Saliency):
+        def _attribute(self, x, target, outputs):
+            values, _ = super()._attribute(x, target, outputs)
+            return values, {}
+
+    net, _, x = setup
+    net = copy.deepcopy(net).double()
+    x = x.astype(np.float64)
+    kept, plain = fl.explainer("saliency", net), WithoutOutputs(net)
+    e = kept.explain(x)
+    np.testing.assert_array_equal(e.extra["outputs"], net(torch.from_numpy(x)).detach().numpy())
+    assert "outputs" not in plain.explain(x).extra
+    for f in (S.relative_input_stability, S.relative_output_stability,
+              lambda *a, **k: S.relative_representation_stability(a[0], a[1], "3", **k)):
+        for rule in (False, True):
+            got, rows = [], []
+            for ex in (kept, plain):
+                before = ex.model.calls
+                got.append(f(ex, x, radius=1.0, n_samples=5, seed=2, same_prediction=rule))
+                rows.append(ex.model.calls - before)
+            np.testing.assert_allclose(got[0], got[1], rtol=1e-12)
+            if rule:
+                assert np.isfinite(got[0]).any()
+            # the kept outputs (and the layer read in the explainer's passes) save one pass over
+            # the 5 x N noisy copies, except RIS without the class rule, which needs none
+            assert rows[1] - rows[0] == (0 if rule is False and f is S.relative_input_stability else 5 * N)

@@ -69,10 +69,12 @@ class LayerHook:
     when ``replace`` is set, puts ``replace(output)`` in its place; the model continues with a copy
     of the recorded tensor. Removed on exit, always. Forward hooks run in the order they were
     registered, so a hook entered after another one on the same module sees (and replaces) that
-    one's output."""
+    one's output. ``detach=True`` records detached outputs (for a reader of the values only: a
+    recorded tensor then holds no autograd graph alive)."""
 
-    def __init__(self, layer: torch.nn.Module, name: str, method: str):
+    def __init__(self, layer: torch.nn.Module, name: str, method: str, detach: bool = False):
         self.layer, self.name, self.method = layer, name, method
+        self.detach = detach
         self.captured: list = []
         self.replace = None
         self.stop = False
@@ -89,7 +91,7 @@ class LayerHook:
             )
         if self.replace is not None:
             output = self.replace(output)
-        self.captured.append(output)
+        self.captured.append(output.detach() if self.detach else output)
         if self.stop:
             raise _StopForward
         # The model goes on with a copy: a later in-place op (ReLU(inplace=True)) must change

@@ -34,7 +34,8 @@ class Saliency(Explainer):
 
     Simonyan, Vedaldi, Zisserman, "Deep Inside Convolutional Networks", 2013, arXiv 1312.6034.
     Unlike Captum (``abs=True`` by default) the raw signed gradient is the default; ``abs=True``
-    returns ``|d f_t / d x|``.
+    returns ``|d f_t / d x|``. ``Explanation.extra["outputs"]``: the model's outputs on ``x`` from
+    the same forward pass.
     """
 
     def __init__(self, model, abs: bool = False, batch_size: int | None = None):
@@ -45,8 +46,8 @@ class Saliency(Explainer):
         return {**super().params(), "abs": self.abs}
 
     def _attribute(self, x, target, outputs):
-        grad = self.model.gradient(x, target)
-        return (grad.abs() if self.abs else grad), {}
+        grad, out = self.model.gradient(x, target, outputs=True)
+        return (grad.abs() if self.abs else grad), {"arrays": {"outputs": out}}
 
 
 @register("input_x_gradient")
@@ -55,10 +56,12 @@ class InputXGradient(Explainer):
 
     Shrikumar, Greenside, Shcherbina, Kundaje, "Not Just a Black Box", 2016, arXiv 1605.01713.
     For a linear model ``f(x) = w.x + b`` this is ``w * x``, which sums to ``f(x) - b``.
+    ``Explanation.extra["outputs"]``: the model's outputs on ``x`` from the same forward pass.
     """
 
     def _attribute(self, x, target, outputs):
-        return x * self.model.gradient(x, target), {}
+        grad, out = self.model.gradient(x, target, outputs=True)
+        return x * grad, {"arrays": {"outputs": out}}
 
 
 _IG_RULES = ("gausslegendre", "riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid")

@@ -22,7 +22,15 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
-from .._validation import as_numpy, check_float, check_floating, check_option, numpy_rng, resolve_baseline
+from .._validation import (
+    as_numpy,
+    check_float,
+    check_floating,
+    check_option,
+    numpy_rng,
+    relative_scale,
+    resolve_baseline,
+)
 from ..models import Model
 
 #: The replacement values the perturbation metrics accept besides resolve_baseline's numbers/arrays.
@@ -204,6 +212,19 @@ def uniform_draws(seed, n_copies: int, shape: tuple, radius: np.ndarray) -> Iter
     r = np.asarray(radius, dtype=np.float64).reshape(-1, *([1] * (len(shape) - 1)))
     for _ in range(n_copies):
         yield rng.uniform(-1.0, 1.0, size=shape) * r
+
+
+def noisy_copies(xt: torch.Tensor, radius: float, n_samples: int, seed, relative: bool):
+    """The robustness metrics' noisy neighbours of a batch: ``n_samples`` copies of ``xt`` plus
+    noise uniform in the L-inf ball of radius ``radius * (max x_i - min x_i)`` (``relative``, see
+    :func:`featurelens._validation.relative_scale`) or ``radius``, drawn by :func:`uniform_draws`
+    of ``seed``. Returns ``(noise, moved)``: the float64 draws (n_samples, n, *x.shape[1:]) and
+    the copies as one copy-major batch (n_samples * n, *x.shape[1:]) in ``xt``'s dtype."""
+    n = xt.shape[0]
+    r = radius * (relative_scale(xt) if relative else torch.ones(n, device=xt.device))
+    noise = np.stack(list(uniform_draws(numpy_rng(seed), n_samples, tuple(xt.shape), r.double().cpu().numpy())))
+    noise_t = torch.as_tensor(noise, device=xt.device).to(xt.dtype)
+    return noise, (xt.unsqueeze(0) + noise_t).reshape(n_samples * n, *xt.shape[1:])
 
 
 # --------------------------------------------------------------------------------------------------

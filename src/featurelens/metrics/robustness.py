@@ -26,9 +26,8 @@ rows together, and a part's batches may change the last bit (see
 from __future__ import annotations
 
 import numpy as np
-import torch
 
-from .._validation import check_bool, check_executor, check_float, check_int, check_seed, numpy_rng, relative_scale
+from .._validation import check_bool, check_executor, check_float, check_int, check_seed
 from ..explainers._base import Explainer
 from . import _perturb as P
 
@@ -57,10 +56,7 @@ def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative,
     if a.ndim < 1 or a.shape[0] != n:
         raise ValueError(f"attributions must hold one map per sample ({n}); got shape {a.shape}")
     a = np.asarray(a, dtype=np.float64).reshape(n, -1)
-    r = radius * (relative_scale(xt) if relative else torch.ones(n, device=xt.device))
-    noise = np.stack(list(P.uniform_draws(numpy_rng(seed), n_samples, tuple(xt.shape), r.double().cpu().numpy())))
-    noise_t = torch.as_tensor(noise, device=xt.device).to(xt.dtype)
-    x_noisy = (xt.unsqueeze(0) + noise_t).reshape(n_samples * n, *xt.shape[1:])
+    noise, x_noisy = P.noisy_copies(xt, radius, n_samples, seed, relative)
     e = explainer.explain(x_noisy, target=t.repeat(n_samples).cpu().numpy(), executor=executor)
     a_noisy = np.asarray(e.values, dtype=np.float64).reshape(n_samples, n, -1)
     if a_noisy.shape[2] != a.shape[1]:

@@ -27,8 +27,6 @@ from .._validation import (
     check_int,
     check_option,
     check_seed,
-    numpy_rng,
-    relative_scale,
 )
 from ..explainers._base import Explainer
 from . import _perturb as P
@@ -160,7 +158,8 @@ def continuity(
     moved = torch.stack([_translate(xt, fill, s, axis) for s in shifts])  # (n_steps, n, ...)
     rows = moved.reshape(n_steps * n, *xt.shape[1:])
     a = _maps(ex, xt, t.cpu().numpy(), executor, n)
-    a_k = _maps(ex, rows, t.repeat(n_steps).cpu().numpy(), executor, n_steps * n).reshape(n_steps, n, -1)
+    e_k = ex.explain(rows, target=t.repeat(n_steps).cpu().numpy(), executor=executor)
+    a_k = np.asarray(e_k.values, dtype=np.float64).reshape(n_steps, n, -1)
     if normalise:
         a = _normalise_by_max(a)
         a_k = _normalise_by_max(a_k.reshape(n_steps * n, -1)).reshape(n_steps, n, -1)
@@ -171,8 +170,9 @@ def continuity(
     den = torch.linalg.vector_norm(diff, dim=2).cpu().numpy() + 1e-9
     ratio = num / den
     if same_prediction:
-        pred = m.predict(rows).argmax(1).reshape(n_steps, n)
-        changed = (pred != outputs.argmax(1)[None]).cpu().numpy()
+        # the translated copies' classes: from the explainer's own pass where it keeps its outputs
+        out_k = e_k.extra["outputs"] if "outputs" in e_k.extra else m.predict(rows).cpu().numpy()
+        changed = np.asarray(out_k).argmax(1).reshape(n_steps, n) != outputs.argmax(1).cpu().numpy()[None]
         ratio[changed] = np.nan
         return _nanmax(ratio, 0)
     return ratio.max(0)
@@ -277,18 +277,42 @@ def consistency(
 # relative stabilities (Agarwal et al. 2022)
 
 
-def _layer_outputs(m, layer, rows: torch.Tensor) -> np.ndarray:
+_RRS = "relative_representation_stability"
+
+
+def _layer_outputs(m, layer, rows: torch.Tensor, with_outputs: bool = False):
     """The named layer's outputs for ``rows``, flattened, float64 (rows, k); chunked like the
-    Model's forward passes."""
+    Model's forward passes. ``with_outputs``: also the model's outputs from the same passes
+    (``(layer, outputs)``); otherwise each pass stops at the layer."""
     from ..explainers._layer_hooks import LayerHook, resolve_layer
 
-    name, mod = resolve_layer(m.module, layer, "relative_representation_stability")
-    parts = []
-    with m.evaluating(), torch.no_grad(), LayerHook(mod, name, "relative_representation_stability") as hook:
-        for part in chunks(rows.shape[0], m.chunk_rows(rows, forward_only=True)):
-            _, h = hook.run(m, rows[part])
+    name, mod = resolve_layer(m.module, layer, _RRS)
+    parts, outs = [], []
+    with m.evaluating(), torch.no_grad(), LayerHook(mod, name, _RRS) as hook:
+        for i, part in enumerate(chunks(rows.shape[0], m.chunk_rows(rows, forward_only=True))):
+            # The first chunk runs whole: a pass stopped at the layer cannot see it run twice.
+            out, h = hook.run(m, rows[part], stop=not with_outputs and i > 0)
             parts.append(h.reshape(h.shape[0], -1).double().cpu())
-    return torch.cat(parts).numpy()
+            outs.append(out)
+    layer_out = torch.cat(parts).numpy()
+    return (layer_out, torch.cat(outs).double().cpu().numpy()) if with_outputs else layer_out
+
+
+def _explain_reading_layer(ex, layer, rows: torch.Tensor, target: np.ndarray, executor):
+    """``(explanation, layer outputs or None)``: explain ``rows`` with a hook on ``layer``. An
+    explainer that keeps ``extra["outputs"]`` (saliency, input x gradient) ran its forward passes
+    on exactly these rows, in order, after ``explain``'s one-row target check: the layer's outputs
+    of those passes are the representation, and no second pass is needed. Otherwise (other
+    explainers, passes on other threads) None, and the caller runs its own pass."""
+    from ..explainers._layer_hooks import LayerHook, resolve_layer
+
+    name, mod = resolve_layer(ex.model.module, layer, _RRS)
+    with LayerHook(mod, name, _RRS, detach=True) as hook:
+        e = ex.explain(rows, target=target, executor=executor)
+    sizes = [c.shape[0] for c in hook.captured]
+    if "outputs" not in e.extra or not sizes or sizes[0] != 1 or sum(sizes[1:]) != rows.shape[0]:
+        return e, None
+    return e, torch.cat([c.reshape(c.shape[0], -1) for c in hook.captured[1:]]).double().cpu().numpy()
 
 
 def _relative(v: np.ndarray, v_moved: np.ndarray, eps: float) -> np.ndarray:
@@ -314,33 +338,49 @@ def _relative_stability(kind, explainer, x, target, radius, n_samples, seed, rel
         )
     xt = m.to_tensor(x, "x")
     n = xt.shape[0]
-    outputs = m.predict(xt)
+    if kind == "representation":  # the clean layer outputs and predictions in one pass
+        h, outputs = _layer_outputs(m, layer, xt, with_outputs=True)
+        outputs = torch.as_tensor(outputs)
+    else:
+        outputs = m.predict(xt)
     t = m.resolve_target(target, xt, outputs)
     if attributions is None:
         a = _maps(ex, xt, t.cpu().numpy(), executor, n)
     else:
         a = _given_maps(attributions, n)
-    r = radius * (relative_scale(xt) if relative else torch.ones(n, device=xt.device))
-    noise = np.stack(list(P.uniform_draws(numpy_rng(seed), n_samples, tuple(xt.shape), r.double().cpu().numpy())))
-    moved = (xt.unsqueeze(0) + torch.as_tensor(noise, device=xt.device).to(xt.dtype)).reshape(n_samples * n,
-                                                                                            *xt.shape[1:])
-    a_moved = _maps(ex, moved, t.repeat(n_samples).cpu().numpy(), executor, n_samples * n).reshape(n_samples, n, -1)
+    _, moved = P.noisy_copies(xt, radius, n_samples, seed, relative)
+    t_moved = t.repeat(n_samples).cpu().numpy()
+    if kind == "representation":
+        e_moved, h_moved = _explain_reading_layer(ex, layer, moved, t_moved, executor)
+    else:
+        e_moved = ex.explain(moved, target=t_moved, executor=executor)
+    a_moved = np.asarray(e_moved.values, dtype=np.float64).reshape(n_samples, n, -1)
     if a_moved.shape[2] != a.shape[1]:
         raise ValueError(f"attributions have {a.shape[1]} values per sample but the explainer returns {a_moved.shape[2]}")
     num = _relative(a[None], a_moved, eps_min)  # (n_samples, n)
-    out_moved = m.predict(moved)
+    # The noisy copies' outputs: from the explainer's own pass where it keeps them (saliency,
+    # input x gradient), else one forward pass (shared with the layer's for the representation).
+    out_moved = e_moved.extra.get("outputs") if kind == "output" or same_prediction else None
+    need_outputs = (kind == "output" or same_prediction) and out_moved is None
     if kind == "input":
         x64 = xt.double().cpu().numpy().reshape(1, n, -1)
         den = _relative(x64, moved.double().cpu().numpy().reshape(n_samples, n, -1), eps_min)
-    elif kind == "output":
-        h = outputs.double().cpu().numpy()
-        den = np.linalg.norm(h[None] - out_moved.double().cpu().numpy().reshape(n_samples, n, -1), axis=-1)
-    else:
-        h = _layer_outputs(m, layer, xt)
-        den = _relative(h[None], _layer_outputs(m, layer, moved).reshape(n_samples, n, -1), eps_min)
+    elif kind == "representation":
+        if h_moved is None:
+            h_moved = _layer_outputs(m, layer, moved, with_outputs=need_outputs)
+            if need_outputs:
+                h_moved, out_moved = h_moved
+                need_outputs = False
+        den = _relative(h[None], h_moved.reshape(n_samples, n, -1), eps_min)
+    if need_outputs:
+        out_moved = m.predict(moved).double().cpu().numpy()
+    if out_moved is not None:
+        out_moved = np.asarray(out_moved, dtype=np.float64).reshape(n_samples, n, -1)
+    if kind == "output":
+        den = np.linalg.norm(outputs.double().cpu().numpy()[None] - out_moved, axis=-1)
     ratio = num / np.maximum(den, eps_min)
     if same_prediction:
-        changed = (out_moved.argmax(1).reshape(n_samples, n) != outputs.argmax(1)[None]).cpu().numpy()
+        changed = out_moved.argmax(2) != outputs.argmax(1).cpu().numpy()[None]
         ratio[changed] = np.nan
     return _nanmax(ratio, 0)
 
