@@ -216,28 +216,41 @@ def _on_grid(v):
     return np.round(np.asarray(v, dtype=np.float64) * 1024) / 1024
 
 
-@pytest.mark.parametrize("name", ["RelativeInputStability", "RelativeOutputStability",
-                                  "RelativeRepresentationStability"])
-@pytest.mark.parametrize("radius", [0.2, 1.0])
-def test_relative_stability_matches_quantus_on_the_same_noise(setup, quantus, monkeypatch, name, radius):
-    # float64 end to end: the metric divides by tiny map entries and output differences, which
-    # magnify float32's batch-dependent last bits (about 1e-5 relative); in float64 the two agree
-    # to 1e-9.
-    import copy
+def _saliency64(model, inputs, targets, **kwargs):
+    return fl.explainer("saliency", model).explain(np.asarray(inputs, np.float64), target=np.asarray(targets)).values
 
-    net, _, x = setup
-    model = _Float64(copy.deepcopy(net).double()).eval()
-    ex = fl.explainer("saliency", model)
-    x = _on_grid(x)
-    y = ex.model.predict(ex.model.to_tensor(x)).argmax(1).numpy()
-    n_s = 4
+
+@pytest.fixture
+def grid_draws(monkeypatch):
+    """The metrics' uniform noise rounded onto the float32 grid (see _Float64), for both sides."""
     draws = _perturb.uniform_draws
 
-    def grid_draws(*args, **kwargs):
+    def on_grid(*args, **kwargs):
         for d in draws(*args, **kwargs):
             yield _on_grid(d)
 
-    monkeypatch.setattr(_perturb, "uniform_draws", grid_draws)
+    monkeypatch.setattr(_perturb, "uniform_draws", on_grid)
+    return on_grid
+
+
+def _in_float64(net, x):
+    """(model, explainer, x) for parity in float64 arithmetic (see _Float64)."""
+    import copy
+
+    model = _Float64(copy.deepcopy(net).double()).eval()
+    return model, fl.explainer("saliency", model), _on_grid(x)
+
+
+@pytest.mark.parametrize("name", ["RelativeInputStability", "RelativeOutputStability",
+                                  "RelativeRepresentationStability"])
+@pytest.mark.parametrize("radius", [0.2, 1.0])
+def test_relative_stability_matches_quantus_on_the_same_noise(setup, quantus, grid_draws, name, radius):
+    # float64 end to end: the metric divides by tiny map entries and output differences, which
+    # magnify float32's batch-dependent last bits (about 1e-5 relative); in float64 the two agree
+    # to 1e-9.
+    model, ex, x = _in_float64(setup[0], setup[2])
+    y = ex.model.predict(ex.model.to_tensor(x)).argmax(1).numpy()
+    n_s = 4
     noise = list(grid_draws(5, n_s, x.shape, np.full(N, radius)))
     extra = {"layer_names": ["net.3"]} if "Representation" in name else {}
     ours_f = {"RelativeInputStability": S.relative_input_stability,
@@ -247,15 +260,11 @@ def test_relative_stability_matches_quantus_on_the_same_noise(setup, quantus, mo
     kw = {"target": y, "radius": radius, "n_samples": n_s, "seed": 5, "relative": False}
     a = ex.explain(x, target=y).values
 
-    def saliency64(model, inputs, targets, **kwargs):
-        return fl.explainer("saliency", model).explain(np.asarray(inputs, np.float64),
-                                                       target=np.asarray(targets)).values
-
     for nan_rule in (False, True):
         metric = getattr(quantus, name)(nr_samples=n_s, perturb_func=_fed(noise), disable_warnings=True,
                                         return_nan_when_prediction_changes=nan_rule, **extra)
         q = np.asarray(metric(model=model, x_batch=x, y_batch=y, a_batch=a.copy(), device="cpu",
-                              explain_func=saliency64), dtype=np.float64)
+                              explain_func=_saliency64), dtype=np.float64)
         ours = ours_f(ex, x, same_prediction=nan_rule, **kw)
         ok = ~np.isnan(q)
         np.testing.assert_allclose(ours[ok], q[ok], rtol=1e-9)
@@ -291,45 +300,53 @@ def _boundary_model():
     return net.eval(), x.reshape(N, 1, 8, 8).astype(np.float32)
 
 
-def test_quantus_turns_a_score_nan_when_one_draw_changes_class(quantus):
+def test_quantus_turns_a_score_nan_when_one_draw_changes_class(quantus, grid_draws):
+    # float64 arithmetic on the float32 grid (see _Float64)
     net, x = _boundary_model()
-    ex = fl.explainer("input_x_gradient", net)
+    model, _, x = _in_float64(net, x)
+    ex = fl.explainer("input_x_gradient", model)
     y = ex.model.predict(ex.model.to_tensor(x)).argmax(1).numpy()
     n_s, radius = 6, 0.1
-    noise = list(_perturb.uniform_draws(1, n_s, x.shape, np.full(N, radius)))
-    moved = np.stack([x + nz.astype(np.float32) for nz in noise])
+    noise = list(grid_draws(1, n_s, x.shape, np.full(N, radius)))
+    moved = np.stack([x + nz for nz in noise])
     changed = np.stack([ex.model.predict(ex.model.to_tensor(m)).argmax(1).numpy() != y for m in moved])
     some = changed.any(0) & ~changed.all(0)
     assert some.any()  # the planted case: a sample with changed and unchanged draws
 
     def ixg(model, inputs, targets, **kw):
-        return fl.explainer("input_x_gradient", model).explain(np.asarray(inputs, np.float32),
+        return fl.explainer("input_x_gradient", model).explain(np.asarray(inputs, np.float64),
                                                                  target=np.asarray(targets)).values
 
     q = np.asarray(quantus.RelativeInputStability(nr_samples=n_s, perturb_func=_fed(noise), disable_warnings=True)(
-        model=net, x_batch=x, y_batch=y, a_batch=None, device="cpu", explain_func=ixg), dtype=np.float64)
+        model=model, x_batch=x, y_batch=y, a_batch=None, device="cpu", explain_func=ixg), dtype=np.float64)
     ours = S.relative_input_stability(ex, x, target=y, radius=radius, n_samples=n_s, seed=1, relative=False)
     assert np.all(np.isnan(q[changed.any(0)]))  # Quantus: one changed draw spoils the sample
     assert np.all(np.isfinite(ours[~changed.all(0)]))  # the paper: max over the same-class draws
     loose = S.relative_input_stability(ex, x, target=y, radius=radius, n_samples=n_s, seed=1, relative=False,
                                        same_prediction=False)
-    np.testing.assert_allclose(ours[~changed.any(0)], q[~changed.any(0)], rtol=1e-5)
+    np.testing.assert_allclose(ours[~changed.any(0)], q[~changed.any(0)], rtol=1e-9)
     assert np.all(ours[some] <= loose[some])
 
 
 def test_continuity_matches_quantus(setup, quantus):
-    model, ex, x = setup
+    # float64 arithmetic (see _Float64): the translated images stay on the float32 grid
+    model, ex, x = _in_float64(setup[0], setup[2])
     y = ex.model.predict(ex.model.to_tensor(x)).argmax(1).numpy()
     for steps in (4, 6):
         q = quantus.Continuity(nr_steps=steps, normalise=False, abs=True, disable_warnings=True)(
-            model=model, x_batch=x, y_batch=y, a_batch=None, device="cpu", explain_func=_saliency_func)
+            model=model, x_batch=x, y_batch=y, a_batch=None, device="cpu", explain_func=_saliency64)
         ours = S.continuity(ex, x, target=y, n_steps=steps, normalise=False)
-        np.testing.assert_allclose(ours, np.asarray(q, np.float64), rtol=1e-5)
+        np.testing.assert_allclose(ours, np.asarray(q, np.float64), rtol=1e-9)
     # normalise=True: Quantus divides by the batch maximum; per sample with batches of one
     q = [quantus.Continuity(nr_steps=5, disable_warnings=True)(
         model=model, x_batch=x[i:i + 1], y_batch=y[i:i + 1], a_batch=None, device="cpu",
-        explain_func=_saliency_func)[0] for i in range(N)]
-    np.testing.assert_allclose(S.continuity(ex, x, target=y, n_steps=5), q, rtol=1e-5)
+        explain_func=_saliency64)[0] for i in range(N)]
+    np.testing.assert_allclose(S.continuity(ex, x, target=y, n_steps=5), q, rtol=1e-9)
+    # the everyday float32 case differs by float32 rounding only
+    net, ex32, x32 = setup
+    q = quantus.Continuity(nr_steps=4, normalise=False, disable_warnings=True)(
+        model=net, x_batch=x32, y_batch=y, a_batch=None, device="cpu", explain_func=_saliency_func)
+    np.testing.assert_allclose(S.continuity(ex32, x32, target=y, n_steps=4, normalise=False), q, rtol=1e-4)
 
 
 def test_consistency_matches_quantus(setup, quantus):
