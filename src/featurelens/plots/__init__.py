@@ -9,17 +9,9 @@ values ``(n, d)`` (or one row ``(d,)``); ``interaction_heatmap`` and ``interacti
 ``Explanation.plot`` and the reports use.
 """
 
-from .tabular import (
-    bar,
-    beeswarm,
-    dependence,
-    force,
-    heatmap,
-    interaction_heatmap,
-    interaction_network,
-    interaction_scores,
-    waterfall,
-)
+from .feature_dependence import dependence, interaction_heatmap, interaction_network, interaction_scores
+from .local import force, waterfall
+from .tabular import bar, beeswarm, heatmap
 from .text import text, text_interactions
 
 __all__ = [
