@@ -165,3 +165,29 @@ def test_forgotten_labels_column_gets_the_hint(tmp_path, capsys):
     rc = main(args[:4] + [str(tmp_path / "data2.csv")] + args[5:])
     err = capsys.readouterr().err
     assert rc == 1 and "has 6" in err and "--labels" not in err
+
+
+def test_verdict_warns_when_the_trusted_method_fails_the_randomisation_check():
+    # A ranks first but its maps survive weight randomisation (Spearman 0.91 > 0.5); B is the
+    # best-ranked method that passes; C passes too but ranks lower.
+    rows = [_row("A", 0.9, 0.9, 0.1), _row("B", 0.8, 0.8, 0.1), _row("C", 0.7, 0.7, 0.1),
+            _row("random", 0.0, 0.0, 9.0)]
+    for row, sim in zip(rows, (0.91, 0.12, 0.05, 1.0)):
+        row["randomization_similarity"] = sim
+    ranked = scoring._rank_rows(rows)
+    scoring._reasons(ranked)
+    verdict = scoring._verdict(ranked)
+    assert verdict.startswith("Trust A most")
+    assert "Caveat: A's maps barely change when the weights are randomised (Spearman 0.91)" in verdict
+    assert "the best-ranked method that passes that check is B (rank 2" in verdict
+    # every method failing: no alternative is named
+    for row in rows[:3]:
+        row["randomization_similarity"] = 0.8
+    ranked = scoring._rank_rows(rows)
+    scoring._reasons(ranked)
+    assert "no method that beats the random map passes that check" in scoring._verdict(ranked)
+    # the trusted method passing: no caveat
+    rows[0]["randomization_similarity"] = 0.2
+    ranked = scoring._rank_rows(rows)
+    scoring._reasons(ranked)
+    assert "Caveat" not in scoring._verdict(ranked)

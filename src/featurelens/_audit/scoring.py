@@ -550,10 +550,37 @@ def _reasons(rows: list[dict]) -> None:
             else:
                 r["beats_random"] = True
         sim = r.get("randomization_similarity")
-        if _finite(sim) and sim > _RANDOMISATION_FLAG and r["method"] != "random":
+        if _fails_randomisation(r):
             text += (f" Fails the randomisation check: its maps barely change when the weights are "
                      f"randomised (Spearman {_fmt(sim, 2)}), so they may show the input more than the model.")
         r["reason"] = text
+
+
+def _fails_randomisation(r: dict) -> bool:
+    """The maps of ``r``'s method barely change when the weights are randomised (Adebayo et al.
+    2018's sanity check; Spearman similarity above the flag)."""
+    sim = r.get("randomization_similarity")
+    return r["method"] != "random" and _finite(sim) and sim > _RANDOMISATION_FLAG
+
+
+def _randomisation_caveat(best: dict, real: list[dict]) -> str:
+    """The verdict's warning when the most trusted method fails the randomisation check, naming
+    the best-ranked method that passes it (and beats the random map), if any."""
+    if not _fails_randomisation(best):
+        return ""
+    text = (f" Caveat: {best['method']}'s maps barely change when the weights are randomised "
+            f"(Spearman {_fmt(best['randomization_similarity'], 2)}), so they may show the input more "
+            "than the model")
+    passing = [r for r in real if _finite(r.get("randomization_similarity")) and not _fails_randomisation(r)
+               and r.get("beats_random", True)]
+    if passing:
+        alt = passing[0]
+        text += (f"; the best-ranked method that passes that check is {alt['method']} (rank {alt['rank']}, "
+                 f"insertion - deletion {_fmt(alt.get('insertion_minus_deletion'))}, Spearman "
+                 f"{_fmt(alt['randomization_similarity'], 2)})")
+    else:
+        text += "; no method that beats the random map passes that check"
+    return text + "."
 
 
 def _names(names: list[str]) -> str:
@@ -615,7 +642,7 @@ def _verdict(rows: list[dict]) -> str:
     if any(r["method"] == "random" for r in ok):
         text += f" {len(beat)} of {len(real)} methods beat the random map on faithfulness"
         text += f"; {', '.join(lost)} {'does' if len(lost) == 1 else 'do'} not." if lost else "."
-    return text
+    return text + _randomisation_caveat(best, real)
 
 
 def row_keys(columns=None) -> tuple:
