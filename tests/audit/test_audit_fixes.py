@@ -178,7 +178,7 @@ def test_verdict_warns_when_the_trusted_method_fails_the_randomisation_check():
     scoring._reasons(ranked)
     verdict = scoring._verdict(ranked)
     assert verdict.startswith("Trust A most")
-    assert "Caveat: A's maps barely change when the weights are randomised (Spearman 0.91)" in verdict
+    assert "Caveat: the maps of A barely change when the weights are randomised (Spearman 0.91)" in verdict
     assert "the best-ranked method that passes that check is B (rank 2" in verdict
     # every method failing: no alternative is named
     for row in rows[:3]:

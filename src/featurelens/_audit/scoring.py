@@ -568,7 +568,7 @@ def _randomisation_caveat(best: dict, real: list[dict]) -> str:
     the best-ranked method that passes it (and beats the random map), if any."""
     if not _fails_randomisation(best):
         return ""
-    text = (f" Caveat: {best['method']}'s maps barely change when the weights are randomised "
+    text = (f" Caveat: the maps of {best['method']} barely change when the weights are randomised "
             f"(Spearman {_fmt(best['randomization_similarity'], 2)}), so they may show the input more "
             "than the model")
     passing = [r for r in real if _finite(r.get("randomization_similarity")) and not _fails_randomisation(r)
