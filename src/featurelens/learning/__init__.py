@@ -8,6 +8,7 @@ ratios, the supervised contrastive and multi-class BCE losses, and a training mo
 from .agop import AGOPAccumulator, AGOPTracker, agop
 from .alignment import GrokAlign, JacobianAlignment, jacobian_alignment
 from .collapse import neural_collapse
+from .eigengap import EigengapDetector
 from .gsnr import GSNRResult, InfiniteGSNRWarning, gsnr, gsnr_monitor_metric
 from .losses import SupConLoss, multiclass_bce
 from .manifolds import (
@@ -19,13 +20,14 @@ from .manifolds import (
     target_linearity,
     virtual_covariance,
 )
-from .monitor import EigengapDetector, Monitor, train_with_monitor
+from .monitor import Monitor, train_with_monitor
 from .nfa import layer_agops, nfa
 from .ood import MahalanobisOOD
 from .random_features import RandomFeatureRidge, RFRBoostClassifier, RFRBoostRegressor
+from .representation_stats import compression_discrimination, effective_rank, linear_probe
 from .rfm import RFMClassifier, RFMRegressor
 from .sae import SparseAutoencoder, dead_latents, dictionary_recovery, norm_detectors
-from .similarity import CKAAccumulator, cka, compression_discrimination, effective_rank, linear_probe
+from .similarity import CKAAccumulator, cka
 
 __all__ = [
     "agop",

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._batching import chunks, rows_for_bytes
 from .._validation import as_numpy, check_floating
-from .similarity import _class_stats, _features, _labels
+from .representation_stats import _class_stats, _features, _labels
 
 
 def _nearest_mean(H: np.ndarray, means: np.ndarray) -> np.ndarray:

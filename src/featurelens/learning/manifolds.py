@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import as_numpy, check_float, check_floating, check_int, numpy_rng
-from .similarity import _class_stats, _features, _labels
+from .representation_stats import _class_stats, _features, _labels
 
 __all__ = [
     "ManifoldCapacity",

@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator
 
 from .._batching import chunks, rows_for_bytes
 from .._validation import check_bool, check_float, check_int
-from .similarity import _class_stats, _features, _labels
+from .representation_stats import _class_stats, _features, _labels
 
 
 def _l2_normalise(X: np.ndarray) -> np.ndarray:
