@@ -23,11 +23,18 @@ sentiments, token-level hidden states after layer 3 of 6 (``output_hidden_states
 token norm (the direction kept, the norm spread removed, the scale as for the raw tokens).
 Known concepts per token: the sentence's topic (5 labels) and sentiment (2), the token being the
 topic noun, the sentiment adjective, [CLS], [SEP] (11 labels). SAE: 256 latents, TopK k = 16, 10
-epochs, Adam lr 1e-2 (at 1e-3 the inner-product SAE is still far from converged after 10 epochs:
-its tied initialisation with unit-norm atoms makes k = 16 codes of size ~||x|| overshoot the
-reconstruction about 40-fold at the start, FVU 0.44 against the cosine SAE's 0.16). Concept
+epochs, Adam lr 1e-2 (chosen when the tied start was not yet rescaled and overshot the
+reconstruction about 40-fold, so that at 1e-3 the inner SAE was far from converged after 10
+epochs; the start is now scaled by least squares, see sae.py, and the rate was kept). Concept
 alignment: the share of live latents whose activation separates one label from the rest with
 AUROC > 0.9 (best label per latent).
+
+BatchTopK rows (Bussmann, Leask, Nanda 2024, arXiv 2412.06410), inner score only: the same k, so
+the same mean L0 in training (the k B largest activations of a batch of B rows kept; at encode time
+one threshold, the mean smallest kept activation of the last epoch's batches; the tables' "L0" is
+the mean number of active latents per row at encode time); "+AuxK" adds Gao et al.'s auxiliary
+loss (aux_k = d/2, their choice of about half the model width; alpha 1/32; dead after one epoch
+without firing) and turns the end-of-epoch resampling off, AuxK being its alternative.
 
 Matching: every score gets the same k (matched L0). Reconstruction (fraction of variance
 unexplained, FVU) is then compared with the inner-product SAE's; a score whose mean FVU is more
@@ -37,9 +44,14 @@ over all seeds ("matched" rows); where no k gets there the matching list says so
 
 --quick skips the reconstruction matching.
 
-Usage: .venv/bin/python benchmarks/bench_sae.py [--quick] [--seeds 0 1 2] [--no-text]
-Writes benchmarks/results/sae.md, sae.json, sae_recovery.png, sae_blend.png (about 4 minutes on 2
-shared cores at load 5, 11 at load 8; --quick: one seed, smaller data, no matching, about 30 s of CPU).
+The Reading section is generated from the measured numbers (``reading``), so it matches the tables
+of the run that wrote it.
+
+Usage: .venv/bin/python benchmarks/bench_sae.py [--quick] [--seeds 0 1 2] [--no-text] [--from-json PATH]
+Writes benchmarks/results/sae.md, sae.json, sae_recovery.png, sae_blend.png (about 5 minutes on 2
+shared cores at load 1, 4-11 minutes as the load rises; --quick: one seed, smaller data, no matching,
+about 40 s of CPU). ``--from-json results/sae.json`` trains nothing and rewrites sae.md and the
+figures from a saved run (after a change to the reading or the tables).
 """
 
 from __future__ import annotations
@@ -69,41 +81,14 @@ from featurelens.learning.sae import (
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
-READING = """\
-Per claim of Naihin & Stambler (2026; abstract only), at the default settings (seeds 0-2):
-
-1. **Inner-product scores spend slots on norm detectors: not reproduced.** The inner SAE has no
-   norm-detector latents on planted raw or normalised data (0 of 128, every seed) and 0.7 of 256
-   on MiniLM, the same as the blends (0-0.7); the pure cosine SAE is the one with a few on planted
-   raw data (1.3). Two reasons it could not show here: this SAE is per-sample TopK, not BatchTopK
-   (a high-norm sample cannot take other samples' slots), and MiniLM's layer-3 token norms are
-   narrow (5-95%: 8.9-12.3, no massive-activation tokens), unlike the residual streams of large
-   language models the paper studies.
-2. **The learned blend never chooses more than half-magnitude dependence: not on planted data,
-   partly on MiniLM.** Planted raw: global a = 0.74, per-feature mean 0.63 with 96% of latents
-   above 1/2; planted normalised: 0.57 and 85%. There the magnitude carries what the
-   reconstruction needs, and the blend takes it. On MiniLM a stays at 0.48 (global) and 0.50
-   (per-feature mean, max 0.57, about half above 1/2): it hardly leaves its initial value 1/2, so
-   "never above 1/2" holds only for the global blend, and by a margin of 0.02.
-3. **At matched reconstruction, far more concept-aligned features: not reproduced.** On MiniLM
-   every score gives 8-9% of live latents with AUROC > 0.9 for one of the 11 known concepts at
-   equal k (raw: inner 0.076, cosine 0.080, blend 0.084, per-feature 0.088; normalised: 0.091,
-   0.083, 0.085, 0.087). At equal k the cosine and blend SAEs reconstruct better (FVU 0.046-0.050
-   against 0.059); matching cosine to inner's FVU takes k = 12 (raw) / 9 (normalised) and lowers
-   its alignment to 0.059 / 0.043; the blends stay more than 10% better at every k from 6 to 16
-   (their FVU is nearly flat in k), so no matched pair exists for them. On planted data the blends
-   recover the dictionary as well as inner or slightly better at equal k (share matched > 0.9:
-   1.00 / 0.995 against 0.979 raw); pure cosine is worse on raw inputs (0.74 at equal k, 0.17 at
-   matched FVU, k = 19), because a score that ignores ||x|| cannot reconstruct the norm spread.
-   On normalised planted data all four are equal (0.99-1.00).
-
-What does differ consistently: dead latents. The inner SAE leaves 15 of 256 latents dead on MiniLM
-(raw and normalised) against 1-3 for cosine and the blends. On planted raw data the cosine SAE
-has the most dead latents (5.7 of 128).
-"""
-
-
 SHORT = {"inner": "inner", "cosine": "cosine", "blend": "blend", "blend_per_feature": "blend/feat"}
+#: The sparsity arms: TopK for every score; BatchTopK and BatchTopK + AuxK for the inner score.
+EXTRA_ARMS = ("batchtopk", "batchtopk+auxk")
+ARM_LABEL = {"topk": "", "batchtopk": " BatchTopK", "batchtopk+auxk": " BatchTopK+AuxK"}
+
+
+def label(r) -> str:
+    return SHORT[r["score"]] + ARM_LABEL[r.get("sparsity", "topk")]
 
 
 def _plain(o):
@@ -155,23 +140,27 @@ def concept_alignment(F: np.ndarray, labels: np.ndarray, threshold: float = 0.9)
 # part A: planted superposition
 
 
-def fit_sae(X, score, k, seed, n_latents, epochs, lr):
-    return SparseAutoencoder(n_latents, score=score, sparsity="topk", k=k, lr=lr, epochs=epochs,
-                             batch_size=256, seed=seed, progress=False).fit(X)
+def fit_sae(X, score, k, seed, n_latents, epochs, lr, sparsity="topk"):
+    extra = {}
+    if sparsity == "batchtopk+auxk":
+        extra = {"aux_k": X.shape[1] // 2, "resample_dead": False}
+    return SparseAutoencoder(n_latents, score=score, sparsity=sparsity.split("+")[0], k=k, lr=lr, epochs=epochs,
+                             batch_size=256, seed=seed, progress=False, **extra).fit(X)
 
 
-def run_planted(variant, score, k, seed, cfg) -> dict:
+def run_planted(variant, score, k, seed, cfg, sparsity="topk") -> dict:
     ds = superposition(64, 32, 0.92, norm_spread=0.7, normalize=(variant == "normalised"),
                        n_samples=cfg["n_planted"], seed=seed)
     X = ds.X.astype(np.float32)
     t0 = time.perf_counter()
-    sae = fit_sae(X, score, k, seed, 128, cfg["epochs_planted"], 3e-3)
+    sae = fit_sae(X, score, k, seed, 128, cfg["epochs_planted"], 3e-3, sparsity)
     rec = dictionary_recovery(ds.dictionary, sae)
     nd = norm_detectors(sae, X, codes=ds.codes, norms=ds.norms)
-    return {"variant": variant, "score": score, "k": k, "seed": seed,
-            "fvu": fvu(X, sae.reconstruct(X)), "mmcs": rec["mean_max_cosine"], "matched_share": rec["matched_share"],
-            "dead": len(dead_latents(sae, X)), "norm_detectors": len(nd["latents"]),
-            "blend": blend_summary(sae), "seconds": time.perf_counter() - t0}
+    F = sae.encode(X)
+    return {"variant": variant, "score": score, "sparsity": sparsity, "k": k, "seed": seed,
+            "fvu": fvu(X, sae.decode(F)), "l0": float((F > 0).sum(1).mean()), "mmcs": rec["mean_max_cosine"],
+            "matched_share": rec["matched_share"], "dead": len(dead_latents(sae, X)), "norm_detectors": len(nd["latents"]),
+            "threshold": sae.threshold_, "blend": blend_summary(sae), "seconds": time.perf_counter() - t0}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -256,14 +245,14 @@ def minilm_tokens(n_sentences: int, layer: int = 3):
     return np.concatenate(H).astype(np.float32), np.concatenate(L)
 
 
-def run_text(X, labels, norms, variant, score, k, seed, cfg) -> dict:
+def run_text(X, labels, norms, variant, score, k, seed, cfg, sparsity="topk") -> dict:
     t0 = time.perf_counter()
-    sae = fit_sae(X, score, k, seed, cfg["text_latents"], cfg["epochs_text"], 1e-2)
+    sae = fit_sae(X, score, k, seed, cfg["text_latents"], cfg["epochs_text"], 1e-2, sparsity)
     F = sae.encode(X)
     ca = concept_alignment(F, labels)
     nd = norm_detectors(sae, X, codes=labels.astype(np.float64), norms=norms)
-    return {"variant": variant, "score": score, "k": k, "seed": seed, "fvu": fvu(X, sae.reconstruct(X)),
-            "dead": int((~(F > 0).any(0)).sum()), "norm_detectors": len(nd["latents"]),
+    return {"variant": variant, "score": score, "sparsity": sparsity, "k": k, "seed": seed, "fvu": fvu(X, sae.decode(F)),
+            "l0": float((F > 0).sum(1).mean()), "threshold": sae.threshold_, "dead": int((~(F > 0).any(0)).sum()), "norm_detectors": len(nd["latents"]),
             "aligned_share": ca["aligned_share"], "aligned": ca["aligned"], "live": ca["live"],
             "best_label_counts": ca["best_label_counts"], "blend": blend_summary(sae), "seconds": time.perf_counter() - t0}
 
@@ -326,13 +315,16 @@ def table(groups, cols) -> str:
     return head + "".join("| " + " | ".join(c[1](g) for c in cols) + " |\n" for g in groups)
 
 
+def _key(r):
+    return r["variant"], r.get("arm", "equal k"), r["score"], r.get("sparsity", "topk")
+
+
 def grouped(runs):
     keys = []
     for r in runs:
-        key = (r["variant"], r.get("arm", "equal k"), r["score"])
-        if key not in keys:
-            keys.append(key)
-    return [[r for r in runs if (r["variant"], r.get("arm", "equal k"), r["score"]) == key] for key in keys]
+        if _key(r) not in keys:
+            keys.append(_key(r))
+    return [[r for r in runs if _key(r) == key] for key in keys]
 
 
 def sweep(kind, variants, seeds, k0, run_one, match=True) -> tuple[list, dict]:
@@ -345,13 +337,20 @@ def sweep(kind, variants, seeds, k0, run_one, match=True) -> tuple[list, dict]:
                 r = run_one(variant, score, k0, seed)
                 vr.append(r)
                 print(f"{kind} {variant:10s} {score:17s} k={k0} seed={seed} fvu={r['fvu']:.4f} ({r['seconds']:.1f}s)", flush=True)
+        for arm in EXTRA_ARMS:  # the inner score with BatchTopK (+AuxK), at the same k
+            for seed in seeds:
+                r = run_one(variant, "inner", k0, seed, arm)
+                vr.append(r)
+                print(f"{kind} {variant:10s} inner {arm:15s} k={k0} seed={seed} fvu={r['fvu']:.4f} L0={r['l0']:.2f} "
+                      f"({r['seconds']:.1f}s)", flush=True)
         runs += vr
         if not match:
             continue
-        ref = np.mean([r["fvu"] for r in vr if r["score"] == "inner"])
+        topk = [r for r in vr if r["sparsity"] == "topk"]
+        ref = np.mean([r["fvu"] for r in topk if r["score"] == "inner"])
         for score in SCORES[1:]:
-            mean_f = np.mean([r["fvu"] for r in vr if r["score"] == score])
-            seed0 = next(r["fvu"] for r in vr if r["score"] == score and r["seed"] == seeds[0])
+            mean_f = np.mean([r["fvu"] for r in topk if r["score"] == score])
+            seed0 = next(r["fvu"] for r in topk if r["score"] == score and r["seed"] == seeds[0])
             if abs(mean_f / ref - 1) <= 0.1:
                 matching[f"{variant}/{score}"] = {"k": k0, "matched": True, "tried": [(k0, mean_f)]}
                 continue
@@ -364,6 +363,185 @@ def sweep(kind, variants, seeds, k0, run_one, match=True) -> tuple[list, dict]:
                     r["arm"] = "matched FVU"
                     runs.append(r)
     return runs, matching
+
+
+# ------------------------------------------------------------------------------------------------
+# the reading, generated from the numbers
+
+
+def _sel(runs, variant, score="inner", sparsity="topk", arm="equal k"):
+    return [r for r in runs if _key(r) == (variant, arm, score, sparsity)]
+
+
+def _mean(runs, key, variant, score="inner", sparsity="topk", arm="equal k"):
+    v = [r[key] for r in _sel(runs, variant, score, sparsity, arm)]
+    return float(np.mean(v)) if v else float("nan")
+
+
+def _span(values, fmt="{:.1f}"):
+    lo, hi = min(values), max(values)
+    return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)}-{fmt.format(hi)}"
+
+
+def _verdict(supported: list[bool]) -> str:
+    return "reproduced" if all(supported) else ("partly reproduced" if any(supported) else "not reproduced")
+
+
+def _matched_runs(runs, matching, variant, score, seeds):
+    """The runs of ``score`` at inner's FVU (within 10%): the equal-k runs when matched there, the
+    '(matched)' re-runs when another k was, None when no k was."""
+    m = matching.get(f"{variant}/{score}")
+    if m is None or not m["matched"]:
+        return None
+    arm = "matched FVU" if _sel(runs, variant, score, arm="matched FVU") else "equal k"
+    return _sel(runs, variant, score, arm=arm)
+
+
+def reading(planted, planted_match, text, text_match, text_info, seeds) -> str:
+    """The Reading section: every number is taken from the runs (means over seeds)."""
+    others = SCORES[1:]
+    parts = [(planted, "planted", 128)] + ([(text, "MiniLM", 256)] if text else [])
+    datasets = [(runs, name, v, m) for runs, name, m in parts for v in ("raw", "normalised")]
+    out = [f"Generated from this run's numbers (means over seeds {seeds}). Per claim of Naihin & Stambler "
+           "(2026; abstract only):\n\n"]
+
+    # 1. norm detectors
+    support, cells, btk_cells = [], [], []
+    for runs, name, v, m in datasets:
+        inner = _mean(runs, "norm_detectors", v)
+        rest = [_mean(runs, "norm_detectors", v, s) for s in others]
+        btk = [_mean(runs, "norm_detectors", v, sparsity=a) for a in EXTRA_ARMS]
+        top = max([inner] + btk)
+        # "spends slots": at least 1% of the latents, and at least twice as many as any other score
+        support.append(top >= 0.01 * m and top >= 2 * max(rest))
+        cells.append(f"{name} {v} {inner:.1f} of {m} against {_span(rest)}")
+        btk_cells.append(f"{name} {v} {btk[0]:.1f} / {btk[1]:.1f}")
+    out.append(f"1. **Inner-product scores spend slots on norm detectors: {_verdict(support)}** (read as: the inner "
+               "SAE, TopK or BatchTopK, has at least 1% of its latents as norm detectors and at least twice as many as "
+               "any other score). Norm-detector latents "
+               f"of the inner TopK SAE against cosine and the blends: {'; '.join(cells)}. With BatchTopK, where a "
+               f"high-norm row can take other rows' slots, the inner SAE has (BatchTopK / +AuxK): {'; '.join(btk_cells)}.")
+    if text_info:
+        q = text_info["norm_quantiles"]
+        out.append(f" MiniLM's layer-3 token norms are narrow (5-95%: {q[0]:.1f}-{q[2]:.1f}), unlike the residual "
+                   "streams of the large language models the paper studies.")
+    out.append("\n")
+
+    # 2. the blend exponent
+    g_ok, pf_ok, cells, near = [], [], [], []
+    for runs, name, v, m in datasets:
+        g = float(np.mean([r["blend"]["mean"] for r in _sel(runs, v, "blend")]))
+        pf = _sel(runs, v, "blend_per_feature")
+        pf_mean = float(np.mean([r["blend"]["mean"] for r in pf]))
+        pf_max = max(r["blend"]["max"] for r in pf)
+        pf_above = float(np.mean([r["blend"]["share_above_half"] for r in pf]))
+        g_ok.append(f"{name} {v}" if g <= 0.5 else None)
+        pf_ok.append(f"{name} {v}" if pf_max <= 0.5 else None)
+        cells.append(f"{name} {v}: global a = {g:.2f}, per-feature mean {pf_mean:.2f} (max {pf_max:.2f}, "
+                     f"{100 * pf_above:.0f}% of latents above 1/2)")
+        if abs(g - 0.5) < 0.05 and abs(pf_mean - 0.5) < 0.05:
+            near.append(f"{name} {v}")
+    n_sets = len(datasets)
+    held = [x for x in g_ok + pf_ok if x]
+    verdict = "reproduced" if len(held) == 2 * n_sets else ("partly reproduced" if held else "not reproduced")
+    out.append(f"2. **The learned blend never chooses more than half-magnitude dependence: {verdict}.** "
+               f"{'; '.join(cells)}. a <= 1/2 holds for the global blend on "
+               f"{', '.join(x for x in g_ok if x) or 'no data set'}, and for every per-feature a on "
+               f"{', '.join(x for x in pf_ok if x) or 'no data set'}.")
+    if near:
+        out.append(f" On {', '.join(near)} a stays within 0.05 of its initial value 1/2, so the blend hardly leaves "
+                   "its start there.")
+    out.append("\n")
+
+    # 3. concept alignment (MiniLM) and recovery (planted) at matched reconstruction
+    if text:
+        support, eq_cells, match_cells, ratios = [], [], [], []
+        for v in ("raw", "normalised"):
+            inner_al = _mean(text, "aligned_share", v)
+            eq_cells.append(f"{v}: inner {inner_al:.3f}, " + ", ".join(f"{SHORT[s]} {_mean(text, 'aligned_share', v, s):.3f}"
+                                                                        for s in others)
+                            + f" (FVU inner {_mean(text, 'fvu', v):.3f}, others "
+                            + _span([_mean(text, "fvu", v, s) for s in others], "{:.3f}") + ")")
+            better = False
+            for s in others:
+                mr = _matched_runs(text, text_match, v, s, seeds)
+                if not text_match:
+                    match_cells = ["not measured (no matching in this run)"]
+                    break
+                if mr is None:
+                    tried = text_match.get(f"{v}/{s}", {}).get("tried", [])
+                    ks = [int(k) for k, _ in tried]
+                    match_cells.append(f"{v} {SHORT[s]}: no k within 10% of inner's FVU"
+                                       + (f" (k tried {min(ks)}-{max(ks)})" if ks else ""))
+                    continue
+                al = float(np.mean([r["aligned_share"] for r in mr]))
+                better |= al >= 1.5 * inner_al
+                k0 = _sel(text, v)[0]["k"]
+                ratios.append((al / inner_al, mr[0]["k"], k0, f"{v} {SHORT[s]}"))
+                match_cells.append(f"{v} {SHORT[s]}: k = {mr[0]['k']}, aligned {al:.3f} ({al / inner_al:.2f} times inner's)")
+            support.append(better)
+        strong = [r for r in ratios if r[0] >= 1.5]
+        verdict = _verdict(support)
+        if strong and all(k > k0 for _, k, k0, _ in strong):
+            verdict = f"{'partly ' if verdict == 'reproduced' else ''}{verdict}, only at a larger L0"
+        out.append(f"3. **At matched reconstruction, far more concept-aligned features: {verdict}** (far more "
+                   "read as at least 1.5 times the inner SAE's share). MiniLM, share of live latents with AUROC > 0.9 "
+                   f"for one of the 11 known concepts at equal k: {'; '.join(eq_cells)}. At inner's FVU (within 10%): "
+                   f"{'; '.join(match_cells)}.")
+        if strong and all(k > k0 for _, k, k0, _ in strong):
+            out.append(f" Every comparison at 1.5 times or more ({', '.join(w for *_, w in strong)}) needed a larger k "
+                       f"than inner's {strong[0][2]} to match its FVU (k = {' / '.join(str(k) for _, k, _, _ in strong)}, more "
+                       "active latents per token): it holds at matched reconstruction, not at matched L0.")
+        same_k = [r for r in ratios if r[1] == r[2]]
+        if same_k:
+            out.append(f" The scores matched at inner's own k ({', '.join(w for *_, w in same_k)}) give "
+                       f"{_span([r[0] for r in same_k], '{:.2f}')} times inner's share.")
+    else:
+        out.append("3. **At matched reconstruction, far more concept-aligned features:** not measured (no MiniLM part).")
+    pl = []
+    for v in ("raw", "normalised"):
+        cells = [f"{SHORT[s]} {_mean(planted, 'matched_share', v, s):.3f}" for s in SCORES]
+        for s in others:
+            mr = _sel(planted, v, s, arm="matched FVU")
+            if mr:
+                cells.append(f"{SHORT[s]} at matched FVU (k = {mr[0]['k']}) {np.mean([r['matched_share'] for r in mr]):.3f}")
+        pl.append(f"{v}: {', '.join(cells)}")
+    out.append(f" Planted data, share of true atoms matched > 0.9 at equal k: {'; '.join(pl)}.\n\n")
+
+    # BatchTopK and AuxK
+    cells = []
+    for runs, name, v, m in datasets:
+        key = "matched_share" if runs is planted else "aligned_share"
+        what = "matched > 0.9" if runs is planted else "aligned"
+        t, b, a = ({"fvu": _mean(runs, "fvu", v, sparsity=sp), "l0": _mean(runs, "l0", v, sparsity=sp),
+                    "q": _mean(runs, key, v, sparsity=sp), "dead": _mean(runs, "dead", v, sparsity=sp)}
+                   for sp in ("topk", *EXTRA_ARMS))
+        cells.append(f"{name} {v}: FVU {t['fvu']:.3f} / {b['fvu']:.3f} / {a['fvu']:.3f}, {what} {t['q']:.3f} / "
+                     f"{b['q']:.3f} / {a['q']:.3f}, encode L0 {t['l0']:.2f} / {b['l0']:.2f} / {a['l0']:.2f}, "
+                     f"dead {t['dead']:.1f} / {b['dead']:.1f} / {a['dead']:.1f} of {m}")
+    fvu_better, q_worse, aux_fewer = [], [], []
+    for runs, name, v, m in datasets:
+        key = "matched_share" if runs is planted else "aligned_share"
+        f_t, f_b = _mean(runs, "fvu", v), _mean(runs, "fvu", v, sparsity="batchtopk")
+        q_t, q_b = _mean(runs, key, v), _mean(runs, key, v, sparsity="batchtopk")
+        fvu_better.append(f_b < 0.98 * f_t)
+        q_worse.append(q_b < q_t - 0.01)
+        aux_fewer.append(_mean(runs, "dead", v, sparsity="batchtopk+auxk") < _mean(runs, "dead", v, sparsity="batchtopk"))
+    n_sets = len(datasets)
+    out.append("**BatchTopK and AuxK (inner score, same k; TopK / BatchTopK / BatchTopK+AuxK).** " + "; ".join(cells) + ". "
+               f"At the same mean L0, BatchTopK reconstructs better than TopK (FVU lower by more than 2%) on {sum(fvu_better)} "
+               f"of {n_sets} data sets and recovers / aligns less (share lower by more than 0.01) on {sum(q_worse)} of "
+               f"{n_sets}; BatchTopK+AuxK (resampling off) leaves fewer dead latents than BatchTopK (resampling on) in "
+               f"{sum(aux_fewer)} of {n_sets}.\n\n")
+
+    # dead latents across scores
+    cells = []
+    for runs, name, v, m in datasets:
+        inner = _mean(runs, "dead", v)
+        rest = {s: _mean(runs, "dead", v, s) for s in others}
+        cells.append(f"{name} {v}: inner {inner:.1f} of {m}, cosine and blends {_span(list(rest.values()))}")
+    out.append("**Dead latents (TopK, equal k).** " + "; ".join(cells) + ".\n")
+    return "".join(out)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -383,7 +561,7 @@ def figures(planted, text, out: Path):
         for i, score in enumerate(SCORES):
             vals, errs = [], []
             for v in variants:
-                rs = [r[key] for r in src if r["variant"] == v and r["score"] == score and r.get("arm", "equal k") == "equal k"]
+                rs = [r[key] for r in src if _key(r) == (v, "equal k", score, "topk")]
                 vals.append(np.mean(rs) if rs else np.nan)
                 errs.append(np.std(rs) if rs else 0)
             ax.bar(np.arange(2) + (i - 1.5) * width, vals, width, yerr=errs, label=SHORT[score])
@@ -391,7 +569,7 @@ def figures(planted, text, out: Path):
         ax.set_title(title, fontsize=10)
         ax.set_ylim(0, 1.05)
     axes[2].legend(fontsize=8, loc="upper right")
-    fig.suptitle("SAE encoder scores at equal TopK k (bars: mean over seeds, whiskers: std)", fontsize=10)
+    fig.suptitle("SAE encoder scores at equal TopK k (bars: mean over seeds, whiskers: std; TopK rows only)", fontsize=10)
     fig.tight_layout()
     fig.savefig(out / "sae_recovery.png", dpi=110)
 
@@ -399,11 +577,11 @@ def figures(planted, text, out: Path):
     axes = fig.subplots(1, 2)
     for ax, (src, title) in zip(axes, ((planted, "planted superposition"), (text, "MiniLM layer 3 tokens"))):
         for v, color in (("raw", "tab:blue"), ("normalised", "tab:orange")):
-            a = np.concatenate([r["blend"]["values"] for r in src if r["variant"] == v and r["score"] == "blend_per_feature"
-                                and r.get("arm", "equal k") == "equal k"] or [np.zeros(0)])
+            a = np.concatenate([r["blend"]["values"] for r in src if _key(r) == (v, "equal k", "blend_per_feature", "topk")]
+                               or [np.zeros(0)])
             if a.size:
                 ax.hist(a, bins=np.linspace(0, 1, 41), alpha=0.6, color=color, label=f"{v} (per-feature a)")
-            g = [r["blend"]["mean"] for r in src if r["variant"] == v and r["score"] == "blend" and r.get("arm", "equal k") == "equal k"]
+            g = [r["blend"]["mean"] for r in src if _key(r) == (v, "equal k", "blend", "topk")]
             for j, val in enumerate(g):
                 ax.axvline(val, color=color, ls="--", lw=1, label=f"{v} global a" if j == 0 else None)
         ax.axvline(0.5, color="k", lw=1, label="a = 1/2 (the initial value)")
@@ -418,25 +596,74 @@ def figures(planted, text, out: Path):
 # ------------------------------------------------------------------------------------------------
 
 
+def render(data: dict) -> str:
+    """sae.md from the measured data (the JSON's content): tables, matching lists and the reading."""
+    planted, planted_match, text, text_match = data["planted"], data["planted_matching"], data["minilm"], data["minilm_matching"]
+    text_info, seeds = data["minilm_info"], data["seeds"]
+    pcols = [("inputs", lambda g: g[0]["variant"]), ("k", lambda g: str(g[0]["k"]) + ("" if g[0].get("arm") is None else " (matched)")),
+             ("score", lambda g: label(g[0])), ("FVU", lambda g: agg(g, "fvu")), ("L0", lambda g: agg(g, "l0")),
+             ("mean max cos", lambda g: agg(g, "mmcs")), ("matched > 0.9", lambda g: agg(g, "matched_share")),
+             ("dead", lambda g: agg_int(g, "dead")), ("norm det.", lambda g: agg_int(g, "norm_detectors")),
+             ("blend a", blend_cell)]
+    tcols = [("inputs", lambda g: g[0]["variant"]), ("k", lambda g: str(g[0]["k"]) + ("" if g[0].get("arm") is None else " (matched)")),
+             ("score", lambda g: label(g[0])), ("FVU", lambda g: agg(g, "fvu")), ("L0", lambda g: agg(g, "l0")),
+             ("aligned (AUROC > 0.9)", lambda g: agg(g, "aligned_share")), ("live", lambda g: agg_int(g, "live")),
+             ("dead", lambda g: agg_int(g, "dead")), ("norm det.", lambda g: agg_int(g, "norm_detectors")), ("blend a", blend_cell)]
+
+    def match_lines(m):
+        return "".join(f"- {key}: " + (f"matched at k = {v['k']}" if v["matched"] else f"no k within 10% (best tried: k, FVU = {v['tried'][-1][0]}, {v['tried'][-1][1]:.3f})")
+                       + f"; tried (k, seed-0 FVU) {[(int(k), round(float(f), 4)) for k, f in v['tried']]}\n" for key, v in m.items())
+
+    md = ["# Sparse autoencoders: inner vs cosine vs learned blend\n\n",
+          (f"`benchmarks/bench_sae.py{' --quick' if data['quick'] else ''}`; seeds {seeds}; {data['seconds']:.0f} s on this "
+           f"machine (load average before {data['load_average_before']}). Method and settings: the script's docstring. FVU = "
+           "fraction of variance unexplained; ± is the std over seeds; integer columns give mean (min-max); 'norm det.' = "
+           "latents with |corr(f_j, ||x||)| > 0.5 and max |corr| with every true feature / concept label < 0.5 "
+           "(`norm_detectors`); for normalised inputs ||x|| is the norm before normalisation. L0 = mean active latents per "
+           "row at encode time (BatchTopK: through its threshold). Matching: every score gets the same TopK k (matched L0; "
+           "the BatchTopK rows the same k, their mean L0 in training); where a score's mean FVU is more than 10% from the "
+           "inner TopK SAE's, its k is moved on seed 0 (bracket, then bisect) and the matched k re-run over all seeds "
+           "('(matched)' rows).\n\n"),
+          "## A. Planted superposition (64 features in 32 dims, S = 0.92, norm spread 0.7; 128 latents)\n\n",
+          table(grouped(planted), pcols), "\nReconstruction matching (against the inner SAE's mean FVU, 10%):\n\n", match_lines(planted_match)]
+    if text_info:
+        md += [(f"\n## B. MiniLM (all-MiniLM-L6-v2) layer-3 token activations\n\n{text_info['tokens']} tokens from "
+               f"{text_info['sentences']} template sentences (d = {text_info['d']}); token norms 5/50/95%: "
+               f"{', '.join(f'{q:.1f}' for q in text_info['norm_quantiles'])}; median [CLS] norm {text_info['cls_norm_median']:.1f} "
+               f"vs {text_info['other_norm_median']:.1f} for word tokens. 256 latents.\n\n"),
+               table(grouped(text), tcols), "\nReconstruction matching:\n\n", match_lines(text_match)]
+    md.append("\n![recovery](sae_recovery.png)\n\n![blend](sae_blend.png)\n\n## Reading\n\n"
+              + reading(planted, planted_match, text, text_match, text_info, seeds))
+    return "".join(md)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one seed, smaller data and fewer epochs")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--no-text", action="store_true", help="skip the MiniLM part")
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--from-json", metavar="PATH",
+                        help="train nothing: rewrite sae.md and the figures from a saved sae.json (after editing the reading)")
     args = parser.parse_args(argv)
+    out = Path(args.out)
+    if args.from_json:
+        data = json.loads(Path(args.from_json).read_text())
+        out.mkdir(parents=True, exist_ok=True)
+        figures(data["planted"], data["minilm"], out)
+        write_results(out, "sae", render(data), data)
+        return 0
     torch.set_num_threads(1)
     torch.manual_seed(0)
     seeds = args.seeds[:1] if args.quick else args.seeds
     cfg = ({"n_planted": 4096, "epochs_planted": 10, "n_sentences": 500, "epochs_text": 5, "text_latents": 256}
            if args.quick else
            {"n_planted": 8192, "epochs_planted": 30, "n_sentences": 800, "epochs_text": 10, "text_latents": 256})
-    out = Path(args.out)
     load_before = load_average()
     t_start = time.perf_counter()
 
     planted, planted_match = sweep("planted", ["raw", "normalised"], seeds, 6,
-                                   lambda v, s, k, seed: run_planted(v, s, k, seed, cfg), match=not args.quick)
+                                   lambda v, s, k, seed, sp="topk": run_planted(v, s, k, seed, cfg, sp), match=not args.quick)
 
     text, text_match, text_info = [], {}, None
     if not args.no_text:
@@ -457,48 +684,17 @@ def main(argv=None) -> int:
                          "other_norm_median": float(np.median(norms[~labels[:, -2] & ~labels[:, -1]]))}
             print(f"MiniLM: {H.shape[0]} tokens x {H.shape[1]} in {text_info['embed_seconds']:.1f}s", flush=True)
             text, text_match = sweep("minilm", ["raw", "normalised"], seeds, 16,
-                                     lambda v, s, k, seed: run_text(data[v], labels, norms, v, s, k, seed, cfg),
+                                     lambda v, s, k, seed, sp="topk": run_text(data[v], labels, norms, v, s, k, seed, cfg, sp),
                                      match=not args.quick)
     total_s = time.perf_counter() - t_start
 
-    pcols = [("inputs", lambda g: g[0]["variant"]), ("k", lambda g: str(g[0]["k"]) + ("" if g[0].get("arm") is None else " (matched)")),
-             ("score", lambda g: SHORT[g[0]["score"]]), ("FVU", lambda g: agg(g, "fvu")),
-             ("mean max cos", lambda g: agg(g, "mmcs")), ("matched > 0.9", lambda g: agg(g, "matched_share")),
-             ("dead", lambda g: agg_int(g, "dead")), ("norm det.", lambda g: agg_int(g, "norm_detectors")),
-             ("blend a", blend_cell)]
-    tcols = [("inputs", lambda g: g[0]["variant"]), ("k", lambda g: str(g[0]["k"]) + ("" if g[0].get("arm") is None else " (matched)")),
-             ("score", lambda g: SHORT[g[0]["score"]]), ("FVU", lambda g: agg(g, "fvu")),
-             ("aligned (AUROC > 0.9)", lambda g: agg(g, "aligned_share")), ("live", lambda g: agg_int(g, "live")),
-             ("dead", lambda g: agg_int(g, "dead")), ("norm det.", lambda g: agg_int(g, "norm_detectors")), ("blend a", blend_cell)]
-
-    def match_lines(m):
-        return "".join(f"- {key}: " + (f"matched at k = {v['k']}" if v["matched"] else f"no k within 10% (best tried: k, FVU = {v['tried'][-1][0]}, {v['tried'][-1][1]:.3f})")
-                       + f"; tried (k, seed-0 FVU) {[(int(k), round(float(f), 4)) for k, f in v['tried']]}\n" for key, v in m.items())
-
-    md = ["# Sparse autoencoders: inner vs cosine vs learned blend\n\n",
-          (f"`benchmarks/bench_sae.py{' --quick' if args.quick else ''}`; seeds {seeds}; {total_s:.0f} s on this machine "
-          f"(load average before {load_before}). Method and settings: the script's docstring. FVU = fraction of variance "
-          "unexplained; ± is the std over seeds; integer columns give mean (min-max); 'norm det.' = latents with "
-          "|corr(f_j, ||x||)| > 0.5 and max |corr| with every true feature / concept label < 0.5 (`norm_detectors`); "
-          "for normalised inputs ||x|| is the norm before normalisation. Matching: every score gets the same TopK k "
-          "(matched L0); where a score's mean FVU is more than 10% from the inner SAE's, its k is moved on seed 0 "
-          "(bracket, then bisect) and the matched k re-run over all seeds ('(matched)' rows).\n\n"),
-          "## A. Planted superposition (64 features in 32 dims, S = 0.92, norm spread 0.7; 128 latents)\n\n",
-          table(grouped(planted), pcols), "\nReconstruction matching (against the inner SAE's mean FVU, 10%):\n\n", match_lines(planted_match)]
-    if text_info:
-        md += [(f"\n## B. MiniLM (all-MiniLM-L6-v2) layer-3 token activations\n\n{text_info['tokens']} tokens from "
-               f"{text_info['sentences']} template sentences (d = {text_info['d']}); token norms 5/50/95%: "
-               f"{', '.join(f'{q:.1f}' for q in text_info['norm_quantiles'])}; median [CLS] norm {text_info['cls_norm_median']:.1f} "
-               f"vs {text_info['other_norm_median']:.1f} for word tokens. 256 latents.\n\n"),
-               table(grouped(text), tcols), "\nReconstruction matching:\n\n", match_lines(text_match)]
-    md.append("\n![recovery](sae_recovery.png)\n\n![blend](sae_blend.png)\n\n## Reading\n\n" + (READING if not args.quick and seeds == [0, 1, 2] and not args.no_text else
-                                                                 "(written for the default run; see that run's sae.md)\n"))
-    out.mkdir(parents=True, exist_ok=True)
-    figures(planted, text, out)
     data = {"environment": environment(), "load_average_before": load_before, "seconds": total_s, "quick": args.quick,
             "seeds": seeds, "config": cfg, "planted": planted, "planted_matching": planted_match, "minilm": text,
             "minilm_matching": text_match, "minilm_info": text_info, "labels": LABELS}
-    write_results(out, "sae", "".join(md), json.loads(json.dumps(data, default=_plain)))
+    data = json.loads(json.dumps(data, default=_plain))
+    out.mkdir(parents=True, exist_ok=True)
+    figures(data["planted"], data["minilm"], out)
+    write_results(out, "sae", render(data), data)
     return 0
 
 

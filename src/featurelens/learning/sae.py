@@ -2,16 +2,35 @@
 encoder scores, and the metrics that judge a learned dictionary against planted truth.
 
 The autoencoder (Bricken et al., "Towards Monosemanticity", Transformer Circuits Thread, 2023;
-Cunningham, Ewart, Riggs, Huben, Sharkey, ICLR 2024, arXiv 2309.08600; TopK: Gao et al., "Scaling
-and evaluating sparse autoencoders", ICLR 2025, arXiv 2406.04093)::
+Cunningham, Ewart, Riggs, Huben, Sharkey, ICLR 2024, arXiv 2309.08600; TopK and AuxK: Gao et al.,
+"Scaling and evaluating sparse autoencoders", ICLR 2025, arXiv 2406.04093; BatchTopK: Bussmann,
+Leask, Nanda, "BatchTopK Sparse Autoencoders", arXiv 2412.06410, 2024)::
 
     xbar = x - b_pre
     s_j(x) = score of latent j (below)
     f = ReLU(s)                               (sparsity="l1")
     f = ReLU(TopK_k(s))                       (sparsity="topk": all but the k largest scores zeroed)
+    f = BatchTopK_{kB}(ReLU(S))               (sparsity="batchtopk", training: the k B largest of the
+                                               B x n_latents post-ReLU scores S of the minibatch kept,
+                                               so rows have a variable L0 of mean k)
+    f = s * (s > theta)                       (sparsity="batchtopk", encode/transform: one threshold)
     xhat = W_dec f + b_pre,    W_dec (d, n_latents) with unit-norm columns
 
     loss = mean_i ||x_i - xhat_i||^2 + l1 * mean_i ||f_i||_1     (the L1 term only for "l1")
+         + aux_coef * var_x * L_aux                              (AuxK, only with aux_k)
+
+BatchTopK's inference threshold ``theta`` (``threshold_``) is, as in Bussmann et al., the average of
+the smallest kept (positive) activation over training batches: here over the batches of the last
+epoch, so that it belongs to the final encoder (``history_["threshold"]`` has every epoch's
+average). AuxK (Gao et al. 2025): a latent that has not fired for ``dead_steps`` training steps is
+dead (default: one epoch of steps or Gao et al.'s 10M rows, whichever is shorter); with ``e = x -
+xhat`` (no gradient) and ``z`` the ReLU of the ``aux_k`` largest scores among the dead latents,
+``L_aux = sum_i ||e_i - W_dec z_i||^2 / sum_i ||e_i - mean(e)||^2`` (normalised by the batch
+variance of the error, as their code's ``normalized_mse``). They normalise the reconstruction term
+by the batch variance of x too; ours is unnormalised, so L_aux is multiplied by ``var_x = mean_i
+||x_i - mean(x)||^2``: the loss is theirs times ``var_x`` and ``aux_coef`` (their alpha) keeps its
+meaning. AuxK needs "topk" or "batchtopk" (it is defined for TopK; with "l1" its codes would escape
+the L1 penalty the others pay): with "l1" it is an error.
 
 Scores (Naihin & Stambler, "Size Doesn't Matter: Cosine-Scored Sparse Autoencoders", arXiv
 2606.15054, 2026)::
@@ -38,11 +57,13 @@ column's gradient is first projected onto the sphere's tangent space, ``g <- g -
 ``b_pre`` starts at the geometric median of (a sample of) the data (Gao et al. 2025); the decoder
 columns at normalised, centred random data points (Gaussian directions where there are too few
 nonzero points; on sparse data many points lie near one true atom, which speeds recovery), the
-encoder at the transposed decoder (Gao et al.'s tied initialisation). Dead latents (never active during a whole epoch) are resampled at the
-end of the epoch, except the last (Bricken et al. 2023): inputs are drawn with probability
-proportional to their squared reconstruction error squared; the decoder column becomes the
-normalised centred input, the encoder row that direction times 0.2 times the mean encoder norm of
-the live latents, the encoder bias 0, and their Adam moments are reset.
+encoder at the transposed decoder (Gao et al.'s tied initialisation), scaled by the least-squares
+factor on the sample. Dead latents (never active during a whole epoch) are resampled at the end of
+the epoch, except the last (Bricken et al. 2023; ``resample_dead=False`` turns it off, AuxK is the
+alternative): inputs are drawn with probability proportional to their squared reconstruction error
+squared; the decoder column becomes the normalised centred input, the encoder row that direction
+times 0.2 times the mean encoder norm of the live latents, the encoder bias 0, and their Adam
+moments are reset (and, with AuxK, their steps since firing).
 
 Metrics: :func:`dictionary_recovery` (mean max cosine, MMCS; Sharkey, Braun, Millidge, "Taking
 features out of superposition with sparse autoencoders", 2022), :func:`dead_latents`,
@@ -50,8 +71,6 @@ features out of superposition with sparse autoencoders", 2022), :func:`dead_late
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import torch
@@ -68,21 +87,13 @@ from .._validation import (
     check_optional_bool,
     check_seed,
     numpy_to_tensor,
-    progress_bar,
-    torch_generator,
 )
+from ._sae_training import _NORM_EPS, _SAMPLE_ROWS, _batch_topk, _geometric_median, train  # noqa: F401
 
 __all__ = ["SCORES", "SPARSITIES", "SparseAutoencoder", "dead_latents", "dictionary_recovery", "norm_detectors"]
 
 SCORES = ("inner", "cosine", "blend", "blend_per_feature")
-SPARSITIES = ("l1", "topk")
-
-#: Norms below this are clamped in the cosine/blend scores: a zero input has no direction, its score
-#: is the bias alone (w . 0 = 0) rather than NaN.
-_NORM_EPS = 1e-8
-#: Rows scored to pick inputs for dead-latent resampling and to start the geometric median.
-_SAMPLE_ROWS = 4096
-_DATA_INIT = True
+SPARSITIES = ("l1", "topk", "batchtopk")
 
 
 def _matrix(a, name: str, n_cols: int | None = None, cols_name: str = "columns") -> np.ndarray | torch.Tensor:
@@ -98,18 +109,6 @@ def _matrix(a, name: str, n_cols: int | None = None, cols_name: str = "columns")
     return arr
 
 
-def _geometric_median(X: torch.Tensor, iters: int = 30) -> torch.Tensor:
-    """Weiszfeld's iteration, started at the mean; robust to the many zero rows of sparse data."""
-    m = X.mean(0)
-    for _ in range(iters):
-        w = 1.0 / (X - m).norm(dim=1).clamp_min(1e-8)
-        m_new = (w[:, None] * X).sum(0) / w.sum()
-        if float((m_new - m).norm()) <= 1e-7 * (1.0 + float(m.norm())):
-            return m_new
-        m = m_new
-    return m
-
-
 class SparseAutoencoder(BaseEstimator, TransformerMixin):
     """A sparse autoencoder with an inner-product, cosine or learned-blend encoder score.
 
@@ -119,10 +118,12 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
     ----------
     n_latents : int >= 1, dictionary size ``m``.
     score : "inner" | "cosine" | "blend" | "blend_per_feature".
-    sparsity : "l1" (ReLU + L1 penalty) or "topk" (exactly ``k`` largest scores kept, then ReLU).
-    k : int in [1, n_latents], required for "topk", must be None for "l1".
+    sparsity : "l1" (ReLU + L1 penalty), "topk" (exactly ``k`` largest scores kept, then ReLU) or
+        "batchtopk" (the ``k * B`` largest post-ReLU scores of a training batch of B rows kept; one
+        threshold ``threshold_`` at inference).
+    k : int in [1, n_latents], required for "topk" and "batchtopk", must be None for "l1".
     l1 : float >= 0, L1 coefficient (in the units of the inputs: the penalty is ``l1 * ||f||_1``
-        next to ``||x - xhat||^2``); ignored for "topk".
+        next to ``||x - xhat||^2``); ignored for "topk" and "batchtopk".
     lr : float > 0, Adam learning rate.
     epochs : int >= 1, passes over the data.
     batch_size : int >= 1, minibatch rows (also the chunk size of encode/decode).
@@ -132,6 +133,12 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
     resample_dead : bool, resample latents that never fired during an epoch (not after the last).
     pre_bias : bool, learn ``b_pre`` (subtracted before encoding, added after decoding); False
         fixes it at 0.
+    aux_k : None (AuxK off) or int in [1, n_latents], the dead latents each row's AuxK term uses
+        (Gao et al. 2025); "topk" and "batchtopk" only.
+    aux_coef : float >= 0, the AuxK coefficient alpha (Gao et al.'s 1/32).
+    dead_steps : None or int >= 1, training steps without firing after which AuxK counts a latent
+        as dead; None: one epoch, ceil(n / batch_size) steps, or ceil(1e7 / batch_size) (Gao et
+        al.'s 10M rows) if that is shorter. Only with ``aux_k``.
 
     Attributes (after fit or :meth:`from_weights`)
     ----------------------------------------------
@@ -140,9 +147,12 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
     pre_bias_ : (d,) ``b_pre``.
     blend_ : the exponent ``a`` the score uses: 1.0 for "inner", 0.0 for "cosine", a float in
         (0, 1) for "blend", an (n_latents,) array in (0, 1) for "blend_per_feature".
+    threshold_ : the BatchTopK inference threshold ``theta`` (a float >= 0); None otherwise.
     history_ : dict of per-epoch lists: "loss", "reconstruction" (mean ||x - xhat||^2),
-        "sparsity" (mean L0, active latents per sample), "l1" (mean ||f||_1), "dead" (latents that
-        never fired in the epoch, counted before resampling), "resampled", "blend" (mean ``a``).
+        "sparsity" (mean L0, active latents per sample, in training), "l1" (mean ||f||_1), "dead"
+        (latents that never fired in the epoch, counted before resampling), "resampled", "blend"
+        (mean ``a``), "aux" (mean normalised AuxK loss L_aux; 0 when off or nothing is dead),
+        "threshold" (BatchTopK: mean smallest kept activation over the epoch's batches; NaN else).
     n_features_in_ : d.
     """
 
@@ -161,6 +171,9 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         progress: bool | None = None,
         resample_dead: bool = True,
         pre_bias: bool = True,
+        aux_k: int | None = None,
+        aux_coef: float = 1 / 32,
+        dead_steps: int | None = None,
     ):
         self.n_latents = n_latents
         self.score = score
@@ -175,6 +188,9 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         self.progress = progress
         self.resample_dead = resample_dead
         self.pre_bias = pre_bias
+        self.aux_k = aux_k
+        self.aux_coef = aux_coef
+        self.dead_steps = dead_steps
 
     # ------------------------------------------------------------------------------------------
     # parameters and state
@@ -183,12 +199,20 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         m = check_int(self.n_latents, "n_latents", low=1)
         check_option(self.score, "score", SCORES)
         check_option(self.sparsity, "sparsity", SPARSITIES)
-        if self.sparsity == "topk":
+        if self.sparsity in ("topk", "batchtopk"):
             if self.k is None:
-                raise ValueError("k must be given for sparsity='topk' (the number of active latents per sample); got None")
+                raise ValueError(f"k must be given for sparsity={self.sparsity!r} (the number of active latents per "
+                                 "sample, the mean for 'batchtopk'); got None")
             check_int(self.k, "k", low=1, high=m)
         elif self.k is not None:
-            raise ValueError(f"k is only used with sparsity='topk'; got k={self.k!r} with sparsity={self.sparsity!r}")
+            raise ValueError(f"k is only used with sparsity='topk' or 'batchtopk'; got k={self.k!r} with sparsity={self.sparsity!r}")
+        if check_int(self.aux_k, "aux_k", low=1, high=m, allow_none=True) is not None and self.sparsity == "l1":
+            raise ValueError("aux_k (the AuxK loss) needs sparsity='topk' or 'batchtopk'; got aux_k="
+                             f"{self.aux_k!r} with sparsity='l1' (set aux_k=None, or use resample_dead for 'l1')")
+        check_float(self.aux_coef, "aux_coef", low=0.0)
+        if check_int(self.dead_steps, "dead_steps", low=1, allow_none=True) is not None and self.aux_k is None:
+            raise ValueError(f"dead_steps is only used with aux_k (the AuxK loss); got dead_steps={self.dead_steps!r} "
+                             "with aux_k=None")
         check_float(self.l1, "l1", low=0.0)
         check_float(self.lr, "lr", low=0.0, low_inclusive=False)
         check_int(self.epochs, "epochs", low=1)
@@ -201,9 +225,10 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
     def _device(self) -> torch.device:
         return torch.device("cpu") if self.device is None else check_device(self.device)
 
-    def _set_state(self, W_enc, b_enc, W_dec, b_pre, theta) -> None:
+    def _set_state(self, W_enc, b_enc, W_dec, b_pre, theta, threshold=None) -> None:
         self._W_enc, self._b_enc, self._W_dec, self._b_pre = W_enc.detach(), b_enc.detach(), W_dec.detach(), b_pre.detach()
         self._theta = None if theta is None else theta.detach()
+        self.threshold_ = None if threshold is None else float(threshold)
         self.decoder_ = self._W_dec.cpu().numpy().copy()
         self.encoder_ = self._W_enc.cpu().numpy().copy()
         self.encoder_bias_ = self._b_enc.cpu().numpy().copy()
@@ -222,13 +247,15 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
             raise RuntimeError("SparseAutoencoder is not fitted; call fit(X) or SparseAutoencoder.from_weights(...) first")
 
     @classmethod
-    def from_weights(cls, decoder, encoder=None, encoder_bias=None, pre_bias=None, blend=None, **params):
+    def from_weights(cls, decoder, encoder=None, encoder_bias=None, pre_bias=None, blend=None, threshold=None,
+                     **params):
         """A ready autoencoder with the given weights (no training), e.g. a planted dictionary.
 
         ``decoder`` (d, m) must have unit-norm columns; ``encoder`` (m, d) defaults to
         ``decoder.T``, ``encoder_bias`` (m,) and ``pre_bias`` (d,) to zeros; ``blend`` (the ``a``
         of the blend scores, in (0, 1); a float, or an (m,) array for "blend_per_feature")
-        defaults to 1/2. The dtype of ``decoder`` (float32 or float64) is kept. Other keyword
+        defaults to 1/2; ``threshold`` (float >= 0, the inference ``theta``) is required for
+        sparsity="batchtopk" and refused otherwise. The dtype of ``decoder`` (float32 or float64) is kept. Other keyword
         arguments are constructor parameters (``n_latents`` is taken from ``decoder``).
         """
         D = _matrix(decoder, "decoder", cols_name="latents")
@@ -272,8 +299,17 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
             theta = torch.log(a) - torch.log1p(-a)
         elif blend is not None:
             raise ValueError(f"blend is only used with score='blend' or 'blend_per_feature'; got score={sae.score!r}")
+        if sae.sparsity == "batchtopk":
+            if threshold is None:
+                raise ValueError("threshold must be given for sparsity='batchtopk' (the inference threshold theta, "
+                                 "a float >= 0); got None")
+            threshold = check_float(threshold, "threshold", low=0.0)
+        elif threshold is not None:
+            raise ValueError(f"threshold is only used with sparsity='batchtopk'; got threshold={threshold!r} with "
+                             f"sparsity={sae.sparsity!r}")
         to = {"device": dev, "dtype": dtype}
-        sae._set_state(W_enc.to(**to), b_enc.to(**to), D.to(**to), b_pre.to(**to), None if theta is None else theta.to(**to))
+        sae._set_state(W_enc.to(**to), b_enc.to(**to), D.to(**to), b_pre.to(**to), None if theta is None else theta.to(**to),
+                       threshold)
         sae.history_ = {}
         return sae
 
@@ -296,9 +332,12 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         # ||w|| ||x||^a cos(w, x) = (w . x) ||x||^(a - 1)
         return inner * norm.pow(self._alpha(theta) - 1.0) + b_enc
 
-    def _activate(self, s):
+    def _activate(self, s, training: bool = False):
+        """Codes from scores; ``training`` selects BatchTopK's batch selection over its threshold."""
         if self.sparsity == "l1":
             return torch.relu(s)
+        if self.sparsity == "batchtopk":
+            return _batch_topk(s, int(self.k)) if training else s * (s > self.threshold_)
         top = torch.topk(s, int(self.k), dim=1)
         return torch.zeros_like(s).scatter(1, top.indices, torch.relu(top.values))
 
@@ -313,7 +352,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
             return torch.cat([fn(t[s : s + rows]) for s in range(0, t.shape[0], rows)]).cpu().numpy()
 
     def pre_activations(self, X) -> np.ndarray:
-        """The scores ``s_j(x)`` (n, n_latents) before the ReLU/TopK (module docstring)."""
+        """The scores ``s_j(x)`` (n, n_latents) before the ReLU/TopK/threshold (module docstring)."""
         self._check_fitted()
         t = self._as_tensor(X, "X", self.n_features_in_, "features")
         return self._chunked(t, lambda x: self._scores(x, self._W_enc, self._b_enc, self._b_pre, self._theta))
@@ -338,11 +377,8 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         """``decode(encode(X))``."""
         self._check_fitted()
         t = self._as_tensor(X, "X", self.n_features_in_, "features")
-        return self._chunked(
-            t,
-            lambda x: self._activate(self._scores(x, self._W_enc, self._b_enc, self._b_pre, self._theta)) @ self._W_dec.T
-            + self._b_pre,
-        )
+        codes = lambda x: self._activate(self._scores(x, self._W_enc, self._b_enc, self._b_pre, self._theta))  # noqa: E731
+        return self._chunked(t, lambda x: codes(x) @ self._W_dec.T + self._b_pre)
 
     # ------------------------------------------------------------------------------------------
     # training
@@ -351,130 +387,9 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         """Train on an activation matrix X (n, d), numpy or torch; ``y`` is ignored."""
         self._check_params()
         X = _matrix(X, "X", cols_name="features")
-        dev = self._device()
-        X = (X.detach() if isinstance(X, torch.Tensor) else numpy_to_tensor(X)).to(device=dev, dtype=torch.float32)
-        n, d = X.shape
-        m = int(self.n_latents)
-        gen = torch_generator(self.seed)  # CPU generator: the same draws on every device
-
-        sample = X[torch.randperm(n, generator=gen)[:_SAMPLE_ROWS].to(dev)] if n > _SAMPLE_ROWS else X
-        b_pre = _geometric_median(sample) if self.pre_bias else torch.zeros(d, device=dev)
-        W_dec = torch.randn(d, m, generator=gen).to(dev)
-        if _DATA_INIT:
-            # Atoms start at centred data points (those with a direction), Gaussian directions where
-            # there are too few: on sparse data many points lie near a single true atom.
-            centred = sample - b_pre
-            cand = centred[centred.norm(dim=1) > _NORM_EPS]
-            take = min(m, cand.shape[0])
-            if take:
-                W_dec[:, :take] = cand[torch.randperm(cand.shape[0], generator=gen)[:take].to(dev)].T
-        W_dec /= W_dec.norm(dim=0, keepdim=True).clamp_min(_NORM_EPS)
-        W_enc = W_dec.T.clone()
-        b_enc = torch.zeros(m, device=dev)
-        theta = None
-        if self.score == "blend":
-            theta = torch.zeros((), device=dev)
-        elif self.score == "blend_per_feature":
-            theta = torch.zeros(m, device=dev)
-        # The tied start overshoots: with unit atoms every active latent adds its full projection,
-        # so the first reconstructions are many times too large (about 40x for TopK on MiniLM) and
-        # a small learning rate spends epochs shrinking them. Every score is linear in W_enc and
-        # ReLU / TopK keep their pattern under a positive scale (b_enc = 0), so the reconstruction
-        # of c W_enc is c times that of W_enc: take the least-squares c on the sample.
-        with torch.no_grad():
-            recon = self._activate(self._scores(sample, W_enc, b_enc, b_pre, theta)) @ W_dec.T
-            denom = float((recon * recon).sum())
-            if denom > 0:
-                c = float(((sample - b_pre) * recon).sum()) / denom
-                if math.isfinite(c) and c > 0:
-                    W_enc *= c
-        params = [W_enc, b_enc, W_dec] + ([b_pre] if self.pre_bias else []) + ([] if theta is None else [theta])
-        for p in params:
-            p.requires_grad_(True)
-        opt = torch.optim.Adam(params, lr=float(self.lr))
-        l1 = float(self.l1) if self.sparsity == "l1" else 0.0
-        bs = int(self.batch_size)
-        history = {key: [] for key in ("loss", "reconstruction", "sparsity", "l1", "dead", "resampled", "blend")}
-        bar = progress_bar(int(self.epochs), self.progress, "sparse autoencoder")
-        try:
-            for epoch in range(int(self.epochs)):
-                perm = torch.randperm(n, generator=gen).to(dev)
-                fired = torch.zeros(m, dtype=torch.bool, device=dev)
-                sums = torch.zeros(4, dtype=torch.float64, device=dev)
-                for s in range(0, n, bs):
-                    x = X[perm[s : s + bs]]
-                    f = self._activate(self._scores(x, W_enc, b_enc, b_pre, theta))
-                    xhat = f @ W_dec.T + b_pre
-                    recon = (x - xhat).pow(2).sum(1).mean()
-                    l1_term = f.sum(1).mean()
-                    loss = recon + l1 * l1_term
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    with torch.no_grad():
-                        g = W_dec.grad
-                        g -= (g * W_dec).sum(0, keepdim=True) * W_dec
-                    opt.step()
-                    with torch.no_grad():
-                        W_dec /= W_dec.norm(dim=0, keepdim=True).clamp_min(_NORM_EPS)
-                        active = f.detach() > 0
-                        fired |= active.any(0)
-                        rows = x.shape[0]
-                        sums += torch.stack([loss.detach() * rows, recon.detach() * rows,
-                                             active.sum().to(loss.dtype), l1_term.detach() * rows]).double()
-                loss_sum, recon_sum, l0_sum, l1_sum = (float(v) / n for v in sums)
-                n_dead = int((~fired).sum())
-                resampled = 0
-                if self.resample_dead and n_dead and epoch < int(self.epochs) - 1:
-                    resampled = self._resample(X, ~fired, W_enc, b_enc, W_dec, b_pre, theta, opt, gen)
-                history["loss"].append(loss_sum)
-                history["reconstruction"].append(recon_sum)
-                history["sparsity"].append(l0_sum)
-                history["l1"].append(l1_sum)
-                history["dead"].append(n_dead)
-                history["resampled"].append(resampled)
-                a = self._alpha(theta)
-                history["blend"].append(float(a.detach().mean()) if a is not None else (1.0 if self.score == "inner" else 0.0))
-                if bar is not None:
-                    bar.set_postfix(loss=f"{loss_sum:.4g}", dead=n_dead)
-                    bar.update(1)
-        finally:
-            if bar is not None:
-                bar.close()
-        self._set_state(W_enc, b_enc, W_dec, b_pre, theta)
-        self.history_ = history
+        X = (X.detach() if isinstance(X, torch.Tensor) else numpy_to_tensor(X)).to(device=self._device(), dtype=torch.float32)
+        self.history_ = train(self, X)
         return self
-
-    def _resample(self, X, dead, W_enc, b_enc, W_dec, b_pre, theta, opt, gen) -> int:
-        """Bricken et al. (2023) resampling of the ``dead`` latents (module docstring)."""
-        n = X.shape[0]
-        dev = X.device
-        with torch.no_grad():
-            idx = torch.randperm(n, generator=gen)[:_SAMPLE_ROWS].to(dev)
-            x = X[idx]
-            f = self._activate(self._scores(x, W_enc, b_enc, b_pre, theta))
-            err = (x - (f @ W_dec.T + b_pre)).pow(2).sum(1)
-            weights = err.pow(2).double().cpu()
-            if not bool(weights.sum() > 0):
-                return 0  # nothing is badly reconstructed: nothing to point dead latents at
-            dead_idx = dead.nonzero().flatten()
-            pick = torch.multinomial(weights, dead_idx.numel(), replacement=True, generator=gen).to(dev)
-            v = x[pick] - b_pre
-            norms = v.norm(dim=1, keepdim=True)
-            ok = norms.flatten() > _NORM_EPS
-            dead_idx, v = dead_idx[ok], v[ok] / norms[ok]
-            if dead_idx.numel() == 0:
-                return 0
-            live = ~dead
-            scale = float(W_enc[live].norm(dim=1).mean()) if bool(live.any()) else 1.0
-            W_dec[:, dead_idx] = v.T
-            W_enc[dead_idx] = 0.2 * scale * v
-            b_enc[dead_idx] = 0.0
-            for p, where in ((W_dec, (slice(None), dead_idx)), (W_enc, (dead_idx,)), (b_enc, (dead_idx,))):
-                state = opt.state.get(p, {})
-                for key in ("exp_avg", "exp_avg_sq"):
-                    if key in state:
-                        state[key][where] = 0.0
-        return int(dead_idx.numel())
 
 
 # ----------------------------------------------------------------------------------------------
