@@ -303,9 +303,12 @@ def _explain_reading_layer(ex, layer, rows: torch.Tensor, target: np.ndarray, ex
     explainer that keeps ``extra["outputs"]`` (saliency, input x gradient) ran its forward passes
     on exactly these rows, in order, after ``explain``'s one-row target check: the layer's outputs
     of those passes are the representation, and no second pass is needed. Otherwise (other
-    explainers, passes on other threads) None, and the caller runs its own pass."""
+    explainers; an ``executor``, whose workers run the passes, and which may pickle the module, so
+    no hook is set) None, and the caller runs its own pass."""
     from ..explainers._layer_hooks import LayerHook, resolve_layer
 
+    if executor is not None:
+        return ex.explain(rows, target=target, executor=executor), None
     name, mod = resolve_layer(ex.model.module, layer, _RRS)
     with LayerHook(mod, name, _RRS, detach=True) as hook:
         e = ex.explain(rows, target=target, executor=executor)
