@@ -51,6 +51,8 @@ __all__ = [
     "resolve_target",
     "resolve_baseline",
     "relative_scale",
+    "check_labels",
+    "check_token_ids",
 ]
 
 
@@ -442,3 +444,47 @@ def relative_scale(x: torch.Tensor) -> torch.Tensor:
     flat = x.reshape(x.shape[0], -1)
     r = flat.max(1).values - flat.min(1).values
     return torch.where(r > 0, r, torch.ones_like(r))
+
+
+# --------------------------------------------------------------------------------------------------
+# class labels and token ids
+
+
+def check_labels(y, name: str, n_classes: int) -> np.ndarray:
+    """Integer class labels in ``0..n_classes-1`` (ints, or floats holding whole numbers), as an
+    int64 numpy array of the same shape; a ValueError naming ``name``, the first bad label and
+    ``n_classes`` else (cross-entropy would fail deep inside torch on such a label)."""
+    arr = as_numpy(y, name)
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold integer class labels in 0..{n_classes - 1}; got dtype {arr.dtype}")
+    if arr.dtype.kind == "f":
+        whole = np.isfinite(arr) & (arr == np.round(arr))
+        if not bool(whole.all()):
+            bad = arr[~whole].flat[0].item()
+            raise ValueError(f"{name} must hold integer class labels in 0..{n_classes - 1}; got {bad!r}")
+    bad = (arr < 0) | (arr >= n_classes)
+    if bool(bad.any()):
+        first = int(np.flatnonzero(bad.reshape(-1))[0])
+        raise ValueError(
+            f"{name} must hold class labels in 0..{n_classes - 1} (the model has {n_classes} output"
+            f"{'s' if n_classes != 1 else ''}); got {arr.reshape(-1)[first].item()!r} at index {first}"
+            f" ({int(bad.sum())} of {arr.size} labels out of range)"
+        )
+    return arr.astype(np.int64)
+
+
+def check_token_ids(ids, name: str, n_vocab: int | None, source: str = "the vocabulary") -> None:
+    """Token ids ``>= 0`` and, when ``n_vocab`` is known, ``< n_vocab``; a ValueError naming
+    ``name``, the first bad id and the vocabulary size (``source`` says whose: "the model's
+    embedding", "the tokenizer") else. An embedding looked up past its table raises an IndexError
+    deep inside torch; this says what was wrong first."""
+    arr = np.asarray(ids).reshape(-1)
+    if arr.size == 0:
+        return
+    low = arr < 0
+    if bool(low.any()):
+        raise ValueError(f"{name} must hold token ids >= 0; got {int(arr[low][0])}")
+    if n_vocab is not None and int(arr.max()) >= n_vocab:
+        bad = int(arr[arr >= n_vocab][0])
+        raise ValueError(f"{name} holds the token id {bad}, past the vocabulary of {source} "
+                         f"(size {n_vocab}: ids 0..{n_vocab - 1})")

@@ -281,6 +281,30 @@ def test_fit_sop_errors():
         fit_sop(model, X, y[:3])
 
 
+@pytest.mark.parametrize("bad, shown", [(5, "5"), (3, "3"), (-1, "-1"), (-100, "-100"), (1.5, "1.5")])
+def test_fit_sop_refuses_labels_outside_the_classes_before_training(bad, shown):
+    """3 outputs: labels 0, 1, 2. Before the check a label of 3 or 5 (or -1) failed inside torch's
+    cross-entropy on the first batch (IndexError), -100 was silently skipped (its ignore_index)
+    and 1.5 truncated to 1."""
+    X = np.random.default_rng(0).normal(size=(6, *SHAPE)).astype(np.float32)
+    y = np.array([0, 1, 2, 0, 1, 2], dtype=np.float64 if isinstance(bad, float) else np.int64)
+    y[4] = bad
+    model = SumOfParts(cnn(3).float(), 2, input_shape=SHAPE)
+    model.group_generator.train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    message = (r"y must hold integer class labels in 0\.\.2; got 1\.5" if isinstance(bad, float) else
+               rf"y must hold class labels in 0\.\.2 \(the model has 3 outputs\); got {shown} at index 4")
+    with pytest.raises(ValueError, match=message):
+        fit_sop(model, X, y, epochs=1, progress=False)
+    # Refused before any step: the weights and the train/eval flags are as they were.
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert model.group_generator.training and model.training
+    # The same data with the label in range trains (one epoch).
+    y[4] = 1
+    _, history = fit_sop(model, X, y, epochs=1, progress=False)
+    assert history["epochs"] == 1
+
+
 def test_generator_and_selector_errors():
     with pytest.raises(ValueError, match="n_groups"):
         GroupGenerator(SHAPE, 0)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validation import check_int, check_option, check_seed, torch_generator
+from .._validation import check_int, check_labels, check_option, check_seed, torch_generator
 from ._base import Explainer, Requires, register
 
 __all__ = ["ConfidenceSelector", "GroupGenerator", "PatchGroupGenerator", "SOPOutput", "SumOfParts", "SumOfPartsExplainer", "fit_sop",
@@ -362,9 +362,10 @@ def fit_sop(model: SumOfParts, X, y, epochs: int = 20, lr: float = 1e-2, batch_s
     training rows as validation rows and ``patience=epochs`` (no early stop): the weights of the
     epoch with the lowest training loss are kept. ``seed`` seeds the shuffling; ``progress`` shows a
     bar over epochs (None: only on a terminal). The model must be float32 (train_model's batches
-    are). Returns ``(model, history)`` as ``train_model`` does, the model trained in place and left
-    in eval mode."""
-    from .._training import train_model
+    are). ``y`` must hold integer labels in ``0..K-1`` for the model's ``K`` outputs (checked before
+    any training step: a ValueError names the first bad label). Returns ``(model, history)`` as
+    ``train_model`` does, the model trained in place and left in eval mode."""
+    from .._training import as_tensors, train_model
 
     if not isinstance(model, SumOfParts):
         raise TypeError(f"model must be a featurelens SumOfParts; got {type(model).__name__}")
@@ -373,6 +374,21 @@ def fit_sop(model: SumOfParts, X, y, epochs: int = 20, lr: float = 1e-2, batch_s
     if dtypes - {torch.float32}:
         raise TypeError(f"model must have float32 parameters (fit_sop trains on float32 batches); got "
                         f"{', '.join(sorted(str(d) for d in dtypes))}: call model.float() first")
+    Xt, _ = as_tensors((X, y), "the training data")
+    # The classes are the model's outputs: one forward pass on one row, before any training step
+    # (a label past them fails deep inside torch's cross-entropy, on the first batch that holds it).
+    flags = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        with torch.no_grad():
+            out = model(Xt[:1])
+    finally:
+        for m, flag in flags:
+            m.training = flag
+    if out.ndim != 2:
+        raise ValueError(f"fit_sop trains on the model's logits of shape (n, classes); the model returns shape "
+                         f"{tuple(out.shape)} (give the backbone one output per class)")
+    check_labels(y, "y", int(out.shape[1]))
     return train_model(model, (X, y), (X, y), epochs=epochs, lr=lr, batch_size=batch_size, patience=epochs,
                        seed=seed, progress=progress, description="sum-of-parts")
 
