@@ -2,15 +2,25 @@
 
 Models
 ------
-- **TorchScript** (``torch.jit.save``; a zip archive with a ``code/`` folder): ``torch.jit.load``.
-  TorchScript is executed by torch's own interpreter, not by unpickling Python objects.
+Two formats are data, and load without running anything from the file:
+
 - **A torch state dict** (``torch.save(model.state_dict(), f)``): read with
   ``torch.load(weights_only=True)`` (tensors and plain containers only) into a built-in
   architecture named by ``architecture`` (:data:`featurelens.bench.models.MODELS`).
-- **skops** (``skops.io.dump``): ``skops.io.load`` with the default trusted types; a file holding
-  other types is refused unless ``trust=True``, and the refusal lists them.
+- **skops** (``skops.io.dump``): ``skops.io.load`` with skops' default trusted types plus the
+  types listed in ``trusted_types`` (``--trust-type NAME``); a file holding other types is refused
+  unless ``trust=True``, and the refusal lists them.
+
+Three formats are code, and load only with ``trust=True`` (``--trust-model-file``), for files
+whose source you trust:
+
 - **joblib / pickle** (and a whole torch module saved with ``torch.save(model)``): unpickling runs
-  whatever code the file names, so these load only with ``trust=True`` (``--trust-model-file``).
+  whatever code the file names.
+- **TorchScript** (``torch.jit.save``; a zip archive with a ``code/`` folder): the archive holds
+  TorchScript programs that ``torch.jit.load`` runs at load (a module's ``__setstate__``) and
+  that run again in every forward pass; they can read and write files (``torch.from_file(...,
+  shared=True)`` writes any path), so a crafted file acts on this machine just like a pickle.
+  ``--trust-type`` never unlocks it.
 
 Data
 ----
@@ -42,6 +52,11 @@ _WHY_PICKLE = (
     "unpickling runs whatever code the file names, so a model file from an untrusted source can "
     "take over this machine"
 )
+_WHY_TORCHSCRIPT = (
+    "TorchScript archives contain code that runs at load (a module's __setstate__) and in every "
+    "forward pass, and that code can write any file, so a model file from an untrusted source can "
+    "take over this machine"
+)
 
 
 class LoadError(ValueError):
@@ -54,6 +69,30 @@ class LoadError(ValueError):
 
 # ------------------------------------------------------------------------------------------------
 # models
+
+
+def _regular_file(path, what: str) -> str:
+    """``path`` as a string when it names a regular file; else a :class:`LoadError` (exit code 2)
+    saying what it is instead: missing, a folder, or not a regular file (a FIFO, a device such as
+    ``/dev/zero``, a socket), which is never opened, so that reading it can neither block nor run
+    forever."""
+    import stat
+
+    path = os.fspath(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise LoadError(f"{what} {path} does not exist", exit_code=2) from None
+    except OSError as err:
+        raise LoadError(f"cannot read {what} {path}: {err.strerror or err}", exit_code=2) from None
+    if stat.S_ISDIR(mode):
+        raise LoadError(f"{what} {path} is a directory; expected a file", exit_code=2)
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        raise LoadError(f"{what} {path} is not a regular file (it is {kind}); expected a file saved on disk",
+                        exit_code=2)
+    return path
 
 
 def _suffix(path: str) -> str:
@@ -127,6 +166,15 @@ def _load_torch(path: str, names, architecture, image_size, trust: bool):
     import torch
 
     if _is_torchscript(names):
+        if not trust:
+            raise LoadError(
+                f"refusing to load {path}: it is a TorchScript archive, and {_WHY_TORCHSCRIPT}. Pass "
+                "--trust-model-file (trust=True) only if you trust where the file came from, or save "
+                "the weights as a state dict (torch.save(model.state_dict(), FILE)) and load them into "
+                "a built-in network with --architecture, which loads with weights_only=True and runs "
+                "no code from the file.",
+                exit_code=2,
+            )
         try:
             with warnings.catch_warnings():
                 # torch 2.13 deprecates TorchScript in favour of torch.export, but still loads it.
@@ -135,7 +183,7 @@ def _load_torch(path: str, names, architecture, image_size, trust: bool):
         except Exception as err:  # torch raises RuntimeError and friends for broken archives
             raise LoadError(f"cannot read {path} as a TorchScript file: {err}") from err
         model.eval()
-        return model, f"TorchScript {os.path.basename(path)}"
+        return model, f"TorchScript {os.path.basename(path)} (trusted)"
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
@@ -145,8 +193,8 @@ def _load_torch(path: str, names, architecture, image_size, trust: bool):
             raise LoadError(
                 f"refusing to load {path}: it holds pickled Python objects (e.g. a whole module "
                 f"saved with torch.save(model)), not just weights, and {_WHY_PICKLE}. Save the "
-                "model as TorchScript (torch.jit.script(model).save(FILE)) or as a state dict "
-                "(torch.save(model.state_dict(), FILE)) with --architecture, or pass "
+                "model as a state dict (torch.save(model.state_dict(), FILE)) with --architecture, or "
+                "pass "
                 "--trust-model-file if you trust where the file came from.",
                 exit_code=2,
             ) from err
@@ -162,14 +210,13 @@ def _load_torch(path: str, names, architecture, image_size, trust: bool):
     state = _state_dict(obj)
     if state is None:
         raise LoadError(
-            f"{path} holds a {type(obj).__name__}, not a model: expected a TorchScript file, a state "
-            "dict (a dict of tensors) or, with --trust-model-file, a pickled module"
+            f"{path} holds a {type(obj).__name__}, not a model: expected a state dict (a dict of "
+            "tensors) or, with --trust-model-file, a TorchScript file or a pickled module"
         )
     if architecture is None:
         raise LoadError(
             f"{path} holds a state dict (weights only, {len(state)} tensors); name the network they "
-            "belong to with --architecture (one of the built-in llr, mlp, cnn), or save the model "
-            "as TorchScript (torch.jit.script(model).save(FILE))",
+            "belong to with --architecture (one of the built-in llr, mlp, cnn)",
             exit_code=2,
         )
     return _build_architecture(path, state, architecture, image_size)
@@ -216,7 +263,7 @@ def _load_pickle(path: str, trust: bool):
             f"refusing to load {path}: it is a pickle/joblib file, and {_WHY_PICKLE}. Pass "
             "--trust-model-file only if you trust where the file came from, or save a "
             "scikit-learn model with skops (skops.io.dump(model, 'model.skops')) and a torch model "
-            "as TorchScript or a state dict, which load without running code.",
+            "as a state dict (with --architecture), which load without running code.",
             exit_code=2,
         )
     import joblib
@@ -235,12 +282,13 @@ def load_model(path, architecture: str | None = None, image_size: int | None = N
     The format comes from the content where it can (TorchScript and torch.save archives are zip
     files with known entries) and from the extension otherwise: ``.skops`` for skops,
     ``.joblib``/``.pkl``/``.pickle``/``.sav`` for pickles. See the module docstring for what is
-    refused and why. ``image_size`` (8 or 64) picks the built-in architecture's input size;
+    refused and why: a state dict (``weights_only=True``) and a skops file with trusted types load
+    without running code from the file; pickle, joblib and TorchScript files are code and need
+    ``trust=True`` (``trusted_types`` only ever widens what skops trusts). A path that is missing,
+    a folder or not a regular file (a FIFO, ``/dev/zero``) is refused before it is opened. ``image_size`` (8 or 64) picks the built-in architecture's input size;
     None tries both.
     """
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise LoadError(f"model file {path} does not exist", exit_code=2)
+    path = _regular_file(path, "model file")
     suffix = _suffix(path)
     names = _zip_names(path)
     if suffix in SKOPS_SUFFIXES:
@@ -254,9 +302,9 @@ def load_model(path, architecture: str | None = None, image_size: int | None = N
     if head[:1] == b"\x80":  # pickle protocol 2+ opcode PROTO
         return _load_pickle(path, trust)
     raise LoadError(
-        f"cannot tell the format of model file {path}; expected TorchScript or a torch state dict "
-        f"({', '.join(TORCH_SUFFIXES)}), skops (.skops) or, with --trust-model-file, joblib/pickle "
-        f"({', '.join(PICKLE_SUFFIXES)})",
+        f"cannot tell the format of model file {path}; expected a torch state dict "
+        f"({', '.join(TORCH_SUFFIXES)}), skops (.skops) or, with --trust-model-file, TorchScript or "
+        f"joblib/pickle ({', '.join(PICKLE_SUFFIXES)})",
         exit_code=2,
     )
 
@@ -409,9 +457,7 @@ def load_data(path, labels: str | None = None, input_shape=None, keep_text: bool
     pipeline that encodes them), its numeric columns checked to be finite; else such a table is
     refused.
     """
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise LoadError(f"data file {path} does not exist", exit_code=2)
+    path = _regular_file(path, "data file")
     suffix = _suffix(path)
     y = None
     names = None

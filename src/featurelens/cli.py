@@ -136,16 +136,16 @@ def _add_audit(sub) -> None:
     parser = sub.add_parser(
         "audit",
         help="score every applicable explainer on a model and data and write a report",
-        description="Load a model (TorchScript; a torch state dict with --architecture; a scikit-learn "
-        "model from a skops file; a joblib/pickle file only with --trust-model-file, since unpickling "
-        "runs code) and data (.npy, .npz, .csv, .parquet), run every applicable explainer, score the "
+        description="Load a model (a torch state dict with --architecture or a scikit-learn model from a "
+        "skops file, which load without running code; a TorchScript or joblib/pickle file only with "
+        "--trust-model-file, since they contain code that runs at load) and data (.npy, .npz, .csv, .parquet), run every applicable explainer, score the "
         "maps for faithfulness (deletion/insertion, faithfulness correlation), robustness "
         "(sensitivity), complexity and randomisation, rank them and write a self-contained HTML "
         "report with results.json and results.csv. Exit codes: 0 ok, 2 usage error, 1 failure.",
     )
     parser.add_argument("--model", required=True, metavar="FILE",
-                        help="TorchScript (.pt), torch state dict (with --architecture), skops (.skops), "
-                             "or joblib/pickle (.joblib, .pkl; needs --trust-model-file)")
+                        help="torch state dict (.pt, with --architecture), skops (.skops), or TorchScript "
+                             "(.pt) or joblib/pickle (.joblib, .pkl), which need --trust-model-file")
     parser.add_argument("--data", required=True, metavar="FILE", help="inputs: .npy, .npz, .csv or .parquet (rows = samples)")
     parser.add_argument("--labels", default=None, metavar="FILE|COLUMN",
                         help="labels: a column of the CSV/parquet data, an array name in the .npz, or a .npy/.csv file")
@@ -155,7 +155,8 @@ def _add_audit(sub) -> None:
     parser.add_argument("--out", default=AUDIT_OUT, metavar="DIR", help=f"report folder (default: {AUDIT_OUT})")
     _overwrite(parser, "an earlier audit report is always replaced")
     parser.add_argument("--trust-model-file", action="store_true",
-                        help="allow a pickle/joblib model file (unpickling runs code from the file: only for files you trust)")
+                        help="allow a TorchScript or pickle/joblib model file (both run code from the file at "
+                             "load: only for files you trust)")
     parser.add_argument("--architecture", default=None, choices=MODEL_NAMES, metavar="NAME",
                         help=f"built-in architecture of a state dict: {', '.join(MODEL_NAMES)}")
     parser.add_argument("--image-size", type=int, choices=(8, 64), default=None,
@@ -266,15 +267,15 @@ def _add_explain(sub) -> None:
     parser = sub.add_parser(
         "explain",
         help="explain a model's predictions on a data file and write values, plots and an HTML page",
-        description="Load a model (as for audit: TorchScript; skops; a joblib/pickle file only with "
-        "--trust-model-file) and data (.npy, .npz, .csv, .parquet), explain the first rows with one "
+        description="Load a model (as for audit: skops; a TorchScript or joblib/pickle file only with "
+        "--trust-model-file, since they run code from the file) and data (.npy, .npz, .csv, .parquet), explain the first rows with one "
         "explainer and write into --out: values.csv or .parquet (one row per explained row, one column "
         "per feature, base_value, target, output units), explanation.npz, bar/beeswarm/waterfall PNGs "
         "and index.html. Exit codes: 0 ok, 2 usage error, 1 failure.",
     )
     parser.add_argument("--model", required=True, metavar="FILE",
-                        help="TorchScript (.pt), skops (.skops), or joblib/pickle (.joblib, .pkl; needs "
-                             "--trust-model-file)")
+                        help="skops (.skops), or TorchScript (.pt) or joblib/pickle (.joblib, .pkl), which "
+                             "need --trust-model-file")
     parser.add_argument("--data", required=True, metavar="FILE", help="inputs: .npy, .npz, .csv or .parquet (rows = samples)")
     parser.add_argument("--labels", default=None, metavar="FILE|COLUMN",
                         help="labels: a column of the CSV/parquet data (left out of the features), an array "
@@ -294,8 +295,8 @@ def _add_explain(sub) -> None:
     _overwrite(parser, "an earlier explain report is always replaced")
     parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
     parser.add_argument("--trust-model-file", action="store_true",
-                        help="allow a pickle/joblib model file (unpickling runs code from the file: only for "
-                             "files you trust); for a skops file, trust every type in it")
+                        help="allow a TorchScript or pickle/joblib model file (both run code from the file at "
+                             "load: only for files you trust); for a skops file, trust every type in it")
     parser.add_argument("--trust-type", action="append", default=[], metavar="NAME", dest="trust_type",
                         help="for a skops file: trust the type NAME (e.g. sklearn.tree._tree.Tree) on top of "
                              "skops' default trusted types; repeatable. A refused file prints the flags it needs")

@@ -72,7 +72,7 @@ def test_torchscript_and_state_dict_load_the_same_network(files):
     d = files["dir"]
     x = torch.as_tensor(files["images"])
     expected = files["llr"](x).detach()
-    script, what = load_model(d / "llr_script.pt")
+    script, what = load_model(d / "llr_script.pt", trust=True)  # TorchScript is code
     assert "TorchScript" in what
     torch.testing.assert_close(script(x), expected)
     net, what = load_model(d / "llr_state.pt", architecture="llr")
@@ -93,7 +93,7 @@ def test_torchscript_cli_end_to_end(files, capsys, tmp_path):
     # llr is linear in its input: input x gradient is its exact decomposition (faithfulness
     # correlation 1), so it must rank above the random map (saliency, |w|, need not: it ties
     # with random on a linear model, and which one wins on 4 rows is chance)
-    rc = main(["audit", "--model", str(d / "llr_script.pt"), "--data", str(d / "images.npy"), "--methods",
+    rc = main(["audit", "--model", str(d / "llr_script.pt"), "--trust-model-file", "--data", str(d / "images.npy"), "--methods",
                "input_x_gradient,random", "--n-explain", "4", "--out", str(tmp_path / "r"), "--no-progress"])
     out = capsys.readouterr().out
     assert rc == 0
@@ -114,7 +114,7 @@ def test_state_dict_cli_with_architecture_and_input_shape(files, capsys, tmp_pat
     assert "state dict llr_state.pt in architecture llr" in captured.out
     rc = main(["audit", "--model", str(d / "llr_state.pt"), "--data", str(d / "images.npy")])
     assert rc == 2 and "--architecture" in capsys.readouterr().err
-    rc = main(["audit", "--model", str(d / "llr_script.pt"), "--data", str(d / "images.npy"), "--target", "7"])
+    rc = main(["audit", "--model", str(d / "llr_script.pt"), "--trust-model-file", "--data", str(d / "images.npy"), "--target", "7"])
     assert rc == 2 and "out of range: the model has 2 output(s)" in capsys.readouterr().err
 
 
@@ -210,7 +210,7 @@ def test_mismatched_data(files, capsys, tmp_path):
     with pytest.raises(LoadError, match="the model cannot take the rows"):
         check_model_data(files["llr"], files["X"], "X.npy")
     d = files["dir"]
-    rc = main(["audit", "--model", str(d / "llr_script.pt"), "--data", str(d / "X.npy")])
+    rc = main(["audit", "--model", str(d / "llr_script.pt"), "--trust-model-file", "--data", str(d / "X.npy")])
     err = capsys.readouterr().err
     assert rc == 1 and "cannot take the rows" in err and err.startswith("featurelens audit: error:")
     rc = main(["audit", "--model", str(d / "clf.joblib"), "--trust-model-file", "--data", str(tmp_path / "four.npy")])
@@ -223,7 +223,7 @@ def test_labels_errors(files, capsys, tmp_path):
     np.save(tmp_path / "short.npy", np.zeros(3, dtype=np.int64))
     with pytest.raises(LoadError, match=r"one per row .* \(40\)"):
         load_data(files["dir"] / "X.npy", labels=str(tmp_path / "short.npy"))
-    rc = main(["audit", "--model", str(files["dir"] / "llr_script.pt"), "--data",
+    rc = main(["audit", "--model", str(files["dir"] / "llr_script.pt"), "--trust-model-file", "--data",
                str(files["dir"] / "images.npy"), "--target", "labels"])
     assert rc == 2 and "--target labels needs --labels" in capsys.readouterr().err
 
@@ -266,13 +266,13 @@ def test_fractional_labels_are_refused_not_truncated(files, capsys, tmp_path):
     d = files["dir"]
     # float labels holding whole numbers (a CSV column of 0.0/1.0) are class indices ...
     np.save(tmp_path / "y_whole.npy", np.array([0.0, 1.0] * 6))
-    rc = main(["audit", "--model", str(d / "llr_script.pt"), "--data", str(d / "images.npy"), "--labels",
+    rc = main(["audit", "--model", str(d / "llr_script.pt"), "--trust-model-file", "--data", str(d / "images.npy"), "--labels",
                str(tmp_path / "y_whole.npy"), "--methods", "saliency,random", "--n-explain", "4",
                "--out", str(tmp_path / "r"), "--no-progress"])
     assert rc == 0, capsys.readouterr().err
     capsys.readouterr()
     # ... but 1.5 is not: it used to be truncated silently to class 1.
     np.save(tmp_path / "y_frac.npy", np.array([0.0, 1.5] * 6))
-    rc = main(["audit", "--model", str(d / "llr_script.pt"), "--data", str(d / "images.npy"), "--labels",
+    rc = main(["audit", "--model", str(d / "llr_script.pt"), "--trust-model-file", "--data", str(d / "images.npy"), "--labels",
                str(tmp_path / "y_frac.npy"), "--n-explain", "4", "--out", str(tmp_path / "r2"), "--no-progress"])
     assert rc == 1 and "integer class indices" in capsys.readouterr().err

@@ -250,7 +250,7 @@ def test_cli_metrics_option(tmp_path, capsys):
     ts = torch.jit.trace(net, torch.zeros(1, 1, 6, 6))
     ts.save(str(tmp_path / "m.pt"))
     np.save(tmp_path / "X.npy", images(3, seed=4))
-    rc = main(["audit", "--model", str(tmp_path / "m.pt"), "--data", str(tmp_path / "X.npy"), "--methods",
+    rc = main(["audit", "--model", str(tmp_path / "m.pt"), "--trust-model-file", "--data", str(tmp_path / "X.npy"), "--methods",
                "saliency", "--metrics", "irof", "effective_complexity", "--n-explain", "3", "--out",
                str(tmp_path / "r"), "--no-progress"])
     assert rc == 0, capsys.readouterr().err
@@ -260,7 +260,7 @@ def test_cli_metrics_option(tmp_path, capsys):
     row = doc["table"][0]
     assert np.isfinite(row["irof"]) and "effective_complexity" in row and "deletion_auc" not in row
     capsys.readouterr()
-    rc = main(["audit", "--model", str(tmp_path / "m.pt"), "--data", str(tmp_path / "X.npy"), "--metrics", "roads"])
+    rc = main(["audit", "--model", str(tmp_path / "m.pt"), "--trust-model-file", "--data", str(tmp_path / "X.npy"), "--metrics", "roads"])
     err = capsys.readouterr().err
     assert rc == 2 and "--metrics: unknown value 'roads'" in err and "road, irof" in err and "all" in err
 
