@@ -148,3 +148,49 @@ def test_cli_refuses_torchscript_without_the_trust_flag(tmp_path, capsys, comman
     rc = main(args + extra + ["--trust-model-file"])
     assert rc == 0, capsys.readouterr().err
     assert at_load.exists() and (tmp_path / "r" / "index.html").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# paths that are not regular files are named as what they are, and never opened
+
+
+def test_folder_device_and_fifo_are_named_not_missing(tmp_path, capsys):
+    import os
+    import threading
+
+    from featurelens._loading import load_model
+    from featurelens.cli import main
+
+    (tmp_path / "folder.pt").mkdir()
+    with pytest.raises(LoadError, match=r"model file .*folder.pt is a directory") as info:
+        load_model(tmp_path / "folder.pt")
+    assert info.value.exit_code == 2
+    with pytest.raises(LoadError, match=r"data file .*folder.pt is a directory"):
+        load_data(tmp_path / "folder.pt")
+    if os.path.exists("/dev/zero"):
+        with pytest.raises(LoadError, match=r"/dev/zero is not a regular file \(it is a device\)"):
+            load_model("/dev/zero")
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "pipe.npy"
+        os.mkfifo(fifo)
+        result = {}
+
+        def attempt():  # opening a FIFO for reading blocks until a writer comes: never open it
+            try:
+                load_data(fifo)
+            except LoadError as err:
+                result["err"] = str(err)
+
+        worker = threading.Thread(target=attempt, daemon=True)
+        worker.start()
+        worker.join(10)
+        if worker.is_alive():  # unblock the reader before failing
+            with open(fifo, "wb"):
+                pass
+            pytest.fail("load_data blocked reading a FIFO")
+        assert "is not a regular file (it is a FIFO" in result["err"]
+    np.save(tmp_path / "X.npy", np.zeros((3, 2), dtype=np.float32))
+    rc = main(["explain", "--model", str(tmp_path / "folder.pt"), "--data", str(tmp_path / "X.npy"),
+               "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "is a directory" in err and "does not exist" not in err
