@@ -24,6 +24,11 @@ permutation sampler (:func:`iter_antithetic_permutations`) serve every estimator
 ``featurelens.selection.MinShapSelector`` and the explainers of
 :mod:`featurelens.explainers.shapley`.
 
+Budgets. Every ``budget`` is an int of game evaluations, refused before any evaluation when it is
+below the method's minimum for ``n`` players (the message states the minimum) or above
+:data:`featurelens._validation.MAX_EVALUATIONS` (10^8 evaluations per call; the environment variable
+``FEATURELENS_MAX_EVALUATIONS`` raises it), by :func:`featurelens._validation.check_budget`.
+
 Memory. Coalitions are generated and evaluated chunk by chunk (at most
 :data:`CHUNK_ELEMENTS` mask elements per chunk), so the peak memory is bounded by the chunk, not by
 the budget: KernelSHAP keeps only its normal equations (``(n-1) x (n-1)``, float64), the
@@ -43,7 +48,17 @@ from typing import Iterator
 import numpy as np
 
 from ._linalg import lstsq, normal_equations
-from ._validation import check_int, check_option, numpy_rng
+from ._validation import (
+    available_memory,  # noqa: F401  (re-exported: the memory estimates live in _validation)
+    check_budget,
+    check_int,
+    check_memory,
+    check_option,
+    format_bytes,
+    format_count,
+    max_evaluations,
+    numpy_rng,
+)
 from .games import all_masks
 
 __all__ = [
@@ -73,54 +88,15 @@ MAX_EXACT_PLAYERS = 20
 # memory estimates: the one place where exact methods and budgets are sized before allocating
 
 
-def format_bytes(nbytes: float) -> str:
-    """``1.5e9`` -> ``'1.5 GB'`` (decimal units, up to PB)."""
-    value = float(nbytes)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if value < 1000:
-            return f"{value:.3g} {unit}"
-        value /= 1000
-    return f"{value:.3g} PB"
-
-
-def available_memory() -> int | None:
-    """Bytes of memory available to this process now (``MemAvailable`` on Linux, else the physical
-    memory), or None when the platform does not say."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def check_memory(nbytes: float, what: str, way_out: str, limit: float | None = None) -> None:
-    """Refuse, before allocating, work that needs more memory than there is.
-
-    ``nbytes`` is the estimate, ``what`` names the work (``"spex with budget = 10^12"``),
-    ``way_out`` says what to do instead. ``limit`` defaults to :func:`available_memory`. Raises a
-    ValueError naming the estimate (in GB/TB) and the way out; never a raw MemoryError later.
-    """
-    limit = available_memory() if limit is None else limit
-    if limit is not None and nbytes > limit:
-        raise ValueError(
-            f"{what} would need about {format_bytes(nbytes)} of memory, more than the "
-            f"{format_bytes(limit)} available; {way_out}"
-        )
-
-
 def refuse_exact(method: str, n: int, max_players: int, bytes_per_coalition: float, way_out: str) -> None:
     """The refusal of an exact method over all ``2^n`` coalitions when ``n > max_players``: the
-    message names the evaluations, the memory estimate and the way out."""
+    message names the evaluations, the memory estimate and the way out. Computed with ints (and
+    powers of ten), so it never overflows, whatever ``n`` (a 3x32x32 image has 3,072 players)."""
     if n > max_players:
+        nbytes = math.ceil(bytes_per_coalition) * 2**n
         raise ValueError(
             f"{method} evaluates all 2^n coalitions; this game has n_players = {n} > max_players = "
-            f"{max_players} (2^{n} = {2**n} evaluations, about {format_bytes(bytes_per_coalition * 2.0**n)} "
+            f"{max_players} (2^{n} = {format_count(2**n)} evaluations, about {format_bytes(nbytes)} "
             f"of memory). {way_out}"
         )
 
@@ -194,7 +170,18 @@ def default_budget(n: int) -> int:
 
 
 def _sampling_budget(budget, n: int, method: str, minimum: int, reason: str) -> int:
-    budget = check_int(budget, "budget", low=1, allow_none=True)
+    """The checked budget: the default for None; refused below ``minimum`` (stated, with the
+    reason) or above :func:`featurelens._validation.max_evaluations`, before any evaluation."""
+    hint = (f"lower the budget (at least {minimum} for {method} with n_players = {n}), or group players "
+            "(groups=)")
+    if minimum > max_evaluations():
+        raise ValueError(
+            f"{method} with n_players = {n} needs at least {format_count(minimum)} game evaluations ({reason}), "
+            f"more than the limit of {format_count(max_evaluations())} per call "
+            "(featurelens._validation.MAX_EVALUATIONS); group players (groups=) into fewer players"
+        )
+    budget = check_budget(budget, "budget", allow_none=True, unit="game evaluations",
+                          what=f"for {method} with n_players = {n}", hint=hint)
     budget = default_budget(n) if budget is None else budget
     if budget < minimum:
         raise ValueError(
@@ -231,7 +218,13 @@ def coalition_table(game, max_players: int = MAX_EXACT_PLAYERS, method: str = "t
                    "group players (groups=), or raise max_players.")
     refuse_exact(method, n, max_players, bytes_per_coalition, way_out)
     total = 2**n
-    check_memory(bytes_per_coalition * total, f"{method} with n_players = {n}", way_out)
+    if total > max_evaluations():
+        raise ValueError(
+            f"{method} with n_players = {n} needs 2^{n} = {format_count(total)} game evaluations, more than the "
+            f"limit of {format_count(max_evaluations())} per call (featurelens._validation.MAX_EVALUATIONS, "
+            f"raised by the environment variable FEATURELENS_MAX_EVALUATIONS). {way_out}"
+        )
+    check_memory(math.ceil(bytes_per_coalition) * total, f"{method} with n_players = {n}", way_out)
     table = np.empty(total, dtype=np.float64)
     step = _chunk_rows(n)
     for start in range(0, total, step):
@@ -481,11 +474,12 @@ def iter_antithetic_permutations(n_permutations: int, n: int, rng: np.random.Gen
     even number; default: :data:`CHUNK_ELEMENTS` ``// n^2``), in antithetic pairs: a uniform
     permutation (argsort of uniforms), then its reverse (Mitchell, Cooper, Frank & Holmes 2022,
     arXiv 2104.12199). An odd count drops the last reverse. The chunks consume ``rng`` exactly as
-    one draw of all the uniforms would, so the orderings do not depend on ``chunk``."""
+    one draw of all the uniforms would, so the orderings do not depend on ``chunk``. A chunk is
+    never below 2 rows (one antithetic pair), however many players there are."""
     n_permutations = check_int(n_permutations, "n_permutations", low=0)
     n = check_int(n, "n", low=1)
     if chunk is None:
-        chunk = CHUNK_ELEMENTS // (n * n)
+        chunk = max(2, CHUNK_ELEMENTS // (n * n))
     chunk = max(2, check_int(chunk, "chunk", low=1) // 2 * 2)
     n_half = (n_permutations + 1) // 2
     produced = 0
@@ -520,15 +514,21 @@ def _contribution_chunks(game, budget, seed, method):
     if n == 1:
         return n, budget, v0, vn, 1, iter([np.array([[vn - v0]])])
     n_perm = max(2, ((budget - 2) // (n - 1)) // 2 * 2)
-    k = np.arange(1, n)
+    rows = _game_rows(game, n)
 
     def chunks():
         for perms in iter_antithetic_permutations(n_perm, n, rng):
             p = perms.shape[0]
             position = np.argsort(perms, axis=1)  # position[p, i]: where player i stands
-            # Chain coalition k (k = 1..n-1) of permutation p holds the players at positions < k.
-            masks = position[:, None, :] < k[None, :, None]  # (p, n - 1, n)
-            inner = game(masks.reshape(-1, n)).reshape(p, n - 1)
+            # Chain coalition k (k = 1..n-1) of permutation p holds the players at positions < k;
+            # the p (n - 1) chain rows are built and evaluated in blocks of about CHUNK_ELEMENTS
+            # mask elements (a pair of chains over 3,072 players is 19 M elements).
+            inner = np.empty(p * (n - 1))
+            for start in range(0, p * (n - 1), rows):
+                r = np.arange(start, min(start + rows, p * (n - 1)))
+                masks = position[r // (n - 1)] < (r % (n - 1) + 1)[:, None]
+                inner[start : start + r.size] = game(masks)
+            inner = inner.reshape(p, n - 1)
             chain = np.concatenate([np.full((p, 1), v0), inner, np.full((p, 1), vn)], axis=1)
             gains = np.diff(chain, axis=1)  # gains[p, j]: contribution of the player at position j
             yield np.take_along_axis(gains, position, axis=1)

@@ -25,7 +25,7 @@ from itertools import permutations
 import numpy as np
 import scipy.sparse
 
-from .._validation import check_executor, check_int, check_option, numpy_rng
+from .._validation import check_budget, check_executor, check_int, check_option, numpy_rng
 from ..games import Game
 
 __all__ = ["BASES", "INDEX_NAMES", "Interactions", "exact", "load_interactions"]
@@ -240,7 +240,10 @@ class Interactions:
             raise ValueError(
                 f"game has n_players = {game.n_players}; these interactions have n_players = {self._n}"
             )
-        n_masks = check_int(n_masks, "n_masks", low=2)
+        # The masks and the design behind predict are held whole: about 16 bytes per mask element.
+        n_masks = check_budget(n_masks, "n_masks", low=2, unit="game evaluations",
+                               nbytes=lambda v: 16 * v * self._n,
+                               hint="lower n_masks (1000 masks estimate R^2 to about 0.01)")
         rng = numpy_rng(seed)
         masks = rng.random((n_masks, self._n)) < 0.5
         y = np.asarray(game(masks), dtype=np.float64)

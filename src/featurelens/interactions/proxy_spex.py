@@ -29,7 +29,7 @@ import numpy as np
 
 from ._interactions import Interactions, evaluated_on
 from .._linalg import lstsq, normal_equations
-from .._validation import check_int, numpy_rng
+from .._validation import check_budget, check_int, numpy_rng
 from ..approximators import CHUNK_ELEMENTS, check_memory
 from .spex import _fourier_design
 
@@ -165,7 +165,9 @@ def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, exec
     max_order = check_int(max_order, "max_order", low=1)
     n = int(game.n_players)
     minimum = minimum_budget(n)
-    budget = check_int(budget, "budget", low=1, allow_none=True)
+    budget = check_budget(budget, "budget", allow_none=True, unit="game evaluations",
+                          what=f"for proxy_spex with n = {n} players",
+                          hint=f"lower the budget (at least {minimum}), or use spex, which needs fewer queries")
     if budget is None:
         budget = max(DEFAULT_BUDGET, minimum)
     if budget < minimum:

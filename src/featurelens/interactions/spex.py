@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse
 
 from .._linalg import lstsq, normal_equations
-from .._validation import check_int, check_option, numpy_rng
+from .._validation import check_budget, check_int, check_option, numpy_rng
 from ..approximators import CHUNK_ELEMENTS, check_memory
 
 from ._interactions import Interactions, evaluated_on
@@ -78,7 +78,9 @@ def spex_plan(n: int, budget=None, max_order: int = 5, n_groups: int = N_GROUPS)
         b = int(math.floor(math.log2(DEFAULT_BUDGET / per_bin))) if DEFAULT_BUDGET >= per_bin else 0
         b = max(b_min, min(b, MAX_DEFAULT_B, n))
     else:
-        budget = check_int(budget, "budget", low=1)
+        budget = check_budget(budget, "budget", unit="game evaluations", what=f"for spex with n = {n} players",
+                              hint="lower the budget (SPEX needs about 2^b >= (number of terms) / 2.4 bins per group), "
+                                   "or group players")
         if budget < minimum:
             raise ValueError(
                 f"budget {budget} is too small for SPEX with n={n}, max_order={t}: it needs at least "
