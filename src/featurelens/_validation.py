@@ -92,8 +92,9 @@ def numpy_to_tensor(arr: np.ndarray, dtype=None) -> torch.Tensor:
     return torch.from_numpy(arr if arr.flags.writeable else arr.copy())
 
 
-def check_floating(a: np.ndarray | torch.Tensor, name: str) -> None:
-    """Refuse non-floating dtypes and NaN/inf values."""
+def check_floating(a: np.ndarray | torch.Tensor, name: str, allow_nan: bool = False) -> None:
+    """Refuse non-floating dtypes and NaN/inf values (``allow_nan``: inf only, NaN being a
+    legitimate missing value for the models that route it, e.g. tree ensembles)."""
     if isinstance(a, torch.Tensor):
         if not torch.is_floating_point(a):
             raise TypeError(
@@ -111,6 +112,11 @@ def check_floating(a: np.ndarray | torch.Tensor, name: str) -> None:
             )
         with np.errstate(over="ignore", invalid="ignore"):
             finite = bool(np.isfinite(a.sum())) or bool(np.isfinite(a).all())
+    if not finite and allow_nan:
+        has_inf = bool(torch.isinf(a).any()) if isinstance(a, torch.Tensor) else bool(np.isinf(a).any())
+        if has_inf:
+            raise ValueError(f"{name} contains inf values; expected finite numbers or NaN (missing)")
+        return
     if not finite:
         raise ValueError(f"{name} contains NaN or inf values; expected finite numbers")
 
@@ -601,6 +607,7 @@ def check_budget(
     hint: str | None = None,
     nbytes=None,
     limit: int | None = None,
+    source: str | None = None,
 ):
     """A budget-like int argument (steps, samples, subsets, a budget, players, latents, ...),
     checked like :func:`check_int` and refused, before any work, when what it asks for is too much.
@@ -612,19 +619,24 @@ def check_budget(
     the estimate counts (``"model evaluations for 4 inputs"``); ``hint`` the way out (default:
     lower the argument). The ValueError names the argument, the estimate and the bound, e.g.
     ``"n_steps=1000000000 needs about 1e+09 model evaluations per input; the limit is 1e+08 per
-    call (...); lower n_steps ..."``. Returns the value as a plain int (None when allowed).
+    call (...); lower n_steps ..."``. ``limit`` and ``source`` (where that limit is documented, named
+    in the message) replace the evaluation bound for limits of another kind (the nodes of a
+    quadrature rule). Returns the value as a plain int (None when allowed).
     """
     value = check_int(value, name, low=low, allow_none=allow_none)
     if value is None:
         return None
-    limit = max_evaluations() if limit is None else int(limit)
+    if limit is None:
+        limit = max_evaluations()
+        source = ("featurelens._validation.MAX_EVALUATIONS, raised by the environment variable "
+                  "FEATURELENS_MAX_EVALUATIONS")
+    limit = int(limit)
     cost = value * per
     way_out = hint or f"lower {name}"
     if cost > limit:
         raise ValueError(
             f"{name}={value} needs about {format_count(cost)} {unit}{' ' + what if what else ''}; the limit is "
-            f"{format_count(limit)} {unit} per call (featurelens._validation.MAX_EVALUATIONS, raised by the "
-            f"environment variable FEATURELENS_MAX_EVALUATIONS); {way_out}"
+            f"{format_count(limit)} {unit} per call{' (' + source + ')' if source else ''}; {way_out}"
         )
     if callable(nbytes):
         nbytes = nbytes(value)

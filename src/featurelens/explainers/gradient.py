@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from .._batching import chunks
 from .._validation import (
     check_bool,
+    check_budget,
     check_float,
-    check_int,
     check_option,
     check_seed,
     relative_scale,
@@ -65,6 +65,9 @@ class InputXGradient(Explainer):
 
 
 _IG_RULES = ("gausslegendre", "riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid")
+#: The most Gauss-Legendre nodes: numpy's ``leggauss`` solves an n x n eigenproblem (O(n^3), about
+#: 1 s at 2,000 nodes and 25 s at 4,000); a Riemann rule takes up to MAX_EVALUATIONS steps.
+MAX_GAUSS_LEGENDRE_STEPS = 2048
 
 
 def integration_rule(method: str, n_steps: int) -> tuple[np.ndarray, np.ndarray]:
@@ -72,13 +75,20 @@ def integration_rule(method: str, n_steps: int) -> tuple[np.ndarray, np.ndarray]
 
     ``gausslegendre`` maps the Legendre nodes from [-1, 1] to [0, 1]; the Riemann rules use
     ``n_steps`` equal intervals (left, right, middle points) or the trapezoid rule on
-    ``n_steps`` points. ``riemann`` is an alias of ``riemann_trapezoid``.
+    ``n_steps`` points. ``riemann`` is an alias of ``riemann_trapezoid``. ``n_steps`` (model
+    evaluations per input) is refused before any work above
+    :data:`featurelens._validation.MAX_EVALUATIONS` (10^8), and above
+    :data:`MAX_GAUSS_LEGENDRE_STEPS` (2,048) for ``gausslegendre``.
     """
     method = check_option(method, "method", _IG_RULES + ("riemann",))
     if method == "riemann":
         method = "riemann_trapezoid"
-    n_steps = check_int(n_steps, "n_steps", low=1)
+    n_steps = check_budget(n_steps, "n_steps", unit="model evaluations", what="per input",
+                           nbytes=lambda v: 16 * v, hint="lower n_steps (50 to 300 nodes are usual)")
     if method == "gausslegendre":
+        check_budget(n_steps, "n_steps", unit="Gauss-Legendre nodes", limit=MAX_GAUSS_LEGENDRE_STEPS,
+                     source="featurelens.explainers.gradient.MAX_GAUSS_LEGENDRE_STEPS: numpy's leggauss is O(n^3)",
+                     hint="lower n_steps, or use method='riemann_trapezoid' for more steps")
         nodes, weights = np.polynomial.legendre.leggauss(n_steps)
         return 0.5 * (nodes + 1.0), 0.5 * weights
     if method == "riemann_trapezoid":
@@ -278,7 +288,8 @@ class SmoothGrad(Explainer):
         batch_size: int | None = None,
     ):
         super().__init__(model, batch_size)
-        self.n_samples = check_int(n_samples, "n_samples", low=1)
+        self.n_samples = check_budget(n_samples, "n_samples", unit="model evaluations", what="per input",
+                                      hint="lower n_samples (Smilkov et al. use about 50)")
         self.noise_level = check_float(noise_level, "noise_level", low=0.0)
         self.noise = check_option(noise, "noise", ("relative", "absolute"))
         self.variant = check_option(variant, "variant", _SMOOTHGRAD_VARIANTS)
