@@ -8,6 +8,8 @@ against its schema (:func:`load_explanation`).
 
 from __future__ import annotations
 
+import copy
+import difflib
 import os
 from dataclasses import dataclass, field
 
@@ -40,6 +42,87 @@ def _names(names, what: str, ints: bool) -> list:
     if len(set(out)) != len(out):
         raise ValueError(f"{what} must be distinct; got {out!r}")
     return out
+
+
+def _is_position(key) -> bool:
+    return isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_))
+
+
+def _positions(key, size: int, what: str) -> np.ndarray:
+    """An int array of positions in ``range(size)`` from a list/array of ints (negative ones count
+    from the end) or a boolean mask of ``size`` entries; IndexError otherwise."""
+    try:
+        arr = np.asarray(key.detach().cpu().numpy() if hasattr(key, "detach") else key)
+    except Exception:  # ragged lists and other exotic keys
+        arr = np.asarray(None)
+    if arr.dtype == bool:
+        if arr.shape != (size,):
+            raise IndexError(f"a boolean mask over the {what}s must have {size} entries (one per {what}); got shape "
+                             f"{arr.shape}")
+        return np.flatnonzero(arr)
+    if arr.ndim == 1 and arr.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise IndexError(f"{what}s are picked by an int position, a slice, a list of positions or a boolean mask; "
+                         f"got {key!r}")
+    bad = arr[(arr < -size) | (arr >= size)]
+    if bad.size:
+        raise IndexError(f"{what} position {int(bad[0])} is out of range for {size} {what}s (valid: {-size} to "
+                         f"{size - 1})")
+    return arr % size
+
+
+def _row_index(key, n: int):
+    """``(rows, one_row)``: a slice or an int array of rows, and whether ``key`` named one row."""
+    if _is_position(key):
+        i = int(key)
+        if not -n <= i < n:
+            raise IndexError(f"row {i} is out of range for an explanation of {n} rows (valid: {-n} to {n - 1})")
+        return np.array([i % n]), True
+    if isinstance(key, slice):
+        return key, False
+    if key is Ellipsis:
+        return slice(None), False
+    if isinstance(key, (str, np.str_)):
+        raise IndexError(f"rows are picked by position (e[0], e[2:5], e[[0, 3]], e[mask]); got {key!r}. Features "
+                         f"by name go second: e[:, {key!r}]")
+    return _positions(key, n, "row"), False
+
+
+def _feature_position(name: str, names) -> int:
+    if names is None:
+        raise KeyError(f"feature {name!r}: this explanation has no feature_names; pick features by position, "
+                       f"e.g. e[:, 3]")
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=2)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise KeyError(f"feature {name!r} is not one of this explanation's {len(names)} feature_names{hint}")
+    return names.index(name)
+
+
+def _feature_index(key, d: int, names):
+    """The features ``key`` names: an int (one feature, its axis dropped), a slice or an int array."""
+    if isinstance(key, (str, np.str_)):
+        return _feature_position(str(key), names)
+    if _is_position(key):
+        j = int(key)
+        if not -d <= j < d:
+            raise IndexError(f"feature position {j} is out of range for {d} features (valid: {-d} to {d - 1})")
+        return j % d
+    if isinstance(key, slice):
+        return key
+    items = list(key) if isinstance(key, (list, tuple)) else None
+    if items is None and isinstance(key, np.ndarray) and key.dtype.kind == "U":
+        items = key.tolist()
+    if items is not None and any(isinstance(k, (str, np.str_)) for k in items):
+        if not all(isinstance(k, (str, np.str_)) for k in items):
+            raise IndexError(f"pick features by names or by positions, not both; got {key!r}")
+        cols = np.array([_feature_position(str(k), names) for k in items], dtype=np.intp)
+    else:
+        cols = _positions(key, d, "feature")
+    if len(set(cols.tolist())) != len(cols):
+        raise IndexError(f"a feature selection must name each feature once (feature_names are distinct); got {key!r}")
+    return cols
 
 
 #: Kept for modules that imported it from here; the one JSON conversion lives in _serialization.
@@ -153,6 +236,122 @@ class Explanation:
             f"model_calls={self.model_calls}, seconds={self.seconds:.3g})"
         )
 
+    # -- indexing (shap's ``sv[0]``, ``sv[:, "age"]``) ----------------------------------------
+    #: None on a batch. On a single row (``e[i]``): the names of the ``extra`` arrays that lost
+    #: their row axis with it, so that :meth:`_as_batch` can give the row its axis back.
+    _row_extras = None
+
+    def __getitem__(self, key) -> "Explanation":
+        """Rows and (for tabular explanations) features, indexed as shap's ``Explanation``.
+
+        ``e[i]`` is one row: an Explanation whose ``values`` have the row's shape (``(d,)``, or
+        ``(c, h, w)`` for an image), ``base_values`` the row's scalar (``(k,)`` with ``k`` targets
+        per sample), ``data`` the row and ``target`` the row's target: what
+        ``fl.plots.waterfall(e[i])`` draws. ``e[2:5]``, ``e[[0, 3]]`` and ``e[mask]`` (a boolean
+        mask over the rows) are batches. A second index picks features of a tabular explanation
+        (one input of shape ``(d,)``): by name (``e[:, "age"]``, ``e[:, ["age", "bmi"]]``; needs
+        ``feature_names``), by position (``e[:, 3]``, ``e[:, [0, 3]]``, ``e[:, 1:4]``) or by a
+        boolean mask over the features. One name or position drops the feature axis (``values``
+        ``(n,)``, ``feature_names`` that one name), as in shap; ``e[0, "age"]`` is one value. A
+        single row takes a feature index alone: ``e[0]["age"]`` is ``e[0, "age"]``.
+
+        Every per-row field is sliced alike: ``values``, ``data``, ``target``, ``base_values``,
+        ``group_values`` and each ``extra`` array whose first axis has one entry per row (extra
+        arrays are sliced by rows only). Picking features drops ``groups`` and ``group_values``
+        (they describe all the features). The provenance (``method``, ``params``,
+        ``model_calls``, ``seconds``, ``output``) is kept as it is. A single row saves as a batch
+        of that one row.
+
+        Raises
+        ------
+        IndexError
+            A row or feature position out of range, a boolean mask of the wrong length, an index
+            of the wrong kind, a feature index on non-tabular values, or more than two indices.
+        KeyError
+            A feature name this explanation does not have, or a name where there are no
+            ``feature_names``.
+        """
+        key = key if isinstance(key, tuple) else (key,)
+        if self._row_extras is not None:  # one row: its index picks features
+            return self._as_batch()[(0,) + key]
+        if len(key) > 2:
+            raise IndexError(f"an Explanation takes at most two indices (rows, features); got {len(key)}: {key!r}")
+        n = len(self.values)
+        rows, one_row = _row_index(key[0], n)
+        per_row = frozenset(k for k, v in self.extra.items() if v.ndim >= 1 and v.shape[0] == n)
+        out = self._take_rows(rows, per_row)
+        if len(key) == 2 and not (isinstance(key[1], slice) and key[1] == slice(None)):
+            out = out._take_features(key[1])
+        return out._single_row(per_row) if one_row else out
+
+    def _take_rows(self, rows, per_row: frozenset) -> "Explanation":
+        """The batch of the rows ``rows`` (a slice or an int array), every per-row field sliced."""
+        def cut(a):
+            return None if a is None else a[rows]
+
+        return Explanation(
+            values=self.values[rows], method=self.method, params=dict(self.params), target=cut(self.target),
+            model_calls=self.model_calls, seconds=self.seconds,
+            extra={k: (v[rows] if k in per_row else v) for k, v in self.extra.items()},
+            feature_names=None if self.feature_names is None else list(self.feature_names), data=cut(self.data),
+            base_values=cut(self.base_values), output=self.output, group_values=cut(self.group_values),
+            groups=None if self.groups is None else list(self.groups),
+        )
+
+    def _input_ndim(self) -> int:
+        """The number of axes of one input: 1 for tabular rows, 3 for (c, h, w) images, 0 after a
+        single feature was picked."""
+        if self.data is not None:
+            return self.data.ndim - 1
+        several = (self.base_values is not None and self.base_values.ndim == 2) or (
+            self.target is not None and self.target.ndim == 2)
+        return self.values.ndim - (2 if several else 1)
+
+    def _take_features(self, key) -> "Explanation":
+        """The features ``key`` of a tabular batch: the last axis of ``values`` and ``data``."""
+        ndim = self._input_ndim()
+        if ndim != 1:
+            held = "a single feature" if ndim == 0 else f"inputs of shape {self.values.shape[-ndim:]}"
+            raise IndexError(f"a feature index needs tabular values (one input of shape (d,)); this explanation holds "
+                             f"{held}. Index its rows only, e.g. e[0] or e[mask]")
+        cols = _feature_index(key, self.values.shape[-1], self.feature_names)
+        picked = np.atleast_1d(np.arange(self.values.shape[-1])[cols])
+        names = None if self.feature_names is None else [self.feature_names[j] for j in picked]
+        return Explanation(
+            values=self.values[..., cols], method=self.method, params=self.params, target=self.target,
+            model_calls=self.model_calls, seconds=self.seconds, extra=self.extra, feature_names=names,
+            data=None if self.data is None else self.data[..., cols], base_values=self.base_values,
+            output=self.output,
+        )
+
+    def _single_row(self, per_row: frozenset) -> "Explanation":
+        """This one-row batch as the row itself: every per-row field without its row axis."""
+        row = copy.copy(self)
+        row.values = np.asarray(self.values[0])
+        for name in ("target", "data", "base_values", "group_values"):
+            if getattr(self, name) is not None:
+                setattr(row, name, getattr(self, name)[0])
+        row.extra = {k: (v[0] if k in per_row else v) for k, v in self.extra.items()}
+        row._row_extras = per_row
+        row.__class__ = _Row
+        return row
+
+    def _as_batch(self) -> "Explanation":
+        """A single row (``e[i]``) as the batch of that one row (``e[[i]]``); a batch as it is."""
+        if self._row_extras is None:
+            return self
+
+        def up(a):
+            return None if a is None else np.asarray(a)[None]
+
+        return Explanation(
+            values=up(self.values), method=self.method, params=dict(self.params), target=up(self.target),
+            model_calls=self.model_calls, seconds=self.seconds,
+            extra={k: (up(v) if k in self._row_extras else v) for k, v in self.extra.items()},
+            feature_names=self.feature_names, data=up(self.data), base_values=up(self.base_values),
+            output=self.output, group_values=up(self.group_values), groups=self.groups,
+        )
+
     # -- bridges ----------------------------------------------------------------------------
     def to_shap(self):
         """This explanation as a ``shap.Explanation(values, base_values, data, feature_names)``,
@@ -236,6 +435,22 @@ class Explanation:
         from .plots.maps import plot_explanation
 
         return plot_explanation(self, index=index, inputs=inputs, cmap=cmap, ax=ax, max_samples=max_samples)
+
+
+class _Row(Explanation):
+    """One row of an :class:`Explanation` (``e[i]``): the fields hold the row without its row axis
+    (``values`` ``(d,)``, ``base_values`` a scalar). It is indexed, plotted and saved as the batch
+    of that one row (``e[[i]]``), so a saved row loads as a batch of one row."""
+
+    def save(self, path: str | os.PathLike) -> str:
+        return self._as_batch().save(path)
+
+    def to_shap(self):
+        return self._as_batch().to_shap()[0]  # shap's own single row
+
+    def __repr__(self) -> str:
+        return (f"Explanation(method={self.method!r}, one row of shape {np.shape(self.values)}, "
+                f"model_calls={self.model_calls}, seconds={self.seconds:.3g})")
 
 
 _KIND = "explanation"
