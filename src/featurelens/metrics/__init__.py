@@ -13,6 +13,12 @@
 - complexity: sparseness, complexity, effective_complexity
 - randomisation: model_randomization, efficient_mprt, smooth_mprt, random_logit
 - OOD detection scores: auroc, fpr_at_tpr
+
+Budgets: the counts of perturbed copies (``n_subsets``, ``n_samples``, ``n_perturbations``,
+``n_mosaics``) are refused with a ValueError before any work when they ask for more than
+:data:`featurelens._validation.MAX_EVALUATIONS` (10^8) evaluations per call, first per input, then
+for the whole batch (times the subset sizes or regions), or for more memory than is available
+(:func:`featurelens._validation.check_budget`).
 """
 
 from featurelens.metrics.axioms import completeness, input_invariance, non_sensitivity

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_bool, check_float, check_int, check_seed, numpy_rng, relative_scale
+from .._validation import check_bool, check_budget, check_float, check_int, check_seed, numpy_rng, relative_scale
 from . import _perturb as P
 
 __all__ = ["deletion_curve", "insertion_curve", "faithfulness_correlation", "infidelity"]
@@ -134,7 +134,9 @@ def faithfulness_correlation(
     Returns:
         float64 array (n,).
     """
-    n_subsets = check_int(n_subsets, "n_subsets", low=2)  # a correlation needs two runs
+    # A correlation needs two runs; the bound (MAX_EVALUATIONS model evaluations) is checked per input
+    # here, before any work, and for the whole batch once its size is known.
+    n_subsets = check_budget(n_subsets, "n_subsets", low=2, unit="model evaluations", what="per input")
     seed = check_seed(seed)
     a_arr = P.attributions_array(a)
     m, xt, at, t, f0 = P.prepare(model, x, a_arr, target, output=output, executor=executor)
@@ -146,6 +148,8 @@ def faithfulness_correlation(
     base = P.baseline_tensor(baseline, xt, blur_sigma)
     scores = P.region_scores(at, region_of, n_regions)  # (n, G) float64
     n = xt.shape[0]
+    check_budget(n_subsets, "n_subsets", low=2, per=n, unit="model evaluations", what=f"for {n} inputs",
+                 nbytes=lambda v: 32 * v * n, hint="lower n_subsets, or pass fewer inputs per call")
     draws = P.subset_draws(numpy_rng(seed), n, n_regions, n_subsets, subset_size)
     sums = torch.empty(n_subsets, n, dtype=torch.float64, device=xt.device)
 
@@ -193,7 +197,7 @@ def infidelity(
     Returns:
         float64 array (n,).
     """
-    n_perturbations = check_int(n_perturbations, "n_perturbations", low=1)
+    n_perturbations = check_budget(n_perturbations, "n_perturbations", unit="model evaluations", what="per input")
     noise_std = check_float(noise_std, "noise_std", low=0.0, low_inclusive=False)
     seed = check_seed(seed)
     relative = check_bool(relative, "relative")
@@ -201,6 +205,8 @@ def infidelity(
     m, xt, at, t, f0 = P.prepare(model, x, a, target, output=output, executor=executor)
     scale = noise_std * (relative_scale(xt) if relative else torch.ones(xt.shape[0], device=xt.device))
     n = xt.shape[0]
+    check_budget(n_perturbations, "n_perturbations", per=n, unit="model evaluations", what=f"for {n} inputs",
+                 hint="lower n_perturbations, or pass fewer inputs per call")
     draws = P.gaussian_draws(numpy_rng(seed), n_perturbations, tuple(xt.shape), scale.double().cpu().numpy())
     dots = torch.empty(n_perturbations, n, dtype=torch.float64, device=xt.device)
     a64 = at.double()

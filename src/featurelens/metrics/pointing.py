@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
-from .._validation import as_numpy, check_bool, check_float, check_int, check_option, numpy_rng
+from .._validation import as_numpy, check_bool, check_budget, check_float, check_int, check_option, numpy_rng
 from ._perturb import attributions_array
 from .localization import _flat_pair
 
@@ -200,7 +200,9 @@ def focus_mosaics(x, y, n_mosaics: int, seed=0) -> dict:
     if labels.shape != (arr.shape[0],) or labels.dtype.kind not in "iu":
         raise ValueError(f"y must hold one int label per image, shape ({arr.shape[0]},); got {labels.dtype} "
                          f"of shape {labels.shape}")
-    n_mosaics = check_int(n_mosaics, "n_mosaics", low=1)
+    # Each mosaic is four images side by side (float64 copies held whole).
+    n_mosaics = check_budget(n_mosaics, "n_mosaics", unit="mosaics", nbytes=lambda v: 64 * v * arr[:1].size,
+                             hint="lower n_mosaics")
     classes = np.unique(labels)
     if classes.size < 2:
         raise ValueError(f"y must hold at least two classes to build mosaics; got only {classes.tolist()}")

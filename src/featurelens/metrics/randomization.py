@@ -22,6 +22,7 @@ from scipy.stats import entropy as _entropy
 
 from .._validation import (
     check_bool,
+    check_budget,
     check_executor,
     check_float,
     check_int,
@@ -340,7 +341,7 @@ def smooth_mprt(
     """
     from ._perturb import gaussian_draws
 
-    n_samples = check_int(n_samples, "n_samples", low=1)
+    n_samples = check_budget(n_samples, "n_samples", unit="explained inputs", what="per input and layer")
     noise = check_float(noise, "noise", low=0.0)
     layer_order = check_option(layer_order, "layer_order", _ALL_ORDERS)
     abs_ = check_bool(abs, "abs")
@@ -348,6 +349,8 @@ def smooth_mprt(
     seed = _int_seed(seed)
     R = _Randomiser(explainer, model, explainer_params)
     m, xt, n, t, _ = _start(R, x, target, executor, explain=False)
+    check_budget(n_samples, "n_samples", per=n, unit="explained inputs", what=f"for {n} inputs, per layer",
+                 nbytes=lambda v: 24 * v * xt[:1].numel() * n, hint="lower n_samples, or pass fewer inputs per call")
     flat = xt.reshape(n, -1).double()
     std = (noise * (flat.max(1).values - flat.min(1).values)).cpu().numpy()
     draws = list(gaussian_draws(numpy_rng(seed), n_samples - 1, tuple(xt.shape), std))

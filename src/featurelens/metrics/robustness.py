@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_bool, check_executor, check_float, check_int, check_seed
+from .._validation import check_bool, check_budget, check_executor, check_float, check_seed
 from ..explainers._base import Explainer
 from . import _perturb as P
 
@@ -41,13 +41,16 @@ def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative,
             f"got {type(explainer).__name__}"
         )
     radius = check_float(radius, "radius", low=0.0, low_inclusive=False)
-    n_samples = check_int(n_samples, "n_samples", low=1)
+    n_samples = check_budget(n_samples, "n_samples", unit="explained inputs", what="per input")
     seed = check_seed(seed)
     relative = check_bool(relative, "relative")
     executor = check_executor(executor, "executor", rows=True)
     m = explainer.model
     xt = m.to_tensor(x, "x")
     n = xt.shape[0]
+    # The noisy copies, their noise (float64) and their maps are held whole.
+    check_budget(n_samples, "n_samples", per=n, unit="explained inputs", what=f"for {n} inputs",
+                 nbytes=lambda v: 24 * v * xt[:1].numel() * n, hint="lower n_samples, or pass fewer inputs per call")
     t = m.resolve_target(target, xt)
     if attributions is None:
         a = explainer.explain(xt, target=t.cpu().numpy(), executor=executor).values

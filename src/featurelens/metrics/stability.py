@@ -22,6 +22,7 @@ import torch
 from .._batching import chunks
 from .._validation import (
     check_bool,
+    check_budget,
     check_executor,
     check_float,
     check_int,
@@ -327,7 +328,7 @@ def _relative_stability(kind, explainer, x, target, radius, n_samples, seed, rel
                         attributions, layer, model, explainer_params, executor):
     ex = P.as_explainer(explainer, model, explainer_params)
     radius = check_float(radius, "radius", low=0.0, low_inclusive=False)
-    n_samples = check_int(n_samples, "n_samples", low=1)
+    n_samples = check_budget(n_samples, "n_samples", unit="explained inputs", what="per input")
     seed = check_seed(seed)
     relative = check_bool(relative, "relative")
     eps_min = check_float(eps_min, "eps_min", low=0.0, low_inclusive=False)
@@ -341,6 +342,8 @@ def _relative_stability(kind, explainer, x, target, radius, n_samples, seed, rel
         )
     xt = m.to_tensor(x, "x")
     n = xt.shape[0]
+    check_budget(n_samples, "n_samples", per=n, unit="explained inputs", what=f"for {n} inputs",
+                 nbytes=lambda v: 24 * v * xt[:1].numel() * n, hint="lower n_samples, or pass fewer inputs per call")
     if kind == "representation":  # the clean layer outputs and predictions in one pass
         h, outputs = _layer_outputs(m, layer, xt, with_outputs=True)
         outputs = torch.as_tensor(outputs)

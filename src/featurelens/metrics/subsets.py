@@ -24,6 +24,7 @@ import torch
 
 from .._validation import (
     check_bool,
+    check_budget,
     check_float,
     check_int,
     check_option,
@@ -109,12 +110,15 @@ def sensitivity_n(
     Returns:
         float64 array (n,) for an int ``ns``, else (n, len(ns)).
     """
-    n_subsets = check_int(n_subsets, "n_subsets", low=2)
+    n_subsets = check_budget(n_subsets, "n_subsets", low=2, unit="model evaluations", what="per input and size")
     seed = check_seed(seed)
     m, xt, t, f0, region_of, n_regions, scores = _scored_regions(model, x, a, target, groups, output, executor, False)
     sizes, single = _subset_sizes(ns, n_regions)
     base = P.baseline_tensor(baseline, xt, blur_sigma)
     n = xt.shape[0]
+    check_budget(n_subsets, "n_subsets", low=2, per=n * len(sizes), unit="model evaluations",
+                 what=f"for {n} inputs and {len(sizes)} subset sizes", nbytes=lambda v: 32 * v * n * len(sizes),
+                 hint="lower n_subsets, pass fewer subset sizes (ns=) or fewer inputs per call")
     rng = numpy_rng(seed)
     draws = itertools.chain.from_iterable(P.subset_draws(rng, n, n_regions, n_subsets, s) for s in sizes)
     total = len(sizes) * n_subsets
@@ -246,7 +250,7 @@ def monotonicity_correlation(
     Returns:
         float64 array (n,).
     """
-    n_samples = check_int(n_samples, "n_samples", low=1)
+    n_samples = check_budget(n_samples, "n_samples", unit="model evaluations", what="per input and region")
     seed = check_seed(seed)
     use_abs = check_bool(abs, "abs")
     uniform = isinstance(baseline, str) and baseline == "uniform"
@@ -258,6 +262,9 @@ def monotonicity_correlation(
     m, xt, t, f0, region_of, n_regions, scores = _scored_regions(model, x, a, target, groups, output, executor, use_abs)
     n = xt.shape[0]
     reps = n_samples if uniform else 1
+    check_budget(reps, "n_samples", per=n * n_regions, unit="model evaluations",
+                 what=f"for {n} inputs and {n_regions} regions", nbytes=lambda v: 16 * v * n * n_regions,
+                 hint="lower n_samples, group the features into fewer regions (groups=) or pass fewer inputs")
     fill = None if uniform else P.baseline_tensor(baseline, xt, blur_sigma)
     draws = uniform_region_draws(numpy_rng(seed), n, n_regions, reps, low, high) if uniform else None
     eye = torch.eye(n_regions, dtype=torch.bool, device=xt.device)
