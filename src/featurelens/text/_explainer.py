@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_option
+from .._validation import check_option, check_token_ids
 from ._explain import METHODS, explain
 from ._gradients import GRADIENT_METHODS, embedding_attributions
-from ._games import OUTPUTS, ClassifierGame, GenerationGame, forward_ids
+from ._games import OUTPUTS, ClassifierGame, GenerationGame, forward_ids, model_vocab_size
 from ._players import UNITS, Players, is_hf_tokenizer
 
 __all__ = ["TextExplainer", "TEXT_METHODS"]
@@ -38,9 +38,13 @@ def _device(model) -> torch.device:
 
 def module_classifier(model: torch.nn.Module):
     """``model_fn(list of token id lists) -> numpy logits`` for :class:`ClassifierGame`: sequences
-    of one length share a call, so no padding (and no attention mask) can change the outputs."""
+    of one length share a call, so no padding (and no attention mask) can change the outputs. Ids
+    past the model's input embedding (where its size is known) are a ValueError naming the id."""
+    n_vocab = model_vocab_size(model)
 
     def model_fn(sequences):
+        for s in sequences:
+            check_token_ids(s, "the token ids sent to the model", n_vocab, "the model's input embedding")
         lengths = np.array([len(s) for s in sequences])
         out = None
         device = _device(model)
@@ -147,6 +151,12 @@ class TextExplainer:
             if not players.has_ids:
                 raise ValueError("a torch module reads token ids: pass a HuggingFace tokenizer as tokenizer=, or "
                                  "a callable on texts as model with inputs='text'")
+            # The text's ids and the removal id must be ids the model embeds: checked here, by
+            # name, before the model sees them.
+            n_vocab = model_vocab_size(self.model)
+            check_token_ids(players.input_ids, f"the token ids of the text (tokenizer={type(self.tokenizer).__name__})",
+                            n_vocab, "the model's input embedding")
+            players.removal_id(self.removal, n_vocab)
             model_fn, inputs = module_classifier(self.model), "ids"
         target = self.target if target is None else target
         return ClassifierGame(model_fn, players, target=target, removal=self.removal, output=self.output,

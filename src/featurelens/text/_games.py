@@ -8,11 +8,11 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .._validation import as_numpy, check_int, check_option
+from .._validation import as_numpy, check_int, check_option, check_token_ids
 from ..games import Game
-from ._players import Players, is_hf_tokenizer
+from ._players import Players, is_hf_tokenizer, tokenizer_vocab_size
 
-__all__ = ["ClassifierGame", "GenerationGame", "OUTPUTS", "REDUCES", "forward_ids", "is_hf_model"]
+__all__ = ["ClassifierGame", "GenerationGame", "OUTPUTS", "REDUCES", "forward_ids", "is_hf_model", "model_vocab_size"]
 
 #: How a classifier's outputs become the value: as they are, or a softmax / log-softmax over classes.
 OUTPUTS = ("raw", "softmax", "log_softmax")
@@ -24,6 +24,24 @@ def is_hf_model(model) -> bool:
     """True for a transformers ``PreTrainedModel``, recognised by its class hierarchy (so without
     importing transformers)."""
     return any(c.__name__ == "PreTrainedModel" for c in type(model).__mro__)
+
+
+def model_vocab_size(model) -> int | None:
+    """The number of token ids a torch model embeds (ids ``0..size-1``): the ``num_embeddings`` of
+    ``model.get_input_embeddings()`` or of the model's single ``torch.nn.Embedding``; None for a
+    callable that is not a module, or where the input embedding cannot be told."""
+    if not isinstance(model, torch.nn.Module):
+        return None
+    getter = getattr(model, "get_input_embeddings", None)
+    if callable(getter):
+        try:
+            layer = getter()
+        except NotImplementedError:
+            layer = None
+        if isinstance(layer, torch.nn.Embedding):
+            return int(layer.num_embeddings)
+    found = [m for m in model.modules() if isinstance(m, torch.nn.Embedding)]
+    return int(found[0].num_embeddings) if len(found) == 1 else None
 
 
 def forward_ids(model, ids: torch.Tensor) -> torch.Tensor:
@@ -213,6 +231,16 @@ class GenerationGame(Game):
             cont = [check_int(t, "continuation token", low=0) for t in continuation]
         if not cont:
             raise ValueError("continuation must hold at least one token; got an empty continuation")
+        # Every id must be one the model embeds (its input embedding's size; else the tokenizer's,
+        # where known): past it the embedding fails with an IndexError deep inside torch.
+        n_vocab, source = model_vocab_size(lm), "the model's input embedding"
+        if n_vocab is None:
+            n_vocab, source = tokenizer_vocab_size(tokenizer), "the tokenizer"
+        if bos_token_id is not None:
+            check_token_ids([bos_token_id], "bos_token_id", n_vocab, source)
+        check_token_ids(ids[owner >= 0], "the prompt's token ids (prompt_players)", n_vocab, source)
+        check_token_ids(cont, "continuation", n_vocab, source)
+        self._n_vocab, self._vocab_source = n_vocab, source
         self.continuation = np.asarray(cont, dtype=np.int64)
         if self.reduce == "per_token":
             self.token = check_int(token, "token", low=0, high=len(cont) - 1)
@@ -220,12 +248,15 @@ class GenerationGame(Game):
             raise ValueError(f"token= applies to reduce='per_token'; got token={token!r} with reduce={self.reduce!r}")
         else:
             self.token = None
-        self.fill = players.removal_id(removal) if players.has_ids else self._fill_without_players(removal)
+        self.fill = (players.removal_id(removal, n_vocab, source) if players.has_ids
+                     else self._fill_without_players(removal))
         self.removal = removal
 
     def _fill_without_players(self, removal):
-        if isinstance(removal, (int, np.integer)) and not isinstance(removal, bool):
-            return check_int(removal, "removal", low=0)
+        if isinstance(removal, (int, np.integer)) and not isinstance(removal, (bool, np.bool_)):
+            value = check_int(removal, "removal", low=0)
+            check_token_ids([value], "removal", self._n_vocab, self._vocab_source)
+            return value
         removal = check_option(removal, "removal", ("delete", "mask", "pad"))
         if removal == "delete":
             return None
@@ -233,6 +264,7 @@ class GenerationGame(Game):
         value = getattr(self.tokenizer, attr, None)
         if value is None:
             raise ValueError(f"removal={removal!r} needs a tokenizer with a {attr}; pass a token id (removal=<int>) instead")
+        check_token_ids([int(value)], f"removal={removal!r} (the tokenizer's {attr})", self._n_vocab, self._vocab_source)
         return int(value)
 
     def _sequences(self, masks: np.ndarray) -> list[np.ndarray]:
@@ -273,6 +305,7 @@ class GenerationGame(Game):
                         f"lm must return logits of shape (m, L, vocab) = ({seq.shape[0]}, {seq.shape[1]}, vocab); "
                         f"got {getattr(logits, 'shape', type(logits).__name__)}"
                     )
+                check_token_ids(self.continuation, "continuation", int(logits.shape[-1]), "the model's logits")
                 step = logits[:, int(length) - 1: int(length) - 1 + T].double().log_softmax(-1)
                 picked = step.gather(-1, cont.view(1, T, 1).expand(len(rows), T, 1))[..., 0]
                 out[rows] = picked.cpu().numpy()

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from .._batching import chunks, default_rows
-from .._validation import check_int, check_option
+from .._validation import check_int, check_option, check_token_ids
 from ..explainers.gradient import integration_rule
 from ._games import OUTPUTS, forward_ids
 from ._players import Players
@@ -98,7 +98,8 @@ def _eval_mode(model: torch.nn.Module):
 def _baseline_id(baseline, players: Players, n_vocab: int | None):
     """The token id that replaces every player token (None for ``"zeros"``)."""
     if isinstance(baseline, (int, np.integer)) and not isinstance(baseline, (bool, np.bool_)):
-        value = check_int(baseline, "baseline", low=0, high=None if n_vocab is None else n_vocab - 1)
+        value = check_int(baseline, "baseline", low=0)
+        check_token_ids([value], "baseline", n_vocab, "the model's input embedding")
         return value
     if not isinstance(baseline, str):
         raise TypeError(f"baseline must be 'pad', 'mask', 'zeros' or an int token id; got {baseline!r} "
@@ -111,6 +112,8 @@ def _baseline_id(baseline, players: Players, n_vocab: int | None):
     if value is None:
         raise ValueError(f"baseline={baseline!r} needs a tokenizer with a {attr}; {type(players.tokenizer).__name__} "
                          "has none. Pass baseline='zeros' or a token id (baseline=<int>)")
+    check_token_ids([int(value)], f"baseline={baseline!r} (the tokenizer's {attr})", n_vocab,
+                    "the model's input embedding")
     return int(value)
 
 
@@ -232,6 +235,10 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
         cont, seq, owner_full = None, prompt, owner
     is_player = owner_full >= 0
     n_vocab = layer.num_embeddings if isinstance(layer, torch.nn.Embedding) else None
+    # Ids past the embedding table fail with an IndexError deep inside torch: named here instead.
+    check_token_ids(prompt, "the token ids of players (its tokenizer's)", n_vocab, "the model's input embedding")
+    if lm:
+        check_token_ids(cont, "continuation", n_vocab, "the model's input embedding")
     base_id = _baseline_id(baseline, players, n_vocab) if method == "integrated_gradients" else None
 
     params0 = list(model.parameters())
@@ -250,6 +257,7 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
                 raise ValueError(f"model must return a causal LM's logits of shape (m, L, vocab) = ({m}, {L}, vocab) "
                                  f"with continuation=; got {tuple(logits.shape)}")
             T = int(cont.shape[0])
+            check_token_ids(cont, "continuation", int(logits.shape[-1]), "the model's logits")
             step = logits[:, P - 1: P - 1 + T].double().log_softmax(-1)
             idx = torch.as_tensor(cont, device=logits.device).view(1, T, 1).expand(m, T, 1)
             lp = step.gather(-1, idx)[..., 0]

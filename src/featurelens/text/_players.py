@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .._validation import check_int, check_option
+from .._validation import check_int, check_option, check_token_ids
 
 __all__ = ["Players", "UNITS", "REMOVALS"]
 
@@ -25,6 +25,23 @@ _SENTENCE = re.compile(r"\S.*?(?:[.!?]+(?=\s|$)|$)", re.S)
 def is_hf_tokenizer(tokenizer) -> bool:
     """True for a HuggingFace (transformers) tokenizer: callable, with ``convert_ids_to_tokens``."""
     return callable(tokenizer) and hasattr(tokenizer, "convert_ids_to_tokens")
+
+
+def tokenizer_vocab_size(tokenizer) -> int | None:
+    """The number of token ids a tokenizer knows (ids ``0..size-1``), or None where unknown: a
+    HuggingFace tokenizer's ``len(tokenizer)`` (its added tokens included, unlike ``vocab_size``),
+    else an int ``vocab_size`` attribute."""
+    if tokenizer is None:
+        return None
+    if is_hf_tokenizer(tokenizer):
+        try:
+            return int(len(tokenizer))
+        except TypeError:
+            pass
+    size = getattr(tokenizer, "vocab_size", None)
+    if isinstance(size, (int, np.integer)) and not isinstance(size, (bool, np.bool_)) and size > 0:
+        return int(size)
+    return None
 
 
 def _unique_names(pieces: list[str]) -> list[str]:
@@ -186,10 +203,16 @@ class Players:
             arr = arr.astype(bool)
         return arr
 
-    def removal_id(self, removal) -> int | None:
-        """The token id that replaces a removed player (None for deletion)."""
-        if isinstance(removal, (int, np.integer)) and not isinstance(removal, bool):
-            return check_int(removal, "removal", low=0)
+    def removal_id(self, removal, n_vocab: int | None = None, source: str = "the model's input embedding") -> int | None:
+        """The token id that replaces a removed player (None for deletion). An int ``removal`` must
+        be a token id of the tokenizer (below its vocabulary size, where known) and, with
+        ``n_vocab`` (the model's vocabulary size), below ``n_vocab`` too, as must the tokenizer's
+        mask / pad id: a ValueError naming ``removal``, the id and the size else."""
+        if isinstance(removal, (int, np.integer)) and not isinstance(removal, (bool, np.bool_)):
+            value = check_int(removal, "removal", low=0)
+            check_token_ids([value], "removal", tokenizer_vocab_size(self.tokenizer), "the tokenizer")
+            check_token_ids([value], "removal", n_vocab, source)
+            return value
         removal = check_option(removal, "removal", REMOVALS)
         if removal == "delete":
             return None
@@ -201,6 +224,7 @@ class Players:
                 f"{'there is no tokenizer' if self.tokenizer is None else type(self.tokenizer).__name__ + ' has none'}. "
                 "Use removal='delete' or pass a token id (removal=<int>)"
             )
+        check_token_ids([int(value)], f"removal={removal!r} (the tokenizer's {attr})", n_vocab, source)
         return int(value)
 
     def keep(self, mask, removal="delete"):
