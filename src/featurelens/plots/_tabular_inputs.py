@@ -79,6 +79,11 @@ def _values(values, name: str = "values", *, allow_row: bool = True) -> np.ndarr
     v = _float_array(values, name, allow_nan=False)
     if v.ndim == 1 and allow_row:
         v = v[None, :]
+    if v.ndim == 3 and not isinstance(values, np.ndarray) and hasattr(values, "method"):
+        raise ValueError(
+            f"{name} is an Explanation with {v.shape[1]} targets per sample, values of shape {v.shape}; plot "
+            f"one target's values, e.g. {name}.values[:, 0] with feature_names={name}.feature_names"
+        )
     if v.ndim == 3:
         raise ValueError(
             f"{name} has shape {v.shape}: several outputs per feature; expected (n, d). "

@@ -40,7 +40,11 @@ def show_map(ax, m: np.ndarray, cmap: str = "RdBu_r", title: str | None = None):
 
 
 def plot_explanation(explanation, index=None, inputs=None, cmap="RdBu_r", ax=None, max_samples=8):
-    """Figure of an explanation: heatmaps for image-like values, a bar chart for tabular rows."""
+    """Figure of an explanation: heatmaps for image-like values, a bar chart for tabular rows (its
+    bars labelled by the explanation's ``feature_names`` when it has them). A single row
+    (``e[i]``) is drawn as the batch of that one row."""
+    if getattr(explanation, "_row_extras", None) is not None:
+        explanation = explanation._as_batch()
     values = np.asarray(explanation.values)
     max_samples = check_int(max_samples, "max_samples", low=1)
     if values.ndim == 2:
@@ -51,6 +55,11 @@ def plot_explanation(explanation, index=None, inputs=None, cmap="RdBu_r", ax=Non
         fig = ax.figure
         row = values[i]
         ax.bar(np.arange(row.size), row, color=np.where(row >= 0, "#c0392b", "#2e86c1"))
+        names = getattr(explanation, "feature_names", None)
+        if names is not None and len(names) == row.size:
+            long = row.size > 8 or max(len(str(name)) for name in names) > 6
+            ax.set_xticks(np.arange(row.size), [str(name) for name in names], rotation=90 if long else 0,
+                          fontsize=8)
         ax.set_xlabel("feature")
         ax.set_ylabel("attribution")
         ax.set_title(f"{explanation.method}, sample {i}", fontsize=9)

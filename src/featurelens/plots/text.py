@@ -24,13 +24,32 @@ def _values_of(explanation_or_values) -> np.ndarray:
     if v.ndim == 2 and v.shape[0] == 1:
         v = v[0]
     if v.ndim != 1:
-        raise ValueError(f"explanation_or_values must hold one value per player, shape (n,) or (1, n); got shape {v.shape}")
+        hint = ". Pass one row, e.g. fl.plots.text(e[i])" if v.ndim == 2 else ""
+        raise ValueError(f"explanation_or_values must hold one value per player, shape (n,) or (1, n); got shape "
+                         f"{v.shape}{hint}")
     if not bool(np.isfinite(v).all()):
         raise ValueError("explanation_or_values holds NaN or inf; expected finite values")
     return v
 
 
-def _pieces_of(players_or_names, n: int) -> list[str]:
+def _names_of(obj):
+    """The player names an Explanation (``feature_names``) or an Interactions (``params``'
+    ``player_names``, as :func:`featurelens.text.explain` records them) carries, or None."""
+    if isinstance(obj, np.ndarray):
+        return None
+    names = getattr(obj, "feature_names", None)
+    if names is None:
+        names = (getattr(obj, "params", None) or {}).get("player_names") if hasattr(obj, "terms") else None
+    return None if names is None or callable(names) else list(names)
+
+
+def _pieces_of(players_or_names, n: int, source=None) -> list[str]:
+    if players_or_names is None:
+        players_or_names = _names_of(source)
+        if players_or_names is None:
+            raise TypeError("players_or_names is required here: these values carry no player names (an Explanation "
+                            "with feature_names, or the Interactions of featurelens.text.explain, carry them); pass "
+                            "the Players or a list of str")
     pieces = getattr(players_or_names, "pieces", players_or_names)
     if isinstance(pieces, str) or not hasattr(pieces, "__len__"):
         raise TypeError(f"players_or_names must be a Players or a list of str; got {type(players_or_names).__name__}")
@@ -40,7 +59,7 @@ def _pieces_of(players_or_names, n: int) -> list[str]:
     return pieces
 
 
-def text(explanation_or_values, players_or_names, ax=None, max_chars: int = 80):
+def text(explanation_or_values, players_or_names=None, ax=None, max_chars: int = 80):
     """Draw the players' text (words, tokens or sentences) left to right, wrapped at ``max_chars``
     characters a line, each on a background coloured by its value: red for positive, blue for
     negative, the opacity proportional to ``|value| / max |value|``.
@@ -48,10 +67,13 @@ def text(explanation_or_values, players_or_names, ax=None, max_chars: int = 80):
     ``explanation_or_values``: an :class:`featurelens.Explanation` (one row), an
     :class:`featurelens.Interactions` (its Shapley values), or an array ``(n,)`` / ``(1, n)``.
     ``players_or_names``: a :class:`featurelens.text.Players` (its ``pieces`` are drawn) or a list
-    of ``n`` str. Returns the Axes (its ``texts`` are the words, in order); never calls ``plt.show``.
+    of ``n`` str; None (``fl.plots.text(e[i])``) draws the names the explanation carries (its
+    ``feature_names``, or an Interactions' ``player_names``: a piece that repeats reads
+    ``the#7``; pass the Players to draw the pieces as they are). Returns the Axes (its ``texts``
+    are the words, in order); never calls ``plt.show``.
     """
     values = _values_of(explanation_or_values)
-    pieces = _pieces_of(players_or_names, values.shape[0])
+    pieces = _pieces_of(players_or_names, values.shape[0], explanation_or_values)
     max_chars = check_int(max_chars, "max_chars", low=10)
     # Lay out in character cells (monospace), so the layout needs no renderer.
     lines, col, row = [], 0, 0
@@ -83,7 +105,7 @@ def text(explanation_or_values, players_or_names, ax=None, max_chars: int = 80):
     return ax
 
 
-def text_interactions(interactions, players_or_names, k: int = 8, index: str = "mobius", axes=None,
+def text_interactions(interactions, players_or_names=None, k: int = 8, index: str = "mobius", axes=None,
                       max_chars: int = 80):
     """The interaction view of a SPEX / ProxySPEX result over a text's players: on top the text
     coloured by the players' Shapley values (:func:`text`), below a bar per strongest interaction
@@ -95,6 +117,8 @@ def text_interactions(interactions, players_or_names, k: int = 8, index: str = "
     ``"mobius"`` (default: what the words add together beyond their parts; a pair planted as
     ``+2.0`` reads ``+2.0``), ``"fourier"`` (the raw SPEX coefficients, ``+-1`` features) or an
     interaction index such as ``"fsii"`` / ``"stii"`` (of the result's ``max_order``).
+    ``players_or_names``: as in :func:`text`; None takes the ``player_names`` that
+    :func:`featurelens.text.explain` records in the result's ``params``.
     ``axes``: two matplotlib Axes (text, terms) or None (a new figure). Returns ``(text_ax,
     terms_ax)``; never calls ``plt.show``.
     """
@@ -104,7 +128,7 @@ def text_interactions(interactions, players_or_names, k: int = 8, index: str = "
         raise TypeError(f"interactions must be a featurelens.Interactions (SPEX's result); got {type(interactions).__name__}")
     k = check_int(k, "k", low=1)
     n = interactions.n_players
-    pieces = _pieces_of(players_or_names, n)
+    pieces = _pieces_of(players_or_names, n, interactions)
     shown = interactions if index == interactions.index else interactions.to(index, max_order=interactions.max_order)
     terms = [(t, v) for t, v in shown.top(max(k * 4, k + n), order=None) if len(t) >= 2][:k]
     if axes is None:
