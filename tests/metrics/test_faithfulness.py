@@ -228,3 +228,59 @@ def test_chunking_and_model_kinds_do_not_change_values(images):
     np.testing.assert_allclose(c_np, ref_c, atol=1e-6)
     # target None = the predicted class, which is t here.
     np.testing.assert_allclose(M.deletion_curve(model, x, a, steps=5)[0], ref_c, atol=1e-6)
+
+
+# -- faithfulness correlation: Pearson or Spearman ---------------------------------------------------
+
+
+class _ExpLinear(torch.nn.Module):
+    """f(x) = exp(w . x): removing a subset S (baseline 0) drops f by e^{w.x} (1 - e^{-s}) with
+    s = sum_{e in S} w_e x_e, a strictly increasing function of the attribution sum of a = w * x."""
+
+    def __init__(self, w):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.as_tensor(w, dtype=torch.float64))
+
+    def forward(self, x):
+        return torch.exp(x.double() @ self.w)[:, None]
+
+
+def test_faithfulness_correlation_spearman_is_one_on_a_monotone_drop():
+    rng = np.random.default_rng(3)
+    w = rng.normal(size=8)
+    x = rng.normal(size=(3, 8))
+    a = w * x
+    kw = dict(target=0, n_subsets=30, subset_size=3, seed=1, baseline=0.0)
+    rho = M.faithfulness_correlation(_ExpLinear(w), x, a, similarity="spearman", **kw)
+    r = M.faithfulness_correlation(_ExpLinear(w), x, a, **kw)  # Pearson: the default
+    np.testing.assert_allclose(rho, 1.0, atol=1e-12)
+    assert np.all(r < 1.0 - 1e-3)  # the drop is not linear in the sum
+    np.testing.assert_array_equal(r, M.faithfulness_correlation(_ExpLinear(w), x, a, similarity="pearson", **kw))
+
+
+def test_faithfulness_correlation_spearman_equals_scipy_on_same_subsets(images):
+    from scipy.stats import spearmanr
+
+    model, x, a, t = images
+    n_sub, size = 12, 10
+    rho = M.faithfulness_correlation(model, x, a, target=t, n_subsets=n_sub, subset_size=size, seed=5,
+                                     baseline="mean", similarity="spearman")
+    masks = np.stack(list(_perturb.subset_draws(5, 4, 64, n_sub, size)))
+    ref = np.zeros(4)
+    for i in range(4):
+        f0 = _f(model, x[i], t[i])
+        sums, drops = [], []
+        for j in range(n_sub):
+            xi = x[i].reshape(-1).copy()
+            xi[masks[j, i]] = x[i].mean()
+            sums.append(a[i].reshape(-1)[masks[j, i]].sum())
+            drops.append(f0 - _f(model, xi.reshape(x.shape[1:]), t[i]))
+        ref[i] = spearmanr(sums, drops).statistic
+    np.testing.assert_allclose(rho, ref, atol=1e-6)
+
+
+def test_faithfulness_correlation_refuses_an_unknown_similarity(images):
+    model, x, a, _ = images
+    with pytest.raises(ValueError, match="similarity must be one of 'pearson', 'spearman'; got 'spearmann'. "
+                                         "Did you mean 'spearman'"):
+        M.faithfulness_correlation(model, x, a, similarity="spearmann")

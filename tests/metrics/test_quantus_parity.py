@@ -85,6 +85,24 @@ def test_faithfulness_correlation_on_the_same_subsets(batch, monkeypatch):
     np.testing.assert_allclose(ours, q, atol=1e-5)
 
 
+def test_faithfulness_correlation_spearman_on_the_same_subsets(batch, monkeypatch):
+    model, x, y, a, _ = batch
+    runs, size = 10, 12
+    masks = np.stack(list(_perturb.subset_draws(4, N, 64, runs, size)))
+    picks = iter(np.flatnonzero(masks[j, i]) for j in range(runs) for i in range(N))
+    monkeypatch.setattr(np.random, "choice", lambda *args, **kw: next(picks))
+    q = _q(quantus.FaithfulnessCorrelation(nr_runs=runs, subset_size=size, return_aggregate=False,
+                                           similarity_func=quantus.similarity_func.correlation_spearman,
+                                           disable_warnings=True), model, x, y, a)
+    monkeypatch.undo()
+    ours = M.faithfulness_correlation(model, x, a, target=y, n_subsets=runs, subset_size=size, seed=4, baseline="min",
+                                      similarity="spearman")
+    np.testing.assert_allclose(ours, q, atol=1e-5)
+    pearson = M.faithfulness_correlation(model, x, a, target=y, n_subsets=runs, subset_size=size, seed=4,
+                                         baseline="min")
+    assert np.abs(ours - pearson).max() > 1e-3  # the option changes the score
+
+
 def _saliency_func(model, inputs, targets, **kwargs):
     return fl.explainer("saliency", model).explain(np.asarray(inputs, np.float32), target=np.asarray(targets)).values
 

@@ -21,7 +21,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_bool, check_budget, check_float, check_int, check_seed, numpy_rng, relative_scale
+from .._validation import (
+    check_bool,
+    check_budget,
+    check_float,
+    check_int,
+    check_option,
+    check_seed,
+    numpy_rng,
+    relative_scale,
+)
 from . import _perturb as P
 
 __all__ = ["deletion_curve", "insertion_curve", "faithfulness_correlation", "infidelity"]
@@ -99,6 +108,10 @@ def insertion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=
                   executor=executor)
 
 
+#: faithfulness_correlation's ``similarity``: the row-wise correlations of the attribution sums and drops.
+_CORRELATIONS = {"pearson": P.row_pearson, "spearman": P.row_spearman}
+
+
 def faithfulness_correlation(
     model,
     x,
@@ -113,14 +126,19 @@ def faithfulness_correlation(
     blur_sigma=None,
     output=None,
     executor=None,
+    similarity="pearson",
 ):
     """Faithfulness correlation (Bhatt, Weller & Moura 2020, IJCAI, arXiv:2005.00631).
 
     For runs j = 1..n_subsets draw a uniformly random subset S_j of ``subset_size`` regions per
     sample, set it to the baseline, and record ``sum_{e in S_j} a_e`` and
-    ``f_t(x) - f_t(x with S_j removed)``; the score is the Pearson correlation of the two over the
-    runs, per sample (in [-1, 1], higher is better; NaN when either side is constant). Quantus's
-    ``FaithfulnessCorrelation`` is this with elements as regions and ``baseline="min"`` ("black").
+    ``f_t(x) - f_t(x with S_j removed)``; the score is the correlation of the two over the runs,
+    per sample (in [-1, 1], higher is better; NaN when either side is constant): Pearson's (the
+    paper's, default) or, with ``similarity="spearman"``, Spearman's rank correlation (average
+    ranks for ties, as ``scipy.stats.spearmanr``), which asks only that larger attribution sums
+    go with larger drops. Quantus's ``FaithfulnessCorrelation`` is this with elements as regions
+    and ``baseline="min"`` ("black"); its ``similarity_func=correlation_spearman`` is
+    ``similarity="spearman"``.
 
     Args:
         subset_size: regions per subset; None means a quarter of the regions (at least one).
@@ -130,10 +148,12 @@ def faithfulness_correlation(
             :func:`featurelens.metrics._perturb.subset_draws` of ``seed`` (a Generator built from
             an int gives the same subsets as the int; a Generator is advanced by the call).
         baseline, groups, blur_sigma, output, executor: see :func:`deletion_curve`.
+        similarity: keyword-only; ``"pearson"`` (default) or ``"spearman"``.
 
     Returns:
         float64 array (n,).
     """
+    similarity = check_option(similarity, "similarity", tuple(_CORRELATIONS))
     # A correlation needs two runs; the bound (MAX_EVALUATIONS model evaluations) is checked per input
     # here, before any work, and for the whole batch once its size is known.
     n_subsets = check_budget(n_subsets, "n_subsets", low=2, unit="model evaluations", what="per input")
@@ -161,7 +181,7 @@ def faithfulness_correlation(
 
     outs = P.forward_copies(m, xt, t, n_subsets, block)
     drops = f0.unsqueeze(0) - outs
-    return P.row_pearson(sums.T, drops.T)
+    return _CORRELATIONS[similarity](sums.T, drops.T)
 
 
 def infidelity(
