@@ -259,3 +259,22 @@ def test_noisy_linear_imputation_matches_quantus(quantus, monkeypatch):
     ours = P.noisy_linear_imputation(x[None], removed.reshape(1, 7, 9), noise.reshape(1, 3, 7, 9))[0]
     assert not np.allclose(ours, x)
     np.testing.assert_allclose(ours, q, atol=1e-10)
+
+
+def test_road_refuses_percentages_that_remove_nothing(batch):
+    # 1.5 % of 64 pixels is floor(0.96) = 0 pixels: the untouched image, which used to be scored
+    # silently (all ones for the predicted class, all zeros for another target).
+    model, x, y, a = batch
+    with pytest.raises(ValueError, match=r"percentages \[1.5\] remove no pixel: floor\(64 pixels \* p / 100\) = 0; "
+                                         r"each percentage must be 0 \(the untouched input\) or at least 100 / 64 = "
+                                         r"1.5625"):
+        road(model, x, a, target=y, percentages=[1.5])
+    with pytest.raises(ValueError, match="in percent .*not fractions"):  # fractions read as percent
+        road(model, x, a, percentages=[0.1, 0.5, 0.9])
+    groups = np.repeat(np.repeat(np.arange(16).reshape(4, 4), 2, 0), 2, 1)
+    with pytest.raises(ValueError, match=r"remove no region: floor\(16 regions"):
+        road(model, x, a, percentages=[5, 50], groups=groups)
+    # the smallest percentage that removes a pixel is accepted and removes one, as 2 % does (floor(1.28))
+    one, _ = road(model, x, a, target=y, percentages=[100 / 64], seed=4)
+    two, _ = road(model, x, a, target=y, percentages=[2], seed=4)
+    np.testing.assert_array_equal(one, two)

@@ -110,7 +110,9 @@ def road(
 
     Args:
         percentages: the percentages p, each in [0, 100) (at 100 nothing is left to impute from);
-            default ``1, 3, ..., 99`` (Quantus's).
+            default ``1, 3, ..., 99`` (Quantus's). Percent, not fractions; a percentage above 0 that
+            removes no pixel (``floor(G p / 100) = 0`` for ``G`` pixels or regions, e.g. 1.5 on an
+            8x8 image) is refused rather than scored as the untouched input.
         noise: standard deviation of the imputation noise, absolute units of ``x``; >= 0.
         seed: None, an int or a numpy Generator; copy j's noise is the j-th array of
             :func:`featurelens.metrics._perturb.gaussian_draws` (shape of ``x``, scale ``noise``),
@@ -149,6 +151,14 @@ def road(
     ranks = _ranks(scores, order)
     rank_pix = ranks[:, torch.as_tensor(pix_region, device=ranks.device)].reshape(n, h, w).cpu().numpy()
     ks = [int(n_regions * float(p) / 100) for p in pct]  # Quantus's int(a_size * p / 100)
+    empty = [float(p) for p, k in zip(pct, ks) if p > 0 and k == 0]
+    if empty:  # the untouched input again: a score of nothing removed, under another name
+        unit = "pixels" if groups is None else "regions"
+        hint = (" percentages are in percent (0 to 100), not fractions: 0.5 means half a percent, 50 means half"
+                if np.all(pct <= 1) else "")
+        raise ValueError(f"percentages {empty} remove no {unit[:-1]}: floor({n_regions} {unit} * p / 100) = 0; "
+                         f"each percentage must be 0 (the untouched input) or at least 100 / {n_regions} = "
+                         f"{100 / n_regions:.6g} for these {n_regions} {unit}.{hint}")
     x64 = xt.detach().double().cpu().numpy().reshape(img_shape)
     draws = P.gaussian_draws(numpy_rng(seed), len(ks), img_shape, np.full(n, noise))
 
