@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_float, check_int, check_seed, numpy_rng, torch_generator
+from .._validation import check_budget, check_float, check_int, check_memory, check_seed, format_count, numpy_rng, torch_generator
 
 
 def modular_addition(p: int, train_fraction: float, seed: int = 0):
@@ -98,6 +98,12 @@ def run_grokking(
     direction's ``|cos(v_1, x)|`` (:func:`featurelens.learning.jacobian_alignment`) every
     ``probe_every`` steps.
 
+    Budgets, checked before any work (:func:`featurelens._validation.check_budget`): the data set
+    (``p^2`` rows of ``2 p`` float32 features), the network's activations on it and their gradients
+    (about ``8 p^2 (4 p + 3 width)`` bytes) must fit in the available memory, and ``steps`` times the
+    ``train_fraction p^2`` training rows of each full-batch step must stay within
+    :data:`featurelens._validation.MAX_EVALUATIONS` (10^8) model evaluations.
+
     Returns ``(monitor, model, data, summary)``; ``summary`` holds the grok step (first logged step
     with test accuracy >= ``grok_threshold``), the detector's firing step and the final accuracies
     (and, with alignment recorded, the final alignment values).
@@ -109,6 +115,18 @@ def run_grokking(
 
     grokalign = check_float(grokalign, "grokalign", low=0.0, allow_none=True)
     grokalign_projections = check_int(grokalign_projections, "grokalign_projections", low=1, allow_none=True)
+    p = check_int(p, "p", low=2)
+    width = check_int(width, "width", low=1)
+    train_fraction = check_float(train_fraction, "train_fraction", low=0.0, high=1.0, low_inclusive=False,
+                                 high_inclusive=False)
+    check_memory(
+        8 * p * p * (4 * p + 3 * width),
+        f"p={p} (the modulus: {format_count(p * p)} rows of {format_count(2 * p)} features) with width={width}",
+        "lower p (--p on the command line) or width.",
+    )
+    check_budget(steps, "steps", per=max(1, round(train_fraction * p * p)), unit="model evaluations",
+                 what=f"({format_count(max(1, round(train_fraction * p * p)))} training rows per step at p={p})",
+                 hint="lower steps or p (--steps, --p on the command line)")
     seed = check_seed(seed)
     if not isinstance(seed, int):
         # One int seeds the data split, the initialisation, the minibatches and torch's global

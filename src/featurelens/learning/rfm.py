@@ -110,9 +110,24 @@ class _BaseRFM(BaseEstimator):
 
     @staticmethod
     def _metric_parts(X: torch.Tensor, M: torch.Tensor):
-        """``X M`` and the squared M-norms of the rows of X (M is a (d,) vector when diagonal)."""
+        """``X M`` and the squared M-norms of the rows of X (M is a (d,) vector when diagonal).
+
+        Refuses rows whose squared M-norms overflow (or come within a factor 4 of overflowing,
+        since ``||x - z||_M^2`` can reach ``4 max ||x||_M^2``) the dtype: the kernel would be NaN,
+        and the fit would end in a misleading "singular system" or a NaN prediction."""
         XM = X * M if M.ndim == 1 else X @ M
-        return XM, (X * XM).sum(1)
+        sq = (X * XM).sum(1)
+        top = float(sq.max()) if sq.numel() else 0.0
+        if not (math.isfinite(top) and 4.0 * top < torch.finfo(X.dtype).max and bool(torch.isfinite(XM).all())):
+            big = float(X.abs().max()) if X.numel() else 0.0
+            norms = f"{top:.3g}" if math.isfinite(top) else "more than the dtype holds"
+            raise ValueError(
+                f"the kernel's squared distances overflow {str(X.dtype).replace('torch.', '')}: the inputs, centred on "
+                f"the training mean, reach {big:.3g} in magnitude (squared M-norms up to {norms}; the limit is "
+                f"{torch.finfo(X.dtype).max / 4:.3g}), so K_M would be NaN; rescale X first (e.g. sklearn's "
+                "StandardScaler)" + (", or pass float64 data" if X.dtype == torch.float32 else "")
+            )
+        return XM, sq
 
     def _kernel_rows(self, Xb, XbM, sqb, Z, sqz, out=None) -> torch.Tensor:
         """``K_M(Xb, Z)`` with ``||x - z||_M^2 = x^T M x + z^T M z - 2 x^T M z`` (one matmul), the
@@ -362,9 +377,15 @@ class _BaseRFM(BaseEstimator):
                 G = self._agop(tX[agop_idx_t], tX, Mw, alpha, agop_idx_t, K)
                 new_M = self._next_M(G)
                 if new_M is None:
+                    why = ""
+                    if K.shape[0] > 1 and float((K - torch.diag(K.diagonal())).abs().max()) == 0.0:
+                        # Every pair of rows is "infinitely" far apart at this bandwidth: K = I.
+                        why = (f"; every off-diagonal kernel value is 0 (the rows are too far apart for "
+                               f"bandwidth={self.bandwidth!r}, the kernel is the identity and predictions away from "
+                               f"the training rows are 0): rescale X (e.g. sklearn's StandardScaler) or raise the bandwidth")
                     warnings.warn(
                         f"the AGOP is zero at iteration {t} (the predictor is constant); stopping after "
-                        f"{t + 1} of {int(self.iters) + 1} fits", RuntimeWarning, stacklevel=3,
+                        f"{t + 1} of {int(self.iters) + 1} fits{why}", RuntimeWarning, stacklevel=3,
                     )
                     stop = True
                 else:

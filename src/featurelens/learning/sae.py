@@ -83,9 +83,11 @@ from .._validation import (
     check_float,
     check_floating,
     check_int,
+    check_memory,
     check_option,
     check_optional_bool,
     check_seed,
+    format_count,
     numpy_to_tensor,
 )
 from ._sae_training import _NORM_EPS, _SAMPLE_ROWS, _batch_topk, _geometric_median, train  # noqa: F401
@@ -94,6 +96,31 @@ __all__ = ["SCORES", "SPARSITIES", "SparseAutoencoder", "dead_latents", "diction
 
 SCORES = ("inner", "cosine", "blend", "blend_per_feature")
 SPARSITIES = ("l1", "topk", "batchtopk")
+#: The largest sum of squares the float32 arithmetic of the autoencoder may meet (float32 overflows
+#: at 3.4e38; the margin leaves room for gradients and Adam's moments).
+_FLOAT32_SQUARES = 1e36
+
+
+def _check_scale(X, name: str, rows: int) -> None:
+    """Refuse data whose squared norms overflow the float32 training or encoding: the sum of
+    squares of ``rows`` rows (a training batch; 1 for encoding) must stay below
+    :data:`_FLOAT32_SQUARES`. Computed in float64 (inf when even that overflows), before any work:
+    such data would otherwise give NaN weights and 100 % NaN codes without a word."""
+    if isinstance(X, torch.Tensor):
+        sq = float(X.detach().double().pow(2).sum(1).max())
+        big = float(X.detach().abs().max())
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            X64 = np.asarray(X, dtype=np.float64)
+            sq = float(np.einsum("ij,ij->i", X64, X64).max())
+            big = float(np.abs(X64).max())
+    if not sq * rows <= _FLOAT32_SQUARES:
+        raise ValueError(
+            f"{name} has values up to {big:.3g} in magnitude (squared row norms up to {sq:.3g}): the sums of "
+            f"squares of {rows} row{'s' if rows != 1 else ''} overflow the float32 arithmetic of the autoencoder "
+            f"(they must stay below {_FLOAT32_SQUARES:.0e}), which would give NaN weights and codes; rescale "
+            f"{name} first, e.g. {name} / {name}.std()"
+        )
 
 
 def _matrix(a, name: str, n_cols: int | None = None, cols_name: str = "columns") -> np.ndarray | torch.Tensor:
@@ -116,7 +143,10 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
 
     Parameters
     ----------
-    n_latents : int >= 1, dictionary size ``m``.
+    n_latents : int >= 1, dictionary size ``m``. :meth:`fit` refuses it before any work when the
+        float32 weights, their gradients and Adam's moments and one batch's codes (about
+        ``4 (8 m d + 4 B m + 4 n d)`` bytes for ``d`` features, ``B`` rows per batch) exceed the
+        available memory (:func:`featurelens._validation.check_memory`).
     score : "inner" | "cosine" | "blend" | "blend_per_feature".
     sparsity : "l1" (ReLU + L1 penalty), "topk" (exactly ``k`` largest scores kept, then ReLU) or
         "batchtopk" (the ``k * B`` largest post-ReLU scores of a training batch of B rows kept; one
@@ -343,6 +373,8 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
 
     def _as_tensor(self, X, name: str, n_cols: int, cols_name: str) -> torch.Tensor:
         X = _matrix(X, name, n_cols=n_cols, cols_name=cols_name)
+        if self._W_dec.dtype == torch.float32:
+            _check_scale(X, name, 1)
         t = X if isinstance(X, torch.Tensor) else numpy_to_tensor(X)
         return t.to(device=self._W_dec.device, dtype=self._W_dec.dtype)
 
@@ -384,11 +416,32 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
     # training
 
     def fit(self, X, y=None) -> SparseAutoencoder:
-        """Train on an activation matrix X (n, d), numpy or torch; ``y`` is ignored."""
+        """Train on an activation matrix X (n, d), numpy or torch; ``y`` is ignored.
+
+        Training runs in float32: X whose squared row norms, summed over a batch, reach 1e36
+        (values around 1e18 and up) is refused with a ValueError (rescale it first), and a fit
+        whose weights turn NaN or inf raises instead of returning NaN codes."""
         self._check_params()
         X = _matrix(X, "X", cols_name="features")
+        n, d = X.shape
+        m = int(self.n_latents)
+        rows = min(int(self.batch_size), n)
+        # Before any work: the weights (encoder, decoder, their gradients and Adam's two moments,
+        # float32) and one batch's scores, codes and their gradients must fit in memory.
+        check_memory(
+            4 * (8 * m * d + 4 * rows * m + 4 * n * d),
+            f"SparseAutoencoder with n_latents={m} ({format_count(m)} latents) on {d} features, "
+            f"batch_size={int(self.batch_size)}",
+            "lower n_latents (or batch_size).",
+        )
+        _check_scale(X, "X", rows)
         X = (X.detach() if isinstance(X, torch.Tensor) else numpy_to_tensor(X)).to(device=self._device(), dtype=torch.float32)
         self.history_ = train(self, X)
+        if not all(bool(np.isfinite(a).all()) for a in (self.decoder_, self.encoder_, self.encoder_bias_, self.pre_bias_)):
+            raise ValueError(
+                "SparseAutoencoder training diverged: the weights are NaN or inf after fit (last loss "
+                f"{self.history_['loss'][-1] if self.history_.get('loss') else float('nan'):.3g}); lower lr or rescale X"
+            )
         return self
 
 

@@ -14,13 +14,14 @@ temperature: Dall'Amico, Couillet, Tremblay, J. Stat. Mech. (2021) 093405, arXiv
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from scipy.linalg import eigh
 from threadpoolctl import threadpool_limits
 
 from .._validation import check_int
-from ._base import ScoreSelector
+from ._base import DegenerateDataWarning, ScoreSelector
 
 __all__ = ["NBSE", "bethe_hessian", "nishimori_embedding", "spin_glass_beta"]
 
@@ -171,6 +172,10 @@ class NBSE(ScoreSelector):
     5. Representative of a bin: its most central feature, the one with the largest mean |corr| to
        the other members of the bin (ties: lower index).
 
+    Identical columns (exact duplicates) are ranked as separate features; ``fit`` warns
+    (:class:`DegenerateDataWarning`) naming them, and ``duplicate_groups_`` lists each group of
+    identical non-constant columns (column indices), so that they can be dropped first.
+
     ``scores_`` (higher = more important): 3 + centrality for the k representatives, 1 +
     centrality for the other non-constant features (centrality = mean |corr| to the rest of its
     bin, in [0, 1]), 0 for constant columns (the lowest rank; they are chosen only when k exceeds
@@ -229,6 +234,7 @@ class NBSE(ScoreSelector):
         self.beta_ = 0.0
         self.nishimori_found_ = False
         self.representatives_ = np.empty(0, dtype=int)
+        self.duplicate_groups_ = self._duplicate_groups(X, varying)
         if len(varying) == 0:
             return scores
         Z = X[:, varying]
@@ -265,6 +271,29 @@ class NBSE(ScoreSelector):
             reps.append(varying[mem[rep]])
         self.representatives_ = np.sort(np.asarray(reps, dtype=int))
         return scores
+
+    def _duplicate_groups(self, X: np.ndarray, varying: np.ndarray) -> list:
+        """Groups (sorted column indices) of identical non-constant columns, warned about by name."""
+        if len(varying) < 2:
+            return []
+        _, inverse, counts = np.unique(X[:, varying], axis=1, return_inverse=True, return_counts=True)
+        inverse = np.asarray(inverse).reshape(-1)
+        groups = [varying[inverse == g] for g in np.flatnonzero(counts > 1)]
+        groups.sort(key=lambda g: g[0])
+        if groups:
+            names = getattr(self, "feature_names_in_", None)
+            label = (lambda i: repr(str(names[i]))) if names is not None else str
+            shown = "; ".join("columns " + ", ".join(label(int(i)) for i in g) + " are identical" for g in groups[:10])
+            more = f" (and {len(groups) - 10} more groups)" if len(groups) > 10 else ""
+            warnings.warn(
+                f"NBSE: {shown}{more}. NBSE ranks each copy as a separate feature "
+                "(a copy correlates perfectly with its twin, crowding a bin), so the selection may keep "
+                "several copies of one feature or drop a feature in favour of its copy; drop the duplicated "
+                "columns first (duplicate_groups_ lists them)",
+                DegenerateDataWarning,
+                stacklevel=4,
+            )
+        return [np.asarray(g, dtype=int) for g in groups]
 
     def _default_support(self, scores):
         return scores >= 3.0
