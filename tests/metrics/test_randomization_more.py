@@ -263,3 +263,38 @@ def test_an_explainer_instance_is_randomised_through_its_deep_copy(batch):
     before = ex.explain(x, target=y).values
     R.smooth_mprt(ex, None, x, target=y, n_samples=2)
     np.testing.assert_array_equal(ex.explain(x, target=y).values, before)
+
+
+def test_an_explainer_brings_its_model_to_every_mprt(batch):
+    # As for every metric that re-explains (random_logit, the stabilities): an Explainer needs no
+    # model; its own is randomised, and the scores equal those of the name route.
+    model, x, y = batch
+    ex = fl.explainer("saliency", model)
+    e_name = R.efficient_mprt("saliency", model, x, target=y, seed=5, n_bins=20)
+    e_inst = R.efficient_mprt(ex, x=x, target=y, seed=5, n_bins=20)
+    assert e_inst["layers"] == e_name["layers"]
+    np.testing.assert_allclose(e_inst["complexity"], e_name["complexity"], atol=1e-12)
+    s_name = R.smooth_mprt("saliency", model, x, target=y, seed=4, n_samples=2)
+    s_inst = R.smooth_mprt(ex, x=x, target=y, seed=4, n_samples=2)
+    np.testing.assert_allclose(s_inst["similarity"], s_name["similarity"], atol=1e-12)
+    m_inst = fl.metrics.model_randomization(ex, x=x, target=y, seed=2)
+    m_name = fl.metrics.model_randomization("saliency", model, x, target=y, seed=2)
+    np.testing.assert_allclose(m_inst["similarity"], m_name["similarity"], atol=1e-12)
+
+
+def test_mprt_calls_that_mix_up_model_and_x_say_so(batch):
+    model, x, y = batch
+    ex = fl.explainer("saliency", model)
+    with pytest.raises(TypeError, match=r"efficient_mprt: model got a ndarray of shape \(6, 1, 8, 8\), not a model; "
+                                        r"with an Explainer .* efficient_mprt\(explainer, x=x, \.\.\.\)"):
+        R.efficient_mprt(ex, x)
+    with pytest.raises(ValueError, match=r"model must be None when explainer is an Explainer \(it explains its own"):
+        R.efficient_mprt(ex, torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 3)), x)
+    with pytest.raises(ValueError, match="explainer_params must be empty"):
+        R.smooth_mprt(ex, x=x, explainer_params={"abs": False})
+    with pytest.raises(ValueError, match=r"explainer='saliency' is a name: pass model="):
+        R.smooth_mprt("saliency", x=x)
+    with pytest.raises(TypeError, match=r"smooth_mprt needs x, the batch to explain"):
+        R.smooth_mprt(ex)
+    with pytest.raises(TypeError, match=r"model_randomization needs x"):
+        fl.metrics.model_randomization(ex)

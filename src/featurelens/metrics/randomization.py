@@ -49,8 +49,8 @@ def _layers(module: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
 
 def model_randomization(
     explainer_name,
-    model,
-    x,
+    model=None,
+    x=None,
     target=None,
     seed=0,
     *,
@@ -78,8 +78,9 @@ def model_randomization(
 
     Args:
         explainer_name: a registered explainer name (``fl.list_explainers()``), or a featurelens
-            Explainer (then ``model`` is None and ``explainer_params`` empty: the Explainer is
-            deep-copied once and its copy's module randomised).
+            Explainer (then ``model`` is None and ``explainer_params`` empty, as for every metric
+            that re-explains: ``model_randomization(ex, x=x)``; the Explainer is deep-copied once
+            and its copy's module randomised).
         model: a ``torch.nn.Module`` (or a featurelens Model around one, whose batch size and
             device the explainers of the trained and randomised copies use).
         explainer_params: keyword arguments for ``fl.explainer(explainer_name, model, ...)``.
@@ -100,7 +101,7 @@ def model_randomization(
     executor = check_executor(executor, "executor", rows=True)
     abs = check_bool(abs, "abs")
     seed = _int_seed(seed)
-    R = _Randomiser(explainer_name, model, explainer_params)
+    R = _Randomiser(explainer_name, model, explainer_params, x, "model_randomization")
     m, xt, n, t, a0 = _start(R, x, target, executor, attributions)
     if abs:
         a0 = np.abs(a0)
@@ -135,16 +136,23 @@ class _Randomiser:
     (``model`` None; deep-copied once, so every reference it holds into its module follows the
     copy)."""
 
-    def __init__(self, explainer, model, explainer_params):
+    def __init__(self, explainer, model, explainer_params, x, fn: str):
         if isinstance(explainer, Explainer):
-            if model is not None:
-                raise ValueError("model must be None when explainer is an Explainer (its own model is randomised)")
-            if explainer_params:
-                raise ValueError("explainer_params must be empty when explainer is an Explainer (it is built already)")
-            self.name, self.params, self.base = None, {}, explainer
+            if model is not None and not (isinstance(model, (torch.nn.Module, Model)) or callable(model)):
+                shape = getattr(model, "shape", None)
+                raise TypeError(
+                    f"{fn}: model got a {type(model).__name__}{'' if shape is None else f' of shape {tuple(shape)}'}, "
+                    f"not a model; with an Explainer the model is the Explainer's own: pass the batch as x, "
+                    f"{fn}(explainer, x=x, ...) (or {fn}(explainer, None, x, ...))"
+                )
+            # The rule of every metric that re-explains: an Explainer brings its model and parameters.
+            self.name, self.params, self.base = None, {}, as_explainer(explainer, model, explainer_params)
             module = explainer.model.module
         elif isinstance(explainer, str):
             explainer_class(explainer)  # unknown names fail before any copying
+            if model is None:
+                raise ValueError(f"explainer={explainer!r} is a name: pass model= (the model to explain) too, "
+                                 f"{fn}({explainer!r}, model, x, ...)")
             self.name, self.params = explainer, dict(explainer_params or {})
             module = model.module if isinstance(model, Model) else model
             self.base = None
@@ -157,6 +165,9 @@ class _Randomiser:
             raise TypeError(
                 f"model must be a torch.nn.Module (its layers are re-initialised); got {type(module).__name__}"
             )
+        if x is None:
+            raise TypeError(f"{fn} needs x, the batch to explain: {fn}(explainer, x=x, ...) with an Explainer, "
+                            f"{fn}('saliency', model, x, ...) with a registered name")
         self.model, self.module = model, module
         if self.base is None:
             self.base = make_explainer(self.name, self._wrap(module), **self.params)
@@ -245,8 +256,8 @@ def discrete_entropy(a: np.ndarray, n_bins: int = 100) -> np.ndarray:
 
 def efficient_mprt(
     explainer,
-    model,
-    x,
+    model=None,
+    x=None,
     target=None,
     seed=0,
     *,
@@ -272,8 +283,9 @@ def efficient_mprt(
     ``"top_down"``; ``"independent"``: one layer at a time), each under ``seed + 1``, so the fully
     randomised model does not depend on the cumulative order. ``every_layer=True`` also explains
     every intermediate copy (Quantus's ``skip_layers=False``). ``abs``: entropies of |a|.
-    ``explainer``: a registered name (with ``model`` and ``explainer_params``) or an Explainer
-    (``model`` None). ``attributions`` (optional) replaces the trained model's maps. Targets are
+    ``explainer``: a registered name (with ``model`` and ``explainer_params``) or an Explainer,
+    which brings its own model: ``efficient_mprt(ex, x=x)`` (``model`` None, as for every metric
+    that re-explains). ``attributions`` (optional) replaces the trained model's maps. Targets are
     fixed on the trained model (the predicted class when ``target`` is None). ``executor``: the
     explain calls' rows in parts on its workers.
 
@@ -289,7 +301,7 @@ def efficient_mprt(
     abs_ = check_bool(abs, "abs")
     executor = check_executor(executor, "executor", rows=True)
     seed = _int_seed(seed)
-    R = _Randomiser(explainer, model, explainer_params)
+    R = _Randomiser(explainer, model, explainer_params, x, "efficient_mprt")
     m, xt, n, t, a0 = _start(R, x, target, executor, attributions)
     prep = np.abs if abs_ else (lambda v: v)
     names, rows = [], [discrete_entropy(prep(a0), n_bins)]
@@ -304,8 +316,8 @@ def efficient_mprt(
 
 def smooth_mprt(
     explainer,
-    model,
-    x,
+    model=None,
+    x=None,
     target=None,
     seed=0,
     *,
@@ -327,8 +339,9 @@ def smooth_mprt(
     draws (:func:`featurelens.metrics._perturb.gaussian_draws` of ``seed``) serve the trained and
     every randomised model (common random numbers: the similarities compare models, not noise);
     Quantus draws afresh for each. The N copies of the batch are explained in one call.
-    ``explainer``: a registered name (with ``model``, ``explainer_params``) or an Explainer
-    (``model`` None). ``abs=False``: signed maps.
+    ``explainer``: a registered name (with ``model``, ``explainer_params``) or an Explainer, which
+    brings its own model: ``smooth_mprt(ex, x=x)`` (``model`` None, as for every metric that
+    re-explains). ``abs=False``: signed maps.
 
     Quantus 0.6's ``SmoothMPRT`` calls ``quantus.explain`` for the noisy copies, ignoring the
     ``explain_func`` it is given, and its ``return_average_correlation`` averages in the
@@ -347,7 +360,7 @@ def smooth_mprt(
     abs_ = check_bool(abs, "abs")
     executor = check_executor(executor, "executor", rows=True)
     seed = _int_seed(seed)
-    R = _Randomiser(explainer, model, explainer_params)
+    R = _Randomiser(explainer, model, explainer_params, x, "smooth_mprt")
     m, xt, n, t, _ = _start(R, x, target, executor, explain=False)
     check_budget(n_samples, "n_samples", per=n, unit="explained inputs", what=f"for {n} inputs, per layer",
                  nbytes=lambda v: 24 * v * xt[:1].numel() * n, hint="lower n_samples, or pass fewer inputs per call")
