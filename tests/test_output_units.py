@@ -166,8 +166,12 @@ def test_tree_shap_refuses_units_it_cannot_compute():
 
     X = _x(40, 3)
     tree = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, (X[:, 0] > 0).astype(int))
-    with pytest.raises(ValueError, match="output"):
-        explainer("tree_shap", tree, output="probability")
+    # a tree's class fractions are predict_proba itself; their log-odds are no sum over trees
+    with pytest.raises(ValueError, match="output='log_odds'"):
+        explainer("tree_shap", tree, output="log_odds")
+    e = explainer("tree_shap", tree, output="probability").explain(X[:5], target=1)
+    assert e.output == "probability"
+    np.testing.assert_allclose(e.base_values + e.values.sum(axis=1), tree.predict_proba(X[:5])[:, 1], atol=1e-12)
 
 
 # -- scikit-learn estimators ---------------------------------------------------------------------

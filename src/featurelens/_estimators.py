@@ -78,6 +78,24 @@ def estimator_method(model):
     if not (has("predict_proba") or has("predict")):
         return None, None
     check_fitted(model)
+    kind = getattr(model, "_estimator_type", None)
+    if kind == "clusterer":
+        raise TypeError(
+            f"model {type(model).__name__} is a clusterer: its predict returns cluster labels, which "
+            "attributions cannot grade. Pass the score to explain as a callable, e.g. "
+            f"fl.Model({type(model).__name__.lower()}.transform) (the distances to the centres, one "
+            "output per cluster) or fl.Model(lambda X: -model.transform(X)[:, k])"
+        )
+    if kind == "outlier_detector":
+        if has("decision_function"):
+            # the anomaly score (IsolationForest: score_samples - offset_, negative for outliers),
+            # explained in its own units (no probabilities); predict only thresholds it into +-1
+            return model, model.decision_function
+        raise TypeError(
+            f"model {type(model).__name__} is an outlier detector without decision_function: its "
+            "predict returns +-1 labels, which attributions cannot grade; pass its score_samples "
+            "as a callable, e.g. fl.Model(model.score_samples)"
+        )
     if has("predict_proba"):
         return model, model.predict_proba
     if is_classifier_model(model):
@@ -90,6 +108,19 @@ def estimator_method(model):
             "returning scores"
         )
     return model, model.predict
+
+
+def renamed_columns_match(estimator, columns, fitted) -> bool:
+    """Whether a DataFrame's ``columns`` are the ``fitted`` feature names of a LightGBM model as
+    LightGBM renamed them: its native library replaces every space in a feature name by ``_``
+    (``load_breast_cancer(as_frame=True)``'s "mean radius" becomes "mean_radius"), while its own
+    ``predict`` takes the frame with the original names. False for any other estimator."""
+    if estimator is None or type(estimator).__module__.split(".")[0] != "lightgbm":
+        return False
+    fitted = tuple(str(c) for c in fitted)
+    return len(columns) == len(fitted) and all(
+        str(c).replace(" ", "_") == f for c, f in zip(columns, fitted)
+    )
 
 
 # ------------------------------------------------------------------------------------------------

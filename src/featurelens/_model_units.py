@@ -24,7 +24,8 @@ def _returns(estimator, method) -> str:
     if name == "predict_log_proba":
         return "log_probability"
     if name == "decision_function":
-        return "margin"
+        # an outlier detector's anomaly score is no classifier margin: no probabilities of it
+        return "regression" if getattr(estimator, "_estimator_type", None) == "outlier_detector" else "margin"
     return "logits" if is_classifier_model(estimator) else "regression"
 
 

@@ -20,8 +20,9 @@ from ._serialization import SavedFileError, to_jsonable
 from ._validation import check_float, check_int, check_option
 
 _FORMAT = "featurelens.explanation/1"
-#: The units an explanation's output may be in (``Explanation.output``).
-OUTPUTS = ("raw", "probability", "log_odds")
+#: The units an explanation's output may be in (``Explanation.output``); "margin": a multi-class
+#: booster's per-class margins (softmax logits, its decision_function), what tree_shap explains.
+OUTPUTS = ("raw", "probability", "log_odds", "margin")
 
 
 def _names(names, what: str, ints: bool) -> list:
@@ -405,7 +406,10 @@ class Explanation:
 
     # -- persistence ------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> str:
-        """Write the explanation to ``path`` (``.npz`` is appended when missing); returns the path."""
+        """Write the explanation to ``path`` (``.npz`` is appended when missing); returns the path.
+
+        The file is written beside ``path`` and moved into place; a folder that does not exist
+        raises ``FileNotFoundError`` naming that folder."""
         meta = {
             "format": _FORMAT,
             "method": self.method,
@@ -469,7 +473,7 @@ def _optional(package: str, what: str):
                           f"install it with `pip install {package}`") from None
 
 
-def load_explanation(path: str | os.PathLike) -> Explanation:
+def load_explanation(path: str | os.PathLike, max_bytes: int | None = None) -> Explanation:
     """Read an explanation written by :meth:`Explanation.save`.
 
     No pickle is ever loaded, and the file is checked against the format: the arrays ``values``
@@ -486,9 +490,15 @@ def load_explanation(path: str | os.PathLike) -> Explanation:
     or truncated archive, an object array, broken JSON, a missing, unknown or mistyped field)
     raises :class:`featurelens._serialization.SavedFileError`, a ``ValueError`` naming the file,
     the field, what was found and what was expected; a missing file raises ``FileNotFoundError``.
+    ``values`` must have a samples axis (at least one dimension) and ``feature_names`` one name per
+    input element (of ``data``, or of ``values`` less its sample and target axes).
+
+    ``max_bytes``: the most bytes the archive may decompress to (default: the environment
+    variable ``FEATURELENS_MAX_NPZ_BYTES``, else 1 GiB); a larger archive is refused from its zip
+    directory and ``.npy`` headers, before anything is decompressed.
     """
     path, arrays = _ser.read_npz(path, _KIND, ("values", "meta"), ("target", "data", "base_values", "group_values"),
-                                 ("extra/",))
+                                 ("extra/",), max_bytes=max_bytes)
     meta = _ser.read_meta(path, _KIND, arrays.pop("meta"), _FORMAT)
     _ser.check_keys(path, _KIND, meta, _META_KEYS, _META_OPTIONAL)
     method = meta["method"]
@@ -501,6 +511,10 @@ def load_explanation(path: str | os.PathLike) -> Explanation:
     model_calls = _ser.meta_field(path, _KIND, meta, "model_calls", check_int, low=0)
     seconds = _ser.meta_field(path, _KIND, meta, "seconds", check_float, low=0.0)
     values = _ser.array_field(path, _KIND, arrays, "values", "biuf")
+    if values.ndim == 0:
+        raise SavedFileError(path, _KIND, "array 'values'",
+                             f"found a 0-d array (a single number, {values.item()!r}); expected one row per "
+                             "sample, shape (n, ...)")
     target = None
     if "target" in arrays:
         target = _ser.array_field(path, _KIND, arrays, "target", "iu", ndim=(1, 2))
@@ -522,6 +536,13 @@ def load_explanation(path: str | os.PathLike) -> Explanation:
     if feature_names is not None and data is not None and len(feature_names) != int(np.prod(data.shape[1:])):
         raise SavedFileError(path, _KIND, "meta field 'feature_names'",
                              f"found {len(feature_names)} names for inputs of shape {data.shape[1:]}; expected one per element")
+    if feature_names is not None:
+        lead = 2 if target is not None and target.ndim == 2 else 1  # (n, k, ...) for k targets per sample
+        elements = int(np.prod(values.shape[lead:]))
+        if len(feature_names) != elements:
+            raise SavedFileError(path, _KIND, "meta field 'feature_names'",
+                                 f"found {len(feature_names)} names for values of shape {values.shape} "
+                                 f"({elements} input element(s) per sample); expected one name per element")
     if "base_values" in arrays:
         base_values = _ser.array_field(path, _KIND, arrays, "base_values", "iuf", ndim=(1, 2))
         if base_values.shape != values.shape[: base_values.ndim]:

@@ -342,14 +342,17 @@ def test_wrong_width_nan_and_background(models, data):
         tree_shap_values(m, X[:2], background=np.zeros((3, 6)))
     bad = X[:2].copy()
     bad[0, 1] = np.nan
-    with pytest.raises(ValueError, match="X contains NaN.*HistGradientBoosting"):
-        tree_shap_values(m, bad)
+    # scikit-learn's GradientBoosting refuses NaN in its own predict: refused here too
+    with pytest.raises(ValueError, match="X contains NaN.*GradientBoostingRegressor.*HistGradientBoosting"):
+        tree_shap_values(models["gb_reg"], bad)
     with pytest.raises(ValueError, match="background contains NaN"):
-        tree_shap_values(m, X[:2], background=bad)
+        tree_shap_values(models["gb_reg"], X[:2], background=bad)
     with pytest.raises(ValueError, match="inf"):
         tree_shap_values(models["hgb_reg"], np.full((1, 5), np.inf))
-    with pytest.raises(ValueError, match="output must be one of 'raw'"):
+    with pytest.raises(ValueError, match="output='probability'.*regressor"):
         tree_shap_values(m, X[:2], output="probability")
+    with pytest.raises(ValueError, match="output must be one of 'raw', 'probability'"):
+        tree_shap_values(m, X[:2], output="log_odds")
     with pytest.raises(TypeError, match="numeric"):
         tree_shap_values(m, np.array([["a"] * 5]))
     # NaN is fine for HistGradientBoosting
@@ -665,7 +668,8 @@ def test_pipeline_final_step_names_additivity_and_no_warnings(cancer_pipeline):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         e = explain_pipeline_final_step(pipe, rows)
-    assert isinstance(e, Explanation) and e.method == "tree_shap" and e.output == "raw"
+    # a binary booster's trees sum to the log-odds margin: recorded as such
+    assert isinstance(e, Explanation) and e.method == "tree_shap" and e.output == "log_odds"
     names = list(pipe[:-1].get_feature_names_out())
     assert e.feature_names == names and "scale__mean radius" in names and len(names) == 30
     z = pipe[:-1].transform(rows)

@@ -141,7 +141,19 @@ def _lightgbm(model, name) -> _Ensemble:
             x[:, cat_idx] = np.trunc(x[:, cat_idx])  # static_cast<int>: toward zero; NaN stays NaN
         return x
 
-    return _Ensemble(paths, np.zeros(k_out), k_out, k_out == 1, False, True, d, input_map=input_map)
+    ens = _Ensemble(paths, np.zeros(k_out), k_out, k_out == 1, False, True, d, input_map=input_map)
+    # pandas category columns: LightGBM codes them by the categories it saw in training
+    # (``pandas_categorical``, zipped with the frame's category columns in order), else cat.codes
+    pandas_categorical = getattr(booster, "pandas_categorical", None)
+    objective = str(dump.get("objective", "")).split()
+    sigmoid = [float(t.split(":")[1]) for t in objective[1:] if t.startswith("sigmoid:")]
+    if objective and objective[0] in ("binary", "cross_entropy", "xentropy") and sigmoid in ([], [1.0]):
+        ens.units = "log_odds"  # predict_proba = sigmoid(raw score)
+    elif objective and objective[0] in ("binary", "multiclass", "multiclassova", "lambdarank",
+                                        "rank_xendcg", "cross_entropy_lambda", "xentlambda"):
+        ens.units = "margin"
+    ens.frame_categories = ("lightgbm", [list(c) for c in pandas_categorical]) if pandas_categorical else "codes"
+    return ens
 
 
 def _lgbm_tree(root, k, k_out, scale, missing_types, cat_features, name):
@@ -270,7 +282,25 @@ def _xgboost(model, name) -> _Ensemble:
         scale = 1.0 if weights is None else weights[i]
         paths.append(_xgb_tree(trees[i], info[i], k_out, scale, name))
     input_map = _xgb_input_map(missing, trees[:n_trees])
-    return _Ensemble(paths, offset, k_out, k_out == 1, True, True, d, input_map=input_map)
+    ens = _Ensemble(paths, offset, k_out, k_out == 1, True, True, d, input_map=input_map)
+    ens.frame_categories = _xgb_categories(booster)
+    if objective in _XGB_LOGIT and k_out == 1:
+        ens.units = "log_odds"  # predict_proba = sigmoid(margin)
+    elif objective.startswith(("multi:", "binary:", "rank:")):
+        ens.units = "margin"
+    return ens
+
+
+def _xgb_categories(booster):
+    """How XGBoost codes a DataFrame's category columns: by the categories stored in the model
+    (XGBoost 3.1 and later re-code a frame's categories to the training ones; an unseen value is
+    an invalid category), else by the frame's own ``cat.codes``."""
+    try:
+        stored = booster.get_categories(export_to_arrow=True).to_arrow()
+    except Exception:  # an XGBoost before 3.1, or no pyarrow: the frame's codes, as it reads them
+        return "codes"
+    table = {j: list(cats.to_pylist()) for j, (_, cats) in enumerate(stored or []) if cats is not None}
+    return ("xgboost", table) if table else "codes"
 
 
 def _xgb_tree(tree, k, k_out, scale, name):

@@ -151,8 +151,10 @@ def _build(model) -> _Ensemble:
             _hgb_paths(pred, k, n_out) for stage in model._predictors for k, pred in enumerate(stage)
         ]
         preprocess, tree_columns = _hgb_preprocessor(model, d)
-        return _Ensemble(paths, baseline, n_out, n_out == 1, False, True, d,
-                         preprocess=preprocess, tree_columns=tree_columns)
+        ens = _Ensemble(paths, baseline, n_out, n_out == 1, False, True, d,
+                        preprocess=preprocess, tree_columns=tree_columns)
+        ens.units = _classifier_units(name, n_out)
+        return ens
     if name.startswith("GradientBoosting"):
         stages = model.estimators_  # (n_stages, K) DecisionTreeRegressors
         n_out = stages.shape[1]
@@ -167,15 +169,49 @@ def _build(model) -> _Ensemble:
                 paths.append(p)
         init = _constant_init(model, name, d)
         offset = np.zeros(n_out) if init is None else np.asarray(init, dtype=np.float64)
-        return _Ensemble(paths, offset, n_out, n_out == 1, True, False, d)
+        ens = _Ensemble(paths, offset, n_out, n_out == 1, True, False, d)
+        ens.units = _classifier_units(name, n_out)
+        ens.nan_reason = (f"scikit-learn's {name} does not accept missing values; "
+                          "HistGradientBoosting does")
+        return ens
     trees = model.estimators_ if hasattr(model, "estimators_") else [model]
+    nan = _sklearn_allows_nan(model)
     scale = 1.0 / len(trees)
     if name.endswith("Classifier"):
         if int(getattr(model, "n_outputs_", 1)) != 1:
             raise TypeError(f"tree_shap_values does not support multi-output {name} (n_outputs_ > 1)")
         n_out = len(model.classes_)
         paths = [_sklearn_tree_paths(t, scale, True) for t in trees]
-        return _Ensemble(paths, np.zeros(n_out), n_out, False, True, False, d)
+        ens = _Ensemble(paths, np.zeros(n_out), n_out, False, True, nan, d)
+        ens.units = "probability"  # class fractions: predict_proba itself
+        return _nan_rule(ens, name, nan)
     n_out = int(getattr(model, "n_outputs_", 1))
     paths = [_sklearn_tree_paths(t, scale, False) for t in trees]
-    return _Ensemble(paths, np.zeros(n_out), n_out, n_out == 1, True, False, d)
+    return _nan_rule(_Ensemble(paths, np.zeros(n_out), n_out, n_out == 1, True, nan, d), name, nan)
+
+
+def _classifier_units(name, n_out):
+    """A gradient boosting model's margin units: regressors "raw"; binary classifiers (log loss,
+    one margin) "log_odds"; multi-class classifiers "margin" (softmax logits)."""
+    if not name.endswith("Classifier"):
+        return "raw"
+    return "log_odds" if n_out == 1 else "margin"
+
+
+def _sklearn_allows_nan(model) -> bool:
+    """Whether scikit-learn's own ``predict`` of this tree or forest takes NaN (its input tag
+    ``allow_nan``: since scikit-learn 1.3 a tree built with the "best" splitter routes missing
+    values by the ``missing_go_to_left`` it stores per node, which the paths read)."""
+    try:
+        from sklearn.utils import get_tags
+
+        return bool(get_tags(model).input_tags.allow_nan)
+    except Exception:  # an older scikit-learn without get_tags
+        return bool(getattr(model, "_get_tags", lambda: {})().get("allow_nan", False))
+
+
+def _nan_rule(ens, name, nan):
+    if not nan:
+        ens.nan_reason = (f"scikit-learn's {name} with these settings does not accept missing values; "
+                          "HistGradientBoosting and trees with the 'best' splitter do")
+    return ens

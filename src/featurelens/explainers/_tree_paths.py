@@ -192,6 +192,77 @@ class _Ensemble:
         # _prepare applies the first, the engine maps the values back with the second.
         self.preprocess = preprocess
         self.tree_columns = tree_columns
+        # How a DataFrame's pandas ``category`` columns become the numbers the trees compare
+        # (:func:`_frame_rows`): None (the library takes no categories: refused), "codes" (the
+        # column's own ``cat.codes``), ("lightgbm", [categories per category column, in order])
+        # or ("xgboost", {column index: categories}): the codes the library itself computes.
+        self.frame_categories = None
+        # What the trees' sum is in: "raw" (a regression output), "probability" (class fractions
+        # of tree and forest classifiers, predict_proba itself), "log_odds" (the one margin of a
+        # binary booster with a logistic link: predict_proba[:, 1] = sigmoid of it) or "margin"
+        # (per-class margins of a multi-class booster, softmax logits, or a margin without a known
+        # probability link). The builders set it; unknown models stay "raw".
+        self.units = "raw"
+        # What NaN is refused with when ``allow_nan`` is False (the library's own rule).
+        self.nan_reason = ("only HistGradientBoosting, LightGBM, XGBoost and scikit-learn trees "
+                           "and forests that accept missing values route them")
+
+
+def _frame_rows(frame, name, ens: _Ensemble) -> np.ndarray:
+    """A DataFrame as the float64 rows the trees compare, one rule for every library: float, int
+    and bool columns (pandas' nullable ones too, ``pd.NA`` as NaN) as their numbers; pandas
+    ``category`` columns as the codes the library itself computes (LightGBM: the categories it
+    saw in training, ``pandas_categorical``, unseen values NaN; XGBoost: the categories stored in
+    the model, unseen values an invalid category; HistGradientBoosting: its own preprocessor, see
+    ``_Ensemble.preprocess``); object and string columns are refused (no library here splits on
+    strings: encode them, or explain a Pipeline that does)."""
+    import pandas as pd
+
+    n, d = frame.shape
+    out = np.empty((n, d), dtype=np.float64)
+    spec = ens.frame_categories
+    cat_seen = 0  # LightGBM zips its category lists with the frame's category columns in order
+    for j in range(d):
+        column, dtype = frame.columns[j], frame.dtypes.iloc[j]
+        series = frame.iloc[:, j]
+        if isinstance(dtype, pd.CategoricalDtype):
+            if spec is None:
+                raise TypeError(
+                    f"{name} column {column!r} is a pandas category column, and this model type takes "
+                    "no categories (it was fitted on numbers): give the numbers it was fitted on"
+                )
+            if spec == "codes":
+                codes = series.cat.codes.to_numpy().astype(np.float64)
+                codes[codes < 0] = np.nan
+            else:
+                library, table = spec
+                if library == "lightgbm":
+                    if cat_seen >= len(table):
+                        raise ValueError(f"{name} has more category columns than the LightGBM model was "
+                                         f"fitted with ({len(table)}); column {column!r} is one too many")
+                    cats = table[cat_seen]
+                else:
+                    cats = table.get(j)
+                cat_seen += 1
+                codes = pd.Categorical(series, categories=cats).codes.astype(np.float64)
+                unseen = (codes < 0) & series.notna().to_numpy()
+                codes[codes < 0] = np.nan
+                if library == "xgboost":
+                    codes[unseen] = -1.0  # an invalid category, as XGBoost reads an unseen one
+            out[:, j] = codes
+        elif getattr(dtype, "kind", "O") in "biuf":
+            out[:, j] = series.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            raise TypeError(
+                f"{name} column {column!r} has dtype {dtype}; tree models split on numbers: give "
+                "numbers, bools or pandas category columns (LightGBM, XGBoost, HistGradientBoosting), "
+                "or explain a scikit-learn Pipeline that encodes the column (fl.explainer('tree_shap', "
+                "pipeline))"
+            )
+    if spec is not None and spec != "codes" and spec[0] == "lightgbm" and cat_seen != len(spec[1]):
+        raise ValueError(f"{name} has {cat_seen} pandas category column(s); the LightGBM model was "
+                         f"fitted with {len(spec[1])}")
+    return out
 
 
 def _prepare(X, name, ens: _Ensemble, allow_empty=False):
@@ -201,6 +272,8 @@ def _prepare(X, name, ens: _Ensemble, allow_empty=False):
         except Exception as err:  # the model's own preprocessor: wrong columns, unknown dtype
             raise ValueError(f"{name} could not be preprocessed as the model's categorical features "
                              f"({type(err).__name__}: {err})") from err
+    if type(X).__module__.split(".")[0] == "pandas" and hasattr(X, "dtypes") and getattr(X, "ndim", 0) == 2:
+        X = _frame_rows(X, name, ens)
     arr = as_numpy(X, name)
     if arr.dtype.kind not in "fiub":
         raise TypeError(f"{name} must be a numeric array; got dtype {arr.dtype}")
@@ -217,10 +290,7 @@ def _prepare(X, name, ens: _Ensemble, allow_empty=False):
     if np.isinf(arr).any():
         raise ValueError(f"{name} contains inf values; expected finite numbers")
     if np.isnan(arr).any() and not ens.allow_nan:
-        raise ValueError(
-            f"{name} contains NaN values; expected finite numbers (only HistGradientBoosting, "
-            "LightGBM and XGBoost models route missing values in tree_shap_values)"
-        )
+        raise ValueError(f"{name} contains NaN values; expected finite numbers ({ens.nan_reason})")
     if ens.float32:
         arr = arr.astype(np.float32).astype(np.float64)
     if ens.input_map is not None:

@@ -94,6 +94,57 @@ __all__ = [
 ]
 
 
+def _sigmoid(z):
+    z = np.asarray(z, dtype=np.float64)
+    return np.where(z >= 0, 1.0 / (1.0 + np.exp(-np.abs(z))), np.exp(-np.abs(z)) / (1.0 + np.exp(-np.abs(z))))
+
+
+def _probability_shap(ens, x, bg, batch_size):
+    """Interventional TreeSHAP of the probability ``sigmoid(margin)`` of a binary booster.
+
+    For each background row b the exact single-reference TreeSHAP values of the margin,
+    phi_b (summing to m(x) - m(b)), are rescaled by ``(sigmoid(m(x)) - sigmoid(m(b))) / (m(x) -
+    m(b))`` (1 where the margins are equal), so that they sum to ``sigmoid(m(x)) -
+    sigmoid(m(b))``; the values are their mean over the background and the base value the mean
+    of ``sigmoid(m(b))``. This is the per-reference rescaling shap's TreeExplainer applies for
+    ``model_output="probability"`` with ``feature_perturbation="interventional"`` (Lundberg et
+    al. 2020, the "dense independent" algorithm; the rescale rule of DeepLIFT, Shrikumar et al.
+    2017): efficiency holds exactly, ``base + values.sum(axis=1) == predict_proba[:, 1]``, while
+    the values are not the Shapley values of the game ``v(S) = sigmoid(m(x_S, b_notS))``, which
+    no polynomial tree algorithm computes.
+    """
+    n, d = x.shape
+    values = np.zeros((n, d))
+    base = 0.0
+    for r in range(bg.shape[0]):
+        phi, m_b = _shap(ens, x, bg[r : r + 1], batch_size)  # (n, d), float: m(b)
+        m_x = m_b + phi.sum(axis=1)  # efficiency of the single-reference game
+        diff = m_x - m_b
+        p_x, p_b = _sigmoid(m_x), _sigmoid(m_b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            factor = np.where(diff != 0.0, (p_x - p_b) / np.where(diff != 0.0, diff, 1.0), 1.0)
+        values += phi * factor[:, None]
+        base += float(p_b)
+    return values / bg.shape[0], base / bg.shape[0]
+
+
+def _probability_refusal(ens, name, background) -> str | None:
+    """Why ``output="probability"`` cannot be explained for this ensemble, or None."""
+    if ens.units == "raw":
+        return f"{name} is a regressor: it has no probabilities; use output='raw'"
+    if ens.units == "margin":
+        return (f"{name}'s trees sum to margins whose probabilities are not one logistic function of "
+                "one margin (a multi-class softmax, or another link); explain the margins "
+                "(output='raw') or use a black-box explainer (kernel_shap) with output='probability'")
+    if ens.units == "log_odds" and background is None:
+        return (f"{name}'s trees sum to the log-odds margin; path-dependent TreeSHAP values "
+                "coalitions by expectations of the margin, and the expectation of its sigmoid is no "
+                "sum over trees, so there is no exact path-dependent value of the probability. Pass "
+                "background= (interventional TreeSHAP explains the probability exactly: base + sum = "
+                "predict_proba[:, 1]), or explain the log-odds (output='log_odds')")
+    return None
+
+
 def tree_shap_values(model, X, background=None, output="raw", *, batch_size=256):
     """Exact TreeSHAP values of a fitted tree model (see the module docstring).
 
@@ -107,7 +158,11 @@ def tree_shap_values(model, X, background=None, output="raw", *, batch_size=256)
         LightGBM and XGBoost models (missing values follow each split's default direction).
     background : None for path-dependent TreeSHAP (cover-weighted, Lundberg et al. 2020), or an
         array-like (R, d) for interventional TreeSHAP (the mean of the single-reference values).
-    output : "raw" (the model's margin, or class fractions for forest classifiers).
+    output : "raw" (the model's margin, or class fractions for forest classifiers) or
+        "probability": the class fractions of tree and forest classifiers (the same as "raw"), or
+        for a binary booster with a logistic link (GradientBoosting / HistGradientBoosting /
+        LGBM / XGB classifiers, two classes) ``predict_proba[:, 1]``, explained exactly by
+        interventional TreeSHAP (needs ``background``; see :func:`_probability_shap`).
     batch_size : rows (times background rows) processed at a time, to bound memory.
 
     Returns
@@ -117,8 +172,15 @@ def tree_shap_values(model, X, background=None, output="raw", *, batch_size=256)
     base_value : float for single-output models, else (k,) float64 array, so that
         ``base_value + values.sum(axis=1) == f(x)``.
     """
-    check_option(output, "output", ("raw",))
-    return _shap(*_inputs(model, X, background, batch_size))
+    output = check_option(output, "output", ("raw", "probability"))
+    ens, x, bg, batch_size = _inputs(model, X, background, batch_size)
+    if output == "probability":
+        reason = _probability_refusal(ens, type(model).__name__, bg)
+        if reason is not None:
+            raise ValueError(f"output='probability': {reason}")
+        if ens.units == "log_odds":
+            return _probability_shap(ens, x, bg, batch_size)
+    return _shap(ens, x, bg, batch_size)
 
 
 def _inputs(model, X, background, batch_size):
@@ -179,78 +241,210 @@ def tree_shap_interaction_values(model, X, background=None, *, batch_size=256):
 
 @register("tree_shap")
 class TreeShap(Explainer):
-    """Exact TreeSHAP (Lundberg et al. 2020) of a fitted scikit-learn tree model; the algorithm is
+    """Exact TreeSHAP (Lundberg et al. 2020) of a fitted tree model; the algorithm is
     :func:`tree_shap_values` (per-path products evaluated with Gauss-Legendre nodes, after
     GPUTreeShap, Mitchell et al. 2022, and Linear TreeShap, Yu et al. 2022).
 
-    ``background=None``: path-dependent TreeSHAP (coalitions valued by the trees' training cover,
-    shap's ``feature_perturbation="tree_path_dependent"``); an array or DataFrame of rows:
-    interventional TreeSHAP (the mean of the single-reference values over those rows, Janzing et
-    al. 2020). ``batch_size``: rows per model call (target resolution) and rows (times background
-    rows) per vectorised step of the tree computation.
+    ``feature_perturbation`` (as shap spells it): ``"tree_path_dependent"`` (coalitions valued by
+    the trees' training cover; takes no background) or ``"interventional"`` (the mean of the
+    single-reference values over ``background`` rows, Janzing et al. 2020; needs ``background``).
+    None (default) follows ``background``: path-dependent without it, interventional with it.
+    ``batch_size``: rows per model call (target resolution) and rows (times background rows) per
+    vectorised step of the tree computation.
 
-    Units (``Explanation.output == "raw"``): the model's own output for forests and trees
-    (``predict``; ``predict_proba`` class fractions for classifiers) and the margin for gradient
-    boosting (``decision_function``, log-odds for binary classifiers; LightGBM's
-    ``predict(raw_score=True)``, XGBoost's ``predict(output_margin=True)`` for their scikit-learn
-    wrappers LGBM* / XGB*; raw Boosters only through :func:`tree_shap_values`). ``target`` picks the output
-    as everywhere else (None: the predicted class); for a binary gradient boosting classifier
-    wrapped through ``predict_proba``, target 1 explains the log-odds margin and target 0 its
-    negative (the log-odds of class 0). ``params["base_values"]`` holds one base value per row, so
-    ``base_values + values.sum(axis=1)`` equals that output (additivity).
+    Units (recorded in ``Explanation.output`` and ``params["output"]``, truthfully):
+
+    - regressors: ``"raw"`` (``predict``; the margin for gradient boosting regressors);
+    - tree and forest classifiers: their class fractions, ``predict_proba`` itself, recorded as
+      asked (``"raw"`` or ``"probability"``); ``"log_odds"`` of averaged fractions is no sum over
+      trees and is refused;
+    - binary boosting classifiers (GradientBoosting, HistGradientBoosting, LGBM, XGB with a
+      logistic link): the trees sum to the log-odds margin. Without ``output=`` (or with
+      ``output="log_odds"``) that margin is explained and recorded as ``"log_odds"`` (target 1:
+      the margin; target 0: its negative, the log-odds of class 0). ``output="probability"`` (and
+      an explicit ``"raw"``, which for a scikit-learn-style classifier means ``predict_proba``)
+      explains ``predict_proba[:, target]`` exactly with interventional TreeSHAP
+      (:func:`_probability_shap`; needs ``background``, refused clearly without it);
+    - multi-class boosting classifiers: the per-class margins (``decision_function``, softmax
+      logits), recorded as ``"margin"``; probabilities and log-odds of a softmax are no sums over
+      trees and are refused.
+
+    ``params["base_values"]`` holds one base value per row, so ``base_values + values.sum(axis=1)``
+    equals that output (additivity).
+
+    Missing values: NaN in ``x`` and the background is routed exactly as the model's own
+    ``predict`` routes it (HistGradientBoosting, LightGBM, XGBoost, and scikit-learn trees and
+    forests that accept NaN: each split's stored default direction), so only this explainer's
+    Model takes NaN (:meth:`featurelens.models.Model.with_missing_values`); inf is refused, and
+    models whose library refuses NaN (GradientBoosting*) refuse it here too.
+
+    DataFrames: bool, int and float columns are numbers; pandas ``category`` columns are coded as
+    the library codes them (:func:`featurelens.explainers._tree_paths._frame_rows`); object and
+    string columns are refused unless the model is a scikit-learn Pipeline that encodes them.
+
+    A fitted scikit-learn ``Pipeline`` whose final step is a tree model is explained on the
+    transformed features (:func:`explain_pipeline_final_step`): ``feature_names`` from
+    ``pipeline[:-1].get_feature_names_out()``, ``data`` the transformed rows.
 
     ``interactions=True`` also computes the SHAP interaction values of the same output
     (:func:`tree_shap_interaction_values`, Lundberg et al. 2020) into
-    ``Explanation.extra["interactions"]``, shape (n, d, d), each row summing to ``values``.
+    ``Explanation.extra["interactions"]``, shape (n, d, d), each row summing to ``values``
+    (not for the probability units).
 
     Model calls: the trees are read directly; the only model calls are the base class's target
-    resolution (all rows when ``target`` is None, one row otherwise). NaN inputs are refused like
-    for every explainer (``Model.to_tensor``), also for HistGradientBoosting, whose missing-value
-    routing :func:`tree_shap_values` itself supports.
+    resolution (all rows when ``target`` is None, one row otherwise).
     """
 
     requires = Requires(gradients=False, estimators=supported_tree_models())
     accepts: frozenset = frozenset()  # no shared harness options (no seed, baseline or groups)
 
-    outputs = ("raw",)  # values come from the trees, not the Model's forward passes
+    outputs = ("raw", "probability", "log_odds")  # which ones apply depends on the trees (above)
 
     def __init__(self, model, background=None, batch_size: int | None = None,
-                 interactions: bool = False):
+                 interactions: bool = False, feature_perturbation: str | None = None):
+        from featurelens.models import Model
+
+        explicit = isinstance(model, Model)  # a Model's "raw" was asked for (fl.explainer(output=))
         super().__init__(model, batch_size=batch_size)
         self.interactions = check_bool(interactions, "interactions")
-        reason = self.requires.why_not(self.model, (self.model.estimator.n_features_in_,)
-                                       if hasattr(self.model.estimator, "n_features_in_") else (1,))
-        if reason is not None:
-            est = self.model.estimator
-            if type(est).__name__ == "Booster" and type(est).__module__.split(".")[0] in ("lightgbm", "xgboost"):
-                reason += (" (a raw Booster is no scikit-learn estimator: fit the library's scikit-learn "
-                           "wrapper, e.g. LGBMRegressor / XGBClassifier, or call "
-                           "featurelens.explainers.tree.tree_shap_values(booster, X))")
-            raise TypeError(f"explainer 'tree_shap' {reason}")
-        self._ensemble = _build(self.model.estimator)
-        if background is None:
+        fp = check_option(feature_perturbation, "feature_perturbation",
+                          (None, "interventional", "tree_path_dependent"))
+        if fp == "interventional" and background is None:
+            raise ValueError("feature_perturbation='interventional' averages over background rows; "
+                             "pass background= (rows like x), or use feature_perturbation="
+                             "'tree_path_dependent' (no background)")
+        if fp == "tree_path_dependent" and background is not None:
+            raise ValueError("feature_perturbation='tree_path_dependent' values coalitions by the trees' "
+                             "training cover and takes no background; drop background= or pass "
+                             "feature_perturbation='interventional'")
+        est = self.model.estimator
+        self._pipeline = None
+        if type(est).__name__ == "Pipeline" and type(est).__module__.startswith("sklearn."):
+            self._pipeline = est
+            self._ensemble = _build(est.steps[-1][1])  # TypeError naming the supported models
+            self._pipeline_background = background
+        else:
+            reason = self.requires.why_not(self.model, (est.n_features_in_,)
+                                           if hasattr(est, "n_features_in_") else (1,))
+            if reason is not None:
+                if type(est).__name__ == "Booster" and type(est).__module__.split(".")[0] in ("lightgbm", "xgboost"):
+                    reason += (" (a raw Booster is no scikit-learn estimator: fit the library's scikit-learn "
+                               "wrapper, e.g. LGBMRegressor / XGBClassifier, or call "
+                               "featurelens.explainers.tree.tree_shap_values(booster, X))")
+                raise TypeError(f"explainer 'tree_shap' {reason}")
+            self._ensemble = _build(est)
+            if self._ensemble.allow_nan:  # the trees route NaN as the model's predict does
+                self.model = self.model.with_missing_values()
+        self._mode, self._units = self._resolve_units(explicit, background)
+        if self._mode == "probability" and self.interactions:
+            raise ValueError("interactions=True explains the trees' own output; the probability of a "
+                             "booster is explained by rescaled interventional values, which have no "
+                             "interaction matrix: use output='log_odds' for interactions")
+        if self._pipeline is not None and self._mode == "probability":
+            raise ValueError("output='probability' of a Pipeline's booster is not supported; explain the "
+                             "margin (output='log_odds'), or the final step on pipeline[:-1].transform(X)")
+        self.feature_perturbation = "tree_path_dependent" if background is None else "interventional"
+        if background is None or self._pipeline is not None:
             self.background = None
         else:
             bg = self.model.to_tensor(background, "background")
             bg = bg.detach().cpu().numpy() if hasattr(bg, "detach") else np.asarray(bg)
             self.background = self._rows(bg.reshape(bg.shape[0], -1), "background")
 
+    def _resolve_units(self, explicit, background):
+        """``(mode, units)``: what is computed ("trees": the trees' own sum; "probability": the
+        rescaled interventional values of sigmoid(margin)) and the units recorded."""
+        ens, asked = self._ensemble, self.model.output
+        name = type(self.model.estimator).__name__
+        # "raw" of a Model called through decision_function is the margin itself
+        raw_is_margin = not explicit or self.model.returns == "margin"
+        if ens.units == "raw":
+            return "trees", "raw"  # a regressor (the Model refuses other units for it)
+        if ens.units == "probability":
+            if asked == "log_odds":
+                raise ValueError(f"explainer 'tree_shap' explains {name}'s class fractions (predict_proba), "
+                                 "a sum over its trees; their log-odds are not, so output='log_odds' is "
+                                 "not exact here: use output='probability' (or 'raw'), or a black-box "
+                                 "explainer (kernel_shap) with output='log_odds'")
+            return "trees", asked
+        if ens.units == "log_odds":
+            if asked == "log_odds" or (asked == "raw" and raw_is_margin):
+                return "trees", "log_odds"
+            reason = _probability_refusal(ens, name, background)
+            if reason is not None:
+                what = ("output='raw' is predict_proba for this classifier, and " if asked == "raw"
+                        else "output='probability': ")
+                raise ValueError(f"explainer 'tree_shap': {what}{reason}")
+            return "probability", asked
+        # "margin": multi-class (softmax) margins
+        if asked == "raw" and raw_is_margin:
+            return "trees", "margin"
+        what = "output='raw' is predict_proba for this classifier" if asked == "raw" else f"output={asked!r}"
+        raise ValueError(f"explainer 'tree_shap': {what}, and {_probability_refusal(ens, name, None)}; "
+                         "without output= the margins are explained (recorded as 'margin')")
+
     def _rows(self, arr, name):
-        """Rows from the Model (numbers, category codes) prepared for the trees; a model with its
-        own preprocessing (HistGradientBoosting's categorical features) gets them as it takes
-        them (the Model decodes its codes back to the values first)."""
-        if self._ensemble.preprocess is not None:
+        """Rows from the Model (numbers, category codes) prepared for the trees. A model with its
+        own preprocessing (HistGradientBoosting's categorical features) or with categorical
+        columns gets them as it takes them (the Model decodes its codes back to the values
+        first), so the trees see the codes the library itself computes."""
+        if self._ensemble.preprocess is not None or (self.model.categories and self.model.feature_names):
             arr = self.model.decode(arr)
         return _prepare(arr, name, self._ensemble)
 
     def params(self) -> dict:
         params = super().params()
-        params["feature_perturbation"] = (
-            "tree_path_dependent" if self.background is None else "interventional"
-        )
-        params["background_rows"] = None if self.background is None else int(self.background.shape[0])
+        params["output"] = self._units
+        params["feature_perturbation"] = self.feature_perturbation
+        bg = self._pipeline_background if self._pipeline is not None else self.background
+        params["background_rows"] = None if bg is None else int(np.shape(bg)[0])
         params["interactions"] = self.interactions
         return params
+
+    def explain(self, x, target=None, feature_names=None, *args, **kwargs):
+        if self._pipeline is not None:
+            if args or kwargs.get("executor") is not None:
+                raise TypeError("tree_shap of a Pipeline explains its rows in one call (no executor)")
+            return self._explain_pipeline(x, target, feature_names)
+        if not self._ensemble.allow_nan:  # the library's own rule, named (before any model call)
+            try:
+                missing = bool(np.isnan(np.asarray(x, dtype=np.float64)).any())
+            except (TypeError, ValueError):  # categorical columns: the Model checks them
+                missing = False
+            if missing:
+                raise ValueError(f"x contains NaN values; expected finite numbers ({self._ensemble.nan_reason})")
+        e = super().explain(x, target, feature_names, *args, **kwargs)
+        e.output = self._units
+        return e
+
+    def _select(self, values, base, inter, t, n):
+        """The target's output of the trees' values: ``(values, base per row, interactions)``."""
+        if values.ndim == 3:  # one column per output: pick the target's
+            values = values[np.arange(n), :, t]
+            base = np.asarray(base)[t]
+            if inter is not None:
+                inter = inter[np.arange(n), :, :, t]
+        else:
+            base = np.full(n, float(base))
+            est = self.model.estimator
+            est = est.steps[-1][1] if self._pipeline is not None else est
+            through = getattr(self.model.function, "__name__", "")
+            if len(getattr(est, "classes_", ())) == 2 and through != "decision_function":
+                sign = np.where(t == 1, 1.0, -1.0)  # the margin is class 1's log-odds
+                values = values * sign[:, None]
+                # the probability of class 0 is 1 - p1: its base is 1 - base
+                base = base * sign + (np.where(t == 1, 0.0, 1.0) if self._mode == "probability" else 0.0)
+                if inter is not None:
+                    inter = inter * sign[:, None, None]
+        return values, base, inter
+
+    def _compute(self, rows, bg, step):
+        if self._mode == "probability":
+            values, base = _probability_shap(self._ensemble, rows, bg, step)
+            return values, base, None
+        values, base = _shap(self._ensemble, rows, bg, step)
+        inter = _interactions(self._ensemble, rows, bg, step)[0] if self.interactions else None
+        return values, base, inter
 
     def _attribute(self, x, target, outputs=None, **kwargs):
         if kwargs:
@@ -260,31 +454,50 @@ class TreeShap(Explainer):
             raise ValueError(f"tree_shap explains tabular rows, shape (n, d); got x of shape {arr.shape}")
         rows = self._rows(arr, "x")
         step = 256 if self.model.auto_batch else int(self.model.batch_size)
-        values, base = _shap(self._ensemble, rows, self.background, step)
-        inter = None
-        if self.interactions:
-            inter, _ = _interactions(self._ensemble, rows, self.background, step)
+        values, base, inter = self._compute(rows, self.background, step)
         t = target.detach().cpu().numpy().astype(np.int64)
-        n = rows.shape[0]
-        if values.ndim == 3:  # one column per output: pick the target's
-            values = values[np.arange(n), :, t]
-            base = np.asarray(base)[t]
-            if inter is not None:
-                inter = inter[np.arange(n), :, :, t]
-        else:
-            base = np.full(n, float(base))
-            est = self.model.estimator
-            through = getattr(self.model.function, "__name__", "")
-            if len(getattr(est, "classes_", ())) == 2 and through != "decision_function":
-                sign = np.where(t == 1, 1.0, -1.0)  # the margin is class 1's log-odds
-                values = values * sign[:, None]
-                base = base * sign
-                if inter is not None:
-                    inter = inter * sign[:, None, None]
+        values, base, inter = self._select(values, base, inter, t, rows.shape[0])
         extra = {"base_values": [float(b) for b in base]}
         if inter is not None:
             extra["arrays"] = {"interactions": inter}
         return values, extra
+
+    def _explain_pipeline(self, x, target, feature_names):
+        """The final step on the transformed rows (:func:`explain_pipeline_final_step`), the
+        target's output picked as for any model (None: the pipeline's predicted class)."""
+        import time
+
+        from featurelens._validation import resolve_target
+        from featurelens.explanation import Explanation
+
+        start, calls = time.perf_counter(), self.model.calls
+        e = explain_pipeline_final_step(self._pipeline, x, background=self._pipeline_background,
+                                        interactions=self.interactions)
+        n = e.values.shape[0]
+        outputs = self.model.predict(self.model.to_tensor(x)) if target is None else None
+        if target is None:
+            t = outputs.detach().cpu().numpy().argmax(axis=1)
+        else:
+            n_out = int(self.model.predict(self.model.to_tensor(x)[:1]).shape[1])
+            t = np.asarray(resolve_target(target, n, n_out)).astype(np.int64)
+        values, base = e.values, e.base_values
+        inter = e.extra.get("interactions")
+        if values.ndim == 3:  # (n, k, d) -> the trees' layout (n, d, k) for _select
+            values, base = np.moveaxis(values, 1, -1), np.asarray(base)[0]
+            inter = None if inter is None else np.moveaxis(inter, 1, -1)
+        else:
+            base = float(np.asarray(base)[0])
+        values, base, inter = self._select(values, base, inter, t, n)
+        params = dict(self.params())
+        params.update(e.params)
+        params["output"] = self._units
+        params["base_values"] = [float(b) for b in base]
+        names = e.feature_names if feature_names is None else list(feature_names)
+        return Explanation(values=values, method="tree_shap", params=params, target=t,
+                           model_calls=self.model.calls - calls, seconds=time.perf_counter() - start,
+                           extra={} if inter is None else {"interactions": inter},
+                           feature_names=names, data=e.data, base_values=np.asarray(base, dtype=np.float64),
+                           output=self._units)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -378,5 +591,9 @@ def explain_pipeline_final_step(pipeline, X, background=None, interactions=False
         "interactions": interactions,
         "final_step": type(final).__name__,
     }
+    # the units of the trees' sum: "raw" for regressors and class fractions (predict_proba),
+    # "log_odds" for a binary booster's margin, "margin" for a multi-class booster's margins
+    units = "raw" if ens.units == "probability" else ens.units
+    params["output"] = units
     return Explanation(values=values, method="tree_shap", params=params, target=target, extra=extra,
-                       feature_names=names, data=z, base_values=base_values, output="raw")
+                       feature_names=names, data=z, base_values=base_values, output=units)
