@@ -257,3 +257,87 @@ def test_to_jsonable_converts_numpy_and_torch():
                        "inf": np.inf, "obj": object})
     assert out == {"1": 1.5, "b": True, "t": [3, [1.0, 2.0]], "inf": None, "obj": repr(object)}
     assert json.loads(json.dumps(out)) == out
+
+
+# -- the user's own files: sizes checked before decompression, fields checked against the values
+
+
+def _bomb(path, n_bytes):
+    """A .npz whose one member, zeros, inflates to ``n_bytes`` (compressed about a thousand times)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        with z.open("values.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False,
+                                                     "shape": (n_bytes // 8,)})
+            chunk = bytes(1 << 20)
+            for _ in range(n_bytes // len(chunk)):
+                f.write(chunk)
+    return path
+
+
+def test_an_npz_that_inflates_past_the_bound_is_refused_before_decompression(tmp_path, monkeypatch):
+    from featurelens import _serialization
+    from featurelens._loading import LoadError, load_data
+
+    bomb = _bomb(tmp_path / "bomb.npz", 64 << 20)  # 64 MiB of zeros (plus the 128-byte header) in about 64 KiB
+    assert os.path.getsize(bomb) < 200_000
+    monkeypatch.setenv("FEATURELENS_MAX_NPZ_BYTES", str(16 << 20))
+    calls = []
+    real_load = np.load
+    monkeypatch.setattr(np, "load", lambda *a, **k: calls.append(a) or real_load(*a, **k))
+    with pytest.raises(SavedFileError, match=r"67,108,992 bytes once decompressed.*16,777,216") as info:
+        fl.load_explanation(bomb)
+    assert "FEATURELENS_MAX_NPZ_BYTES" in str(info.value) and "np.load" in str(info.value)
+    with pytest.raises(LoadError, match=r"refusing to read .*bomb.npz.*67,108,992 bytes"):
+        load_data(bomb)
+    assert calls == []  # refused from the zip directory and the header: numpy never opened it
+    # the bound is the documented default without the variable, and max_bytes= overrides both
+    monkeypatch.delenv("FEATURELENS_MAX_NPZ_BYTES")
+    assert _serialization.npz_limit() == _serialization.MAX_NPZ_BYTES == 2**30
+    with pytest.raises(SavedFileError, match="more than the bound of 1,000 bytes"):
+        fl.load_explanation(_explanation().save(tmp_path / "small"), max_bytes=1000)
+
+
+def test_a_header_that_claims_a_huge_array_is_refused_before_allocation(tmp_path):
+    from featurelens._loading import LoadError, load_data
+
+    path = tmp_path / "liar.npz"
+    with zipfile.ZipFile(path, "w") as z:  # a tiny member whose header announces 8 TB
+        with z.open("X.npy", "w") as f:
+            np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False,
+                                                     "shape": (10**6, 10**6)})
+            f.write(bytes(64))
+    assert os.path.getsize(path) < 1000
+    with pytest.raises(LoadError, match=r"8,000,000,000,000 bytes once decompressed"):
+        load_data(path)
+
+
+def test_zero_d_values_and_wrong_length_feature_names_are_refused(tmp_path):
+    good = _explanation().save(tmp_path / "good")
+    arrays = _arrays(good)
+    scalar = dict(arrays, values=np.array(1.5))
+    scalar.pop("target")
+    scalar.pop("extra/coef")
+    _rewrite(tmp_path / "scalar.npz", scalar)
+    with pytest.raises(SavedFileError, match=r"scalar.npz.*array 'values': found a 0-d array"):
+        fl.load_explanation(tmp_path / "scalar.npz")
+
+    def names(meta):
+        meta["feature_names"] = ["a", "b", "c"]  # values have 4 features per row, and no data array
+
+    _rewrite(tmp_path / "names.npz", arrays, names)
+    with pytest.raises(SavedFileError, match=r"names.npz.*meta field 'feature_names': found 3 names for values "
+                                             r"of shape \(3, 4\)"):
+        fl.load_explanation(tmp_path / "names.npz")
+    _rewrite(tmp_path / "names4.npz", arrays, lambda m: m.update(feature_names=list("abcd")))
+    assert fl.load_explanation(tmp_path / "names4.npz").feature_names == list("abcd")
+
+
+def test_save_into_a_missing_folder_names_the_folder(tmp_path):
+    missing = tmp_path / "no" / "such"
+    with pytest.raises(FileNotFoundError) as info:
+        _explanation().save(missing / "e.npz")
+    message = str(info.value)
+    assert f"the folder {missing} does not exist" in message and ".tmp-" not in message
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FileNotFoundError, match="is not a folder"):
+        _explanation().save(tmp_path / "file" / "e.npz")

@@ -5,7 +5,8 @@ does, explain the first rows with one explainer and write a report folder:
   fastparquet): one row per explained row, one column per feature (the data's column names, or
   ``x0, x1, ...``), then ``base_value`` (what the attributions add up from, where the method has
   one), ``target`` (the explained output index) and ``output`` (the units of the explained output
-  and so of the values: ``raw``, ``probability`` or ``log_odds``, from ``--output``);
+  and so of the values: ``raw``, ``probability`` or ``log_odds``, as the explainer recorded them in
+  the Explanation, e.g. ``log_odds`` for tree_shap on a binary gradient boosting classifier);
 - ``explanation.npz``: the :class:`~featurelens.Explanation` (:meth:`~featurelens.Explanation.save`);
 - ``bar.png``, ``beeswarm.png``, ``waterfall.png`` (the first row; only when the method has base
   values): :mod:`featurelens.plots` (shap-style summary plots, Lundberg & Lee 2017,
@@ -17,7 +18,12 @@ Default method: ``kernel_shap`` (KernelSHAP, Lundberg & Lee 2017) for black-box 
 estimators), averaging dropped features over ``--background`` rows (default 50 sampled from the
 data with ``--seed``); ``integrated_gradients`` (Sundararajan, Taly & Yan 2017, arXiv 1703.01365)
 for torch models. ``--output`` is passed to the explainer as ``output=`` (every explainer takes it;
-``tree_shap`` explains in ``raw`` units only, and other units are refused). Skops files load with
+``tree_shap`` takes no other units, and explains the trees' own output, e.g. a boosting
+classifier's log-odds margin). The report's efficiency line compares ``base_value + sum(values)``
+with the model's ``f(x)`` in the explanation's units and calls it "holds" only within
+:data:`EFFICIENCY_TOLERANCE` (relative to ``max(1, |f(x)|)``); a larger gap is stated as it is.
+Data keep their precision: a CSV's float64 columns reach a scikit-learn or numpy model as float64,
+a torch model gets its own dtype. Skops files load with
 skops' default trusted types plus each ``--trust-type NAME``. The options are defined in :mod:`featurelens.cli` (no torch import for ``--help``).
 
 ``--executor threads|processes|ray|dask`` (with ``--workers N``, ``--address ADDR``): the rows are
@@ -43,7 +49,8 @@ import sys
 
 import numpy as np
 
-__all__ = ["run", "MAX_ROWS", "DEFAULT_BACKGROUND", "parquet_engine"]
+__all__ = ["run", "MAX_ROWS", "DEFAULT_BACKGROUND", "EFFICIENCY_TOLERANCE", "parquet_engine", "explained_units",
+           "explained_outputs", "efficiency_gap", "efficiency_text"]
 
 #: Rows explained when ``--rows`` is not given: all of them, up to this many.
 MAX_ROWS = 200
@@ -54,6 +61,89 @@ TOP = 10
 #: How the report names each output unit.
 _UNITS = {"raw": "raw (the model's own outputs)", "probability": "probability",
           "log_odds": "log_odds (log(p / (1 - p)))"}
+
+
+#: The largest gap between ``base + sum(values)`` and ``f(x)``, relative to ``max(1, |f(x)|)``,
+#: that the report calls "efficiency holds"; a larger gap is printed as it is.
+EFFICIENCY_TOLERANCE = 1e-6
+
+
+def explained_units(e) -> str:
+    """The units of an explanation's values, as the explainer recorded them: ``e.output``, or a
+    unit in ``e.params["output"]`` (or ``"units"``) when the explainer recorded another one there
+    (tree_shap explains a binary gradient boosting classifier's log-odds margin while the Model it
+    was given returns predict_proba). Never assumed from the command line's ``--output``."""
+    from .explanation import OUTPUTS
+
+    units = getattr(e, "output", "raw") or "raw"
+    params = getattr(e, "params", None) or {}
+    for key in ("units", "output"):
+        recorded = params.get(key)
+        if isinstance(recorded, str) and recorded in OUTPUTS and recorded != units and units == "raw":
+            return recorded
+    return units
+
+
+def _binary_margin(model, rows) -> np.ndarray | None:
+    """The exact log-odds margin of class 1 of a binary classifier that exposes it, computed by the
+    estimator itself (``decision_function``; LightGBM's ``predict(raw_score=True)``, XGBoost's
+    ``predict(output_margin=True)``), float64, or None: the log-odds read back from predict_proba
+    lose digits where p is near 0 or 1."""
+    est = model.estimator
+    classes = getattr(est, "classes_", None)
+    if est is None or classes is None or len(classes) != 2:
+        return None
+    try:
+        inputs = model.decode(model.to_tensor(rows))
+        package = type(est).__module__.split(".")[0]
+        if package == "lightgbm":
+            out = est.predict(inputs, raw_score=True)
+        elif package == "xgboost":
+            out = est.predict(inputs, output_margin=True)
+        elif callable(getattr(est, "decision_function", None)):
+            out = est.decision_function(inputs)
+        else:
+            return None
+    except Exception:  # a model that cannot give its margin: the probabilities' log-odds instead
+        return None
+    out = np.asarray(out, dtype=np.float64)
+    return out.reshape(-1) if out.ndim == 1 or out.shape[1:] == (1,) else None
+
+
+def explained_outputs(model, rows, targets, units: str) -> np.ndarray:
+    """``f(x)`` of each row's target in ``units`` (float64): the Model's outputs when it is in those
+    units already; for log-odds of a binary classifier, its own margin (class 1's log-odds, negated
+    for class 0); else the Model in those units (:meth:`~featurelens.models.Model.with_output`)."""
+    targets = np.asarray(targets, dtype=np.int64).reshape(-1)
+    n = len(targets)
+    if units != model.output and units == "log_odds":
+        margin = _binary_margin(model, rows)
+        if margin is not None and margin.shape == (n,):
+            return np.where(targets == 1, margin, -margin)
+    wrapped = model if units == model.output else model.with_output(units)
+    outputs = wrapped.predict(rows).detach().cpu().numpy().astype(np.float64)
+    return outputs[np.arange(n), targets]
+
+
+def efficiency_gap(base, values, f_x) -> dict:
+    """``{"max": max_i |base_i + sum(values_i) - f(x_i)|, "relative": the same over max(1, |f(x_i)|)}``
+    (float64 sums; scaled so that a model whose outputs are 1e308 is judged like one of outputs 1)."""
+    base = np.asarray(base, dtype=np.float64)
+    f_x = np.asarray(f_x, dtype=np.float64)
+    scale = np.maximum(1.0, np.abs(f_x))
+    total = base / scale + (np.asarray(values, dtype=np.float64) / scale[:, None]).sum(axis=1)
+    rel = np.abs(total - f_x / scale)
+    return {"max": float(np.max(rel * scale)), "relative": float(np.max(rel))}
+
+
+def efficiency_text(gap: dict, units: str) -> str:
+    """How the report states the efficiency check: "holds" only for a relative gap of at most
+    :data:`EFFICIENCY_TOLERANCE`; otherwise the gap itself, never called efficiency."""
+    if gap["relative"] <= EFFICIENCY_TOLERANCE:
+        return (f"holds: base_value + sum(values) = f(x) ({units}) to {gap['max']:.3g} "
+                f"(max over the rows; relative {gap['relative']:.3g})")
+    return (f"does NOT hold: base_value + sum(values) differs from f(x) ({units}) by up to {gap['max']:.6g} "
+            f"(relative {gap['relative']:.3g}, more than {EFFICIENCY_TOLERANCE:g})")
 
 
 def _error(message: str, code: int) -> int:
@@ -264,24 +354,26 @@ def _explain(args, model, description, X, y, names) -> int:
     values = e.values.reshape(n_rows, d).astype(np.float64)
     base = None if e.base_values is None else np.asarray(e.base_values, dtype=np.float64).reshape(n_rows)
     targets = np.asarray(e.target).reshape(n_rows)
-    outputs = wrapped.predict(rows).detach().cpu().numpy().astype(np.float64)
-    f_x = outputs[np.arange(n_rows), targets]
-    gap = None if base is None else float(np.max(np.abs(base + values.sum(axis=1) - f_x)))
+    units = explained_units(e)
+    f_x = explained_outputs(wrapped, rows, targets, units)
+    gap = None if base is None else efficiency_gap(base, values, f_x)
 
     # feature values for the plots: numbers (category codes for categorical columns: e.data), and
     # the first row as it is for the waterfall's labels
     data = np.asarray(e.data, dtype=np.float64).reshape(n_rows, d) if frame else rows.reshape(n_rows, d)
     first = rows.iloc[0].astype(object) if frame else data[0]
     _write(args, e, values, base, targets, f_x, gap, feature_names, data, description, method,
-           len(X), wrapped.output, first_row=first)
+           len(X), units, first_row=first)
     mean_abs = np.abs(values).mean(axis=0)
     order = np.argsort(-mean_abs, kind="stable")[:5]
     print(f"model: {description}; data: {os.path.basename(args.data)} {X.shape}")
     n_background = "" if "background" not in params else f" ({len(params['background'])} background rows)"
-    print(f"explained {n_rows} of {len(X)} rows with {method}{n_background}, in {wrapped.output} units")
+    print(f"explained {n_rows} of {len(X)} rows with {method}{n_background}, in {units} units")
     print("top features (mean |value|): " + ", ".join(f"{feature_names[i]} {mean_abs[i]:.4g}" for i in order))
     if gap is not None:
-        print(f"efficiency: max |base_value + sum(values) - f(x)| = {gap:.3g}")
+        print(f"efficiency: {efficiency_text(gap, units)}")
+        print(f"row 0: base value {base[0]:.6g} + sum of values {values[0].sum():.6g} = {base[0] + values[0].sum():.6g}; "
+              f"f(x) = {f_x[0]:.6g} ({units})")
     print(f"report: {os.path.abspath(args.out)}")
     return 0
 
@@ -311,11 +403,20 @@ def _write(args, e, values, base, targets, f_x, gap, names, data, description, m
                          "each explained row's value per feature, coloured by the feature's value"),
     }
     if base is not None:
-        figures["waterfall.png"] = (
-            _figure(lambda ax: plots.waterfall(values[0], base_value=base[0],
-                                               data_row=data[0] if first_row is None else first_row,
-                                               feature_names=names, ax=ax)),
-            f"row 0: from the base value {base[0]:.4g} to f(x) = {f_x[0]:.4g} (output {targets[0]})")
+        end = float(base[0] + values[0].sum())
+        if abs(end - f_x[0]) <= EFFICIENCY_TOLERANCE * max(1.0, abs(f_x[0])):
+            ends = f"to f(x) = {f_x[0]:.4g}, the model's own output ({_UNITS.get(units, units)})"
+        else:
+            ends = (f"to base + sum = {end:.6g}, while the model's own output is f(x) = {f_x[0]:.6g} "
+                    f"({_UNITS.get(units, units)}): a gap of {abs(end - f_x[0]):.3g}, efficiency does not hold")
+
+        def draw_waterfall(ax):
+            plots.waterfall(values[0], base_value=base[0], data_row=data[0] if first_row is None else first_row,
+                            feature_names=names, ax=ax)
+            ax.set_xlabel(f"output of target {targets[0]} ({_UNITS.get(units, units)})", fontsize=8)
+
+        figures["waterfall.png"] = (_figure(draw_waterfall),
+                                    f"row 0: from the base value {base[0]:.4g} {ends} (output {targets[0]})")
 
     mean_abs = np.abs(values).mean(axis=0)
     order = np.argsort(-mean_abs, kind="stable")[:TOP]
@@ -327,7 +428,9 @@ def _write(args, e, values, base, targets, f_x, gap, names, data, description, m
     if "n_background" in e.params:
         settings.append(("background rows", e.params["n_background"]))
     if gap is not None:
-        settings.append(("max |base + sum - f(x)|", f"{gap:.3g}"))
+        settings.append(("efficiency", efficiency_text(gap, units)))
+        settings.append(("row 0", f"base {base[0]:.6g} + sum of values {values[0].sum():.6g} = "
+                                  f"{base[0] + values[0].sum():.6g}; f(x) = {f_x[0]:.6g}"))
     page.add_definitions(settings)
     page.add_heading("Top features")
     page.add_table([["rank", "feature", "mean |value|", "mean value"]],
@@ -343,7 +446,12 @@ def _write(args, e, values, base, targets, f_x, gap, names, data, description, m
 
     with report_folder(args.out, "explain", args.overwrite) as tmp:
         if values_file == "values.csv":
-            table.to_csv(os.path.join(tmp, values_file), index=False)
+            from .selection._cli import csv_text_cell
+
+            # a header cell such as "=HYPERLINK(...)" (a column name from the user's data) must be
+            # shown as text by a spreadsheet, never run as a formula: the same escaping as select's
+            table.to_csv(os.path.join(tmp, values_file), index=False,
+                         header=[csv_text_cell(c) for c in table.columns])
         else:
             table.to_parquet(os.path.join(tmp, values_file), index=False, engine=parquet_engine())
         e.save(os.path.join(tmp, "explanation.npz"))

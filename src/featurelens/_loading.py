@@ -368,6 +368,18 @@ def _label_hint(X: np.ndarray, names) -> str:
 # data
 
 
+def _float_dtype(dtype) -> type:
+    """The float type data of ``dtype`` load as: float64 for float64 (a CSV or parquet column) and
+    for integers wider than 16 bits (Unix timestamps, ids), which float32 would round (by up to 64 s
+    for today's timestamps); float32 for float16/float32 and for small integers and booleans, which
+    it holds exactly. A model then gets its own precision: scikit-learn and numpy models the
+    float64 as it is, torch models their parameters' dtype (:meth:`featurelens.models.Model.to_tensor`)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.float64 if dtype.itemsize >= 8 else np.float32
+    return np.float64 if dtype.itemsize > 2 else np.float32
+
+
 def _finite_float(X: np.ndarray, path: str) -> np.ndarray:
     if X.dtype == object or X.dtype.kind not in "biuf":
         raise LoadError(f"{path} must hold numbers; got an array of dtype {X.dtype}")
@@ -380,7 +392,7 @@ def _finite_float(X: np.ndarray, path: str) -> np.ndarray:
         raise LoadError(f"{path} holds a scalar; expected rows of samples, shape (n, features)")
     if X.shape[0] == 0 or X.size == 0:
         raise LoadError(f"{path} is empty (shape {X.shape}); expected at least one row with features")
-    X = X.astype(np.float32, copy=False)
+    X = X.astype(_float_dtype(X.dtype), copy=False)
     bad = ~np.isfinite(X)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -417,15 +429,60 @@ def _read_table(path: str, suffix: str):
         raise LoadError(f"cannot read {path} as a parquet file: {err}") from err
 
 
+#: A text column is taken for a numeric column with stray text when at most this fraction of its
+#: filled cells are not numbers (and at least one is).
+STRAY_TEXT_FRACTION = 0.1
+
+
+def _refuse_stray_text(table, path: str) -> None:
+    """Refuse a column of numbers with a few text cells (``"1.5"``, ``"2.0"``, ``"n/a?"``, ...),
+    which pandas reads as a text column: the message names the column, the first offending row
+    (0-based among the data rows, and its line in a CSV file counting the header as line 1) and
+    its value, at load, before any work. A column of mostly text (a real categorical column) is
+    left alone."""
+    import pandas as pd
+
+    for column in table.columns:
+        col = table[column]
+        if col.dtype != object and type(col.dtype).__name__ != "StringDtype":
+            continue
+        filled = col[col.notna()]
+        if filled.empty:
+            continue
+        as_text = filled.astype(str).str.strip()
+        numbers = pd.to_numeric(as_text, errors="coerce")
+        bad = numbers.isna() & ~as_text.str.lower().isin(("nan", ""))
+        n_bad = int(bad.sum())
+        if n_bad == 0 or n_bad == len(filled) or n_bad > STRAY_TEXT_FRACTION * len(filled):
+            continue
+        position = int(np.flatnonzero(table.index.isin(bad[bad].index[:1]))[0])
+        value = filled[bad].iloc[0]
+        line = f" (line {position + 2} of the file)" if _suffix(path) == ".csv" else ""
+        raise LoadError(
+            f"{path}: column {str(column)!r} holds numbers but row {position}{line} holds {value!r}, "
+            f"which is not a number ({n_bad} such cell{'s' if n_bad > 1 else ''} of {len(filled)}); "
+            "expected a number in every cell (fix or blank those cells, or encode the column)"
+        )
+
+
 def _np_load(path: str, what: str):
     """``np.load(path, allow_pickle=False)`` with every failure a :class:`LoadError` that never
-    repeats numpy's advice to load the file unsafely; ``.npz`` members are read here, not lazily."""
+    repeats numpy's advice to load the file unsafely; ``.npz`` members are read here, not lazily,
+    after their sizes are checked against the bound of
+    :func:`featurelens._serialization.npz_size_problem` (1 GiB decompressed by default; the
+    environment variable ``FEATURELENS_MAX_NPZ_BYTES`` raises it), so a small file that inflates
+    to gigabytes is refused before it is decompressed."""
     from ._serialization import describe_load_error
 
     try:
         with open(path, "rb") as f:
             head = f.read(6)
         if head.startswith(b"PK"):
+            from ._serialization import npz_size_problem
+
+            too_big = npz_size_problem(path)
+            if too_big is not None:
+                raise LoadError(f"refusing to read {path}: {too_big}")
             with np.load(path, allow_pickle=False) as z:
                 return {k: z[k] for k in z.files}
         if not head.startswith(b"\x93NUMPY"):
@@ -448,7 +505,11 @@ def _npz_arrays(path: str) -> dict:
 
 
 def load_data(path, labels: str | None = None, input_shape=None, keep_text: bool = False):
-    """Load a data file; returns ``(X float32 (n, ...), y or None, feature names or None)``.
+    """Load a data file; returns ``(X (n, ...), y or None, feature names or None)``.
+
+    ``X`` is float64 where the file holds float64 or wide integers (CSV and parquet columns are
+    float64), float32 where it holds float32, float16, small integers or booleans: the values are
+    never rounded on the way (a Unix timestamp, 1e308 stay what they are); NaN and inf are refused.
 
     ``labels``: a column name (CSV, parquet: removed from the features), an array name inside a
     ``.npz``, or the path of a ``.npy``/``.csv`` file with one label per row. ``input_shape``: the
@@ -494,6 +555,7 @@ def load_data(path, labels: str | None = None, input_shape=None, keep_text: bool
             labels = None
         if table.shape[0] == 0 or table.shape[1] == 0:
             raise LoadError(f"{path} is empty (rows x columns = {table.shape[0]} x {table.shape[1]}); expected data")
+        _refuse_stray_text(table, path)
         numeric = table.select_dtypes(include="number")
         other = [str(c) for c in table.columns if c not in numeric.columns]
         if other and keep_text:

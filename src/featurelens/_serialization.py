@@ -27,6 +27,9 @@ import numpy as np
 
 __all__ = [
     "SavedFileError",
+    "MAX_NPZ_BYTES",
+    "npz_limit",
+    "npz_size_problem",
     "describe_load_error",
     "to_jsonable",
     "dumps",
@@ -133,7 +136,8 @@ def write_npz(path: str | os.PathLike, arrays: dict, meta: dict) -> str:
     compressed ``.npz`` file; returns the path (``.npz`` appended when missing).
 
     The archive is written to a temporary file beside ``path`` and moved into place, so an
-    interrupted save never leaves a truncated file under the name.
+    interrupted save never leaves a truncated file under the name. A folder that does not exist
+    raises ``FileNotFoundError`` naming it.
     """
     path = npz_path(path)
     payload = {name: np.asarray(a) for name, a in arrays.items()}
@@ -142,6 +146,11 @@ def write_npz(path: str | os.PathLike, arrays: dict, meta: dict) -> str:
             raise TypeError(f"array {name!r} holds Python objects (dtype object); only numeric arrays are saved")
     payload["meta"] = np.array(dumps(meta))
     folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        # mkstemp's own error would name its temporary file, not the folder that is missing
+        problem = "is not a folder" if os.path.exists(folder) else "does not exist"
+        raise FileNotFoundError(f"cannot save {path}: the folder {folder} {problem}; create it first or "
+                                "choose a path in an existing folder")
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
@@ -178,14 +187,74 @@ def describe_load_error(err: Exception) -> str:
     return f"it is corrupt or truncated ({type(err).__name__}: {text})"
 
 
+#: The most bytes an ``.npz`` archive may inflate to before it is read (1 GiB); raise it with the
+#: environment variable ``FEATURELENS_MAX_NPZ_BYTES`` or a loader's ``max_bytes=``.
+MAX_NPZ_BYTES = 2**30
+MAX_NPZ_ENV = "FEATURELENS_MAX_NPZ_BYTES"
+
+
+def npz_limit(max_bytes=None) -> int:
+    """The bound of :func:`npz_size_problem`: ``max_bytes`` when given, else the environment
+    variable ``FEATURELENS_MAX_NPZ_BYTES``, else :data:`MAX_NPZ_BYTES`."""
+    if max_bytes is None:
+        text = os.environ.get(MAX_NPZ_ENV)
+        if text is None or not text.strip():
+            return MAX_NPZ_BYTES
+        try:
+            max_bytes = int(float(text))
+        except ValueError:
+            raise ValueError(f"the environment variable {MAX_NPZ_ENV} must be a number of bytes; got {text!r}") from None
+        name = MAX_NPZ_ENV
+    else:
+        name = "max_bytes"
+    from ._validation import check_int
+
+    return check_int(max_bytes, name, low=1)
+
+
+def npz_size_problem(path: str, max_bytes=None) -> str | None:
+    """Why the ``.npz`` (zip) archive ``path`` is too large to read, or None; nothing is
+    decompressed but each member's ``.npy`` header. Each member counts for the larger of its
+    uncompressed size in the zip directory (``ZipInfo.file_size``) and the array its header
+    announces (shape times item size), so neither a small compressed file that inflates to
+    gigabytes (a "zip bomb") nor a header claiming a huge shape gets read or allocated."""
+    limit = npz_limit(max_bytes)
+    total = 0
+    biggest = ("", 0)
+    with zipfile.ZipFile(path) as z:
+        for info in z.infolist():
+            size = int(info.file_size)
+            if info.filename.endswith(".npy"):
+                try:
+                    with z.open(info) as f:
+                        version = np.lib.format.read_magic(f)
+                        reader = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                  else np.lib.format.read_array_header_2_0)
+                        shape, _, dtype = reader(f)
+                    size = max(size, int(np.prod(shape, dtype=object)) * dtype.itemsize)
+                except Exception:  # a broken header: the full read reports it
+                    pass
+            total += size
+            if size > biggest[1]:
+                biggest = (info.filename, size)
+    if total <= limit:
+        return None
+    return (f"it would take {total:,} bytes once decompressed (the largest member, {biggest[0]!r}, "
+            f"{biggest[1]:,}), more than the bound of {limit:,} bytes; it is refused before anything is "
+            f"decompressed. If you trust the file, raise the bound (environment variable {MAX_NPZ_ENV}, "
+            "or max_bytes=) or read it with numpy yourself (np.load(path, allow_pickle=False))")
+
+
 def read_npz(path: str | os.PathLike, kind: str, required: Iterable[str], optional: Iterable[str] = (),
-             prefixes: Iterable[str] = ()) -> tuple[str, dict]:
+             prefixes: Iterable[str] = (), max_bytes=None) -> tuple[str, dict]:
     """Read every array of the ``.npz`` file ``path`` (``.npz`` appended when the bare name does not
     exist); returns ``(path, {name: array})``.
 
     ``required`` arrays must be present; ``optional`` ones and names starting with one of
     ``prefixes`` may be; any other name is refused. A missing file raises ``FileNotFoundError``;
-    every other problem :class:`SavedFileError`. Object arrays are never loaded.
+    every other problem :class:`SavedFileError`. Object arrays are never loaded, and an archive
+    that would decompress to more than :func:`npz_limit` ``(max_bytes)`` bytes (1 GiB by default)
+    is refused before anything is decompressed (:func:`npz_size_problem`).
     """
     path = os.fspath(path)
     if not os.path.exists(path) and os.path.exists(path + ".npz"):
@@ -204,6 +273,12 @@ def read_npz(path: str | os.PathLike, kind: str, required: Iterable[str], option
         raise SavedFileError(path, kind, None, f"{problem}; expected a file written by featurelens's save()")
     required, optional, prefixes = tuple(required), tuple(optional), tuple(prefixes)
     arrays = {}
+    try:
+        too_big = npz_size_problem(path, max_bytes)
+    except (zipfile.BadZipFile, OSError, EOFError) as err:
+        raise SavedFileError(path, kind, None, describe_load_error(err)) from None
+    if too_big is not None:
+        raise SavedFileError(path, kind, None, too_big)
     try:
         data = np.load(path, allow_pickle=False)
     except Exception as err:  # zipfile, zlib and numpy raise a zoo of types for broken archives

@@ -2,7 +2,8 @@
 
 ``main(argv=None)`` returns the exit code: 0 on success, 2 for a usage error (an unknown
 scenario, background, model or method name, a bad number, an unusable ``--out``), 1 when the run
-itself fails.
+itself fails, 130 when it is interrupted (Ctrl-C: one line "interrupted" on stderr, no traceback;
+an earlier report in ``--out`` stays as it was).
 
 Every command's options are defined here, from modules that do not import torch, and each
 command's work is imported only when it runs: ``featurelens --help`` and ``featurelens COMMAND
@@ -401,7 +402,13 @@ def main(argv=None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    return _run(args.command, args)
+    try:
+        return _run(args.command, args)
+    except KeyboardInterrupt:
+        # Ctrl-C: one line, no traceback, the shell's exit status for SIGINT (128 + 2). Reports are
+        # built beside --out and moved into place at the end, so an earlier report stays whole.
+        print(f"featurelens {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover
