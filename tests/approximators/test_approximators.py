@@ -233,3 +233,42 @@ def test_interactions_transforms_loaded_lazily():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+# -- many players ------------------------------------------------------------------------------------
+def test_permutation_estimators_run_beyond_1024_players():
+    # An additive game: every marginal contribution of player i is w_i, so permutation sampling
+    # and MinShap are exact with any permutations. Above 1,024 players the permutation chunk used
+    # to be computed as 0 (CHUNK_ELEMENTS // n^2) and the estimators failed.
+    n = 1100
+    w = np.random.default_rng(0).standard_normal(n)
+    g = Game.from_function(lambda m: m.astype(np.float64) @ w, n)
+    phi, info = ap.permutation_shap(g, seed=0)
+    np.testing.assert_allclose(phi, w, atol=1e-10)
+    assert info["n_permutations"] == 2 and info["game_evaluations"] == g.calls == 2 + 2 * (n - 1)
+    low, info = ap.minshap(g, seed=0)
+    np.testing.assert_allclose(low, w, atol=1e-10)
+    chunks = list(ap.iter_antithetic_permutations(5, 3072, np.random.default_rng(0)))
+    assert [c.shape for c in chunks] == [(2, 3072), (2, 3072), (1, 3072)]
+    np.testing.assert_array_equal(chunks[1][1], chunks[1][0][::-1])
+
+
+def test_a_budget_too_small_for_many_players_is_refused_with_the_minimum():
+    g = Game.from_function(lambda m: m.sum(1).astype(float), 3072)
+    for fn in (ap.permutation_shap, ap.minshap):
+        with pytest.raises(ValueError, match=r"budget = 1000 .*n_players = 3072; it needs at least 6144"):
+            fn(g, budget=1000)
+    assert g.calls == 0
+
+
+def test_exact_refusals_do_not_overflow_for_thousands_of_players():
+    g = Game.from_function(lambda m: m.sum(1).astype(float), 3072)
+    with pytest.raises(ValueError, match=r"n_players = 3072 > max_players = 20 \(2\^3072 = 5\.8\d*e\+924 evaluations"):
+        ap.exact_shapley(g)
+    with pytest.raises(ValueError, match=r"2\^3072 = .*PB of memory"):
+        fl.interactions.exact(g)
+    # A raised max_players still meets the evaluation bound (2^40 > 10^8), before any evaluation.
+    g40 = Game.from_function(lambda m: m.sum(1).astype(float), 40)
+    with pytest.raises(ValueError, match=r"n_players = 40 needs 2\^40 = 1\.1e\+12 game evaluations.*limit of 1e\+08"):
+        ap.exact_shapley(g40, max_players=64)
+    assert g.calls == g40.calls == 0

@@ -475,3 +475,27 @@ def test_modular_addition_generalises_with_block_circulant_M():
         circulant = np.array([block[diff == k].mean() for k in range(p)])[diff]
         assert np.linalg.norm(block - circulant) < 0.1 * np.linalg.norm(block)
     assert np.linalg.norm(rfm.M_[:p, p:]) > 0.1 * np.linalg.norm(rfm.M_[:p, :p])  # the inputs interact
+
+
+# -- inputs whose kernel distances overflow -------------------------------------------------------------
+def test_inputs_near_1e200_are_refused_not_nan():
+    # ||x - z||^2 of 1e200-scale rows overflows float64: the kernel was NaN and the fit ended in a
+    # misleading "singular" error or NaN predictions with a "predictor is constant" warning.
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    y = X[:, 0]
+    for data in (X * 1e200, 1e200 * (1 + 1e-3 * X)):
+        for kw in ({}, {"diag": True, "kernel": "gaussian"}):
+            with pytest.raises(ValueError, match=r"squared distances overflow float64.*rescale X"):
+                RFMRegressor(iters=2, **kw).fit(data, y)
+    fitted = RFMRegressor(iters=1).fit(X, y)
+    with pytest.raises(ValueError, match=r"squared distances overflow float64"):
+        fitted.predict(X * 1e200)
+
+
+def test_a_zero_agop_from_far_apart_rows_says_why():
+    # At 1e150 the distances are finite but dwarf the bandwidth: K = I, the predictor is 0 away from
+    # the training rows; the warning names the cause and the way out.
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    with pytest.warns(RuntimeWarning, match=r"predictor is constant.*off-diagonal kernel value is 0.*raise the bandwidth"):
+        model = RFMRegressor(iters=2).fit(X * 1e150, X[:, 0])
+    np.testing.assert_array_equal(model.predict(X * 1e150 + 1e149), 0.0)

@@ -380,3 +380,25 @@ def test_sklearn_params_roundtrip():
     assert sae.get_params()["score"] == "blend"
     sae.set_params(score="cosine", n_latents=7)
     assert sae.score == "cosine" and sae.n_latents == 7
+
+
+# -- data the float32 arithmetic cannot hold --------------------------------------------------------
+def test_fit_on_huge_scale_data_is_refused_not_nan():
+    # On 1e30-scale data the float32 squared norms overflow (3.4e38): the fit used to return
+    # 100 % NaN codes without a word.
+    X = np.random.default_rng(0).standard_normal((64, 8))
+    for kw in ({}, {"resample_dead": False}, {"sparsity": "topk", "k": 2}):
+        with pytest.raises(ValueError, match=r"X has values up to [\d.]+e\+30 .*overflow the float32 .*rescale X"):
+            SparseAutoencoder(n_latents=16, epochs=2, batch_size=32, progress=False, **kw).fit(X * 1e30)
+    # A large but representable scale trains to finite codes; the same scale at encode is refused.
+    sae = SparseAutoencoder(n_latents=16, epochs=2, batch_size=32, progress=False).fit(X * 1e12)
+    codes = sae.encode(X * 1e12)
+    assert np.isfinite(codes).all() and np.isfinite(sae.decoder_).all()
+    with pytest.raises(ValueError, match=r"X has values up to .*e\+30"):
+        sae.encode(X * 1e30)
+
+
+def test_n_latents_beyond_memory_is_refused_before_training():
+    X = np.random.default_rng(0).standard_normal((64, 8))
+    with pytest.raises(ValueError, match=r"n_latents=1000000000 .*would need about [\d.]+ TB of memory.*lower n_latents"):
+        SparseAutoencoder(n_latents=10**9, progress=False).fit(X)

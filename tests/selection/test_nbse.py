@@ -149,3 +149,24 @@ def test_nishimori_search_stops_before_sinh_overflows(monkeypatch):
     b_sg = nbse.spin_glass_beta(J)
     v, beta_n, crossed = nbse.nishimori_embedding(J)
     assert not crossed and beta_n == b_sg and np.isfinite(v).all()
+
+
+def test_identical_columns_are_named_in_a_warning():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 6))
+    X[:, 4] = X[:, 1]
+    X[:, 5] = X[:, 1]
+    with pytest.warns(DegenerateDataWarning, match=r"columns 1, 4, 5 are identical"):
+        sel = NBSE(k=2).fit(X)
+    assert [g.tolist() for g in sel.duplicate_groups_] == [[1, 4, 5]]
+    frame = pd.DataFrame(X[:, :5], columns=["a", "b", "c", "d", "b_copy"])
+    with pytest.warns(DegenerateDataWarning, match=r"columns 'b', 'b_copy' are identical"):
+        NBSE(k=2).fit(frame)
+    # Distinct columns (even perfectly correlated ones) raise no such warning.
+    X2 = rng.standard_normal((60, 5))
+    X2[:, 4] = 2 * X2[:, 0]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateDataWarning)
+        assert NBSE(k=2).fit(X2).duplicate_groups_ == []
