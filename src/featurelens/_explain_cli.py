@@ -60,7 +60,8 @@ DEFAULT_BACKGROUND = 50
 TOP = 10
 #: How the report names each output unit.
 _UNITS = {"raw": "raw (the model's own outputs)", "probability": "probability",
-          "log_odds": "log_odds (log(p / (1 - p)))"}
+          "log_odds": "log_odds (log(p / (1 - p)))",
+          "margin": "margin (the classifier's per-class scores, its decision_function)"}
 
 
 #: The largest gap between ``base + sum(values)`` and ``f(x)``, relative to ``max(1, |f(x)|)``,
@@ -84,14 +85,14 @@ def explained_units(e) -> str:
     return units
 
 
-def _binary_margin(model, rows) -> np.ndarray | None:
-    """The exact log-odds margin of class 1 of a binary classifier that exposes it, computed by the
-    estimator itself (``decision_function``; LightGBM's ``predict(raw_score=True)``, XGBoost's
-    ``predict(output_margin=True)``), float64, or None: the log-odds read back from predict_proba
-    lose digits where p is near 0 or 1."""
+def _margins(model, rows) -> np.ndarray | None:
+    """The classifier's own margins, float64: class 1's log-odds ``(n,)`` for a binary one, the
+    per-class scores ``(n, k)`` otherwise, computed by the estimator itself (``decision_function``;
+    LightGBM's ``predict(raw_score=True)``, XGBoost's ``predict(output_margin=True)``); None when it
+    has none (the log-odds read back from predict_proba lose digits where p is near 0 or 1)."""
     est = model.estimator
     classes = getattr(est, "classes_", None)
-    if est is None or classes is None or len(classes) != 2:
+    if est is None or classes is None or len(classes) < 2:
         return None
     try:
         inputs = model.decode(model.to_tensor(rows))
@@ -107,19 +108,24 @@ def _binary_margin(model, rows) -> np.ndarray | None:
     except Exception:  # a model that cannot give its margin: the probabilities' log-odds instead
         return None
     out = np.asarray(out, dtype=np.float64)
-    return out.reshape(-1) if out.ndim == 1 or out.shape[1:] == (1,) else None
+    return out.reshape(-1) if out.ndim == 1 or out.shape[1:] == (1,) else out
 
 
 def explained_outputs(model, rows, targets, units: str) -> np.ndarray:
     """``f(x)`` of each row's target in ``units`` (float64): the Model's outputs when it is in those
-    units already; for log-odds of a binary classifier, its own margin (class 1's log-odds, negated
-    for class 0); else the Model in those units (:meth:`~featurelens.models.Model.with_output`)."""
+    units already; for log-odds of a binary classifier and for ``"margin"`` (a multi-class
+    booster's per-class scores) the classifier's own margins (class 1's log-odds, negated for class
+    0); else the Model in those units (:meth:`~featurelens.models.Model.with_output`)."""
     targets = np.asarray(targets, dtype=np.int64).reshape(-1)
     n = len(targets)
-    if units != model.output and units == "log_odds":
-        margin = _binary_margin(model, rows)
+    if hasattr(model, "with_missing_values"):  # NaN cells: the model's own routing, as explained
+        model = model.with_missing_values()
+    if units != model.output and units in ("log_odds", "margin"):
+        margin = _margins(model, rows)
         if margin is not None and margin.shape == (n,):
             return np.where(targets == 1, margin, -margin)
+        if margin is not None and units == "margin" and margin.ndim == 2 and margin.shape[0] == n:
+            return margin[np.arange(n), targets]
     wrapped = model if units == model.output else model.with_output(units)
     outputs = wrapped.predict(rows).detach().cpu().numpy().astype(np.float64)
     return outputs[np.arange(n), targets]
@@ -265,7 +271,7 @@ def run(args) -> int:
     try:
         model, description = load_model(args.model, trust=args.trust_model_file,
                                         trusted_types=getattr(args, "trust_type", None) or ())
-        X, y, names = load_data(args.data, labels=args.labels, keep_text=True)
+        X, y, names = load_data(args.data, labels=args.labels, keep_text=True, allow_missing=True)
         if _is_frame(X) and _estimator_of(model) is None:
             raise LoadError(
                 f"{args.data} has non-numeric column(s) "
@@ -331,7 +337,8 @@ def _explain(args, model, description, X, y, names) -> int:
         params["seed"] = args.seed
     if "progress" in takes:
         params["progress"] = False
-    n_out = int(wrapped.predict(rows[:1]).shape[1])
+    probe = wrapped.with_missing_values() if hasattr(wrapped, "with_missing_values") else wrapped
+    n_out = int(probe.predict(rows[:1]).shape[1])
     if isinstance(args.target, int) and args.target >= n_out:
         raise _Usage(f"--target {args.target} is out of range: the model has {n_out} output(s)")
     target = _target(args.target, None if y is None else y[:n_rows], model, X)

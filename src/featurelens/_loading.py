@@ -335,8 +335,11 @@ def check_model_data(model, X: np.ndarray, data_path: str = "the data", names=No
             )
     from .models import Model
 
+    probe = Model(model)
+    if hasattr(probe, "with_missing_values"):  # NaN reaches the model, which accepts or refuses it
+        probe = probe.with_missing_values()
     try:
-        Model(model).predict(X[: min(2, len(X))])
+        probe.predict(X[: min(2, len(X))])
     except (ValueError, TypeError, RuntimeError) as err:
         text = [str(c) for c, dt in X.dtypes.items() if dt.kind not in "biuf"] if hasattr(X, "dtypes") else []
         if text:
@@ -380,7 +383,7 @@ def _float_dtype(dtype) -> type:
     return np.float64 if dtype.itemsize > 2 else np.float32
 
 
-def _finite_float(X: np.ndarray, path: str) -> np.ndarray:
+def _finite_float(X: np.ndarray, path: str, allow_missing: bool = False) -> np.ndarray:
     if X.dtype == object or X.dtype.kind not in "biuf":
         raise LoadError(f"{path} must hold numbers; got an array of dtype {X.dtype}")
     if X.ndim < 2:
@@ -393,8 +396,12 @@ def _finite_float(X: np.ndarray, path: str) -> np.ndarray:
     if X.shape[0] == 0 or X.size == 0:
         raise LoadError(f"{path} is empty (shape {X.shape}); expected at least one row with features")
     X = X.astype(_float_dtype(X.dtype), copy=False)
-    bad = ~np.isfinite(X)
+    bad = np.isinf(X) if allow_missing else ~np.isfinite(X)
     if bad.any():
+        if allow_missing:
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise LoadError(f"{path} contains {int(bad.sum())} inf value(s) (the first at index {where}); "
+                            "expected finite numbers or NaN for a missing value")
         where = tuple(int(i) for i in np.argwhere(bad)[0])
         raise LoadError(
             f"{path} contains {int(bad.sum())} NaN or inf value(s) (the first at index {where}); "
@@ -504,7 +511,8 @@ def _npz_arrays(path: str) -> dict:
     return arrays
 
 
-def load_data(path, labels: str | None = None, input_shape=None, keep_text: bool = False):
+def load_data(path, labels: str | None = None, input_shape=None, keep_text: bool = False,
+              allow_missing: bool = False):
     """Load a data file; returns ``(X (n, ...), y or None, feature names or None)``.
 
     ``X`` is float64 where the file holds float64 or wide integers (CSV and parquet columns are
@@ -516,7 +524,8 @@ def load_data(path, labels: str | None = None, input_shape=None, keep_text: bool
     shape of one sample (e.g. ``(1, 8, 8)``) to reshape flat rows into. ``keep_text``: a CSV or
     parquet table with non-numeric columns comes back as the DataFrame itself (for a scikit-learn
     pipeline that encodes them), its numeric columns checked to be finite; else such a table is
-    refused.
+    refused. ``allow_missing``: NaN cells (missing values) are kept for a model that routes them
+    itself (inf is still refused); else they are refused.
     """
     path = _regular_file(path, "data file")
     suffix = _suffix(path)
@@ -560,7 +569,7 @@ def load_data(path, labels: str | None = None, input_shape=None, keep_text: bool
         other = [str(c) for c in table.columns if c not in numeric.columns]
         if other and keep_text:
             if numeric.shape[1]:
-                _finite_float(numeric.to_numpy(), path)
+                _finite_float(numeric.to_numpy(), path, allow_missing)
             if labels is not None:
                 y = load_labels(labels, path, [str(c) for c in table.columns])
                 if y.ndim != 1 or y.shape[0] != table.shape[0]:
@@ -576,7 +585,7 @@ def load_data(path, labels: str | None = None, input_shape=None, keep_text: bool
             )
         names = [str(c) for c in table.columns]
         X = table.to_numpy()
-    X = _finite_float(np.asarray(X), path)
+    X = _finite_float(np.asarray(X), path, allow_missing)
     if input_shape is not None:
         shape = tuple(int(s) for s in input_shape)
         if int(np.prod(shape)) != int(np.prod(X.shape[1:])):

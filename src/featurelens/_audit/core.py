@@ -192,7 +192,21 @@ def _targets(model: Model, x: np.ndarray, y, target, classes) -> np.ndarray:
     return model.resolve_target(None, xt, outputs).cpu().numpy()
 
 
-def _check_inputs(X, y, ground_truth, n_explain, seed):
+def _input_dtype(wrapped: Model, X) -> type:
+    """The precision the audit keeps ``X`` in: a torch model's own (its parameters' dtype, float32
+    without parameters); for a scikit-learn estimator or numpy callable float64 when ``X`` is
+    float64 (a CSV's columns: rounding them to float32 would move Unix timestamps by up to 64 s and
+    turn 1e308 into inf), else float32."""
+    if wrapped.accepts == "torch":
+        return np.float64 if wrapped.dtype == torch.float64 else np.float32
+    dtype = getattr(X, "dtype", None)
+    try:
+        return np.float64 if dtype is not None and np.dtype(dtype) == np.float64 else np.float32
+    except TypeError:  # a DataFrame's dtypes, a torch dtype
+        return np.float64 if str(dtype) == "torch.float64" else np.float32
+
+
+def _check_inputs(X, y, ground_truth, n_explain, seed, dtype=np.float32):
     if hasattr(X, "columns") and hasattr(X, "dtypes"):  # a DataFrame: name non-numeric columns
         other = [str(c) for c, dt in X.dtypes.items() if getattr(dt, "kind", "O") not in "biuf"]
         if other:
@@ -205,13 +219,13 @@ def _check_inputs(X, y, ground_truth, n_explain, seed):
             )
     X = as_numpy(X, "X")
     if X.dtype.kind in "iub":
-        X = X.astype(np.float32)
+        X = X.astype(dtype)
     check_floating(X, "X")
     if X.ndim < 2:
         raise ValueError(f"X must be a batch with the samples along the first axis, shape (n, ...); got shape {X.shape}")
     if X.shape[0] == 0:
         raise ValueError(f"X is empty (shape {X.shape}); expected at least one sample")
-    X = np.ascontiguousarray(X, dtype=np.float32)
+    X = np.ascontiguousarray(X, dtype=dtype)
     n = X.shape[0]
     if y is not None:
         y = np.asarray(as_numpy(y, "y"))
@@ -237,14 +251,14 @@ def _check_inputs(X, y, ground_truth, n_explain, seed):
 def _baseline(baseline, X: np.ndarray):
     """The fill of removed features: None gives 0 for images/signals (the usual black fill) and the
     feature means for tabular rows, where a zero may lie far outside the data; a number stays a
-    float; an array shaped like one sample becomes float32. Checked by
+    float; an array shaped like one sample takes X's dtype. Checked by
     :func:`featurelens._validation.resolve_baseline`."""
     if baseline is None:
-        return X.mean(axis=0).astype(np.float32) if X.ndim == 2 else 0.0
+        return X.mean(axis=0).astype(X.dtype) if X.ndim == 2 else 0.0
     full = resolve_baseline(baseline, torch.from_numpy(X[:1]))
     if np.ndim(baseline) == 0 and not isinstance(baseline, torch.Tensor):
         return float(full.reshape(-1)[0])
-    return full[0].cpu().numpy().astype(np.float32)
+    return full[0].cpu().numpy().astype(X.dtype)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -407,7 +421,9 @@ def audit(
         check_out(out, "audit", check_bool(overwrite, "overwrite"))
     if feature_names is None and hasattr(X, "columns"):
         feature_names = [str(c) for c in X.columns]
-    X, y, masks_all, idx = _check_inputs(X, y, ground_truth, n_explain, seed)
+    executor = check_executor(executor, "executor", rows=True)
+    wrapped, module = _wrap_model(model, batch_size)
+    X, y, masks_all, idx = _check_inputs(X, y, ground_truth, n_explain, seed, _input_dtype(wrapped, X))
     if feature_names is not None:
         feature_names = [str(f) for f in feature_names]
         if X.ndim != 2 or len(feature_names) != X.shape[1]:
@@ -423,8 +439,6 @@ def audit(
     randomization = check_bool(randomization, "randomization")
     progress = check_optional_bool(progress, "progress")
     as_frame = check_optional_bool(as_frame, "as_frame")
-    executor = check_executor(executor, "executor", rows=True)
-    wrapped, module = _wrap_model(model, batch_size)
     classes = getattr(model, "classes_", None)
     x = X[idx]
     try:

@@ -1,0 +1,116 @@
+"""Acceptance: ``featurelens explain`` of binary GradientBoosting, LightGBM and XGBoost classifiers
+from a CSV with NaN, bool and category columns: the values equal shap's TreeExplainer, the units
+are the log-odds margin, base + sum equals the model's own margin to 1e-9, the waterfall ends at
+the printed f(x), and the page renders in headless Chromium where it is installed."""
+
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import featurelens as fl
+from featurelens.cli import main
+
+pd = pytest.importorskip("pandas")
+shap = pytest.importorskip("shap")
+
+
+def _table(n=80, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=n)
+    a[rng.random(n) < 0.15] = np.nan
+    flag = rng.random(n) < 0.5
+    colour = rng.choice(["red", "green", "blue"], size=n)
+    b = rng.normal(size=n)
+    y = ((np.nan_to_num(a) + flag + (colour == "red") * 1.5 + 0.5 * b + 0.3 * rng.normal(size=n)) > 1).astype(int)
+    return pd.DataFrame({"a": a, "flag": flag, "colour": colour, "b": b}), y
+
+
+def _fit(kind, frame, y, folder):
+    """The fitted model, its file and the extra flags the loader needs."""
+    if kind == "gradient_boosting":  # no NaN support in scikit-learn's GradientBoosting: no NaN column
+        from sklearn.ensemble import GradientBoostingClassifier
+
+        sio = pytest.importorskip("skops.io")
+        frame = frame.assign(a=frame["a"].fillna(0.0), colour=(frame["colour"] == "red").astype(float))
+        model = GradientBoostingClassifier(n_estimators=20, max_depth=2, random_state=0).fit(frame, y)
+        sio.dump(model, folder / "model.skops")
+        return model, frame, folder / "model.skops", ["--trust-type", "sklearn.tree._tree.Tree"]
+    import joblib
+
+    frame = frame.assign(colour=frame["colour"].astype("category"))
+    if kind == "lightgbm":
+        lgb = pytest.importorskip("lightgbm")
+        model = lgb.LGBMClassifier(n_estimators=20, num_leaves=4, min_child_samples=3, verbose=-1).fit(frame, y)
+    else:
+        xgb = pytest.importorskip("xgboost")
+        model = xgb.XGBClassifier(n_estimators=20, max_depth=2, n_jobs=1, enable_categorical=True,
+                                  tree_method="hist").fit(frame, y)
+    joblib.dump(model, folder / "model.joblib")  # LightGBM / XGBoost load as trusted pickles only
+    return model, frame, folder / "model.joblib", ["--trust-model-file"]
+
+
+def _margin(kind, model, frame):
+    if kind == "lightgbm":
+        return model.predict(frame, raw_score=True)
+    if kind == "xgboost":
+        return model.predict(frame, output_margin=True)
+    return model.decision_function(frame)
+
+
+_CATEGORIES = pytest.mark.xfail(
+    strict=True, reason="not yet: a CSV's text column reaches LightGBM/XGBoost as str, and nothing turns it into "
+    "the pandas category dtype with the categories the model was fitted on")
+
+
+@pytest.mark.parametrize("kind", ["gradient_boosting", pytest.param("lightgbm", marks=_CATEGORIES),
+                                  pytest.param("xgboost", marks=_CATEGORIES)])
+@pytest.mark.slow
+def test_boosters_from_a_csv_equal_shap_in_log_odds(kind, tmp_path, capsys):
+    table, y = _table()
+    model, frame, path, flags = _fit(kind, table, y, tmp_path)
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    frame.iloc[40:70].to_csv(tmp_path / "background.csv", index=False)
+    out = tmp_path / "rep"
+    rc = main(["explain", "--model", str(path), *flags, "--data", str(tmp_path / "data.csv"), "--method",
+               "tree_shap", "--rows", "12", "--target", "1", "--background", str(tmp_path / "background.csv"),
+               "--out", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    values = pd.read_csv(out / "values.csv")
+    names = list(frame.columns)
+    assert (values["output"] == "log_odds").all()
+    margin = _margin(kind, model, frame.iloc[:12])
+    total = values["base_value"].to_numpy() + values[names].to_numpy().sum(axis=1)
+    np.testing.assert_allclose(total, margin, rtol=0, atol=1e-9)  # efficiency in log-odds units
+    numeric = kind == "gradient_boosting"  # shap reads a scikit-learn model's bool column as objects
+    data, rows = frame.iloc[40:70], frame.iloc[:12]
+    if numeric:
+        data, rows = data.astype(float), rows.astype(float)
+    reference = shap.TreeExplainer(model, data=data, feature_perturbation="interventional",
+                                   model_output="raw").shap_values(rows)
+    reference = np.asarray(reference[1] if isinstance(reference, list) else reference)
+    if reference.ndim == 3:
+        reference = reference[..., 1]
+    np.testing.assert_allclose(values[names].to_numpy(), reference, rtol=0, atol=1e-6)
+    # printed f(x) of row 0 = the model's margin = where the waterfall ends (base + sum)
+    printed = re.search(r"row 0: base value (\S+) \+ sum of values (\S+) = (\S+); f\(x\) = (\S+) \(log_odds\)",
+                        captured.out)
+    assert printed is not None, captured.out
+    assert float(printed.group(4)) == pytest.approx(margin[0], abs=1e-5)
+    assert float(printed.group(3)) == pytest.approx(margin[0], abs=1e-5)
+    assert "efficiency: holds" in captured.out
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "log_odds (log(p / (1 - p)))" in page and "raw (the model&#x27;s own outputs)" not in page
+    assert f"to f(x) = {margin[0]:.4g}" in page and "efficiency does not hold" not in page
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is not None:
+        shot = tmp_path / "page.png"
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,2000",
+                        f"--screenshot={shot}", (out / "index.html").as_uri()],
+                       capture_output=True, timeout=120, check=False, env={**os.environ, "HOME": str(tmp_path)})
+        assert shot.exists() and shot.stat().st_size > 10_000
