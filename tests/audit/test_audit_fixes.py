@@ -191,3 +191,31 @@ def test_verdict_warns_when_the_trusted_method_fails_the_randomisation_check():
     ranked = scoring._rank_rows(rows)
     scoring._reasons(ranked)
     assert "Caveat" not in scoring._verdict(ranked)
+
+
+def test_a_method_that_raises_is_shown_failed_with_its_reason_and_never_ranked(tmp_path, monkeypatch):
+    # A rule-based explainer on a TorchScript module (no Python hooks run on it) must raise; the
+    # audit then shows it as failed with the reason, on the page and in results.json, unranked.
+    import json
+
+    from featurelens.explainers._base import explainer_class
+
+    reason = "deeplift needs forward hooks, which a torch.jit.ScriptModule does not run"
+
+    def refuse(self, *args, **kwargs):
+        raise TypeError(reason)
+
+    monkeypatch.setattr(explainer_class("deeplift"), "_attribute", refuse)
+    torch.manual_seed(0)
+    net = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 2)))
+    X = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
+    table = fl.audit(net, X, methods=["deeplift", "input_x_gradient", "random"], n_explain=4, randomization=False,
+                     metrics=["deletion", "insertion"], out=str(tmp_path / "r"), as_frame=False)
+    row = next(r for r in table if r["method"] == "deeplift")
+    assert row["status"] == "failed" and row["rank"] is None and reason in row["reason"]
+    assert [r["rank"] for r in table if r["method"] != "deeplift"] == [1, 2]
+    doc = json.loads((tmp_path / "r" / "results.json").read_text(encoding="utf-8"))
+    saved = next(r for r in doc["table"] if r["method"] == "deeplift")
+    assert saved["status"] == "failed" and saved["rank"] is None and reason in saved["reason"]
+    page = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    assert f"failed: TypeError: {reason}" in page

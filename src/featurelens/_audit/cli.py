@@ -45,7 +45,7 @@ def _format(table) -> str:
         rank = "" if r.get("rank") is None or str(r.get("rank")) == "<NA>" else str(r["rank"])
         lines.append(f"{rank:>4}  {r['method']:<22} {f('insertion_minus_deletion')} "
                      f"{f('faithfulness_correlation')} {f('avg_sensitivity')} "
-                     f"  {r['status']}")
+                     f"  {r['status']}" + (f": {r.get('reason')}" if r["status"] != "ok" and r.get("reason") else ""))
     if skipped:
         lines.append(f"not applicable (reasons in the report): {', '.join(skipped)}")
     return "\n".join(lines)

@@ -413,10 +413,12 @@ def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, 
         if r["status"] == "n/a":
             continue  # listed with the reason below the table
         row = [Cell("" if r["rank"] is None else str(r["rank"])), Cell(r["method"], "text")]
-        for key, _, d in present:
+        for j, (key, _, d) in enumerate(present):
             v = r.get(key)
-            if r["status"] != "ok" or not _finite(v):
-                row.append(Cell("n/a" if r["status"] == "ok" else r["status"], "na"))
+            if r["status"] != "ok":  # a method that failed: its reason where its scores would be
+                row.append(Cell(f"{r['status']}: {r.get('reason') or 'not run'}" if j == 0 else r["status"], "na"))
+            elif not _finite(v):
+                row.append(Cell("n/a", "na"))
             else:
                 row.append(Cell(_fmt(v), "best" if key in best and v == best[key] and r["method"] != "random" else ""))
         row.append(Cell(_fmt(r.get("seconds"), 2) if r["status"] == "ok" else "", ""))
