@@ -53,6 +53,13 @@ def _cases(model, x, a, game, X):
         ("n_samples", lambda v: fl.metrics.relative_output_stability(saliency, x, n_samples=v)),
         ("n_samples", lambda v: fl.metrics.smooth_mprt(saliency, x=x, n_samples=v)),
         ("n_mosaics", lambda v: fl.metrics.focus_mosaics(imgs, np.array([0, 1, 0, 1]), n_mosaics=v)),
+        ("budget", lambda v: fl.explainer("kernel_shap", model, baseline=0.0, budget=v)),
+        ("budget", lambda v: fl.explainer("permutation_shap", model, baseline=0.0, budget=v)),
+        ("budget", lambda v: fl.explainer("minshap", model, baseline=0.0, budget=v)),
+        ("budget", lambda v: fl.explainer("spex", model, baseline=0.0, budget=v)),
+        ("n_samples", lambda v: fl.explainer("lime", model, baseline=0.0, n_samples=v)),
+        ("n_samples", lambda v: fl.explainer("gradient_shap", model, n_samples=v)),
+        ("n_permutations", lambda v: fl.selection.MinShapSelector(n_permutations=v).fit(X, X[:, 0] > 0)),
         ("budget", lambda v: ap.kernel_shap(game, budget=v)),
         ("budget", lambda v: ap.permutation_shap(game, budget=v)),
         ("budget", lambda v: ap.minshap(game, budget=v)),
@@ -66,7 +73,7 @@ def _cases(model, x, a, game, X):
     ]
 
 
-N_CASES = 24
+N_CASES = 31
 
 
 def test_the_case_list_is_complete(setup):

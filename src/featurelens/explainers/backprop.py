@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from .._validation import (
+    check_budget,
     check_float,
     check_int,
     check_option,
@@ -405,7 +406,7 @@ class GradientShap(Explainer):
         batch_size: int | None = None,
     ):
         super().__init__(model, batch_size)
-        self.n_samples = check_int(n_samples, "n_samples", low=1)
+        self.n_samples = check_budget(n_samples, "n_samples", unit="model evaluations", what="per input")
         self.stdevs = check_float(stdevs, "stdevs", low=0.0)
         self.noise = check_option(noise, "noise", ("absolute", "relative"))
         self.seed = check_seed(seed)

@@ -50,7 +50,7 @@ import torch
 
 from .. import approximators
 from .._validation import (
-    check_executor, check_int, check_option, check_optional_bool, check_seed, executor_param, seed_param,
+    check_budget, check_executor, check_int, check_option, check_optional_bool, check_seed, executor_param, seed_param,
 )
 # Re-exported for callers of the old location; the samplers live in featurelens.approximators.
 from ..approximators import antithetic_permutations  # noqa: F401
@@ -246,7 +246,7 @@ class _SampledShapley(_ShapleyExplainer):
                  progress: bool | None = None, executor=None):
         super().__init__(model, baseline=baseline, background=background, groups=groups, batch_size=batch_size,
                          progress=progress, executor=executor)
-        self.budget = check_int(budget, "budget", low=1, allow_none=True)
+        self.budget = check_budget(budget, "budget", allow_none=True, unit="game evaluations", what="per input")
         self.seed = check_seed(seed)
 
     def params(self):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int, check_option, check_seed, seed_param
+from .._validation import check_budget, check_int, check_option, check_seed, seed_param
 # The per-sample MaskedModel loop of shapley.py, shared rather than copied.
 from .shapley import _ShapleyExplainer
 from ._base import Requires, register
@@ -79,7 +79,7 @@ class Spex(_ShapleyExplainer):
                  progress: bool | None = None, executor=None):
         super().__init__(model, baseline=baseline, background=background, groups=groups, batch_size=batch_size,
                          progress=progress, executor=executor)
-        self.budget = check_int(budget, "budget", low=1, allow_none=True)
+        self.budget = check_budget(budget, "budget", allow_none=True, unit="game evaluations", what="per input")
         self.max_order = check_int(max_order, "max_order", low=1)
         self.decoder = check_option(decoder, "decoder", _DECODERS)
         self.index = check_option(index, "index", _INDICES)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_float, check_int, check_option, check_seed, resolve_baseline, seed_param
+from .._validation import check_budget, check_float, check_int, check_option, check_seed, resolve_baseline, seed_param
 from ..games import MaskedModel
 from ._base import register
 from .shapley import _ShapleyExplainer
@@ -154,7 +154,7 @@ class Lime(_ShapleyExplainer):
                  batch_size: int | None = None, progress: bool | None = None, executor=None):
         super().__init__(model, baseline=baseline, background=background, groups=groups, batch_size=batch_size,
                          progress=progress, executor=executor)
-        self.n_samples = check_int(n_samples, "n_samples", low=2)
+        self.n_samples = check_budget(n_samples, "n_samples", low=2, unit="model evaluations", what="per input")
         self.surrogate = check_option(surrogate, "surrogate", ("ridge", "lasso"))
         if alpha is None:
             alpha = 1.0 if self.surrogate == "ridge" else 0.01

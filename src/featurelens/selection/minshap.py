@@ -17,7 +17,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils.multiclass import type_of_target
 
 from .._batching import chunks
-from .._validation import check_executor, check_float, check_int, check_option, check_seed, numpy_rng
+from .._validation import check_budget, check_executor, check_float, check_int, check_option, check_seed, numpy_rng
 from ..approximators import antithetic_permutations
 from ._base import ScoreSelector
 
@@ -238,7 +238,7 @@ class MinShapSelector(ScoreSelector):
 
     def _check_params(self):
         check_float(self.alpha, "alpha", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
-        check_int(self.n_permutations, "n_permutations", low=1)
+        check_budget(self.n_permutations, "n_permutations", unit="orderings")
         check_option(self.combine, "combine", _COMBINE)
         check_float(self.test_size, "test_size", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
         check_option(self.task, "task", ("auto", "classification", "regression"))
