@@ -67,13 +67,17 @@ def _cases(model, x, a, game, X):
         ("budget", lambda v: fl.interactions.proxy_spex(game, budget=v)),
         ("n_masks", lambda v: exact.r2(Game.from_function(lambda m: m.sum(1).astype(float), 4), n_masks=v)),
         ("n_latents", lambda v: fl.learning.SparseAutoencoder(n_latents=v, progress=False).fit(X)),
+        ("n_features", lambda v: fl.learning.RandomFeatureRidge(n_features=v).fit(X, X[:, 0])),
+        ("ensemble", lambda v: fl.learning.RandomFeatureRidge(ensemble=v).fit(X, X[:, 0])),
+        ("n_features", lambda v: fl.learning.RFRBoostRegressor(n_features=v).fit(X, X[:, 0])),
+        ("n_features", lambda v: fl.learning.RFRBoostClassifier(n_features=v).fit(X, X[:, 0] > 0)),
         ("p", lambda v: run_grokking(p=v)),
         ("width", lambda v: run_grokking(width=v)),
         ("steps", lambda v: run_grokking(steps=v)),
     ]
 
 
-N_CASES = 31
+N_CASES = 35
 
 
 def test_the_case_list_is_complete(setup):

@@ -31,7 +31,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, Transfo
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_float, check_int, check_option, check_seed, numpy_rng, seed_root
+from .._validation import check_float, check_int, check_memory, check_option, check_seed, format_count, numpy_rng, seed_root
 
 __all__ = ["RandomFeatureRidge", "RFRBoostRegressor", "RFRBoostClassifier"]
 
@@ -240,7 +240,9 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
     Parameters
     ----------
     n_features : int >= 1
-        Features per member (``p``).
+        Features per member (``p``). ``fit`` refuses it before drawing anything when the weights,
+        one member's features and its ridge system (about ``8 (K (d + 1) p + 2 n p + 2 p^2)`` bytes)
+        exceed the available memory (:func:`featurelens._validation.check_memory`).
     alpha : float >= 0
         Ridge penalty on the (1/sqrt(p)-scaled) features; 0 is minimum-norm least squares.
     activation : {"tanh", "relu", "sigmoid", "cos"}
@@ -294,6 +296,10 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
         d = X.shape[1]
         root = seed_root(self.seed)
         K, p = int(self.ensemble), int(self.n_features)
+        # Before drawing: the weights of every member, one member's features and its ridge system.
+        check_memory(8 * (K * (d + 1) * p + 2 * X.shape[0] * p + 2 * p * p),
+                     f"n_features={p} ({format_count(p)} random features x ensemble={K}, on {d} inputs)",
+                     "lower n_features (or ensemble).")
         self.weights_ = np.empty((K, d, p))
         self.biases_ = np.empty((K, p))
         self.coef_ = np.empty((K, p, Y.shape[1]))
@@ -437,6 +443,11 @@ class _RFRBoostBase(BaseEstimator):
 
     # ---------------------------------------------------------------- fit
     def _fit(self, X: np.ndarray, Y: np.ndarray):
+        # Before any work: the features of every layer and their p x p ridge systems (float64).
+        p, width = int(self.n_features), max(X.shape[1], int(self.hidden_dim or 0))
+        check_memory(8 * (4 * X.shape[0] * (p + width) + 3 * p * p + 2 * width * p),
+                     f"n_features={p} ({format_count(p)} random features per layer, {X.shape[0]} rows)",
+                     "lower n_features (or hidden_dim).")
         # The fit is many small matrix products (L-BFGS and line-search iterations): on a busy CPU a
         # multithreaded OpenBLAS spun ~15x slower on them (measured, iris, 2 shared cores), so small
         # problems run on one BLAS thread, as the Monitor's probes do.
