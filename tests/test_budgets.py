@@ -71,13 +71,16 @@ def _cases(model, x, a, game, X):
         ("ensemble", lambda v: fl.learning.RandomFeatureRidge(ensemble=v).fit(X, X[:, 0])),
         ("n_features", lambda v: fl.learning.RFRBoostRegressor(n_features=v).fit(X, X[:, 0])),
         ("n_features", lambda v: fl.learning.RFRBoostClassifier(n_features=v).fit(X, X[:, 0] > 0)),
+        ("steps", lambda v: fl.learning.train_with_monitor(model, x, torch.tensor([0, 1, 2]), steps=v)),
+        ("n_projections", lambda v: fl.learning.GrokAlign(0.1, n_projections=v)),
+        ("n_dichotomies", lambda v: fl.learning.manifold_capacity(X, np.arange(40) % 2, n_dichotomies=v)),
         ("p", lambda v: run_grokking(p=v)),
         ("width", lambda v: run_grokking(width=v)),
         ("steps", lambda v: run_grokking(steps=v)),
     ]
 
 
-N_CASES = 35
+N_CASES = 38
 
 
 def test_the_case_list_is_complete(setup):

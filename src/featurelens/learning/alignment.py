@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from .._batching import chunks
-from .._validation import check_float, check_int, check_seed, torch_generator
+from .._validation import check_budget, check_float, check_seed, torch_generator
 from ..models import Model
 from .agop import _jacobian_rows
 
@@ -226,7 +226,8 @@ class GrokAlign:
 
     def __init__(self, weight: float, n_projections: int | None = 1, seed=0):
         self.weight = check_float(weight, "weight", low=0.0)
-        self.n_projections = check_int(n_projections, "n_projections", low=1, allow_none=True)
+        self.n_projections = check_budget(n_projections, "n_projections", allow_none=True,
+                                          unit="Jacobian-vector products", what="per row and step")
         self.seed = check_seed(seed)
         self._generator = None
         self.projections_ = None

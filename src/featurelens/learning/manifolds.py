@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import as_numpy, check_float, check_floating, check_int, numpy_rng
+from .._validation import as_numpy, check_budget, check_float, check_floating, check_int, numpy_rng
 from .representation_stats import _class_stats, _features, _labels
 
 __all__ = [
@@ -339,7 +339,8 @@ def manifold_capacity(
     Parameters
     ----------
     H : (n, p) features; y : (n,) labels with at least two classes.
-    n_dichotomies : random dichotomies per N (>= 1).
+    n_dichotomies : random dichotomies per N (>= 1; one linear program each, refused above
+        :data:`featurelens._validation.MAX_EVALUATIONS` = 10^8).
     n_projections : None (no projection, N = p), an int N or a sequence of ints N, each in [1, p].
     seed : int, None or numpy Generator (dichotomies and projections).
     bias : allow an affine hyperplane (Cover's N becomes N + 1).
@@ -352,7 +353,7 @@ def manifold_capacity(
         raise ValueError(
             f"y must contain at least 2 classes for manifold capacity; got {P} ({classes.tolist()})"
         )
-    n_dichotomies = check_int(n_dichotomies, "n_dichotomies", low=1)
+    n_dichotomies = check_budget(n_dichotomies, "n_dichotomies", unit="linear programs")
     if not isinstance(bias, (bool, np.bool_)):
         raise TypeError(
             f"bias must be True or False; got {bias!r} ({type(bias).__name__})"

@@ -58,6 +58,7 @@ import torch
 
 from .._validation import (
     as_numpy,
+    check_budget,
     check_float,
     check_int,
     check_option,
@@ -482,6 +483,9 @@ def train_with_monitor(
     the monitor's ``every``) the train loss, train accuracy and (with X_test) test accuracy are
     logged into ``monitor.history``. ``stop_when(monitor, step) -> bool`` ends training early.
 
+    ``steps`` times the rows of a step (``batch_size``, or all of X) is refused before training
+    above :data:`featurelens._validation.MAX_EVALUATIONS` (10^8) model evaluations.
+
     Returns the monitor.
     """
     m, module = _module(model)
@@ -498,6 +502,9 @@ def train_with_monitor(
     yt = torch.as_tensor(np.asarray(as_numpy(y, "y")), device=Xt.device)
     if yt.ndim != 1 or yt.shape[0] != Xt.shape[0]:
         raise ValueError(f"y must hold one label per row of X ({Xt.shape[0]}); got shape {tuple(yt.shape)}")
+    rows_per_step = Xt.shape[0] if batch_size is None else min(batch_size, Xt.shape[0])
+    check_budget(steps, "steps", per=max(1, rows_per_step), unit="model evaluations",
+                 what=f"({rows_per_step} rows per step)", hint="lower steps (or batch_size)")
     yt = yt.long()
     if X_test is not None:
         Xte = m.to_tensor(X_test, "X_test")
