@@ -4,7 +4,6 @@
 import os
 
 import numpy as np
-import torch
 
 #: How many times build_mlp ran in this process (each worker process has its own counter).
 BUILDS = {"mlp": 0}
@@ -24,6 +23,8 @@ def failing(masks):
 
 def build_mlp(d=8, hidden=310, seed=0):
     """An MLP with 100,133 parameters (d=8, hidden=310: h^2 + 13 h + 3)."""
+    import torch  # here: workers that only run the other helpers need not import torch (seconds)
+
     BUILDS["mlp"] += 1
     torch.manual_seed(seed)
     return torch.nn.Sequential(
@@ -58,3 +59,36 @@ class Counted:
 
 def read_counted(shared, item):
     return os.getpid(), LOADS["n"], shared.value * item
+
+
+# -- worker deaths (tests/test_parallel_worker_death.py) -------------------------------------------
+def claim_marker(path: str) -> bool:
+    """True for the one process (of any machine sharing ``path``) that creates the marker file
+    first: created atomically (O_EXCL), so a planted death happens once and its retry succeeds."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        return False
+
+
+class DieOnce:
+    """A FunctionGame value, ``weighted_sum``, whose worker process exits (``os._exit(1)``, no
+    exception, no cleanup: as a crash in native code or the OOM killer) the first time it meets a
+    chunk whose first coalition is the full one; pickles by reference to this module."""
+
+    def __init__(self, marker: str):
+        self.marker = marker
+
+    def __call__(self, masks):
+        if masks.shape[0] and masks[0].all() and claim_marker(self.marker):
+            os._exit(1)
+        return weighted_sum(masks)
+
+
+def exit_on_three(marker, item):
+    """A map task: ``item ** 2 / 7``, except that its process exits on item 3; once with a
+    ``marker`` path (the retry succeeds), every time with ``marker=None``."""
+    if item == 3 and (marker is None or claim_marker(marker)):
+        os._exit(1)
+    return item * item / 7.0

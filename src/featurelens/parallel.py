@@ -19,6 +19,14 @@ once per item. An exception on a worker re-raises in the caller as a :class:`Wor
 the worker's exception type and message. Executors are context managers: ``with
 fl.parallel.ThreadExecutor(8) as ex: ...`` releases their threads, processes or cluster handles.
 
+A worker that dies mid-call (its process exits or is killed: a crash in native code, the OOM
+killer) is not a task's exception: :class:`RayExecutor` replaces the dead actor and runs its tasks
+again, :class:`DaskExecutor` re-sends the tasks (and the shared object) the cluster lost, each at
+most ``max_retries`` times per call; tasks are pure functions of their inputs, so a recovered call
+returns the values of an undisturbed one, bit for bit. Past the retries a :class:`WorkerDiedError`
+names the worker, why it died and the task, and the executor stays usable for the next call.
+(:class:`ProcessExecutor`: loky raises ``TerminatedWorkerError`` for the call and replaces its pool.)
+
 Counting stays in the caller: a game counts the coalitions (and a MaskedModel its model rows) when
 the executor returns, never on the workers.
 
@@ -46,6 +54,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import importlib
 import os
 import sys
@@ -60,6 +69,7 @@ from ._validation import check_float, check_int
 
 __all__ = [
     "Executor", "SerialExecutor", "ThreadExecutor", "ProcessExecutor", "RayExecutor", "DaskExecutor", "WorkerError",
+    "WorkerDiedError",
     "make_executor", "EXECUTOR_KINDS",
 ]
 
@@ -79,6 +89,25 @@ class WorkerError(RuntimeError):
 
     def __reduce__(self):  # travels back intact from a nested executor's worker
         return (WorkerError, (self.worker_type, self.worker_message, self.where))
+
+
+class WorkerDiedError(WorkerError):
+    """A worker (a Ray actor, a Dask worker) died while running a task, and the task was not
+    finished within the executor's retries.
+
+    ``worker`` names the worker (``"Ray actor 1 (pid 4242)"``, a Dask worker's address), ``task``
+    is the index of the task in the :meth:`Executor.map` call and ``retries`` the retries used. The
+    executor has replaced the dead worker (or its cluster does) and stays usable.
+    """
+
+    def __init__(self, message: str, where: str = "a worker", worker: str | None = None, task: int | None = None,
+                 retries: int = 0):
+        self.worker, self.task, self.retries = worker, task, retries
+        self.worker_type, self.worker_message, self.where = "WorkerDied", message, where
+        RuntimeError.__init__(self, message)
+
+    def __reduce__(self):
+        return (WorkerDiedError, (self.worker_message, self.where, self.worker, self.task, self.retries))
 
 
 def _evaluate_chunks(evaluate_chunk, masks_list):
@@ -231,6 +260,15 @@ class _RayWorker:
         return os.getpid()
 
 
+def _ray_death_reason(err: BaseException) -> str:
+    """Why a Ray actor died, in one line, from Ray's long ActorDiedError message."""
+    text = " ".join(str(err).split())
+    if "because" in text:
+        text = text.split("because", 1)[1].strip()
+    text = text.split(" Some common causes")[0].strip()
+    return text[:300] or type(err).__name__
+
+
 def _dask_task(payload, item):
     fn, shared = payload  # scattered once per call; each worker deserialises it once
     return fn(shared, item)
@@ -375,6 +413,13 @@ class RayExecutor(Executor):
     start_timeout
         Seconds to wait for the actors to start (they wait for free resources: another executor's
         actors hold theirs until it is closed); then a RuntimeError says what is free.
+    max_retries
+        How many times one task of a :meth:`map` call is run again after the actor running it
+        died (its process exited or was killed). A dead actor is replaced by a new one (which
+        rebuilds what it held, e.g. a ``Model.from_factory`` model) and the tasks it held are
+        run again; tasks are pure functions of their inputs, so the results are those of an
+        undisturbed run, bit for bit. Past ``max_retries`` a :class:`WorkerDiedError` names the
+        actor, why it died and the task; the executor stays usable (its dead actor replaced).
     **init_kwargs
         Passed to ``ray.init`` when this executor starts Ray (e.g. ``runtime_env=``,
         ``log_to_driver=``). By default the dashboard is off and a local cluster's workers get
@@ -386,11 +431,13 @@ class RayExecutor(Executor):
     remote = True
 
     def __init__(self, address: str | None = None, num_workers: int | None = None, num_cpus: float = 1,
-                 num_gpus: float = 0, start_timeout: float = 120.0, **init_kwargs):
+                 num_gpus: float = 0, start_timeout: float = 120.0, max_retries: int = 3, **init_kwargs):
         if address is not None and not isinstance(address, str):
             raise TypeError(f"address must be None, 'auto' or a Ray address string; got {type(address).__name__}")
         num_workers = check_int(num_workers, "num_workers", low=1, allow_none=True)
         start_timeout = check_float(start_timeout, "start_timeout", low=0, low_inclusive=False)
+        self.start_timeout = start_timeout
+        self.max_retries = check_int(max_retries, "max_retries", low=0)
         self.num_cpus = check_float(num_cpus, "num_cpus", low=0)
         self.num_gpus = check_float(num_gpus, "num_gpus", low=0)
         if self.num_cpus == 0 and self.num_gpus == 0 and num_workers is None:
@@ -425,25 +472,45 @@ class RayExecutor(Executor):
                         f"{num_workers} workers x {each:g} {kind}s each need {each * num_workers:g} {kind}s, "
                         f"and the Ray cluster has {have:g}; lower num_workers or num_{kind.lower()}s"
                     )
-            actor = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus)(_RayWorker)
-            self._actors = [actor.remote() for _ in range(num_workers)]
+            self._actor_cls = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus)(_RayWorker)
+            self._actors = [self._actor_cls.remote() for _ in range(num_workers)]
             # Wait for the actors here, so start-up fails (or is paid) now, not in the first call.
-            refs = [a.pid.remote() for a in self._actors]
-            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=start_timeout)
-            if len(ready) < len(refs):
-                free = ray.available_resources()
-                raise RuntimeError(
-                    f"{len(refs) - len(ready)} of {num_workers} Ray actors ({self.num_cpus:g} CPUs, "
-                    f"{self.num_gpus:g} GPUs each) did not start within start_timeout={start_timeout:g} s; "
-                    f"the cluster has {free.get('CPU', 0):g} CPUs and {free.get('GPU', 0):g} GPUs free "
-                    f"of {resources.get('CPU', 0):g} and {resources.get('GPU', 0):g}: other executors "
-                    "or tasks may hold them (close them), or lower num_workers, or raise start_timeout"
-                )
-            #: The process ids of the actors, in order.
-            self.pids = ray.get(refs)
+            #: The process ids of the actors, in order (a replaced actor's is its successor's).
+            self.pids = self._wait_started(self._actors)
+            #: How many dead actors this executor replaced, over its life.
+            self.restarts = 0
         except BaseException:
             self.close()
             raise
+
+    def _wait_started(self, actors: list) -> list:
+        """The pids of ``actors``, once they run; a RuntimeError saying what the cluster has free
+        when they do not start within ``start_timeout``."""
+        ray = self._ray
+        refs = [a.pid.remote() for a in actors]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.start_timeout)
+        if len(ready) < len(refs):
+            free, resources = ray.available_resources(), ray.cluster_resources()
+            raise RuntimeError(
+                f"{len(refs) - len(ready)} of {len(refs)} Ray actors ({self.num_cpus:g} CPUs, "
+                f"{self.num_gpus:g} GPUs each) did not start within start_timeout={self.start_timeout:g} s; "
+                f"the cluster has {free.get('CPU', 0):g} CPUs and {free.get('GPU', 0):g} GPUs free "
+                f"of {resources.get('CPU', 0):g} and {resources.get('GPU', 0):g}: other executors "
+                "or tasks may hold them (close them), or lower num_workers, or raise start_timeout"
+            )
+        return ray.get(refs)
+
+    def _replace(self, k: int) -> None:
+        """Actor ``k`` died: a new actor takes its place (and its resources, freed by the death)."""
+        ray = self._ray
+        try:
+            ray.kill(self._actors[k], no_restart=True)
+        except Exception:  # already gone
+            pass
+        actor = self._actor_cls.remote()
+        self._actors[k] = actor
+        self.pids[k] = self._wait_started([actor])[0]
+        self.restarts += 1
 
     def map(self, fn, items, shared=None):
         self._check_open()
@@ -455,31 +522,59 @@ class RayExecutor(Executor):
             ref = ray.put((fn, shared))
         except Exception as err:
             raise _unpicklable(err, "Ray actors", (fn, shared)) from err
+        dead = ray.exceptions.RayActorError  # ActorDiedError, ActorUnavailableError
         out: list = [None] * len(items)
-        free = [a for _ in range(2) for a in self._actors]  # two tasks in flight per actor
-        pending: dict = {}
-        nxt = 0
+        retries = [0] * len(items)
+        queue = collections.deque(range(len(items)))
+        pending: dict = {}  # ref -> (item index, actor index, actor)
         try:
-            while nxt < len(items) or pending:
-                while free and nxt < len(items):
-                    actor = free.pop()
-                    pending[actor.run.remote([ref], items[nxt])] = (nxt, actor)
-                    nxt += 1
+            while queue or pending:
+                # Two tasks in flight per actor: the next task goes to the least busy live actor.
+                load = [0] * len(self._actors)
+                for _, k, actor in pending.values():
+                    if self._actors[k] is actor:
+                        load[k] += 1
+                while queue and min(load) < 2:
+                    k = int(np.argmin(load))
+                    i = queue.popleft()
+                    pending[self._actors[k].run.remote([ref], items[i])] = (i, k, self._actors[k])
+                    load[k] += 1
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for r in done:
-                    i, actor = pending.pop(r)
-                    out[i] = ray.get(r)
-                    free.append(actor)
+                    i, k, actor = pending.pop(r)
+                    try:
+                        out[i] = ray.get(r)
+                    except dead as err:
+                        pid = self.pids[k]
+                        # Its tasks in flight die with it (one may have finished, its reply lost).
+                        held = sorted([i] + [j for j, _, a in pending.values() if a is actor])
+                        if self._actors[k] is actor:  # the first of its tasks to report the death
+                            self._replace(k)
+                        if retries[i] >= self.max_retries:
+                            raise WorkerDiedError(
+                                f"Ray actor {k} (pid {pid}) died ({_ray_death_reason(err)}) while running "
+                                f"task{'s' if len(held) > 1 else ''} {', '.join(map(str, held))} of {len(items)}; "
+                                f"{retries[i]} retries used (max_retries={self.max_retries}). "
+                                f"The actor was replaced, so this executor stays usable; a task that kills its "
+                                "worker each time (a crash in native code, running out of memory) fails so again",
+                                "a Ray actor", f"Ray actor {k} (pid {pid})", i, retries[i],
+                            ) from None
+                        retries[i] += 1
+                        queue.appendleft(i)  # run again, on the new actor or another
+        except WorkerDiedError:
+            self._drain(pending)
+            raise
         except Exception as err:
-            self._drain(list(pending))
+            self._drain(pending)
             cause = getattr(err, "cause", None)
             raise _worker_error(cause if isinstance(cause, BaseException) else err, "a Ray actor") from err
         return out
 
-    def _drain(self, refs: list) -> None:
+    def _drain(self, pending: dict) -> None:
         """After a failed task: cancel the tasks still queued and collect the others, so that no
         result is left behind (Ray prints an 'unhandled error' for each one never read)."""
         ray = self._ray
+        refs = list(pending)
         for r in refs:
             try:
                 ray.cancel(r)
@@ -489,6 +584,11 @@ class RayExecutor(Executor):
         for r in ready:
             try:
                 ray.get(r)
+            except ray.exceptions.RayActorError:
+                # Its actor died too: replace it (once), so that the next call runs.
+                _, k, actor = pending[r]
+                if self._actors[k] is actor:
+                    self._replace(k)
             except Exception:
                 pass
 
@@ -509,7 +609,8 @@ class RayExecutor(Executor):
         return self._ray is None
 
     def __repr__(self) -> str:
-        return f"RayExecutor(num_workers={self.n_workers}, num_cpus={self.num_cpus:g}, num_gpus={self.num_gpus:g})"
+        return (f"RayExecutor(num_workers={self.n_workers}, num_cpus={self.num_cpus:g}, num_gpus={self.num_gpus:g}, "
+                f"max_retries={self.max_retries})")
 
 
 class DaskExecutor(Executor):
@@ -521,17 +622,33 @@ class DaskExecutor(Executor):
     ``n_workers`` is the number of worker threads of the cluster (read at each call, so a scaled
     cluster gets more tasks).
 
+    A worker that dies: the scheduler runs its tasks again on the other workers (up to its
+    ``distributed.scheduler.allowed-failures`` deaths per task, then ``KilledWorker``), and a
+    nanny restarts the worker. What Dask cannot do is recompute the scattered ``shared`` object
+    when every worker holding it died (a one-worker cluster, or a second death before the
+    restarted workers got it): its tasks are cancelled ("already forgotten", "lost
+    dependencies"). This executor then scatters ``shared`` again and submits the unfinished
+    tasks again, at most ``max_retries`` times per call (tasks are pure functions of their
+    inputs, so the results are those of an undisturbed run, bit for bit); past that, or on
+    ``KilledWorker``, a :class:`WorkerDiedError` names the worker that died and the task. The
+    executor stays usable: the next call runs on the workers the cluster has then. (Dask's
+    ``retries=`` submit option re-runs tasks that *raise*, which for pure tasks only repeats the
+    error, so it is not used.)
+
     Parameters
     ----------
     client
         A ``distributed.Client`` (used as it is and left open by :meth:`close`), or a scheduler
         address string (``"tcp://host:8786"``), for which this executor opens a Client and closes
         it on :meth:`close`.
+    max_retries
+        How many times one :meth:`map` call re-sends its tasks lost with a dead worker (>= 0).
     """
 
     remote = True
 
-    def __init__(self, client):
+    def __init__(self, client, max_retries: int = 3):
+        self.max_retries = check_int(max_retries, "max_retries", low=0)
         distributed = _import_optional("distributed", "dask", "DaskExecutor")
         self._owns_client = False
         if isinstance(client, str):
@@ -550,24 +667,99 @@ class DaskExecutor(Executor):
             return 1
         return max(1, sum(self._client.nthreads().values()))
 
+    def _scatter(self, fn, shared):
+        """``(fn, shared)`` on every worker; an unpicklable payload is a TypeError saying so, any
+        other failure (a cluster that lost its workers) a RuntimeError saying that."""
+        try:
+            return self._client.scatter([(fn, shared)], broadcast=True, hash=False)[0]
+        except Exception as err:
+            import cloudpickle
+
+            try:
+                cloudpickle.dumps((fn, shared))
+            except Exception:
+                raise _unpicklable(err, "Dask workers", (fn, shared)) from err
+            raise RuntimeError(
+                f"the task's function and shared object pickle, but the Dask cluster did not take them "
+                f"({type(err).__name__}: {' '.join(str(err).split())[:300]}); its workers may have died or be "
+                "restarting: check client.nthreads() and the worker logs"
+            ) from err
+
+    def _workers(self) -> set:
+        try:
+            return set(self._client.nthreads())
+        except Exception:  # pragma: no cover - a scheduler that is gone
+            return set()
+
     def map(self, fn, items, shared=None):
         self._check_open()
+        distributed = _import_optional("distributed", "dask", "DaskExecutor")
+        from distributed.scheduler import KilledWorker
+
         client = self._client
         items = list(items)
         if not items:
             return []
-        try:
-            payload = client.scatter([(fn, shared)], broadcast=True, hash=False)[0]
-        except Exception as err:
-            raise _unpicklable(err, "Dask workers", (fn, shared)) from err
-        futures = [client.submit(_dask_task, payload, item, pure=False) for item in items]
-        try:
-            return client.gather(futures)
-        except Exception as err:
-            client.cancel(futures)
-            raise _worker_error(err, "a Dask worker") from err
-        finally:
-            del payload
+        lost_types = (KilledWorker, distributed.client.FutureCancelledError, concurrent.futures.CancelledError)
+        out: list = [None] * len(items)
+        todo = list(range(len(items)))
+        for attempt in range(self.max_retries + 1):
+            workers = self._workers()
+            payload = self._scatter(fn, shared)
+            futures = [client.submit(_dask_task, payload, items[i], pure=False) for i in todo]
+            try:
+                for i, value in zip(todo, client.gather(futures)):
+                    out[i] = value
+                return out
+            except lost_types as gathered:
+                # A worker died: keep what finished, send the rest again with a new payload.
+                with contextlib.suppress(Exception):  # it raises for the cancelled ones, once all are done
+                    distributed.wait(futures)
+                lost, killed = [], None
+                for i, fut in zip(todo, futures):
+                    if fut.status == "finished":
+                        out[i] = fut.result()
+                        continue
+                    err = fut.exception() if fut.status == "error" else None
+                    if err is not None and not isinstance(err, KilledWorker):
+                        client.cancel(futures)
+                        raise _worker_error(err, "a Dask worker") from err
+                    lost.append(i)
+                    killed = killed or (err and (i, err))
+                todo = lost
+                if attempt == self.max_retries or killed:
+                    raise self._died(lost, killed, gathered, workers, len(items), attempt) from gathered
+            except Exception as err:
+                client.cancel(futures)
+                raise _worker_error(err, "a Dask worker") from err
+            finally:
+                del payload, futures
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _died(self, lost: list, killed, gathered: BaseException, workers: set, n: int,
+              retries: int) -> WorkerDiedError:
+        """The error of a call whose tasks ``lost`` died with a worker, past the retries."""
+        if killed:  # KilledWorker: the scheduler names the last worker that died running the task
+            i, err = killed
+            worker = err.last_worker.address
+            running = f"task {i} of {n}"
+            how = (f"the scheduler ran it on {err.allowed_failures + 1} workers and each died "
+                   "(distributed.scheduler.allowed-failures)")
+        else:  # the scattered shared object was lost with its worker: the tasks were cancelled
+            i = lost[0]
+            gone = sorted(workers - self._workers())
+            worker = ", ".join(gone) if gone else None
+            shown = ", ".join(map(str, lost[:8])) + (", ..." if len(lost) > 8 else "")
+            running = f"task{'s' if len(lost) > 1 else ''} {shown} of {n}"
+            how = ("the shared object scattered to the workers was lost with it and the tasks cancelled: "
+                   f"{type(gathered).__name__}: {' '.join(str(gathered).split())[:200]}")
+        named = f"Dask worker {worker}" if worker else "A Dask worker (no longer listed by the scheduler)"
+        return WorkerDiedError(
+            f"{named} died while running {running} ({how}); {retries} retries used "
+            f"(max_retries={self.max_retries}). This executor stays usable: the next call runs on the workers "
+            "the cluster has then (a nanny restarts a dead worker)",
+            "a Dask worker", worker, i, retries,
+        )
 
     def close(self) -> None:
         client, self._client = self._client, None
@@ -578,7 +770,7 @@ class DaskExecutor(Executor):
         return self._client is None
 
     def __repr__(self) -> str:
-        return f"DaskExecutor({self._client!r})"
+        return f"DaskExecutor({self._client!r}, max_retries={self.max_retries})"
 
 
 #: The kinds :func:`make_executor` builds (the command line's ``--executor`` choices, plus "serial").
