@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import featurelens as fl
-from featurelens.explainers.lrp import Rule
+from featurelens.explainers.lrp import Add, Concat, Rule
 
 
 def make_mlp(bias: bool = True, act=torch.nn.ReLU) -> torch.nn.Module:
@@ -269,3 +269,138 @@ def test_zbox_bounds_of_the_wrong_shape_are_refused_naming_them():
     ok = fl.explainer("lrp", net, composite="epsilon_gamma_box", low=np.full((1, 8, 8), -3.0), high=3.0)
     same = fl.explainer("lrp", net, composite="epsilon_gamma_box", low=-3.0, high=3.0)
     np.testing.assert_allclose(ok.explain(x_cnn(), target=0).values, same.explain(x_cnn(), target=0).values)
+
+
+# -- residual additions and concatenations ---------------------------------------------------------
+
+
+class SkipConnection(torch.nn.Module):
+    """Captum's test_lrp_skip_connection: ``add(linear(x), x)`` with every weight 5, no bias; the
+    addition written as a module or as torch code in the forward."""
+
+    def __init__(self, how: str, add_module=None):
+        super().__init__()
+        self.linear = torch.nn.Linear(2, 2, bias=False)
+        self.linear.weight.data.fill_(5)
+        self.add = add_module if add_module is not None else Add()
+        self.how = how
+
+    def forward(self, x):
+        h = self.linear(x)
+        if self.how == "module":
+            return self.add(h, x)
+        if self.how == "plus":
+            return h + x
+        if self.how == "torch.add":
+            return torch.add(x, h)
+        h += x  # "in place", as torchvision's residual blocks write it
+        return h
+
+
+@pytest.mark.parametrize("how", ["module", "plus", "torch.add", "in place"])
+def test_a_skip_connection_splits_relevance_by_the_z_rule_as_captum(how):
+    # x = (2, 3), linear(x) = (25, 25), output 1 = 25 + 3 = 28: the linear branch gets 25 of it
+    # (10 and 15 on the inputs), the skip 3: [[10, 18]] (Captum's expected value). Before: lrp refused
+    # the two-input module, and a plain + copied the relevance to both branches ([[11.2, 44.8]]).
+    e = fl.explainer("lrp", SkipConnection(how)).explain(torch.tensor([[2.0, 3.0]]), target=1)
+    np.testing.assert_allclose(e.values, [[10.0, 18.0]], rtol=1e-6)
+    np.testing.assert_allclose(e.params["conservation_gap"], [0.0], atol=1e-5)
+
+
+def test_captums_addition_module_gets_the_same_rule_and_value():
+    captum_attr = pytest.importorskip("captum.attr")
+    from captum.attr._utils.custom_modules import Addition_Module
+
+    net = SkipConnection("module", add_module=Addition_Module())
+    x = torch.tensor([[2.0, 3.0]])
+    theirs = captum_attr.LRP(net).attribute(x.clone().requires_grad_(True), target=1).detach().numpy()
+    np.testing.assert_allclose(theirs, [[10.0, 18.0]], rtol=1e-6)
+    np.testing.assert_allclose(fl.explainer("lrp", net).explain(x, target=1).values, theirs, rtol=1e-6)
+
+
+class ResidualNet(torch.nn.Module):
+    """dense -> ReLU -> two residual blocks (dense, ReLU, dense, + skip, ReLU) -> the two branches'
+    concatenation -> dense; additions and the concatenation as modules or as torch code."""
+
+    def __init__(self, modules: bool, bias: bool = True):
+        super().__init__()
+        torch.manual_seed(3)
+        self.modules_, d = modules, 6
+        self.inp = torch.nn.Linear(5, d, bias=bias)
+        self.r0 = torch.nn.ReLU()
+        self.a1, self.a2 = torch.nn.Linear(d, d, bias=bias), torch.nn.Linear(d, d, bias=bias)
+        self.ra, self.ra_out = torch.nn.ReLU(), torch.nn.ReLU()
+        self.b1, self.b2 = torch.nn.Linear(d, d, bias=bias), torch.nn.Linear(d, d, bias=bias)
+        self.rb, self.rb_out = torch.nn.ReLU(), torch.nn.ReLU()
+        self.add_a, self.add_b, self.cat = Add(), Add(), Concat(dim=1)
+        self.head = torch.nn.Linear(2 * d, 3, bias=bias)
+        self.double()
+
+    def forward(self, x):
+        h = self.r0(self.inp(x))
+        fa, fb = self.a2(self.ra(self.a1(h))), self.b2(self.rb(self.b1(h)))
+        if self.modules_:
+            ya, yb = self.ra_out(self.add_a(fa, h)), self.rb_out(self.add_b(h, fb))
+            return self.head(self.cat(ya, yb))
+        ya, yb = self.ra_out(fa + h), self.rb_out(torch.add(h, fb))
+        return self.head(torch.cat([ya, yb], dim=1))
+
+
+def test_residual_net_conserves_relevance_at_epsilon_zero_with_modules_or_torch_code():
+    x = np.random.default_rng(0).normal(size=(6, 5))
+    net = ResidualNet(modules=True, bias=False)
+    f = net(torch.tensor(x)).detach().numpy()
+    target = f.argmax(1)
+    # epsilon 1e-300: zero in float64 next to any z that is not 0, and 0 / 1e-300 = 0 where a dead
+    # unit gives z = 0 exactly (LRP-0's 0 / 0)
+    by_modules = fl.explainer("lrp", net, epsilon=1e-300).explain(x, target=target)
+    np.testing.assert_allclose(by_modules.values.sum(1), f[np.arange(6), target], rtol=1e-10, atol=1e-12)
+    plain = ResidualNet(modules=False, bias=False)
+    by_code = fl.explainer("lrp", plain, epsilon=1e-300).explain(x, target=target)
+    np.testing.assert_allclose(by_code.values, by_modules.values, rtol=1e-12, atol=1e-14)
+    # a concatenation splits by slices: relevance of the head's two halves is the two branches'
+    assert np.abs(by_modules.values).sum() > 0
+
+
+def test_residual_net_equals_captum_lrp_with_its_addition_module():
+    captum_attr = pytest.importorskip("captum.attr")
+    from captum.attr._utils.custom_modules import Addition_Module
+
+    net = ResidualNet(modules=True)
+    net.add_a, net.add_b = Addition_Module(), Addition_Module()
+    net.cat = None  # Captum has no concatenation module: torch.cat in the forward (its gradient)
+    net.modules_ = False
+    net.forward = lambda x: net.head(torch.cat(
+        [net.ra_out(net.add_a(net.a2(net.ra(net.a1(h := net.r0(net.inp(x))))), h)),
+         net.rb_out(net.add_b(h, net.b2(net.rb(net.b1(h)))))], dim=1))
+    x = torch.tensor(np.random.default_rng(1).normal(size=(4, 5)))
+    theirs = captum_attr.LRP(net).attribute(x.clone().requires_grad_(True), target=2).detach().numpy()
+    ours = fl.explainer("lrp", net).explain(x, target=2).values
+    np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+    plain = fl.explainer("lrp", ResidualNet(modules=False)).explain(x, target=2).values  # + and torch.cat
+    np.testing.assert_allclose(plain, theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_an_unknown_two_input_module_is_refused_naming_the_ways_out():
+    class Gate(torch.nn.Module):
+        def forward(self, a, b):
+            return a + b
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.gate = torch.nn.Linear(3, 3).double(), Gate()
+
+        def forward(self, x):
+            return self.gate(self.lin(x), x)
+
+    x = np.random.default_rng(0).normal(size=(2, 3))
+    with pytest.raises(TypeError, match="no rule for layer 'gate' of type Gate"):
+        fl.explainer("lrp", Net())
+    with pytest.raises(ValueError, match=r"layer 'gate' \(Gate\) takes 2 inputs .*Add / Concat"):
+        fl.explainer("lrp", Net(), rules={"gate": "epsilon"}).explain(x, target=0)
+    # 'pass': its own additions get the z-rule, as Add would
+    net = Net()
+    gated = fl.explainer("lrp", net, rules={"gate": "pass"}).explain(x, target=0).values
+    net.gate = Add()
+    np.testing.assert_allclose(gated, fl.explainer("lrp", net).explain(x, target=0).values, rtol=1e-12)

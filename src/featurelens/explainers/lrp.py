@@ -17,6 +17,14 @@ layer ``z = F(a; W, b)`` and modified parameters ``W', b'``, the relevance
 is one vector-Jacobian product of the modified layer (``stab(z) = z + eps sign(z)``, sign(0) = 1).
 The hooks are removed in a ``finally`` block and no weight is ever written: the model is unchanged
 afterwards, and a module called several times in one forward gets one rule application per call.
+
+Residual additions and concatenations (two-input operations): while the model's forward runs, a
+torch function mode (:class:`torch.overrides.TorchFunctionMode`) routes every addition of two
+tensors that carry the input's graph (``a + b``, ``torch.add``, ``out += identity``) through the
+z-rule on the sum, ``R_a = a / stab(a + b) R``, ``R_b = b / stab(a + b) R`` (each summand gets the
+share it contributes; Captum's ``EpsilonRule`` on its ``Addition_Module``), and a concatenation
+(``torch.cat``) splits the relevance by slices, which is its gradient. The modules :class:`Add`
+and :class:`Concat` (and Captum's ``Addition_Module``) are these operations as modules.
 """
 
 from __future__ import annotations
@@ -53,6 +61,109 @@ _PASS = (
 )
 
 RULES = ("epsilon", "gamma", "alpha_beta", "zplus", "flat", "w_square", "zbox", "pass")
+
+
+class Add(torch.nn.Module):
+    """The sum of its tensor arguments, as a module (a residual ``x + f(x)``): LRP splits the
+    relevance of the sum among the summands by the z-rule (see :mod:`featurelens.explainers.lrp`);
+    a plain ``+`` or ``torch.add`` in a ``forward`` gets the same rule."""
+
+    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+        if not tensors:
+            raise ValueError("Add needs at least one tensor to add")
+        total = tensors[0]
+        for t in tensors[1:]:
+            total = total + t
+        return total
+
+
+class Concat(torch.nn.Module):
+    """``torch.cat(tensors, dim)`` as a module: LRP splits the relevance by slices."""
+
+    def __init__(self, dim: int = 1):
+        super().__init__()
+        self.dim = int(dim)
+
+    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+        return torch.cat(tensors, dim=self.dim)
+
+
+def _is_two_input_module(module) -> bool:
+    """Modules that only add or concatenate their inputs: not hooked, their forward's additions and
+    concatenations get the functional rules (Captum's Addition_Module recognised by name)."""
+    kind = type(module)
+    return isinstance(module, (Add, Concat)) or (
+        kind.__name__ == "Addition_Module" and kind.__module__.split(".")[0] == "captum")
+
+
+class _SumRelevance(torch.autograd.Function):
+    """Forward: ``a + b`` (broadcast). Backward: the z-rule on the sum, ``R_a = a R / stab(z)``,
+    ``R_b = b R / stab(z)`` (each summed back to its own shape where it was broadcast)."""
+
+    @staticmethod
+    def forward(ctx, eps, a, b):
+        z = a + b
+        ctx.save_for_backward(a, b, z)
+        ctx.eps = eps
+        return z
+
+    @staticmethod
+    def backward(ctx, r):
+        a, b, z = ctx.saved_tensors
+        share = r / _stab(z, ctx.eps)
+        grads = [None]
+        for i, t in enumerate((a, b)):
+            grads.append((t * share).sum_to_size(t.shape).to(t.dtype) if ctx.needs_input_grad[i + 1] else None)
+        return tuple(grads)
+
+
+class _SumRelevanceInPlace(torch.autograd.Function):
+    """:class:`_SumRelevance` for ``a += b`` / ``a.add_(b)``: ``a`` is changed in place (as the
+    forward asks), and its summand's value is kept for the backward."""
+
+    @staticmethod
+    def forward(ctx, eps, a, b):
+        before = a.detach().clone()
+        a.add_(b)
+        ctx.mark_dirty(a)
+        ctx.save_for_backward(before, b, a)
+        ctx.eps = eps
+        return a
+
+    @staticmethod
+    def backward(ctx, r):
+        return _SumRelevance.backward(ctx, r)
+
+
+_ADDITIONS = {torch.add, torch.Tensor.add, torch.Tensor.__add__, torch.Tensor.__radd__}
+_IN_PLACE_ADDITIONS = {torch.Tensor.add_, torch.Tensor.__iadd__}
+
+
+class _AdditionRule(torch.overrides.TorchFunctionMode):
+    """While ``active()``: additions of two floating tensors of which one carries a gradient go
+    through :class:`_SumRelevance` (an in-place ``+=`` returns the new sum: the name is rebound to
+    it); everything else runs as it is."""
+
+    def __init__(self, eps: float, active):
+        super().__init__()
+        self.eps, self.active = eps, active
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        in_place = func in _IN_PLACE_ADDITIONS
+        if (in_place or func in _ADDITIONS) and self.active() and len(args) >= 2 and "out" not in kwargs:
+            a, b = args[0], args[1]
+            if (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point()
+                    and b.is_floating_point() and (a.requires_grad or b.requires_grad)
+                    and torch.is_grad_enabled()):
+                alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
+                if alpha != 1:
+                    b = b * alpha
+                if not in_place:
+                    return _SumRelevance.apply(self.eps, a, b)
+                if a.grad_fn is not None and a._base is None and a.shape == torch.broadcast_shapes(a.shape, b.shape):
+                    return _SumRelevanceInPlace.apply(self.eps, a, b)
+        return func(*args, **kwargs)
 COMPOSITES = ("epsilon", "epsilon_plus_flat", "epsilon_gamma_box", "alpha_beta")
 
 
@@ -283,10 +394,12 @@ class LRP(Explainer):
     (the layer's output cancels out). Activations (ReLU, GELU, SiLU, Tanh, ...), Dropout,
     Flatten, Unflatten and Identity pass relevance unchanged: where Captum raises a TypeError for
     ``nn.Flatten`` and ``nn.GELU``, featurelens passes the relevance through them (zennit's "Pass").
-    Other leaf modules are refused at construction unless ``rules`` names them. Functional
-    operations in a ``forward`` (``torch.relu``, ``x.view``) keep their gradient, which is the
-    right propagation for ReLUs and reshapes only (a residual ``x + y`` would copy relevance to both
-    branches, as in Captum). The propagation starts from ``f_t(x)``, so for a bias-free ReLU
+    Other leaf modules are refused at construction unless ``rules`` names them. Residual additions
+    (``a + b``, ``torch.add``, ``+=``, :class:`Add`, Captum's ``Addition_Module``) split the relevance
+    of the sum by the z-rule, ``R_a = a R / stab(a + b)`` (where Captum copies the relevance of a
+    plain ``+`` to both branches); concatenations (``torch.cat``, :class:`Concat`) split it by slices.
+    Other functional operations in a ``forward`` (``torch.relu``, ``x.view``, ``a * b``) keep their
+    gradient, which is the right propagation for ReLUs and reshapes only. The propagation starts from ``f_t(x)``, so for a bias-free ReLU
     network and ``epsilon -> 0`` the relevance sums to ``f_t(x)`` (conservation); each
     explanation's params hold ``conservation_gap = sum(R) - f_t(x)`` per sample.
 
@@ -354,6 +467,8 @@ class LRP(Explainer):
         for name, m in module.named_modules():
             if len(list(m.children())) and name not in self.rules:
                 continue
+            if _is_two_input_module(m) and name not in self.rules:
+                continue  # its additions and concatenations get the functional rules
             if name in self.rules or isinstance(m, _LINEAR + _EPSILON_ONLY + _PASS):
                 self._leaves.append((name, m))
             else:
@@ -404,13 +519,20 @@ class LRP(Explainer):
         def pre_root(module, args):
             if threading.get_ident() == me:
                 state["first_done"] = False  # a new forward: its first dense/conv layer is the input layer
+                state["forward"] = True  # additions in the forward get the z-rule (_AdditionRule)
 
         def make_hook(name):
             def hook(module, args, out):
                 if threading.get_ident() != me or not isinstance(out, torch.Tensor):
                     return None
                 if len(args) != 1 or not isinstance(args[0], torch.Tensor):
-                    raise ValueError(f"lrp: layer {name!r} ({type(module).__name__}) must take one tensor input")
+                    if name in self.rules and self.rules[name].kind == "pass":
+                        return None  # several inputs: its own additions / concatenations carry the rules
+                    raise ValueError(
+                        f"lrp: layer {name!r} ({type(module).__name__}) takes {len(args)} inputs and has a rule "
+                        "for one; a module that adds or concatenates its inputs can be "
+                        "featurelens.explainers.lrp.Add / Concat, a + b / torch.cat in the forward, or "
+                        f"rules={{{name!r}: 'pass'}} (its additions and concatenations get their LRP rules)")
                 linear = isinstance(module, _LINEAR)
                 first = linear and not state["first_done"]
                 state["first_done"] = state["first_done"] or linear
@@ -433,19 +555,25 @@ class LRP(Explainer):
             return hook
 
         def post_root(module, args, out):
-            if threading.get_ident() != me or not isinstance(out, torch.Tensor):
+            if threading.get_ident() != me:
+                return None
+            state["forward"] = False
+            if not isinstance(out, torch.Tensor):
                 return None
             self._seen_outputs.append(out.detach())
             return _ScaleByOutput.apply(out)
 
         handles = []
+        additions = _AdditionRule(self.epsilon, lambda: state.get("forward", False) and threading.get_ident() == me)
         try:
             handles.append(root.register_forward_pre_hook(pre_root))
             for name, m in self._leaves:
                 handles.append(m.register_forward_hook(make_hook(name)))
             handles.append(root.register_forward_hook(post_root))  # last: after a leaf root's own rule
-            yield
+            with additions:  # this thread's torch function mode stack only
+                yield
         finally:
+            state["forward"] = False
             for h in handles:
                 h.remove()
 
