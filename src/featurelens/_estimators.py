@@ -30,6 +30,20 @@ def is_classifier_model(estimator) -> bool:
     return getattr(estimator, "_estimator_type", None) == "classifier" or hasattr(estimator, "classes_")
 
 
+def estimator_type(estimator):
+    """scikit-learn's estimator type ("classifier", "regressor", "clusterer",
+    "outlier_detector", ...) from its tags, else ``_estimator_type``, else None."""
+    try:
+        from sklearn.utils import get_tags
+
+        kind = get_tags(estimator).estimator_type
+        if kind is not None:
+            return kind
+    except Exception:  # no scikit-learn, an older one, or an object its tags do not understand
+        pass
+    return getattr(estimator, "_estimator_type", None)
+
+
 def check_fitted(estimator) -> None:
     try:
         from sklearn.base import BaseEstimator
@@ -78,7 +92,7 @@ def estimator_method(model):
     if not (has("predict_proba") or has("predict")):
         return None, None
     check_fitted(model)
-    kind = getattr(model, "_estimator_type", None)
+    kind = estimator_type(model)
     if kind == "clusterer":
         raise TypeError(
             f"model {type(model).__name__} is a clusterer: its predict returns cluster labels, which "

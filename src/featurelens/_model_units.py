@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from ._estimators import is_classifier_model
+from ._estimators import estimator_type, is_classifier_model
 
 #: The units a Model's outputs may be turned into (featurelens.explanation.OUTPUTS).
 _OUTPUTS = ("raw", "probability", "log_odds")
@@ -25,7 +25,7 @@ def _returns(estimator, method) -> str:
         return "log_probability"
     if name == "decision_function":
         # an outlier detector's anomaly score is no classifier margin: no probabilities of it
-        return "regression" if getattr(estimator, "_estimator_type", None) == "outlier_detector" else "margin"
+        return "regression" if estimator_type(estimator) == "outlier_detector" else "margin"
     return "logits" if is_classifier_model(estimator) else "regression"
 
 

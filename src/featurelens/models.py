@@ -57,6 +57,14 @@ from ._validation import (
 from ._validation import resolve_target as _resolve_target
 
 
+#: The default units, "raw", told apart from an explicit ``output="raw"`` (``Model.output_asked``).
+class _DefaultRaw(str):
+    pass
+
+
+_DEFAULT_RAW = _DefaultRaw("raw")
+
+
 class Model:
     """Adapter around a ``torch.nn.Module`` or a callable.
 
@@ -114,7 +122,7 @@ class Model:
         batch_size: int | None = None,
         device: str | torch.device | None = None,
         accepts: str = "numpy",
-        output: str = "raw",
+        output: str = _DEFAULT_RAW,
     ):
         if isinstance(model, Model):
             raise TypeError("model is already a featurelens Model; pass it directly instead of wrapping it")
@@ -153,7 +161,10 @@ class Model:
         #: (predict_log_proba), "margin" (decision_function), "regression" (a regressor's
         #: predict) or "logits" (torch modules and callables).
         self.returns = _returns(estimator, method)
-        self.output = self._check_output(output)
+        #: Whether the units were asked for (``output=`` given) rather than the default "raw": an
+        #: explainer whose natural units differ (tree_shap of a booster's margin) tells them apart.
+        self.output_asked = output is not _DEFAULT_RAW
+        self.output = self._check_output(str(output))  # a plain str (pickles)
         self.calls = 0  # rows sent through the model since construction
         self.executor = None  # forward passes of expanded_forward on an executor (with_executor)
         self._eval_depth = 0  # nesting of evaluating() contexts
@@ -176,7 +187,7 @@ class Model:
         if isinstance(model, Model):
             derived = model if batch_size is None else model.with_batch_size(batch_size)
             return derived if output is None else derived.with_output(output)
-        return cls(model, batch_size=batch_size, output="raw" if output is None else output)
+        return cls(model, batch_size=batch_size, output=_DEFAULT_RAW if output is None else output)
 
     @classmethod
     def from_factory(cls, factory: Callable, key: str | None = None, **model_kwargs) -> "Model":
@@ -268,6 +279,7 @@ class Model:
             return self
         derived = copy.copy(self)
         derived.output = output
+        derived.output_asked = True
         derived.calls = 0
         derived._eval_depth = 0
         derived._eval_flags = None

@@ -302,10 +302,8 @@ class TreeShap(Explainer):
 
     def __init__(self, model, background=None, batch_size: int | None = None,
                  interactions: bool = False, feature_perturbation: str | None = None):
-        from featurelens.models import Model
-
-        explicit = isinstance(model, Model)  # a Model's "raw" was asked for (fl.explainer(output=))
         super().__init__(model, batch_size=batch_size)
+        explicit = getattr(self.model, "output_asked", False)  # output="raw" asked, not the default
         self.interactions = check_bool(interactions, "interactions")
         fp = check_option(feature_perturbation, "feature_perturbation",
                           (None, "interventional", "tree_path_dependent"))
