@@ -113,3 +113,20 @@ def test_worker_died_error_pickles_and_bad_max_retries():
         RayExecutor(max_retries=-1)  # checked before Ray is imported or started
     with pytest.raises(TypeError, match="max_retries must be an int"):
         RayExecutor(max_retries=1.5)
+
+
+def test_dask_cluster_failure_is_not_reported_as_pickling(dask_one, monkeypatch):
+    """A scatter that fails for the cluster's sake (workers gone, a timeout) while the payload
+    pickles: before, 'could not be pickled ... Model.from_factory'; now what happened."""
+    ex = DaskExecutor(dask_one)
+
+    def refuse(*args, **kwargs):
+        raise TimeoutError("no workers reachable")
+
+    monkeypatch.setattr(dask_one, "scatter", refuse)
+    with pytest.raises(RuntimeError, match=r"pickle, but the Dask cluster did not take them \(TimeoutError: no "
+                                           r"workers reachable\); its workers may have died") as info:
+        ex.map(H.square, [1, 2], shared=2.0)
+    assert not isinstance(info.value, TypeError) and "could not be pickled" not in str(info.value)
+    monkeypatch.undo()
+    assert ex.map(H.square, [1, 2], shared=2.0) == [2.0, 8.0]
