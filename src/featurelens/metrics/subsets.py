@@ -100,7 +100,9 @@ def sensitivity_n(
             (returns (n, len(ns))) or None: ``sorted(set(round(geomspace(1, max(1, int(0.8 G)),
             10))))``, G = number of regions (Ancona et al. vary n up to about 80 % of the
             features).
-        n_subsets: random subsets per size and sample (>= 2, a correlation needs two).
+        n_subsets: random subsets per size and sample (>= 2, a correlation needs two). Refused
+            before any work when ``n_subsets`` (per input), or ``n_subsets * n * len(ns)`` for the
+            batch, exceeds :data:`featurelens._validation.MAX_EVALUATIONS` (10^8) model evaluations.
         seed: None, an int or a numpy Generator; the subsets are
             :func:`featurelens.metrics._perturb.subset_draws` of one ``numpy_rng(seed)`` stream,
             size after size in the order of ``ns``.
@@ -237,7 +239,8 @@ def monotonicity_correlation(
 
     Args:
         n_samples: draws per region (``baseline="uniform"``); a deterministic baseline needs one
-            pass per region, so it is not repeated.
+            pass per region, so it is not repeated. Refused before any work when ``n_samples *
+            n * G`` (G regions) exceeds :data:`featurelens._validation.MAX_EVALUATIONS` (10^8).
         baseline: ``"uniform"`` (default, Quantus's): each draw fills all elements of the region
             with one value ~ U(low, high) per sample, from
             :func:`uniform_region_draws` of ``seed`` (region after region); or anything
