@@ -11,6 +11,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 # Shared brute-force references (tests/_references.py) are imported by name.
 sys.path.insert(0, os.path.dirname(__file__))
 
+# Ray and Dask started by the tests listen on loopback only. Ray on Linux otherwise picks the
+# machine's "reachable" address (it asks the routing table for a route to a public address) even
+# with _node_ip_address="127.0.0.1"; with this variable at 0 (read when ray is imported) every
+# node, raylet and worker of a local Ray uses 127.0.0.1.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 # The test models are tiny: one thread is faster than two and leaves a core to the OS.
 torch.set_num_threads(1)
 
@@ -65,7 +71,7 @@ def dask_client():
     import logging
 
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
         silence_logs=logging.CRITICAL,
     )
     client = distributed.Client(cluster)

@@ -310,3 +310,19 @@ def test_ray_actors_waiting_for_resources_time_out(executor):
                        r"the cluster has 0 CPUs .* free of 2"):
         RayExecutor(num_workers=1, start_timeout=1)
     assert executor.map(H.square, [2], shared=1) == [4]
+
+
+def test_the_test_clusters_listen_on_loopback_only(ray_session, dask_client):
+    """Every node of the tests' Ray and every Dask worker are on 127.0.0.1 (conftest sets
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0; without it Ray takes the machine's outside address)."""
+    assert {node["NodeManagerAddress"] for node in ray_session.nodes()} == {"127.0.0.1"}
+
+    @ray_session.remote
+    def worker_address():
+        import ray
+
+        return ray.util.get_node_ip_address()
+
+    assert ray_session.get(worker_address.remote()) == "127.0.0.1"
+    workers = dask_client.scheduler_info()["workers"]
+    assert workers and all(address.startswith("tcp://127.0.0.1:") for address in workers)
