@@ -418,7 +418,8 @@ def kernel_shap(game, budget: int | None = None, seed=0):
     chunk, so the ``(budget, n)`` design is never held. Coalitions: :func:`kernel_coalitions`.
 
     ``budget``: game evaluations, ``empty`` and ``N`` included (default ``2 n + 2048``, at least
-    ``min(n + 2, 2^n)``); one fewer is used when the budget left for sampling is odd. ``seed``:
+    ``min(n + 2, 2^n)``, at most :data:`featurelens._validation.MAX_EVALUATIONS` = 10^8, both
+    checked before any evaluation); one fewer is used when the budget left for sampling is odd. ``seed``:
     None, an int or a numpy Generator (used as it is, so successive calls continue its stream).
     Returns ``(values (n,), info)``.
     """
@@ -545,7 +546,10 @@ def permutation_shap(game, budget: int | None = None, seed=0):
     ``v(empty)`` and ``v(N)`` are evaluated once and shared by all chains; each permutation costs
     its ``n - 1`` interior coalitions; ``(budget - 2) // (n - 1)`` permutations rounded down to an
     even number (at least 2). Permutations are streamed in chunks and only the running sum is kept.
-    ``budget``: default ``2 n + 2048``, at least ``2 n``. ``seed``: None, an int or a Generator.
+    ``budget``: default ``2 n + 2048``, at least ``2 n`` and at most
+    :data:`featurelens._validation.MAX_EVALUATIONS` = 10^8 (both checked before any evaluation).
+    Each pair of chains is evaluated in blocks of about :data:`CHUNK_ELEMENTS` mask elements, so
+    thousands of players (a 3x32x32 image) run in bounded memory. ``seed``: None, an int or a Generator.
     Returns ``(values (n,), info)`` with ``info["n_permutations"]``.
     """
     before = _model_calls(game)
