@@ -244,7 +244,8 @@ def _frame_rows(frame, name, ens: _Ensemble) -> np.ndarray:
                 else:
                     cats = table.get(j)
                 cat_seen += 1
-                codes = pd.Categorical(series, categories=cats).codes.astype(np.float64)
+                # position of each value among the library's categories (-1: unseen or missing)
+                codes = pd.Index(cats).get_indexer(series.astype(object).to_numpy()).astype(np.float64)
                 unseen = (codes < 0) & series.notna().to_numpy()
                 codes[codes < 0] = np.nan
                 if library == "xgboost":

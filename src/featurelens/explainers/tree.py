@@ -37,7 +37,8 @@ References
   causal problem", AISTATS 2020.
 - P. Yu, C. Xu, A. Bifet, J. Read, "Linear TreeShap", NeurIPS 2022 (arXiv 2209.08192).
 
-Outputs (``output="raw"``, the only unit for now) and return shapes:
+Outputs of :func:`tree_shap_values` (``output="raw"``; ``output="probability"`` for a binary booster
+is :func:`_probability_shap`) and return shapes:
 
 ==========================================  ============================  ====================
 model                                       f(x)                          values / base
@@ -154,8 +155,10 @@ def tree_shap_values(model, X, background=None, output="raw", *, batch_size=256)
         HistGradientBoosting* regressor or classifier (categorical features included), a LightGBM LGBMRegressor / LGBMClassifier / LGBMRanker or ``lightgbm.Booster``,
         or an XGBoost XGBRegressor / XGBClassifier / XGBRanker / XGBRF* or ``xgboost.Booster``
         (:func:`supported_tree_models`). Anything else raises a TypeError.
-    X : array-like (n, d) or (d,), the rows to explain. NaN only for HistGradientBoosting,
-        LightGBM and XGBoost models (missing values follow each split's default direction).
+    X : array-like or DataFrame (n, d) or (d,), the rows to explain. NaN where the library's own
+        predict takes it (HistGradientBoosting, LightGBM, XGBoost, scikit-learn trees and forests
+        with NaN support): missing values follow each split's stored default direction.
+        DataFrame columns: see :func:`featurelens.explainers._tree_paths._frame_rows`.
     background : None for path-dependent TreeSHAP (cover-weighted, Lundberg et al. 2020), or an
         array-like (R, d) for interventional TreeSHAP (the mean of the single-reference values).
     output : "raw" (the model's margin, or class fractions for forest classifiers) or
