@@ -369,3 +369,19 @@ def test_signal_ground_truth_over_the_length_holds_for_every_channel():
     for r, ref in zip(spatial, full):
         for key in ("relevance_mass", "relevance_rank_accuracy", "precision_at_k"):
             assert np.isfinite(r[key]) and r[key] == ref[key]
+
+
+def test_values_in_other_units_than_the_metrics_are_named_in_the_notes():
+    """tree_shap on a boosted classifier explains the log-odds margin while the audit's metrics read
+    predict_proba: the notes say so for that method, and for no method whose units agree."""
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 4))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    model = GradientBoostingClassifier(n_estimators=10, max_depth=2, random_state=0).fit(X, y)
+    table = fl.audit(model, X, y, methods=["tree_shap", "occlusion"], n_explain=6, as_frame=False,
+                     progress=False, randomization=False)
+    assert table.explanations["tree_shap"].output == "log_odds"
+    unit_notes = [n for n in table.notes if "units" in n and "metrics read" in n]
+    assert len(unit_notes) == 1 and unit_notes[0].startswith("tree_shap: its values are in log_odds units")

@@ -494,6 +494,16 @@ def audit(
         if a.shape != x.shape and a.ndim == x.ndim and a.shape[0] == x.shape[0]:
             a = np.broadcast_to(a, x.shape).copy()  # a one-channel map (gradcam) for every channel
         explanations[name] = e
+        if getattr(e, "output", "raw") != getattr(wrapped, "output", "raw"):
+            from .report import describe_units
+
+            # e.g. tree_shap on a boosted classifier explains the log-odds margin, while the
+            # metrics perturb the model and read its own outputs (predict_proba): say so.
+            notes.append(
+                f"{name}: its values are in {e.output} units, while the metrics read the model's "
+                f"{getattr(wrapped, 'output', 'raw')} outputs ({describe_units(wrapped)}); its scores compare "
+                "attributions and output changes in different units"
+            )
         row["explain_seconds"] = float(e.seconds)
         row["model_calls"] = int(e.model_calls)
         scores, c = _score(name, ex, wrapped, x, a, np.asarray(e.values), t, masks, settings, notes, executor,
