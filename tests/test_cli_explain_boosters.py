@@ -53,6 +53,55 @@ def _fit(kind, frame, y, folder):
     return model, frame, folder / "model.joblib", ["--trust-model-file"]
 
 
+def _xgboost_float64_margin(model, frame):
+    """XGBoost's margin summed in float64: the leaf each tree sends each row to (XGBoost's own
+    routing, ``pred_leaf=True``), the leaves' values from the saved model and the logit of its
+    ``base_score``, each a float32 (the saved text is its shortest float32 form), added in float64."""
+    import json
+
+    import xgboost as xgb
+
+    booster = model.get_booster()
+    saved = json.loads(booster.save_raw("json"))["learner"]
+    leaves = booster.predict(xgb.DMatrix(frame, enable_categorical=True), pred_leaf=True).astype(int)
+    trees = saved["gradient_booster"]["model"]["trees"]
+    p = float(json.loads(saved["learner_model_param"]["base_score"].replace("E", "e"))[0])
+    total = np.full(len(frame), float(np.float32(np.log(p / (1 - p)))))
+    for t, tree in enumerate(trees):
+        total += np.asarray(tree["split_conditions"], dtype=np.float32).astype(np.float64)[leaves[:, t]]
+    return total
+
+
+def _interventional_shapley(margin, rows, background):
+    """Exact interventional Shapley values by enumeration, from the model's own margins: v(S) is the
+    mean margin over background rows b of the row (x_S, b_rest) (Janzing et al. 2020), built as a
+    DataFrame that keeps every column's dtype (the categories included)."""
+    from itertools import product
+    from math import factorial
+
+    n, d, m = len(rows), rows.shape[1], len(background)
+    coalitions = list(product((False, True), repeat=d))
+    parts = []
+    for mask in coalitions:
+        for i in range(n):
+            columns = {c: (rows.iloc[[i] * m, j] if mask[j] else background.iloc[:, j]).reset_index(drop=True)
+                       for j, c in enumerate(rows.columns)}
+            parts.append(pd.DataFrame(columns))
+    hybrid = pd.concat(parts, ignore_index=True)
+    assert list(hybrid.dtypes) == list(rows.dtypes)
+    v = np.asarray(margin(hybrid), dtype=np.float64).reshape(len(coalitions), n, m).mean(axis=2)
+    index = {mask: k for k, mask in enumerate(coalitions)}
+    phi = np.zeros((n, d))
+    for mask in coalitions:
+        size = sum(mask)
+        for j in range(d):
+            if not mask[j]:
+                weight = factorial(size) * factorial(d - size - 1) / factorial(d)
+                with_j = tuple(True if k == j else mask[k] for k in range(d))
+                phi[:, j] += weight * (v[index[with_j]] - v[index[mask]])
+    return phi, v[index[(False,) * d]]
+
+
 def _margin(kind, model, frame):
     if kind == "lightgbm":
         return model.predict(frame, raw_score=True)
@@ -61,13 +110,7 @@ def _margin(kind, model, frame):
     return model.decision_function(frame)
 
 
-_CATEGORIES = pytest.mark.xfail(
-    strict=True, reason="not yet: a CSV's text column reaches LightGBM/XGBoost as str, and nothing turns it into "
-    "the pandas category dtype with the categories the model was fitted on")
-
-
-@pytest.mark.parametrize("kind", ["gradient_boosting", pytest.param("lightgbm", marks=_CATEGORIES),
-                                  pytest.param("xgboost", marks=_CATEGORIES)])
+@pytest.mark.parametrize("kind", ["gradient_boosting", "lightgbm", "xgboost"])
 @pytest.mark.slow
 def test_boosters_from_a_csv_equal_shap_in_log_odds(kind, tmp_path, capsys):
     table, y = _table()
@@ -85,16 +128,20 @@ def test_boosters_from_a_csv_equal_shap_in_log_odds(kind, tmp_path, capsys):
     assert (values["output"] == "log_odds").all()
     margin = _margin(kind, model, frame.iloc[:12])
     total = values["base_value"].to_numpy() + values[names].to_numpy().sum(axis=1)
+    if kind == "xgboost":  # XGBoost adds its leaves in float32: its margin has float32's digits only
+        np.testing.assert_allclose(total, margin, rtol=0, atol=4 * np.finfo(np.float32).eps * np.abs(margin).max())
+        margin = _xgboost_float64_margin(model, frame.iloc[:12])
     np.testing.assert_allclose(total, margin, rtol=0, atol=1e-9)  # efficiency in log-odds units
-    numeric = kind == "gradient_boosting"  # shap reads a scikit-learn model's bool column as objects
     data, rows = frame.iloc[40:70], frame.iloc[:12]
-    if numeric:
-        data, rows = data.astype(float), rows.astype(float)
-    reference = shap.TreeExplainer(model, data=data, feature_perturbation="interventional",
-                                   model_output="raw").shap_values(rows)
-    reference = np.asarray(reference[1] if isinstance(reference, list) else reference)
-    if reference.ndim == 3:
-        reference = reference[..., 1]
+    if kind == "gradient_boosting":  # shap reads a scikit-learn model's bool column as objects
+        reference = shap.TreeExplainer(model, data=data.astype(float), feature_perturbation="interventional",
+                                       model_output="raw").shap_values(rows.astype(float))
+        reference = np.asarray(reference[1] if isinstance(reference, list) else reference)
+        reference = reference[..., 1] if reference.ndim == 3 else reference
+    else:  # shap's interventional TreeExplainer refuses categorical splits: brute force on the model
+        exact = _xgboost_float64_margin if kind == "xgboost" else (lambda m, f: _margin(kind, m, f))
+        reference, base = _interventional_shapley(lambda f: exact(model, f), rows, data)
+        np.testing.assert_allclose(values["base_value"].to_numpy(), base, rtol=0, atol=1e-9)
     np.testing.assert_allclose(values[names].to_numpy(), reference, rtol=0, atol=1e-6)
     # printed f(x) of row 0 = the model's margin = where the waterfall ends (base + sum)
     printed = re.search(r"row 0: base value (\S+) \+ sum of values (\S+) = (\S+); f\(x\) = (\S+) \(log_odds\)",

@@ -194,7 +194,7 @@ def _unique_column(name: str, taken: set) -> str:
     return name
 
 
-def _background(spec, X, names, labels, seed):
+def _background(spec, X, names, labels, seed, model=None):
     """The background rows: ``spec`` an int N (N rows of ``X`` drawn without replacement with
     ``seed``; all rows when N >= len(X)) or a data file (its label column dropped when present)."""
     from ._loading import load_data
@@ -206,7 +206,8 @@ def _background(spec, X, names, labels, seed):
             return X
         index = np.sort(numpy_rng(seed).choice(len(X), size=spec, replace=False))
         return X.iloc[index] if frame else X[index]
-    B, _, bnames = load_data(spec, keep_text=frame)
+    with _printed_warnings():
+        B, _, bnames = load_data(spec, keep_text=frame, allow_missing=True, model=model)
     if frame:
         if labels is not None and labels in B.columns and labels not in X.columns:
             B = B.drop(columns=[labels])
@@ -224,6 +225,32 @@ def _background(spec, X, names, labels, seed):
         raise _Usage(f"--background {spec} has columns {bnames[:5]}..., expected the data's columns "
                      f"{names[:5]}... in the same order", 1)
     return B.reshape((B.shape[0],) + X.shape[1:])
+
+
+class _printed_warnings:
+    """Print each :class:`~featurelens._loading.LoadWarning` raised inside as one line on stderr
+    ("featurelens explain: warning: ..."), not as Python's file:line warning text."""
+
+    def __enter__(self):
+        import warnings
+
+        self._catch = warnings.catch_warnings(record=True)
+        self._seen = self._catch.__enter__()
+        warnings.simplefilter("always")
+        return self
+
+    def __exit__(self, *exc):
+        import warnings
+
+        from ._loading import LoadWarning
+
+        self._catch.__exit__(*exc)
+        for w in self._seen:
+            if issubclass(w.category, LoadWarning):
+                print(f"featurelens explain: warning: {w.message}", file=sys.stderr)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return False
 
 
 def _is_frame(X) -> bool:
@@ -271,7 +298,9 @@ def run(args) -> int:
     try:
         model, description = load_model(args.model, trust=args.trust_model_file,
                                         trusted_types=getattr(args, "trust_type", None) or ())
-        X, y, names = load_data(args.data, labels=args.labels, keep_text=True, allow_missing=True)
+        with _printed_warnings():
+            X, y, names = load_data(args.data, labels=args.labels, keep_text=True, allow_missing=True,
+                                    model=model)
         if _is_frame(X) and _estimator_of(model) is None:
             raise LoadError(
                 f"{args.data} has non-numeric column(s) "
@@ -328,7 +357,7 @@ def _explain(args, model, description, X, y, names) -> int:
     params = {} if output is None else {"output": output}
     if "background" in takes:
         spec = DEFAULT_BACKGROUND if args.background is None else args.background
-        background = _background(spec, X, names, args.labels, args.seed)
+        background = _background(spec, X, names, args.labels, args.seed, model)
         params["background"] = background if frame else background.astype(rows.dtype)
     elif args.background is not None:
         raise _Usage(f"--background applies to methods that average over background rows "
