@@ -153,11 +153,32 @@ def test_boosters_from_a_csv_equal_shap_in_log_odds(kind, tmp_path, capsys):
     page = (out / "index.html").read_text(encoding="utf-8")
     assert "log_odds (log(p / (1 - p)))" in page and "raw (the model&#x27;s own outputs)" not in page
     assert f"to f(x) = {margin[0]:.4g}" in page and "efficiency does not hold" not in page
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is not None:
-        shot = tmp_path / "page.png"
-        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,2000",
-                        f"--screenshot={shot}", (out / "index.html").as_uri()],
-                       capture_output=True, timeout=120, check=False, env={**os.environ, "HOME": str(tmp_path)})
-        assert shot.exists() and shot.stat().st_size > 10_000
+    _check_in_chromium(out / "index.html", tmp_path, ["log_odds (log(p / (1 - p)))", f"to f(x) = {margin[0]:.4g}",
+                                                      f"f(x) = {float(printed.group(4)):.6g}"])
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _check_in_chromium(page, tmp_path, texts):
+    """Open ``page`` in headless Chromium (where installed): the DOM it rendered holds ``texts`` and
+    every figure decoded to an image, and a screenshot is drawn (kept as tmp_path / "page.png")."""
+    if CHROMIUM is None:
+        return
+    import html
+
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,2400"]
+    env = {**os.environ, "HOME": str(tmp_path)}
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120,
+                         check=False, env=env).stdout
+    text = html.unescape(re.sub(r"<[^>]+>", " ", dom))
+    text = re.sub(r"\s+", " ", text)
+    for wanted in texts:
+        assert wanted in text, (wanted, text[:2000])
+    assert dom.count("<img") >= 3 and dom.count("data:image/png;base64,") >= 3
+    shot = tmp_path / "page.png"
+    subprocess.run([*flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120,
+                   check=False, env=env)
+    assert shot.exists() and shot.stat().st_size > 10_000  # a drawn page, not an empty canvas

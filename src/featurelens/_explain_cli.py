@@ -398,14 +398,19 @@ def _explain(args, model, description, X, y, names) -> int:
     # the first row as it is for the waterfall's labels
     data = np.asarray(e.data, dtype=np.float64).reshape(n_rows, d) if frame else rows.reshape(n_rows, d)
     first = rows.iloc[0].astype(object) if frame else data[0]
+    classes = getattr(wrapped.estimator, "classes_", None)
     _write(args, e, values, base, targets, f_x, gap, feature_names, data, description, method,
-           len(X), units, first_row=first)
+           len(X), units, first_row=first, classes=classes)
     mean_abs = np.abs(values).mean(axis=0)
     order = np.argsort(-mean_abs, kind="stable")[:5]
     print(f"model: {description}; data: {os.path.basename(args.data)} {X.shape}")
     n_background = "" if "background" not in params else f" ({len(params['background'])} background rows)"
     print(f"explained {n_rows} of {len(X)} rows with {method}{n_background}, in {units} units")
     print("top features (mean |value|): " + ", ".join(f"{feature_names[i]} {mean_abs[i]:.4g}" for i in order))
+    groups = beeswarm_groups(targets, classes)
+    if len(groups) > 1:
+        print(f"target: {_target_text(args.target, targets, classes)}; one beeswarm per class: "
+              + ", ".join(f"{title} ({file})" for file, _, title, _ in groups))
     if gap is not None:
         print(f"efficiency: {efficiency_text(gap, units)}")
         print(f"row 0: base value {base[0]:.6g} + sum of values {values[0].sum():.6g} = {base[0] + values[0].sum():.6g}; "
@@ -414,8 +419,45 @@ def _explain(args, model, description, X, y, names) -> int:
     return 0
 
 
+def class_label(t: int, classes) -> str:
+    """How the report names output ``t``: ``class <label>`` (the estimator's ``classes_[t]``), else
+    ``output <t>``."""
+    if classes is not None and 0 <= int(t) < len(classes):
+        return f"class {np.asarray(classes).tolist()[int(t)]}"
+    return f"output {int(t)}"
+
+
+def beeswarm_groups(targets, classes=None) -> list:
+    """The beeswarm figures: ``[(file, row indices, title, caption)]``. One beeswarm of every row
+    when they all explain the same output; else one per output present (``--target predicted`` on
+    a classifier explains each row's predicted class, and a class's values, e.g. class 0's
+    log-odds, the negatives of class 1's, must not share one plot), titled with the class, files
+    ``beeswarm_target_<t>.png``."""
+    targets = np.asarray(targets).reshape(-1)
+    present = np.unique(targets)
+    caption = "each explained row's value per feature, coloured by the feature's value"
+    if len(present) <= 1:
+        title = None if not len(present) else f"{class_label(present[0], classes)} (output {int(present[0])})"
+        return [("beeswarm.png", np.arange(len(targets)), title, caption)]
+    groups = []
+    for t in present:
+        rows = np.flatnonzero(targets == t)
+        name = class_label(t, classes)
+        groups.append((f"beeswarm_target_{int(t)}.png", rows, f"{name} (output {int(t)}): {len(rows)} rows",
+                       f"{name}: the {len(rows)} explained row(s) whose target is output {int(t)}; {caption}"))
+    return groups
+
+
+def _target_text(asked, targets, classes) -> str:
+    """The report's target line: what was asked and, per output explained, its class and rows."""
+    present, counts = np.unique(np.asarray(targets).reshape(-1), return_counts=True)
+    per = ", ".join(f"{class_label(t, classes)}: {int(c)} row{'s' if c > 1 else ''}" for t, c in zip(present, counts))
+    what = "predicted class" if asked in (None, "predicted") else str(asked)
+    return f"{what} ({per})"
+
+
 def _write(args, e, values, base, targets, f_x, gap, names, data, description, method, n_data, units,
-           first_row=None) -> None:
+           first_row=None, classes=None) -> None:
     import pandas as pd
 
     from . import plots
@@ -435,9 +477,14 @@ def _write(args, e, values, base, targets, f_x, gap, names, data, description, m
     figures = {
         "bar.png": (_figure(lambda ax: plots.bar(values, feature_names=names, ax=ax)),
                     "mean |value| per feature over the explained rows"),
-        "beeswarm.png": (_figure(lambda ax: plots.beeswarm(values, data=data, feature_names=names, ax=ax)),
-                         "each explained row's value per feature, coloured by the feature's value"),
     }
+    for file, rows, title, caption in beeswarm_groups(targets, classes):
+        def draw_beeswarm(ax, rows=rows, title=title):
+            plots.beeswarm(values[rows], data=data[rows], feature_names=names, ax=ax)
+            if title:
+                ax.set_title(title, fontsize=10)
+
+        figures[file] = (_figure(draw_beeswarm), caption)
     if base is not None:
         end = float(base[0] + values[0].sum())
         if abs(end - f_x[0]) <= EFFICIENCY_TOLERANCE * max(1.0, abs(f_x[0])):
@@ -449,17 +496,19 @@ def _write(args, e, values, base, targets, f_x, gap, names, data, description, m
         def draw_waterfall(ax):
             plots.waterfall(values[0], base_value=base[0], data_row=data[0] if first_row is None else first_row,
                             feature_names=names, ax=ax)
-            ax.set_xlabel(f"output of target {targets[0]} ({_UNITS.get(units, units)})", fontsize=8)
+            ax.set_xlabel(f"{class_label(targets[0], classes)} (output {targets[0]}), "
+                          f"{_UNITS.get(units, units)}", fontsize=8)
 
         figures["waterfall.png"] = (_figure(draw_waterfall),
-                                    f"row 0: from the base value {base[0]:.4g} {ends} (output {targets[0]})")
+                                    f"row 0: from the base value {base[0]:.4g} {ends} "
+                                    f"({class_label(targets[0], classes)}, output {targets[0]})")
 
     mean_abs = np.abs(values).mean(axis=0)
     order = np.argsort(-mean_abs, kind="stable")[:TOP]
     page = HTMLReport(f"featurelens explain: {method}",
                       f"{description}; data {os.path.basename(args.data)}; {len(values)} of {n_data} rows")
     settings = [("model", description), ("data", args.data), ("method", method), ("rows explained", len(values)),
-                ("target", "predicted class" if args.target in (None, "predicted") else args.target),
+                ("target", _target_text(args.target, targets, classes)),
                 ("output units", _UNITS.get(units, units)), ("seed", args.seed)]
     if "n_background" in e.params:
         settings.append(("background rows", e.params["n_background"]))
