@@ -1,4 +1,5 @@
-"""``featurelens explain`` options: --output (units, efficiency in those units, tree_shap raw only),
+"""``featurelens explain`` options: --output (units, efficiency in those units; tree_shap's
+probability units and the units it refuses),
 --format csv|parquet, and --trust-type for skops files (the refusal prints the flags that load it)."""
 
 import numpy as np
@@ -72,15 +73,84 @@ def test_probability_units_add_up_to_predict_proba_and_differ_from_log_odds(file
     assert "probability" in (out / "index.html").read_text(encoding="utf-8")
 
 
-def test_tree_shap_refuses_units_it_cannot_compute(files, tmp_path, capsys):
-    # a tree classifier's class fractions are predict_proba itself (probability units); their
-    # log-odds are no sum over the tree's leaves: refused, naming the units that apply
+def test_tree_shap_probability_of_a_tree_adds_up_to_predict_proba_and_equals_shap(files, tmp_path, capsys):
+    """A decision tree's class fractions are a sum over its leaves: --output probability is
+    predict_proba itself, explained by interventional TreeSHAP over the background rows."""
+    shap = pytest.importorskip("shap")
     out = tmp_path / "rep"
-    code = main(_args(files, "tree_file", out, "--trust-type", "sklearn.tree._tree.Tree",
-                      "--method", "tree_shap", "--output", "log_odds"))
-    assert code != 0
+    assert main(_args(files, "tree_file", out, "--trust-type", "sklearn.tree._tree.Tree", "--method", "tree_shap",
+                      "--output", "probability", "--background", files["background"])) == 0, capsys.readouterr().err
+    values = pd.read_csv(out / "values.csv")
+    assert (values["output"] == "probability").all()
+    total = values["base_value"].to_numpy() + values[files["names"]].to_numpy().sum(axis=1)
+    np.testing.assert_allclose(total, files["tree"].predict_proba(files["X"][:5])[:, 1], rtol=0, atol=1e-9)
+    reference = shap.TreeExplainer(files["tree"], data=files["X"][20:32], feature_perturbation="interventional",
+                                   model_output="raw").shap_values(files["X"][:5])
+    reference = np.asarray(reference)[..., 1] if np.ndim(reference) == 3 else np.asarray(reference[1])
+    # shap's C++ TreeSHAP keeps float32 leaf values (digits past 1e-8 are its own rounding)
+    np.testing.assert_allclose(values[files["names"]].to_numpy(), reference, rtol=0, atol=1e-7)
+    assert "in probability units" in capsys.readouterr().out
+
+
+def test_tree_shap_probability_of_a_booster_adds_up_to_predict_proba(files, tmp_path, capsys):
+    """A binary booster's trees sum to its log-odds; --output probability explains sigmoid of that
+    sum exactly (interventional, over the background rows): base + sum = predict_proba[:, 1], and
+    the values are shap's model_output='probability'. Without --output: the log-odds margin."""
+    import joblib
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    shap = pytest.importorskip("shap")
+    y = (files["X"][:, 0] - 0.7 * files["X"][:, 1] > 0).astype(int)
+    gb = GradientBoostingClassifier(n_estimators=15, max_depth=2, random_state=0).fit(files["X"], y)
+    joblib.dump(gb, tmp_path / "gb.joblib")
+    files = {**files, "gb_file": str(tmp_path / "gb.joblib")}
+    out = tmp_path / "rep"
+    args = _args(files, "gb_file", out, "--trust-model-file", "--method", "tree_shap", "--background",
+                 files["background"])
+    assert main([*args, "--output", "probability"]) == 0, capsys.readouterr().err
+    values = pd.read_csv(out / "values.csv")
+    assert (values["output"] == "probability").all()
+    total = values["base_value"].to_numpy() + values[files["names"]].to_numpy().sum(axis=1)
+    p1 = gb.predict_proba(files["X"][:5])[:, 1]
+    np.testing.assert_allclose(total, p1, rtol=0, atol=1e-9)
+    reference = shap.TreeExplainer(gb, data=files["X"][20:32], feature_perturbation="interventional",
+                                   model_output="probability").shap_values(files["X"][:5])
+    np.testing.assert_allclose(values[files["names"]].to_numpy(), reference, rtol=0, atol=1e-7)
+    assert "efficiency: holds" in capsys.readouterr().out
+    assert main([*args, "--overwrite"]) == 0, capsys.readouterr().err  # no --output: the margin
+    margin = pd.read_csv(out / "values.csv")
+    assert (margin["output"] == "log_odds").all()
+    total = margin["base_value"].to_numpy() + margin[files["names"]].to_numpy().sum(axis=1)
+    np.testing.assert_allclose(total, gb.decision_function(files["X"][:5]), rtol=0, atol=1e-9)
+    # path-dependent TreeSHAP (no background) has no exact probability: refused, naming background=
+    import featurelens as fl
+
+    with pytest.raises(ValueError, match="background"):
+        fl.explainer("tree_shap", gb, output="probability")
+
+
+def test_tree_shap_refuses_units_the_trees_do_not_sum_to(files, tmp_path, capsys):
+    """The log-odds of a tree's class fractions and the probability of a multi-class (softmax)
+    booster are no sums over trees: a usage error (exit 2) naming --output, before any file."""
+    import joblib
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    out = tmp_path / "rep"
+    code = main(_args(files, "tree_file", out, "--trust-type", "sklearn.tree._tree.Tree", "--method", "tree_shap",
+                      "--output", "log_odds"))
     err = capsys.readouterr().err
-    assert "log_odds" in err and "tree_shap" in err and "probability" in err and "Traceback" not in err
+    assert code == 2, err
+    assert "--output log_odds does not apply to tree_shap" in err and "class fractions" in err
+    assert "output='probability'" in err and "Traceback" not in err
+    y3 = np.digitize(files["X"][:, 0], [-0.5, 0.5])
+    gb3 = GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0).fit(files["X"], y3)
+    joblib.dump(gb3, tmp_path / "gb3.joblib")
+    for units in ("probability", "log_odds"):
+        code = main(_args({**files, "gb3": str(tmp_path / "gb3.joblib")}, "gb3", out, "--trust-model-file",
+                          "--method", "tree_shap", "--output", units, "--target", "2"))
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert f"--output {units} does not apply to tree_shap" in err and "softmax" in err and "Traceback" not in err
     assert not out.exists()
 
 

@@ -18,8 +18,11 @@ Default method: ``kernel_shap`` (KernelSHAP, Lundberg & Lee 2017) for black-box 
 estimators), averaging dropped features over ``--background`` rows (default 50 sampled from the
 data with ``--seed``); ``integrated_gradients`` (Sundararajan, Taly & Yan 2017, arXiv 1703.01365)
 for torch models. ``--output`` is passed to the explainer as ``output=`` (every explainer takes it;
-``tree_shap`` takes no other units, and explains the trees' own output, e.g. a boosting
-classifier's log-odds margin). The report's efficiency line compares ``base_value + sum(values)``
+``tree_shap`` without it explains the trees' own output, e.g. a binary boosting classifier's
+log-odds margin, and with ``--output probability`` that classifier's ``predict_proba`` by
+interventional TreeSHAP over the background rows, which the command always gives it; units the
+trees do not sum to, such as the log-odds of a tree's class fractions or the probability of a
+multi-class booster, are refused as a usage error naming ``--output``). The report's efficiency line compares ``base_value + sum(values)``
 with the model's ``f(x)`` in the explanation's units and calls it "holds" only within
 :data:`EFFICIENCY_TOLERANCE` (relative to ``max(1, |f(x)|)``); a larger gap is stated as it is.
 Data keep their precision: a CSV's float64 columns reach a scikit-learn or numpy model as float64,
@@ -318,6 +321,24 @@ def run(args) -> int:
         return _error(str(err), err.exit_code)
 
 
+def _build_explainer(explainer, method, model, params, output):
+    """The explainer; one that refuses the asked ``--output`` for this model (tree_shap: the
+    log-odds of a tree's class fractions, the probability of a softmax booster) is a usage error
+    (exit 2) naming ``--output``, told apart from other failures (exit 1) by building it once more
+    without ``output=``, which costs no model call."""
+    try:
+        return explainer(method, model, **params)
+    except (ValueError, TypeError, RuntimeError) as err:
+        if output is not None:
+            try:
+                explainer(method, model, **{k: v for k, v in params.items() if k != "output"})
+            except (ValueError, TypeError, RuntimeError):
+                pass
+            else:
+                raise _Usage(f"--output {output} does not apply to {method} for this model: {err}", 2) from err
+        raise _Usage(f"{method} failed: {err}", 1) from err
+
+
 def _estimator_of(model):
     from ._estimators import estimator_method
 
@@ -381,9 +402,9 @@ def _explain(args, model, description, X, y, names) -> int:
         if executor is not None and n_rows < int(executor.n_workers) and "executor" in cls.accepts:
             # Too few rows to keep the workers busy: split each row's coalitions instead.
             params["executor"], row_executor = executor, None
+        ex = _build_explainer(explainer, method, model, params, output)
         try:
-            e = explainer(method, model, **params).explain(rows, target=target, feature_names=feature_names,
-                                                            executor=row_executor)
+            e = ex.explain(rows, target=target, feature_names=feature_names, executor=row_executor)
         except (ValueError, TypeError, RuntimeError) as err:
             raise _Usage(f"{method} failed: {err}", 1) from err
 

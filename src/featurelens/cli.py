@@ -304,7 +304,8 @@ def _add_explain(sub) -> None:
     parser.add_argument("--output", choices=("raw", "probability", "log_odds"), default=None,
                         help="units of the explained output: raw (the model's own: predict_proba for "
                              "classifiers, logits for torch models; the default), probability (softmax / "
-                             "predict_proba) or log_odds (log(p / (1 - p))); tree_shap: raw only")
+                             "predict_proba) or log_odds (log(p / (1 - p))); tree_shap: the trees' own sum by default (a binary booster's "
+                             "log-odds), probability for a binary booster or a tree's class fractions")
     parser.add_argument("--format", choices=("csv", "parquet"), default="csv", dest="format",
                         help="file format of the values table: csv (values.csv, default) or parquet "
                              "(values.parquet; needs pyarrow or fastparquet)")
