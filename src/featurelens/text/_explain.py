@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from .._validation import check_float, check_int, check_option, numpy_rng
+from .._validation import check_budget, check_float, check_int, check_option, numpy_rng
 
 __all__ = ["explain", "METHODS", "SAMPLERS"]
 
@@ -33,6 +33,15 @@ def _lime_masks(n_samples: int, n: int, sampler: str, rng: np.random.Generator) 
     return order >= removed[:, None]
 
 
+def check_lime_budget(budget, n: int | None = None) -> int:
+    """LIME's ``budget`` (default 500): an int >= 3, refused before any work above
+    :data:`featurelens._validation.MAX_EVALUATIONS` game evaluations, or when its ``(budget, n)``
+    coalitions (with ``n`` players, when known) would not fit in memory."""
+    nbytes = None if n is None else (lambda v: 10 * v * n)  # the uniform draws (8 B) and the masks (1 B)
+    return check_budget(500 if budget is None else budget, "budget", low=3, unit="game evaluations",
+                        what="per text" if n is None else f"per text of {n} players", nbytes=nbytes)
+
+
 def _lime(game, n: int, budget, rng, sampler="bernoulli", surrogate="ridge", alpha=None, distance="cosine",
           kernel_width=None):
     """LIME over the players: ``v(N)`` plus ``budget - 1`` drawn coalitions, the exponential
@@ -40,7 +49,7 @@ def _lime(game, n: int, budget, rng, sampler="bernoulli", surrogate="ridge", alp
     surrogate of :func:`featurelens.explainers.surrogate.fit_surrogate`."""
     from ..explainers.surrogate import _distances, exponential_kernel, fit_surrogate
 
-    budget = check_int(500 if budget is None else budget, "budget", low=3)
+    budget = check_lime_budget(budget, n)
     sampler = check_option(sampler, "sampler", SAMPLERS)
     surrogate = check_option(surrogate, "surrogate", ("ridge", "lasso"))
     alpha = check_float(1.0 if alpha is None and surrogate == "ridge" else 0.01 if alpha is None else alpha,

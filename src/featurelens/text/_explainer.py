@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_option, check_token_ids
-from ._explain import METHODS, explain
-from ._gradients import GRADIENT_METHODS, embedding_attributions
+from .._validation import check_budget, check_option, check_token_ids
+from ._explain import METHODS, check_lime_budget, explain
+from ._gradients import GRADIENT_METHODS, check_ig_steps, embedding_attributions
 from ._games import OUTPUTS, ClassifierGame, GenerationGame, forward_ids, model_vocab_size
 from ._players import UNITS, Players, is_hf_tokenizer
 
@@ -95,7 +95,10 @@ class TextExplainer:
         For a causal LM: the continuation whose log-probability is explained (``reduce`` "sum" or
         "mean"; :class:`GenerationGame`).
     budget, seed, max_order
-        For the black-box methods (:func:`featurelens.text.explain`).
+        For the black-box methods (:func:`featurelens.text.explain`). A ``budget`` above
+        :data:`featurelens._validation.MAX_EVALUATIONS` (10^8 game evaluations per text) is
+        refused here, before any text is explained; so is an ``n_steps`` option above the bounds of
+        :func:`featurelens.text.embedding_attributions`.
     batch_size
         Sequences per model call.
     **options
@@ -127,6 +130,13 @@ class TextExplainer:
         self.unit = check_option(unit, "unit", UNITS)
         self.output = check_option(_OUTPUT_ALIASES.get(output, output), "output", OUTPUTS)
         self.target, self.removal, self.continuation, self.reduce = target, removal, continuation, reduce
+        # Sizes refused here, before any text is explained (featurelens._validation.check_budget).
+        if self.method == "lime":
+            check_lime_budget(budget)
+        elif self.method in ("kernel_shap", "permutation_shap", "spex", "proxy_spex"):
+            check_budget(budget, "budget", allow_none=True, unit="game evaluations", what="per text")
+        if self.method == "integrated_gradients" and "n_steps" in options:
+            check_ig_steps(options["n_steps"])
         self.budget, self.seed, self.max_order = budget, seed, max_order
         self.batch_size, self.inputs, self.options = batch_size, inputs, options
 

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 from .._batching import chunks, default_rows
-from .._validation import check_int, check_option, check_token_ids
-from ..explainers.gradient import integration_rule
+from .._validation import check_budget, check_int, check_option, check_token_ids
+from ..explainers.gradient import MAX_GAUSS_LEGENDRE_STEPS, integration_rule
 from ._games import OUTPUTS, forward_ids
 from ._players import Players
 
@@ -63,6 +63,18 @@ def resolve_embedding_layer(model: torch.nn.Module, layer=None) -> tuple[str, to
                 return n, m
         raise ValueError(f"embedding_layer must be a submodule of the model; got a {type(layer).__name__} that is not")
     raise TypeError(f"embedding_layer must be None, a module name (str) or a torch.nn.Module; got {type(layer).__name__}")
+
+
+def check_ig_steps(n_steps) -> int:
+    """Integrated gradients' ``n_steps`` (Gauss-Legendre nodes, one model evaluation each): an int
+    >= 1, refused before any work above :data:`featurelens._validation.MAX_EVALUATIONS` model
+    evaluations and above :data:`featurelens.explainers.gradient.MAX_GAUSS_LEGENDRE_STEPS` (2,048)
+    nodes, the bounds of :func:`featurelens.explainers.gradient.integration_rule`."""
+    n_steps = check_budget(n_steps, "n_steps", unit="model evaluations", what="per text",
+                           hint="lower n_steps (50 to 300 nodes are usual)")
+    return check_budget(n_steps, "n_steps", unit="Gauss-Legendre nodes", limit=MAX_GAUSS_LEGENDRE_STEPS,
+                        source="featurelens.explainers.gradient.MAX_GAUSS_LEGENDRE_STEPS: numpy's leggauss is O(n^3)",
+                        hint="lower n_steps")
 
 
 class _Swap:
@@ -164,7 +176,9 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
     baseline
         Integrated gradients' baseline (above).
     n_steps
-        Integrated gradients' quadrature nodes (an int >= 1).
+        Integrated gradients' quadrature nodes (an int >= 1), refused before any work above 2,048
+        nodes (:data:`featurelens.explainers.gradient.MAX_GAUSS_LEGENDRE_STEPS`) or
+        :data:`featurelens._validation.MAX_EVALUATIONS` model evaluations.
     embedding_layer
         None (``model.get_input_embeddings()``, else the single ``torch.nn.Embedding``), a dotted
         module name or the module.
@@ -197,7 +211,7 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
         raise ValueError("players must be made with a HuggingFace tokenizer (they need token ids to embed); "
                          "these have none: pass tokenizer= to Players")
     method = check_option(method, "method", GRADIENT_METHODS)
-    n_steps = check_int(n_steps, "n_steps", low=1)
+    n_steps = check_ig_steps(n_steps) if method == "integrated_gradients" else check_int(n_steps, "n_steps", low=1)
     output = check_option(output, "output", OUTPUTS)
     reduce = check_option(reduce, "reduce", _LM_REDUCES)
     batch_size = check_int(batch_size, "batch_size", low=1, allow_none=True)
