@@ -37,9 +37,10 @@ import numpy as np
 import torch
 
 from .. import _harness
-from .._validation import check_bool, check_float, check_int, check_optional_bool, check_seed, numpy_rng
+from .._validation import check_bool, check_budget, check_float, check_int, check_optional_bool, check_seed, numpy_rng
 from .._version import __version__
 from ..datasets import BACKGROUNDS, SCENARIOS, xai_tris
+from ..datasets.xai_tris import check_xai_tris_size
 from ..explainers import explainer_class, list_explainers
 from ..metrics import emd_score, iou_at_k, precision_at_k
 from ..models import Model
@@ -299,8 +300,11 @@ def run_benchmark(
     n_samples = _setting(n_samples, "n_samples", defaults["n_samples"], minimum=40)
     if n_samples % 4:
         raise ValueError(f"n_samples must be divisible by 4 (XAI-TRIS XOR uses quarters); got {n_samples}")
+    check_xai_tris_size(n_samples, image_size)  # the data sets' memory, before anything runs
     n_explain = _setting(n_explain, "n_explain", defaults["n_explain"])
     epochs = _setting(epochs, "epochs", defaults["epochs"])
+    # Each epoch passes the training rows (80 % of n_samples) through every model: bounded up front.
+    check_budget(epochs, "epochs", per=n_samples, unit="training rows", what=f"per model ({n_samples} samples)")
     patience = _setting(patience, "patience", defaults["patience"])
     lr = defaults["lr"] if lr is None else check_float(lr, "lr", low=0.0, low_inclusive=False)
     plan = [

@@ -20,7 +20,7 @@ import math
 import numpy as np
 import scipy.sparse
 
-from .._validation import check_float, check_int, check_option, check_seed, numpy_rng
+from .._validation import check_budget, check_float, check_int, check_option, check_seed, numpy_rng
 from ..interactions.transforms import check_terms
 from ..games import Executor, Game
 
@@ -31,6 +31,21 @@ BASES = ("mobius", "fourier")
 #: Magnitudes of planted coefficients are drawn uniformly from this interval (sign +-1 at random),
 #: so every planted term is clearly nonzero.
 COEFFICIENT_RANGE = (0.5, 1.5)
+
+
+def _check_players(n, name: str) -> int:
+    """The players of a sparse game: an int >= 1, at most
+    :data:`featurelens._validation.MAX_EVALUATIONS` (one coalition is ``n`` mask entries, and the
+    incidence matrix holds ``n + 1`` offsets)."""
+    return check_budget(n, name, unit="mask entries", what="per coalition", nbytes=lambda v: 16 * (v + 1),
+                        hint=f"lower {name}")
+
+
+def _check_mobius_terms(k, name: str) -> int:
+    """The exact Moebius signal std pairs every term with every other: ``k^2`` pairs, held as four
+    dense ``(k, k)`` float64 arrays; refused above the evaluation bound or the memory available."""
+    return check_budget(k, name, per=k, unit="term pairs", what="for the exact signal std of the Moebius basis",
+                        nbytes=lambda v: 32 * v * v, hint=f"lower {name}, or use basis='fourier'")
 
 
 class SparseGame(Game):
@@ -74,11 +89,14 @@ class SparseGame(Game):
         batch_size: int | None = None,
         executor: Executor | None = None,
     ):
+        n_players = _check_players(n_players, "n_players")
         super().__init__(n_players, chunk_size=batch_size, executor=executor)
         basis = check_option(basis, "basis", BASES)
         noise = check_float(noise, "noise", low=0)
         n = self.n_players
         clean = check_terms(terms, n, canonical=True)
+        if basis == "mobius":
+            _check_mobius_terms(sum(1 for t in clean if t), "len(terms)")
         self._terms = clean
         self.basis = basis
         self.noise = noise
@@ -154,17 +172,23 @@ def sparse_game(
     :data:`COEFFICIENT_RANGE` ``= [0.5, 1.5]``. The constant term ``terms[()]`` is 0.0, so
     ``len(game.terms) == n_terms + 1``. ``seed`` fixes both the terms and the noise sequence (two
     independent streams spawned from it). See :class:`SparseGame` for the bases and the noise.
+
+    ``n`` and ``n_terms`` are refused before any work above
+    :data:`featurelens._validation.MAX_EVALUATIONS` (10^8); in the Moebius basis ``n_terms^2`` (the
+    term pairs of the exact signal std) is bounded too, and its memory (``32 n_terms^2`` bytes).
     """
-    n = check_int(n, "n", low=1)
+    n = _check_players(n, "n")
     max_degree = check_int(max_degree, "max_degree", low=1, high=n)
+    basis = check_option(basis, "basis", BASES)
+    n_terms = check_budget(n_terms, "n_terms", unit="planted terms")
+    if basis == "mobius":
+        _check_mobius_terms(n_terms, "n_terms")
     possible = sum(math.comb(n, d) for d in range(1, max_degree + 1))
-    n_terms = check_int(n_terms, "n_terms", low=1)
     if n_terms > possible:
         raise ValueError(
             f"n_terms must be at most the number of nonempty subsets of degree <= max_degree={max_degree} "
             f"of n={n} players, {possible}; got {n_terms}"
         )
-    basis = check_option(basis, "basis", BASES)
     check_float(noise, "noise", low=0)
     seed = check_seed(seed)
     if isinstance(seed, np.random.Generator):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_bool, check_float, check_int, check_seed, numpy_rng
+from .._validation import check_bool, check_budget, check_float, check_memory, check_seed, numpy_rng
 
 __all__ = ["Superposition", "superposition"]
 
@@ -73,14 +73,24 @@ def superposition(
     normalize : bool, rescale each nonzero sample to unit norm (as after LayerNorm). Samples with no
         active feature stay zero.
     n_samples : int >= 1.
+
+    ``n_features``, ``d`` and ``n_samples`` are each refused before any work above
+    :data:`featurelens._validation.MAX_EVALUATIONS` (10^8), and together when the arrays would need
+    more than the memory available (about ``8 (n_features d + 3 n_samples n_features + 2 n_samples d)``
+    bytes).
     seed : None, int or numpy Generator.
     """
-    n_features = check_int(n_features, "n_features", low=1)
-    d = check_int(d, "d", low=1)
+    n_features = check_budget(n_features, "n_features", unit="features")
+    d = check_budget(d, "d", unit="dimensions")
     sparsity = check_float(sparsity, "sparsity", low=0.0, high=1.0, high_inclusive=False)
     norm_spread = check_float(norm_spread, "norm_spread", low=0.0)
     normalize = check_bool(normalize, "normalize")
-    n_samples = check_int(n_samples, "n_samples", low=1)
+    n_samples = check_budget(n_samples, "n_samples", unit="samples")
+    # Peak memory: the dictionary, the codes with their uniform draws and product (float64) and the
+    # active mask (bool), X and its rescaled copy, the per-sample scales and norms.
+    nbytes = 8 * (n_features * d + 3 * n_samples * n_features + 2 * n_samples * d + 2 * n_samples) + n_samples * n_features
+    check_memory(nbytes, f"superposition(n_samples={n_samples}, n_features={n_features}, d={d})",
+                 "lower n_samples, n_features or d.")
     rng = numpy_rng(check_seed(seed))
 
     dictionary = rng.standard_normal((n_features, d))

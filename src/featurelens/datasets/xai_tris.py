@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import gaussian_filter, gaussian_filter1d
 
-from .._validation import check_float, check_int, check_option, check_seed, seed_param
+from .._validation import check_budget, check_float, check_option, check_seed, seed_param
 
 __all__ = ["SCENARIOS", "BACKGROUNDS", "IMAGE_SIZES", "XAI_TRIS_SNR", "XAITrisDataset", "xai_tris"]
 
@@ -172,12 +172,14 @@ def xai_tris(
         one seed gives the same backgrounds in every scenario, as in the reference generator.
 
     Cost: 64x64 with N = 40,000 takes about 4 s and 1.9 GB peak memory (the returned arrays alone
-    take 1.5 GB: X and patterns as float32, ground_truth as bool).
+    take 1.5 GB: X and patterns as float32, ground_truth as bool). ``n_samples`` is refused before
+    any work above :data:`featurelens._validation.MAX_EVALUATIONS` (10^8) images, or when the
+    estimated peak memory (:func:`check_xai_tris_size`) exceeds the memory available.
     """
     scenario = check_option(scenario, "scenario", SCENARIOS)
     background = check_option(background, "background", BACKGROUNDS)
     image_size = check_option(image_size, "image_size", IMAGE_SIZES)
-    n_samples = check_int(n_samples, "n_samples", low=1)
+    n_samples = check_xai_tris_size(n_samples, image_size)
     minimum = _min_samples(scenario)
     if n_samples < minimum:
         why = "one image of each sign combination" if scenario == "xor" else "one image of each class"
@@ -214,6 +216,23 @@ def xai_tris(
 
 # --------------------------------------------------------------------------------------------------
 # building blocks (private; the tests use _rngs, _background and _mix_inplace to check the formulas)
+
+
+#: Peak bytes per pixel of :func:`xai_tris` (X and patterns float32, the mask bool, the float64
+#: chunks of the mixing step: 1.9 GB for 40,000 images of 64x64, rounded up), and per image (the
+#: labels, the permutation and its inverse, int64).
+_BYTES_PER_PIXEL = 12
+_BYTES_PER_IMAGE = 32
+
+
+def check_xai_tris_size(n_samples, image_size: int) -> int:
+    """``n_samples`` of :func:`xai_tris` (an int >= 1), refused before any work above
+    :data:`featurelens._validation.MAX_EVALUATIONS` images or when its estimated peak memory
+    (12 bytes per pixel) is more than the memory available; returns it as an int. The benchmark
+    checks its ``n_samples`` with it before training anything."""
+    return check_budget(n_samples, "n_samples", unit="images", what=f"of {image_size}x{image_size}",
+                        nbytes=lambda v: v * (_BYTES_PER_PIXEL * image_size * image_size + _BYTES_PER_IMAGE),
+                        hint="lower n_samples")
 
 
 def _min_samples(scenario: str) -> int:
