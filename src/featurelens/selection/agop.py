@@ -13,7 +13,7 @@ import torch
 from sklearn.base import clone
 from sklearn.utils.multiclass import type_of_target
 
-from .._validation import check_int, check_seed
+from .._validation import check_budget, check_seed
 from ._base import ScoreSelector
 
 __all__ = ["AGOPSelector"]
@@ -93,7 +93,8 @@ class AGOPSelector(ScoreSelector):
         if est is None:
             from ..learning import RFMClassifier, RFMRegressor
 
-            check_int(self.iters, "iters", low=0)
+            check_budget(self.iters, "iters", low=0, per=X.shape[0], unit="row passes",
+                         what=f"({X.shape[0]} rows per iteration)")
             check_seed(self.seed)
             kind = type_of_target(y, input_name="y", raise_unknown=True)
             if kind in ("binary", "multiclass"):

@@ -33,6 +33,7 @@ from scipy.special import ndtr, ndtri_exp
 from .._batching import rows_for_bytes
 from .._validation import (
     check_bool,
+    check_budget,
     check_float,
     check_int,
     check_option,
@@ -220,6 +221,11 @@ class IIFLearn(ScoreSelector):
         Random subsets for the reliability null (the authors use 200).
     n_ks_null
         Simulated standardised Gaussian samples for the KS null (the authors use 100000).
+
+        ``n_iter``, ``n_null``, ``n_ks_null`` and ``n_init`` each cost a pass over the ``n`` rows
+        (``n_ks_null``: ``n`` Gaussian draws per sample); each is refused before any work when
+        ``n`` times it exceeds :data:`featurelens._validation.MAX_EVALUATIONS` (10^8; raised by the
+        environment variable ``FEATURELENS_MAX_EVALUATIONS``).
     n_init
         k-means restarts (the authors use 30).
     empirical_null
@@ -276,11 +282,14 @@ class IIFLearn(ScoreSelector):
             )
         check_option(self.embedding, "embedding", ("pca", "laplacian"))
         check_int(self.n_components, "n_components", low=1, allow_none=True)
-        check_int(self.n_iter, "n_iter", low=1)
+        # Each round, null subset, null KS draw and k-means restart passes over the n rows: refused
+        # before any work above the evaluation bound (featurelens._validation.check_budget).
+        rows = dict(per=n, unit="row passes", what=f"({n} rows each)")
+        check_budget(self.n_iter, "n_iter", **rows)
         check_float(self.tol, "tol", low=0.0, high=1.0)
-        check_int(self.n_null, "n_null", low=1)
-        check_int(self.n_ks_null, "n_ks_null", low=100)
-        check_int(self.n_init, "n_init", low=1)
+        check_budget(self.n_null, "n_null", **rows)
+        check_budget(self.n_ks_null, "n_ks_null", low=100, **rows)
+        check_budget(self.n_init, "n_init", **rows)
         check_bool(self.empirical_null, "empirical_null")
         check_seed(self.seed)
         return K

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from .._validation import check_bool, check_int, check_option, check_seed, numpy_rng
+from .._validation import check_bool, check_budget, check_int, check_option, check_seed, numpy_rng
 from ._base import DegenerateDataWarning, ScoreSelector
 
 __all__ = ["MinkowskiWeightedSelector", "minkowski_center"]
@@ -207,6 +207,10 @@ class MinkowskiWeightedSelector(ScoreSelector):
     def _compute_scores(self, X, y):
         grid = self._check_params()
         n, d = X.shape
+        # Every restart and every iteration passes over the n rows once per exponent of p_grid.
+        rows = dict(per=n * grid.size, unit="row passes", what=f"({n} rows, {grid.size} exponents)")
+        check_budget(self.n_init, "n_init", **rows)
+        check_budget(self.max_iter, "max_iter", **rows)
         varying = np.ptp(X, axis=0) > 0
         if self.n_clusters is not None and self.n_clusters > n:
             # As scikit-learn's KMeans: more clusters than rows cannot be formed.

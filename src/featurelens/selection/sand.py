@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from sklearn.utils.multiclass import type_of_target
 
-from .._validation import check_device, check_float, check_int, check_option, check_optional_bool, check_seed, torch_generator
+from .._validation import check_budget, check_device, check_float, check_int, check_option, check_optional_bool, check_seed, torch_generator
 from ._base import ScoreSelector
 
 __all__ = ["NoiseGainLayer", "SAND"]
@@ -212,6 +212,7 @@ class SAND(ScoreSelector):
     def _compute_scores(self, X, y):
         epochs, batch_size, lr, sigma, hidden, weight_decay = self._check_params()
         n, d = X.shape
+        check_budget(epochs, "epochs", per=n, unit="rows through the model", what=f"({n} rows per epoch)")
         self.task_ = self._resolve_task(y)
         self.mean_ = X.mean(axis=0)
         std = X.std(axis=0)

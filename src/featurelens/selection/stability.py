@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import clone
 
-from .._validation import check_int, numpy_rng
+from .._validation import check_budget, check_int, numpy_rng
 
 __all__ = ["stability", "nogueira_index", "mean_pairwise_jaccard"]
 
@@ -109,6 +109,8 @@ def stability(selector, X, y=None, n_bootstrap: int = 30, seed=0) -> dict:
     n = X.shape[0]
     if n < 2:
         raise ValueError(f"X must have at least 2 rows to resample, got {n}")
+    # Each refit sees n resampled rows: refused before the first refit above the evaluation bound.
+    check_budget(n_bootstrap, "n_bootstrap", low=2, per=n, unit="resampled rows", what=f"({n} rows per refit)")
     if y is not None:
         y_len = len(y) if hasattr(y, "__len__") else None
         if y_len != n:
