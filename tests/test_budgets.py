@@ -33,6 +33,64 @@ def setup():
     return model, x, a, game, X
 
 
+class _StubHFTokenizer:
+    """Recognised as a HuggingFace tokenizer (callable, with convert_ids_to_tokens): enough for the
+    text explainer's constructor, which checks its sizes before any text is tokenised."""
+
+    def __call__(self, text, **kwargs):
+        raise AssertionError("the tokenizer must not be called before the sizes are checked")
+
+    def convert_ids_to_tokens(self, ids):
+        raise AssertionError("the tokenizer must not be called before the sizes are checked")
+
+
+def _text_cases():
+    """fl.text: the budgets of explain() and of the text explainer, integrated gradients' n_steps."""
+    from featurelens.text import ClassifierGame, Players
+
+    def model_fn(texts):
+        return np.array([[len(t), 0.0] for t in texts])
+
+    text_game = ClassifierGame(model_fn, Players("the movie was not bad", None), inputs="text")
+    embed = torch.nn.Embedding(8, 3)
+    return [
+        ("budget", lambda v: fl.text.explain(text_game, "kernel_shap", budget=v)),
+        ("budget", lambda v: fl.text.explain(text_game, "permutation_shap", budget=v)),
+        ("budget", lambda v: fl.text.explain(text_game, "lime", budget=v)),
+        ("budget", lambda v: fl.text.explain(text_game, "spex", budget=v)),
+        ("budget", lambda v: fl.text.explain(text_game, "proxy_spex", budget=v)),
+        ("budget", lambda v: fl.text.TextExplainer("kernel_shap", model_fn, "whitespace", inputs="text", budget=v)),
+        ("budget", lambda v: fl.text.TextExplainer("lime", model_fn, "whitespace", inputs="text", budget=v)),
+        ("budget", lambda v: fl.text.TextExplainer("spex", model_fn, "whitespace", inputs="text", budget=v)),
+        ("n_steps", lambda v: fl.text.TextExplainer("integrated_gradients", embed, _StubHFTokenizer(), n_steps=v)),
+    ]
+
+
+def _dataset_and_selection_cases(X):
+    """fl.datasets generators and fl.selection's repetition counts (fits, rounds, epochs)."""
+    y = (X[:, 0] > 0).astype(int)
+    return [
+        ("n_samples", lambda v: fl.datasets.xai_tris("linear", "white", n_samples=v)),
+        ("n_samples", lambda v: fl.datasets.xai_tris("xor", "correlated", image_size=64, n_samples=v)),
+        ("n_samples", lambda v: fl.datasets.superposition(8, 4, 0.9, n_samples=v)),
+        ("n_features", lambda v: fl.datasets.superposition(v, 4, 0.9)),
+        ("d", lambda v: fl.datasets.superposition(8, v, 0.9)),
+        ("n", lambda v: fl.datasets.sparse_game(n=v)),
+        ("n_terms", lambda v: fl.datasets.sparse_game(n=10**6, n_terms=v)),
+        ("n_terms", lambda v: fl.datasets.sparse_game(n=10**6, n_terms=v, basis="fourier")),
+        ("n_players", lambda v: fl.datasets.SparseGame(v, {(0, 1): 1.0})),
+        ("n_bootstrap", lambda v: fl.selection.stability(fl.selection.SIOFS(k=2), X, y, n_bootstrap=v)),
+        ("n_iter", lambda v: fl.selection.IIFLearn(n_clusters=2, n_iter=v).fit(X)),
+        ("n_null", lambda v: fl.selection.IIFLearn(n_clusters=2, n_null=v).fit(X)),
+        ("n_ks_null", lambda v: fl.selection.IIFLearn(n_clusters=2, n_ks_null=v).fit(X)),
+        ("n_init", lambda v: fl.selection.IIFLearn(n_clusters=2, n_init=v).fit(X)),
+        ("n_init", lambda v: fl.selection.MinkowskiWeightedSelector(n_init=v).fit(X)),
+        ("max_iter", lambda v: fl.selection.MinkowskiWeightedSelector(max_iter=v).fit(X)),
+        ("epochs", lambda v: fl.selection.SAND(k=2, epochs=v, progress=False).fit(X, y)),
+        ("iters", lambda v: fl.selection.AGOPSelector(k=2, iters=v).fit(X, y)),
+    ]
+
+
 def _cases(model, x, a, game, X):
     """(argument name, call(value)) for every budget-like argument of the public functions."""
     saliency = fl.explainer("saliency", model)
@@ -77,10 +135,12 @@ def _cases(model, x, a, game, X):
         ("p", lambda v: run_grokking(p=v)),
         ("width", lambda v: run_grokking(width=v)),
         ("steps", lambda v: run_grokking(steps=v)),
+        *_text_cases(),
+        *_dataset_and_selection_cases(X),
     ]
 
 
-N_CASES = 38
+N_CASES = 38 + 9 + 18
 
 
 def test_the_case_list_is_complete(setup):
@@ -179,3 +239,63 @@ def test_diagnose_cli_refuses_a_huge_modulus_in_process(tmp_path):
     assert "p=100000" in text and "of memory" in text and "lower p (--p" in text, text
     assert elapsed < 1.0
     assert not out.exists() or not os.listdir(out)  # no report folder was written
+
+
+@pytest.mark.parametrize("option,name", [("--n-samples", "n_samples"), ("--epochs", "epochs")])
+def test_benchmark_cli_refuses_huge_sizes_in_process(tmp_path, option, name):
+    # --n-explain and --jobs are not budgets: the explained samples are at most the test split, the
+    # jobs at most one per data set.
+    from featurelens import cli
+    import featurelens.bench.runner  # noqa: F401  (imports outside the timing)
+
+    out = tmp_path / "report"
+    err = io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stderr(err):
+        rc = cli.main(["benchmark", "--out", str(out), "--no-progress", option, str(10**9)])
+    elapsed = time.perf_counter() - start
+    assert rc == 2
+    text = err.getvalue()
+    assert f"{name}=1000000000" in text and "the limit is" in text and f"lower {name}" in text, text
+    assert elapsed < 1.0
+    assert not out.exists() or not os.listdir(out)
+
+
+def test_moebius_terms_are_bounded_by_their_pairs_and_fourier_terms_are_not():
+    # The exact Moebius signal std pairs every term with every other: 10^4 terms are 10^8 pairs.
+    with pytest.raises(ValueError, match=r"n_terms=10001 needs about 1e\+08 term pairs .*basis='fourier'"):
+        fl.datasets.sparse_game(n=200, n_terms=10**4 + 1)
+    terms = {(i, j): 1.0 for i in range(150) for j in range(i + 1, 150)}  # 11,175 pairs of players
+    with pytest.raises(ValueError, match=r"len\(terms\)=11175 needs about 1\.25e\+08 term pairs"):
+        fl.datasets.SparseGame(150, terms)
+    # Fourier: the std is sqrt(sum c^2) (orthonormal characters), no pairs, so the same terms pass.
+    game = fl.datasets.SparseGame(150, terms, basis="fourier")
+    assert game.signal_std == pytest.approx(np.sqrt(len(terms)))
+
+
+def test_dataset_memory_estimates_refuse_before_allocating(monkeypatch):
+    monkeypatch.setattr(V, "available_memory", lambda: 10**6)
+    # 1,000 images of 64x64 at 12 bytes a pixel: about 49 MB, more than 1 MB.
+    with pytest.raises(ValueError, match=r"n_samples=1000 \(of 64x64\) would need about 49\.2 MB .* 1 MB available"):
+        fl.datasets.xai_tris("linear", "white", image_size=64, n_samples=1000)
+    with pytest.raises(ValueError, match=r"superposition\(n_samples=4096, n_features=100, d=10\) would need about"):
+        fl.datasets.superposition(100, 10, 0.9)
+    monkeypatch.setattr(V, "available_memory", lambda: 10**10)
+    data = fl.datasets.xai_tris("linear", "white", n_samples=8)
+    assert data.X.shape == (8, 1, 8, 8)
+
+
+def test_text_sizes_are_refused_when_the_explainer_is_built_and_legitimate_ones_run():
+    from featurelens.text import ClassifierGame, Players
+
+    def model_fn(texts):  # a word count: LIME's and KernelSHAP's values are 1 per word
+        return np.array([[len(t.split()), 0.0] for t in texts])
+
+    with pytest.raises(ValueError, match=r"n_steps=5000 needs about 5,000 Gauss-Legendre nodes; the limit is 2,048"):
+        fl.text.TextExplainer("integrated_gradients", torch.nn.Embedding(8, 3), _StubHFTokenizer(), n_steps=5000)
+    ex = fl.text.TextExplainer("kernel_shap", model_fn, "whitespace", inputs="text", budget=64)
+    e = ex.explain("a b c d")
+    np.testing.assert_allclose(e.values, [[1.0, 1.0, 1.0, 1.0]], atol=1e-9)
+    game = ClassifierGame(model_fn, Players("a b c d", None), inputs="text")
+    lime = fl.text.explain(game, "lime", budget=200, kernel_width=100.0)
+    np.testing.assert_allclose(lime.values, [[1.0, 1.0, 1.0, 1.0]], atol=0.05)
