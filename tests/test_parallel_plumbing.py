@@ -191,9 +191,10 @@ def test_audit_with_an_executor_equals_serial(net, audit_data, threads):
         s, p = serial[name], par[name]
         assert s["status"] == p["status"] == "ok", (s, p)
         if name == "integrated_gradients":  # its one baseline pass per call is made once per part
-            assert s["model_calls"] < p["model_calls"] <= s["model_calls"] + 5, name
-        else:
-            assert s["model_calls"] == p["model_calls"], name
+            assert s["model_calls"] < p["model_calls"] <= s["model_calls"] + 5 + 1, name  # + the target check
+        else:  # + the caller's one-row check of the given targets where serial leaves it to the passes
+            in_pass = fl.explainers.explainer_class(name).target_in_pass
+            assert s["model_calls"] + in_pass == p["model_calls"], name
         for key in SCORES:
             assert key in s, (name, key)
             if name in ("kernel_shap", "random"):  # one game (or one random stream) per row: bitwise

@@ -372,13 +372,31 @@ def executor_param(executor):
 # targets and baselines
 
 
-def resolve_target(target, n: int, n_outputs: int, name: str = "target") -> np.ndarray:
+def _target_range_error(value: int, n_outputs: int, name: str) -> ValueError:
+    """The one message for a target index outside ``[0, n_outputs)``."""
+    return ValueError(
+        f"{name} {int(value)} is out of range; the model has {n_outputs} output(s), "
+        f"so targets must lie in [0, {n_outputs - 1}]"
+    )
+
+
+def check_target_range(target: torch.Tensor, n_outputs: int, name: str = "target") -> None:
+    """Refuse target indices (a long tensor) outside ``[0, n_outputs)`` with the message of
+    :func:`resolve_target`: the check of a target resolved with ``n_outputs=None``, made where the
+    model's outputs are first seen (one reduction and one read per call)."""
+    bad = (target < 0) | (target >= n_outputs)
+    if target.numel() and bool(bad.any()):
+        raise _target_range_error(int(target[bad][0]), n_outputs, name)
+
+
+def resolve_target(target, n: int, n_outputs: int | None, name: str = "target") -> np.ndarray:
     """One output index per sample, as an int64 numpy array of shape ``(n,)``.
 
     ``target`` is an int (numpy ints and 0-d integer arrays too) for every sample, or one int per
     sample (a list, numpy array or tensor of length ``n``). None is not resolved here: it means the
     predicted class, which needs the model's outputs (``Model.resolve_target`` does that).
-    Each index must lie in ``[0, n_outputs)``.
+    Each index must lie in ``[0, n_outputs)``; ``n_outputs=None``: only ``>= 0`` is checked here,
+    and the caller checks the upper bound on the outputs it computes (:func:`check_target_range`).
     """
     if isinstance(target, (bool, np.bool_)) or isinstance(target, (float, np.floating, str)):
         raise TypeError(
@@ -399,12 +417,13 @@ def resolve_target(target, n: int, n_outputs: int, name: str = "target") -> np.n
                 f"{name} must be an int or hold one int per sample ({n}); got shape {tuple(arr.shape)}"
             )
         arr = arr.astype(np.int64)
+    if n_outputs is None:
+        if bool((arr < 0).any()):
+            raise ValueError(f"{name} {int(arr[arr < 0][0])} is out of range; targets are output indices >= 0")
+        return arr
     bad = (arr < 0) | (arr >= n_outputs)
     if bool(bad.any()):
-        raise ValueError(
-            f"{name} {int(arr[bad][0])} is out of range; the model has {n_outputs} output(s), "
-            f"so targets must lie in [0, {n_outputs - 1}]"
-        )
+        raise _target_range_error(int(arr[bad][0]), n_outputs, name)
     return arr
 
 

@@ -401,3 +401,31 @@ def test_seed_takes_an_int_or_a_generator(name, small_cnn):
     assert fl.explainer(name, small_cnn, seed=np.int64(3), **params).explain(x, target=0).params["seed"] == 3
     with pytest.raises(TypeError, match=r"seed must be None, a non-negative int or a numpy.random.Generator"):
         fl.explainer(name, small_cnn, seed=1.5, **params)
+
+
+# Rows through the model for 5 inputs: the explainer's own passes and nothing else.
+_ROWS_OF_PASSES = {"saliency": 5, "input_x_gradient": 5, "integrated_gradients": 5 * 4 + 5 + 1,
+                   "smoothgrad": 5 * 3, "gradcam": 5}
+
+
+@pytest.mark.parametrize("name", list(_ROWS_OF_PASSES))
+def test_a_given_target_is_checked_in_the_explainers_own_passes(name):
+    # Before: a one-row forward pass checked every given target first (a tenth of a 32-row CNN pass).
+    net = _frozen_cnn()
+    x = torch.randn(5, 1, 8, 8, dtype=torch.float64)
+    e = fl.explainer(name, net, **GRADIENT_METHODS[name]).explain(x, target=[0, 1, 1, 0, 1])
+    assert e.model_calls == _ROWS_OF_PASSES[name]
+    parallel = fl.explainer(name, net, **GRADIENT_METHODS[name]).explain(x, target=[0, 1, 1, 0, 1],
+                                                                         executor=fl.parallel.ThreadExecutor(2))
+    np.testing.assert_allclose(parallel.values, e.values, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match=r"^target 2 is out of range"):  # checked here, not by a worker
+        fl.explainer(name, net, **GRADIENT_METHODS[name]).explain(x, target=[0, 1, 1, 0, 2],
+                                                                  executor=fl.parallel.ThreadExecutor(2))
+    # Out of range, in the last chunk too: the resolver's message, not torch's index error.
+    for batch_size in (None, 2):
+        with pytest.raises(ValueError, match=r"^target 2 is out of range; the model has 2 output\(s\), "
+                                             r"so targets must lie in \[0, 1\]$"):
+            fl.explainer(name, net, batch_size=batch_size, **GRADIENT_METHODS[name]).explain(
+                x, target=[0, 1, 1, 0, 2])
+    with pytest.raises(ValueError, match=r"target -1 is out of range"):
+        fl.explainer(name, net, **GRADIENT_METHODS[name]).explain(x, target=-1)

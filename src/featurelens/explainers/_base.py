@@ -194,6 +194,13 @@ class Explainer:
     #: explanation records target 0 for every sample.
     uses_target: bool = True
 
+    #: True for explainers whose every pass picks the target outputs through the Model
+    #: (:meth:`featurelens.models.Model.pick`: ``Model.gradient``, ``Model.expanded_gradient``),
+    #: which checks the targets against the number of outputs it sees: a given target is then not
+    #: checked by a one-row forward pass first (a tenth of a 32-row CNN pass). The message is the
+    #: same; a row-parallel explain still checks by one row, on the caller's side.
+    target_in_pass: bool = False
+
     def __init__(self, model, batch_size: int | None = None, output: str | None = None):
         self.model = Model.wrap(model, batch_size=batch_size, output=output)
         if self.model.output not in self.outputs:
@@ -299,6 +306,11 @@ class Explainer:
         elif target is None:
             outputs = self.model.predict(xt)
             target_t = self.model.resolve_target(None, xt, outputs)
+        elif self.target_in_pass and executor is None:
+            # The explainer's own passes check the upper bound (Model.pick); the rest here. (A
+            # row-parallel call checks here, by one row: an error of its own, not a worker's.)
+            outputs = None
+            target_t = self.model.resolve_target(target, xt, in_pass=True)
         else:
             # One row suffices to check the input shape and the number of outputs; the one target
             # resolver (featurelens._validation.resolve_target) checks the values.

@@ -38,6 +38,8 @@ class Saliency(Explainer):
     the same forward pass.
     """
 
+    target_in_pass = True  # its passes check the target (Model.pick): no one-row target pass
+
     def __init__(self, model, abs: bool = False, batch_size: int | None = None):
         super().__init__(model, batch_size)
         self.abs = check_bool(abs, "abs")
@@ -58,6 +60,8 @@ class InputXGradient(Explainer):
     For a linear model ``f(x) = w.x + b`` this is ``w * x``, which sums to ``f(x) - b``.
     ``Explanation.extra["outputs"]``: the model's outputs on ``x`` from the same forward pass.
     """
+
+    target_in_pass = True
 
     def _attribute(self, x, target, outputs):
         grad, out = self.model.gradient(x, target, outputs=True)
@@ -120,6 +124,7 @@ class IntegratedGradients(Explainer):
     """
 
     accepts = frozenset({"baseline"})  # the harness options it takes (see Explainer.accepts)
+    target_in_pass = True  # the path passes check the target (Model.pick) before the completeness pass
     # A row-parallel explain (explain(x, executor=...)) joins the parts' diagnostics.
     row_params = frozenset({"base_values", "completeness_gap"})
     param_reductions = {"max_relative_gap": max}
@@ -276,6 +281,7 @@ class SmoothGrad(Explainer):
     """
 
     accepts = frozenset({"seed"})  # the harness options it takes (see Explainer.accepts)
+    target_in_pass = True
 
     def __init__(
         self,
@@ -399,11 +405,13 @@ class GradCAM(Explainer):
     linear family ("linear", "bilinear", "trilinear") is matched to the map, so the default
     "bilinear" also upsamples 1-D and 3-D maps.
 
-    Frozen weights (``requires_grad=False`` everywhere) work: the input carries the gradient, so
-    the layer's activation is in the autograd graph (the model's flags are not touched).
+    Frozen weights (``requires_grad=False`` everywhere) work: when the layer's activation carries
+    no gradient, the hook hands the rest of the network a copy that requires one (the model's flags
+    are not touched); otherwise the activation is used as it is and the input needs no gradient.
     """
 
     requires = Requires(gradients=True, conv_layer=True)
+    target_in_pass = True  # its pass checks the target (Model.pick)
 
     def __init__(
         self,
@@ -426,10 +434,10 @@ class GradCAM(Explainer):
                                  f"names include: {', '.join(list(named)[1:8])}")
             self.layer_name, self.layer = layer, named[layer]
         elif isinstance(layer, torch.nn.Module):
-            names = [n for n, m in module.named_modules() if m is layer]
-            if not names:
+            name = next((n for n, m in module.named_modules() if m is layer), None)  # stops at the layer
+            if name is None:
                 raise ValueError("layer must be a submodule of the model")
-            self.layer_name, self.layer = names[0], layer
+            self.layer_name, self.layer = name, layer
         else:
             raise TypeError(f"layer must be None, a module name or a torch.nn.Module; got {type(layer).__name__}")
         self.relu = check_bool(relu, "relu")
@@ -443,15 +451,25 @@ class GradCAM(Explainer):
         captured = []
         # Only this thread's passes: the threads of a row-parallel explain share the module.
         me = threading.get_ident()
-        handle = self.layer.register_forward_hook(
-            lambda mod, inp, out: captured.append(out) if threading.get_ident() == me else None)
+
+        def hook(mod, inp, out):
+            if threading.get_ident() != me:
+                return None
+            if isinstance(out, torch.Tensor) and not out.requires_grad:
+                # Every weight up to the layer frozen (Captum's test_simple_input_conv_no_grad):
+                # the rest of the network runs on a copy that requires grad, so d f / d A exists.
+                out = out.detach().requires_grad_(True)
+                captured.append(out)
+                return out
+            captured.append(out)
+            return None
+
+        handle = self.layer.register_forward_hook(hook)
         try:
             with self.model.evaluating(), torch.enable_grad():
                 for s in chunks(x.shape[0], self.model.chunk_rows(x)):
                     captured.clear()
-                    # The input requires grad so that the layer's activation is in the graph even
-                    # when every weight is frozen (Captum's test_simple_input_conv_no_grad).
-                    out = self.model.forward(x[s].detach().requires_grad_(True))
+                    out = self.model.forward(x[s])
                     if len(captured) != 1:
                         raise ValueError(
                             f"gradcam layer {self.layer_name!r} ran {len(captured)} times in one forward "
@@ -463,7 +481,18 @@ class GradCAM(Explainer):
                             f"gradcam layer {self.layer_name!r} outputs shape {tuple(act.shape)}; "
                             "expected a feature map (n, channels, *spatial)"
                         )
-                    (grad,) = torch.autograd.grad(out.gather(1, target[s, None]).sum(), act)
+                    picked = self.model.pick(out, target[s])
+                    if not picked.requires_grad:
+                        raise ValueError(
+                            f"gradcam: the model's outputs do not depend on layer {self.layer_name!r} "
+                            "through autograd; choose a layer on the path to the outputs"
+                        )
+                    (grad,) = torch.autograd.grad(picked.sum(), act, allow_unused=True)
+                    if grad is None:
+                        raise ValueError(
+                            f"gradcam: the model's outputs do not depend on layer {self.layer_name!r}'s "
+                            "output; choose a layer on the path to the outputs"
+                        )
                     spatial = tuple(range(2, act.ndim))
                     weights = grad.mean(dim=spatial, keepdim=True)
                     cam = (weights * act).sum(dim=1, keepdim=True).detach()

@@ -56,6 +56,7 @@ class _WaveletMixin:
     arrays in ``Explanation.extra``."""
 
     requires = Requires(gradients=True, channel_axis=True)
+    target_in_pass = True  # every pass goes through Model.gradient / expanded_gradient (Model.pick)
 
     def _init_wavelet(self, wavelet, levels):
         self.wavelet = wt.get_wavelet(wavelet)
