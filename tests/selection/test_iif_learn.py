@@ -135,3 +135,14 @@ def test_errors():
 @parametrize_with_checks([IIFLearn(n_null=3, n_init=2, n_ks_null=500)])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
+
+
+def test_the_default_null_sizes_are_not_refused_on_tens_of_thousands_of_rows():
+    """The row-pass bound is 100 x MAX_EVALUATIONS: the default n_ks_null=10000 on 50,000 rows is
+    5e8 row passes and is accepted by the checks, while 10^9 draws on those rows are refused."""
+    from featurelens.selection.iif_learn import IIFLearn
+
+    selector = IIFLearn(n_clusters=2)
+    assert selector._check_params(50_000) == 2
+    with pytest.raises(ValueError, match="n_ks_null=1000000000 needs about"):
+        IIFLearn(n_clusters=2, n_ks_null=10**9)._check_params(50_000)

@@ -38,6 +38,7 @@ from .._validation import (
     check_int,
     check_option,
     check_seed,
+    max_evaluations,
     numpy_rng,
 )
 from ._base import ScoreSelector, top_k_mask
@@ -224,8 +225,9 @@ class IIFLearn(ScoreSelector):
 
         ``n_iter``, ``n_null``, ``n_ks_null`` and ``n_init`` each cost a pass over the ``n`` rows
         (``n_ks_null``: ``n`` Gaussian draws per sample); each is refused before any work when
-        ``n`` times it exceeds :data:`featurelens._validation.MAX_EVALUATIONS` (10^8; raised by the
-        environment variable ``FEATURELENS_MAX_EVALUATIONS``).
+        ``n`` times it exceeds 100 times :data:`featurelens._validation.MAX_EVALUATIONS` (10^10
+        row passes; raised by the environment variable ``FEATURELENS_MAX_EVALUATIONS``), so the
+        defaults run on up to 10^6 rows.
     n_init
         k-means restarts (the authors use 30).
     empirical_null
@@ -283,8 +285,11 @@ class IIFLearn(ScoreSelector):
         check_option(self.embedding, "embedding", ("pca", "laplacian"))
         check_int(self.n_components, "n_components", low=1, allow_none=True)
         # Each round, null subset, null KS draw and k-means restart passes over the n rows: refused
-        # before any work above the evaluation bound (featurelens._validation.check_budget).
-        rows = dict(per=n, unit="row passes", what=f"({n} rows each)")
+        # before any work above 100 times the evaluation bound (featurelens._validation
+        # .check_budget): a pass over a row is a vectorised numpy step, far cheaper than a model
+        # evaluation, so the defaults (n_ks_null=10000) run on up to 10^6 rows.
+        rows = dict(per=n, unit="row passes", what=f"({n} rows each)", limit=100 * max_evaluations(),
+                    source="100 x featurelens._validation.MAX_EVALUATIONS (FEATURELENS_MAX_EVALUATIONS)")
         check_budget(self.n_iter, "n_iter", **rows)
         check_float(self.tol, "tol", low=0.0, high=1.0)
         check_budget(self.n_null, "n_null", **rows)
