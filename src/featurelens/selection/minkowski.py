@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from .._validation import check_bool, check_budget, check_int, check_option, check_seed, numpy_rng
+from .._validation import check_bool, check_budget, check_int, check_option, check_seed, max_evaluations, numpy_rng
 from ._base import DegenerateDataWarning, ScoreSelector
 
 __all__ = ["MinkowskiWeightedSelector", "minkowski_center"]
@@ -208,7 +208,10 @@ class MinkowskiWeightedSelector(ScoreSelector):
         grid = self._check_params()
         n, d = X.shape
         # Every restart and every iteration passes over the n rows once per exponent of p_grid.
-        rows = dict(per=n * grid.size, unit="row passes", what=f"({n} rows, {grid.size} exponents)")
+        # Bounded at 100 x the evaluation bound: a row pass is a vectorised numpy step, not a model call.
+        rows = dict(per=n * grid.size, unit="row passes", what=f"({n} rows, {grid.size} exponents)",
+                    limit=100 * max_evaluations(),
+                    source="100 x featurelens._validation.MAX_EVALUATIONS (FEATURELENS_MAX_EVALUATIONS)")
         check_budget(self.n_init, "n_init", **rows)
         check_budget(self.max_iter, "max_iter", **rows)
         varying = np.ptp(X, axis=0) > 0
