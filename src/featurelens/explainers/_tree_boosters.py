@@ -295,11 +295,9 @@ def _xgb_categories(booster):
     """How XGBoost codes a DataFrame's category columns: by the categories stored in the model
     (XGBoost 3.1 and later re-code a frame's categories to the training ones; an unseen value is
     an invalid category), else by the frame's own ``cat.codes``."""
-    try:
-        stored = booster.get_categories(export_to_arrow=True).to_arrow()
-    except Exception:  # an XGBoost before 3.1, or no pyarrow: the frame's codes, as it reads them
-        return "codes"
-    table = {j: list(cats.to_pylist()) for j, (_, cats) in enumerate(stored or []) if cats is not None}
+    from .._fitted_categories import xgboost_stored_categories
+
+    table = xgboost_stored_categories(booster)
     return ("xgboost", table) if table else "codes"
 
 
