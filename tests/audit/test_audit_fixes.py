@@ -194,8 +194,9 @@ def test_verdict_warns_when_the_trusted_method_fails_the_randomisation_check():
 
 
 def test_a_method_that_raises_is_shown_failed_with_its_reason_and_never_ranked(tmp_path, monkeypatch):
-    # A rule-based explainer on a TorchScript module (no Python hooks run on it) must raise; the
-    # audit then shows it as failed with the reason, on the page and in results.json, unranked.
+    # A method that raises (here deeplift, made to: on a TorchScript module it is now refused up
+    # front, n/a, by Requires.hooks): the audit shows it as failed with the reason, on the page and
+    # in results.json, unranked.
     import json
 
     from featurelens.explainers._base import explainer_class
@@ -207,7 +208,7 @@ def test_a_method_that_raises_is_shown_failed_with_its_reason_and_never_ranked(t
 
     monkeypatch.setattr(explainer_class("deeplift"), "_attribute", refuse)
     torch.manual_seed(0)
-    net = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 2)))
+    net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 2))
     X = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
     table = fl.audit(net, X, methods=["deeplift", "input_x_gradient", "random"], n_explain=4, randomization=False,
                      metrics=["deletion", "insertion"], out=str(tmp_path / "r"), as_frame=False)

@@ -36,6 +36,40 @@ def _estimator_reason(estimator, names: tuple) -> str | None:
     return None
 
 
+def _script_modules(module) -> list[str]:
+    """Names of the outermost TorchScript modules (scripted or traced) in ``module``, itself as
+    "(the model)"; empty for an eager module or no module."""
+    if module is None:
+        return []
+    if isinstance(module, torch.jit.ScriptModule):
+        return ["(the model)"]
+    found = []
+    for name, m in module.named_modules():
+        if isinstance(m, torch.jit.ScriptModule) and not any(name.startswith(f + ".") for f in found):
+            found.append(name)
+    return found
+
+
+#: Why an explainer with ``Requires.hooks`` does not run on TorchScript, by what its hooks do.
+_HOOK_REASONS = {
+    "rules": "its rules change the backward pass through forward/backward hooks on the model's modules",
+    "layer": "it reads a layer's output through a forward hook on that module",
+}
+
+
+def _script_reason(hooks: str | None, module) -> str | None:
+    """The reason an explainer whose ``hooks`` are "rules" or "layer" cannot explain ``module``
+    (a TorchScript module, or an eager one holding one), or None."""
+    if hooks is None:
+        return None
+    scripted = _script_modules(module)
+    if not scripted:
+        return None
+    shown = ", ".join(scripted[:4]) + (" ..." if len(scripted) > 4 else "")
+    return (f"needs module hooks ({_HOOK_REASONS[hooks]}), which TorchScript modules do not run, and the "
+            f"model is or holds a TorchScript module ({shown}); explain the eager torch module instead")
+
+
 @dataclass(frozen=True)
 class Requires:
     """Where an explainer applies: declared once on its class (``Explainer.requires``) and read by
@@ -61,6 +95,14 @@ class Requires:
     estimators
         The model must be a fitted scikit-learn estimator of one of these class names (it reads the
         estimator's structure, e.g. TreeSHAP its trees; ``Model.estimator``). None: any model.
+    hooks
+        It works through hooks on the model's modules, which TorchScript modules
+        (``torch.jit.ScriptModule``: scripted or traced) do not run: ``"rules"`` (its rules change
+        the backward pass: DeepLift, LRP, guided backpropagation, deconvolution) or ``"layer"`` (it
+        reads a layer's output: Grad-CAM, the layer and neuron attributions). Such an explainer is
+        refused for a TorchScript model, or an eager one holding a TorchScript submodule, at
+        construction (a TypeError naming the method and the reason) and by :meth:`why_not`,
+        never run with its hooks silently not firing. None: no module hooks.
     """
 
     gradients: bool = True
@@ -70,12 +112,16 @@ class Requires:
     max_players: int | None = None
     package: str | None = None
     estimators: tuple | None = None
+    hooks: str | None = None
 
     def why_not(self, model: Model, input_shape: tuple, n_players: int | None = None) -> str | None:
         """The reason this explainer does not apply to ``model`` on inputs of one-sample shape
         ``input_shape`` with ``n_players`` players (default: every input element), or None."""
         if (self.gradients or self.data) and not model.differentiable:
             return "needs gradients, and the model is not differentiable (a numpy callable or scikit-learn model)"
+        reason = _script_reason(self.hooks, model.module)
+        if reason is not None:
+            return reason
         if self.conv_layer and not (
             model.module is not None and any(isinstance(m, CONV_TYPES) for m in model.module.modules())
         ):
@@ -210,6 +256,9 @@ class Explainer:
             )
         if self.requires.gradients:
             self.model.require_gradients(f"explainer {self.name!r}")
+        reason = _script_reason(self.requires.hooks, self.model.module)
+        if reason is not None:
+            raise TypeError(f"explainer {self.name!r} {reason}")
 
     @property
     def output(self) -> str:

@@ -71,7 +71,7 @@ class _ReLUBackprop(Explainer):
     keeps the module's input by running the module on a copy.
     """
 
-    requires = Requires(gradients=True)
+    requires = Requires(gradients=True, hooks="rules")  # refused for TorchScript (Requires.hooks)
     _rule: type[torch.autograd.Function]
 
     def __init__(self, model, batch_size: int | None = None):

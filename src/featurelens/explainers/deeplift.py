@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from .._batching import chunks
 from .._validation import check_bool, check_float, check_option, resolve_baseline
-from ._base import Explainer, register
+from ._base import Explainer, Requires, register
 from ._layer_hooks import LayerHook, NamedLayerRequires, resolve_layer
 
 nn = torch.nn
@@ -218,6 +218,7 @@ def _check_eps(eps) -> float:
 class _DeepLiftBase(Explainer):
     """Shared machinery: hooked pairs of (x row, reference row) in chunks of at most batch_size."""
 
+    requires = Requires(gradients=True, hooks="rules")  # refused for TorchScript (Requires.hooks)
     row_params = frozenset({"base_values", "completeness_gap"})
     param_reductions: ClassVar[dict] = {"max_relative_gap": max, "max_abs_gap": max}
     layer = layer_name = None  # set by the layer variants
@@ -428,7 +429,7 @@ class DeepLiftShap(_DeepLiftBase):
 class _LayerVariant:
     """``layer=`` for the DeepLift explainers: the named layer whose output is attributed."""
 
-    requires = NamedLayerRequires(gradients=True)
+    requires = NamedLayerRequires(gradients=True, hooks="rules")
 
     def _init_layer(self, layer):
         self.layer_name, self.layer = resolve_layer(self.model.module, layer, self.name)

@@ -410,7 +410,7 @@ class GradCAM(Explainer):
     are not touched); otherwise the activation is used as it is and the input needs no gradient.
     """
 
-    requires = Requires(gradients=True, conv_layer=True)
+    requires = Requires(gradients=True, conv_layer=True, hooks="layer")
     target_in_pass = True  # its pass checks the target (Model.pick)
 
     def __init__(

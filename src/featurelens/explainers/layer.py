@@ -50,7 +50,7 @@ class _PathIntegral:
 class _LayerExplainer(Explainer):
     """Shared machinery: the named layer, the hook and the chunked passes."""
 
-    requires = NamedLayerRequires(gradients=True)
+    requires = NamedLayerRequires(gradients=True, hooks="layer")  # refused for TorchScript (Requires.hooks)
 
     def __init__(self, model, layer=None, batch_size: int | None = None):
         super().__init__(model, batch_size)

@@ -423,7 +423,7 @@ class LRP(Explainer):
     CNN (that test skips without zennit).
     """
 
-    requires = Requires(gradients=True)
+    requires = Requires(gradients=True, hooks="rules")  # refused for TorchScript (Requires.hooks)
     outputs = ("raw",)
 
     def __init__(self, model, composite: str = "epsilon", rules: dict | None = None, epsilon: float = 1e-9,
