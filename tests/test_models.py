@@ -228,3 +228,63 @@ def test_read_only_inputs_are_copied_not_warned_about():
         warnings.simplefilter("error")
         t = fl.Model(lambda a: a.sum(1)).to_tensor(x)
     assert t.shape == (3, 6) and float(t[2, 5]) == 5.0
+
+
+class _TupleNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.lin(x), x  # logits and a hidden state
+
+
+class _NoOutputs(torch.nn.Module):
+    def forward(self, x):
+        return x[:, :0] * 1.0  # (batch, 0): differentiable, no outputs
+
+
+_ROWS = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+_AGOP_PATHS = {
+    "agop_global": lambda net: fl.explainer("agop_global", net, data=_ROWS).explain(_ROWS, target=0),
+    "agop_local": lambda net: fl.explainer("agop_local", net).explain(_ROWS, target=0),
+    "agop_weighted": lambda net: fl.explainer("agop_weighted", net, data=_ROWS).explain(_ROWS, target=0),
+    "fl.learning.agop": lambda net: fl.learning.agop(net, _ROWS),
+    "saliency": lambda net: fl.explainer("saliency", net).explain(_ROWS, target=0),
+}
+
+
+@pytest.mark.parametrize("path", list(_AGOP_PATHS))
+def test_a_model_returning_a_tuple_is_refused_by_the_adapter(path):
+    # Before: "Can't call numpy() on Tensor that requires grad" (agop_global, agop_weighted,
+    # fl.learning.agop, saliency) from deep inside numpy.
+    with pytest.raises(TypeError, match=r"model _TupleNet returned a tuple of 2 item\(s\); .*model\(x\)\[0\]"):
+        _AGOP_PATHS[path](_TupleNet())
+
+
+@pytest.mark.parametrize("path", list(_AGOP_PATHS))
+def test_a_model_with_no_outputs_is_refused_by_the_adapter(path):
+    # Before: "argmax(): Expected reduction dim 1 to have non-zero size" (AGOP), "targets must lie
+    # in [0, -1]" (the others).
+    with pytest.raises(ValueError, match=r"model _NoOutputs returned 0 outputs per row \(output shape \(\d, 0\)\)"):
+        _AGOP_PATHS[path](_NoOutputs())
+
+
+def test_a_dict_output_is_refused_naming_it():
+    class DictNet(torch.nn.Module):
+        def forward(self, x):
+            return {"logits": x.sum(1, keepdim=True)}
+
+    with pytest.raises(TypeError, match=r"returned a dict .*model\(x\).logits"):
+        fl.Model(DictNet()).predict(_ROWS)
+
+
+def test_the_meta_device_is_refused_it_holds_no_data():
+    with pytest.raises(ValueError, match=r"^device='meta' holds no data"):
+        fl.Model(torch.nn.Linear(3, 2), device="meta")
+    with torch.device("meta"):
+        on_meta = torch.nn.Linear(3, 2)  # device=None: the parameters' device, meta
+    with pytest.raises(ValueError, match=r"device='meta' holds no data.*to_empty"):
+        fl.Model(on_meta)
+    with pytest.raises(ValueError, match=r"^device='meta' holds no data"):
+        fl.explainer("saliency", fl.Model(torch.nn.Linear(3, 2), device=torch.device("meta")))

@@ -238,8 +238,9 @@ def check_option(value, name: str, options: Iterable):
 
 
 def check_device(device, name: str = "device") -> torch.device:
-    """A torch device that exists here: a clear ValueError for an unknown name or an accelerator
-    this machine lacks (torch itself fails later with an AssertionError or a RuntimeError)."""
+    """A torch device that exists here: a clear ValueError for an unknown name, an accelerator
+    this machine lacks (torch itself fails later with an AssertionError or a RuntimeError) or the
+    meta device (no data)."""
     if not isinstance(device, (str, torch.device)):
         raise TypeError(f"{name} must be a string such as 'cpu' or 'cuda:0', or a torch.device; got {device!r}")
     try:
@@ -257,6 +258,12 @@ def check_device(device, name: str = "device") -> torch.device:
                 f"{name}={str(device)!r} was requested, but only {torch.cuda.device_count()} CUDA "
                 "device(s) exist here"
             )
+    elif dev.type == "meta":
+        raise ValueError(
+            f"{name}={str(device)!r} holds no data: meta tensors have shapes and dtypes only, so no "
+            "output, gradient or attribution can be computed on them; use device='cpu' or 'cuda' (a "
+            "module built on the meta device: module.to_empty(device='cpu') and load its weights first)"
+        )
     elif dev.type == "mps":
         mps = getattr(torch.backends, "mps", None)
         if mps is None or not mps.is_available():

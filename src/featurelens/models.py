@@ -524,6 +524,16 @@ class Model:
             raise ValueError(
                 f"x has shape {tuple(x.shape)} (samples first), and the model failed on it: {err}"
             ) from err
+        if isinstance(out, (tuple, list, dict)) and not (isinstance(out, (tuple, list)) and out
+                                                        and not isinstance(out[0], torch.Tensor)):
+            kind = "a dict (e.g. a transformers ModelOutput)" if isinstance(out, dict) else (
+                f"a {type(out).__name__} of {len(out)} item(s)")
+            raise TypeError(
+                f"model {self._name()} returned {kind}; every consumer needs one tensor of outputs, shape "
+                "(batch,) or (batch, classes): make the forward return only those (e.g. a wrapper module "
+                "whose forward returns model(x)[0] or model(x).logits, or "
+                "fl.Model(lambda x: model(x)[0], accepts='torch'))"
+            )
         if isinstance(out, torch.Tensor):
             if out.is_complex():
                 raise TypeError(f"model {self._name()} must return real numbers; got a tensor of dtype {out.dtype}")
@@ -553,6 +563,11 @@ class Model:
             raise ValueError(
                 f"model must map a batch of {x.shape[0]} rows to outputs of shape (batch,) or "
                 f"(batch, classes); got output shape {tuple(out.shape)}"
+            )
+        if out.shape[1] == 0:
+            raise ValueError(
+                f"model {self._name()} returned 0 outputs per row (output shape {tuple(out.shape)}); "
+                "expected at least one output (a score, a logit per class) to explain"
             )
         if needs_grad and not out.requires_grad:
             raise ValueError(

@@ -312,3 +312,21 @@ def test_frozen_weights_work(name):
     e = build(name, net).explain(c.make_x(2), target=1)
     assert np.isfinite(e.values).all()
     c.assert_unchanged(net, before)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_explain_refuses_output_and_unknown_keywords_naming_where_they_go(name):
+    # Before: explain(x, output=...) surfaced "_ShapleyExplainer._attribute() got an unexpected
+    # keyword argument 'output'" (and the like for every explainer).
+    c = case(name)
+    ex = build(name, c.make_model())
+    x = c.make_x(2)
+    if name == "tree_shap":  # its own explain() checks its keywords, with its own message
+        with pytest.raises(TypeError, match=r"tree_shap's explain got unknown argument\(s\) output"):
+            ex.explain(x, target=0, output="probability")
+        return
+    with pytest.raises(TypeError, match=rf"^explainer {name!r}: explain\(\) got unknown keyword argument\(s\) "
+                                        r"output; it takes target, .*fl.explainer\(.*output=\.\.\.\)"):
+        ex.explain(x, target=0, output="probability")
+    with pytest.raises(TypeError, match=r"unknown keyword argument\(s\) nope; it takes target"):
+        ex.explain(x, target=0, nope=1)

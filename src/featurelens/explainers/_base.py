@@ -316,6 +316,8 @@ class Explainer:
         per call (row-split equality needs an int seed).
         """
         part = kwargs.pop("_part", None)  # set by _explain_part on a worker (see _rows_in_parts)
+        if kwargs:
+            self._check_explain_kwargs(kwargs)
         start = time.perf_counter()
         calls_before = self.model.calls
         if part is None:
@@ -414,6 +416,26 @@ class Explainer:
             group_values=group_values,
             groups=groups,
         )
+
+    def _check_explain_kwargs(self, kwargs: dict) -> None:
+        """Refuse keyword arguments of :meth:`explain` that this explainer's ``_attribute`` does not
+        take (a TypeError naming them and what it takes, not Python's from deep inside)."""
+        params = inspect.signature(self._attribute).parameters
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            return
+        own = [p for p in params if p not in ("x", "target", "outputs")]
+        unknown = [k for k in kwargs if k not in own]
+        if not unknown:
+            return
+        takes = ", ".join(["target", "feature_names", "group_names", "executor", "first_row"] + own)
+        hint = ""
+        if "output" in unknown:
+            hint = (f"; output= (the units explained) belongs to the explainer, not to one call: "
+                    f"fl.explainer({self.name!r}, model, output=...)")
+        elif any(k in inspect.signature(type(self).__init__).parameters for k in unknown):
+            hint = "; constructor parameters go to fl.explainer(name, model, ...)"
+        raise TypeError(f"explainer {self.name!r}: explain() got unknown keyword argument(s) "
+                        f"{', '.join(unknown)}; it takes {takes}{hint}")
 
     # -- random streams ---------------------------------------------------------------------
     #: The root of the current call's random streams and the batch index of the first row the
