@@ -302,8 +302,8 @@ def _layer_outputs(m, layer, rows: torch.Tensor, with_outputs: bool = False):
 def _explain_reading_layer(ex, layer, rows: torch.Tensor, target: np.ndarray, executor):
     """``(explanation, layer outputs or None)``: explain ``rows`` with a hook on ``layer``. An
     explainer that keeps ``extra["outputs"]`` (saliency, input x gradient) ran its forward passes
-    on exactly these rows, in order, after ``explain``'s one-row target check: the layer's outputs
-    of those passes are the representation, and no second pass is needed. Otherwise (other
+    on exactly these rows, in order (after a one-row target check, for explainers that make
+    one): the layer's outputs of those passes are the representation, and no second pass is needed. Otherwise (other
     explainers; an ``executor``, whose workers run the passes, and which may pickle the module, so
     no hook is set) None, and the caller runs its own pass."""
     from ..explainers._layer_hooks import LayerHook, resolve_layer
@@ -314,9 +314,12 @@ def _explain_reading_layer(ex, layer, rows: torch.Tensor, target: np.ndarray, ex
     with LayerHook(mod, name, _RRS, detach=True) as hook:
         e = ex.explain(rows, target=target, executor=executor)
     sizes = [c.shape[0] for c in hook.captured]
-    if "outputs" not in e.extra or not sizes or sizes[0] != 1 or sum(sizes[1:]) != rows.shape[0]:
+    # The passes over the rows, in order: all of them (the target is checked inside the
+    # explainer's own pass), or all but a first one-row pass (an explainer that checks it first).
+    skip = 0 if sum(sizes) == rows.shape[0] else 1
+    if "outputs" not in e.extra or not sizes or sum(sizes[skip:]) != rows.shape[0] or skip and sizes[0] != 1:
         return e, None
-    return e, torch.cat([c.reshape(c.shape[0], -1) for c in hook.captured[1:]]).double().cpu().numpy()
+    return e, torch.cat([c.reshape(c.shape[0], -1) for c in hook.captured[skip:]]).double().cpu().numpy()
 
 
 def _relative(v: np.ndarray, v_moved: np.ndarray, eps: float) -> np.ndarray:
