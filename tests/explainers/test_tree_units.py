@@ -182,3 +182,33 @@ def test_clusterers_refused_and_outlier_detectors_explained_through_their_score(
         fl.Model(iso, output="probability")
     with pytest.raises(TypeError, match="IsolationForest"):
         fl.explainer("tree_shap", iso)
+
+
+def test_a_weighted_background_equals_its_rows_repeated_by_weight():
+    """Interventional TreeSHAP is linear in the background distribution: weights (1/4, 3/4) on
+    rows (b0, b1) give the values of the uniform background (b0, b1, b1, b1), in the trees' own
+    units and in probability; a summarize_background result is taken as is."""
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    import featurelens as fl
+    from featurelens.games import Background, summarize_background
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 4))
+    y = (X[:, 0] - X[:, 2] + 0.3 * rng.normal(size=200) > 0).astype(int)
+    model = GradientBoostingClassifier(n_estimators=15, max_depth=3, random_state=0).fit(X, y)
+    b0, b1 = X[:1], X[1:2]
+    weighted = Background(np.vstack([b0, b1]), np.array([0.25, 0.75]))
+    repeated = np.vstack([b0, b1, b1, b1])
+    x = X[10:16]
+    for output in (None, "probability"):
+        kw = {} if output is None else {"output": output}
+        got = fl.explainer("tree_shap", model, background=weighted, **kw).explain(x, target=1)
+        want = fl.explainer("tree_shap", model, background=repeated, **kw).explain(x, target=1)
+        np.testing.assert_allclose(got.values, want.values, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got.base_values, want.base_values, rtol=0, atol=1e-12)
+        assert got.params["background_weighted"] and not want.params["background_weighted"]
+    centres = summarize_background(X, k=8, seed=0)
+    e = fl.explainer("tree_shap", model, background=centres).explain(x, target=1)
+    np.testing.assert_allclose(e.base_values + e.values.sum(1), model.decision_function(x), rtol=0, atol=1e-9)
+    assert e.params["background_rows"] == len(centres)

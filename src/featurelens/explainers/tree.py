@@ -82,6 +82,7 @@ import numpy as np
 
 from featurelens._validation import as_numpy, check_bool, check_int, check_option
 
+from ..games import _split_background
 from ._base import Explainer, Requires, register
 from ._tree_engine import _interactions, _shap
 from ._tree_ensemble import _build, _prepare, supported_tree_models
@@ -252,6 +253,10 @@ class TreeShap(Explainer):
     the trees' training cover; takes no background) or ``"interventional"`` (the mean of the
     single-reference values over ``background`` rows, Janzing et al. 2020; needs ``background``).
     None (default) follows ``background``: path-dependent without it, interventional with it.
+    ``background`` may be weighted (a :class:`~featurelens.games.Background` from
+    :func:`~featurelens.games.summarize_background`, or a ``(rows, weights)`` pair): the values
+    are then the weighted sum of the single-reference values, exact for any weights (one pass per
+    background row; ``params["background_weighted"]``).
     ``batch_size``: rows per model call (target resolution) and rows (times background rows) per
     vectorised step of the tree computation.
 
@@ -345,9 +350,14 @@ class TreeShap(Explainer):
             raise ValueError("output='probability' of a Pipeline's booster is not supported; explain the "
                              "margin (output='log_odds'), or the final step on pipeline[:-1].transform(X)")
         self.feature_perturbation = "tree_path_dependent" if background is None else "interventional"
+        self.background_weights = None
         if background is None or self._pipeline is not None:
             self.background = None
         else:
+            # weighted rows (summarize_background's centres, or a (rows, weights) pair)
+            background, weights = _split_background(background)
+            if weights is not None and not np.allclose(weights, weights[0], rtol=0, atol=1e-15):
+                self.background_weights = np.asarray(weights, dtype=np.float64)
             bg = self.model.to_tensor(background, "background")
             bg = bg.detach().cpu().numpy() if hasattr(bg, "detach") else np.asarray(bg)
             self.background = self._rows(bg.reshape(bg.shape[0], -1), "background")
@@ -398,7 +408,8 @@ class TreeShap(Explainer):
         params["output"] = self._units
         params["feature_perturbation"] = self.feature_perturbation
         bg = self._pipeline_background if self._pipeline is not None else self.background
-        params["background_rows"] = None if bg is None else int(np.shape(bg)[0])
+        params["background_rows"] = None if bg is None else int(np.shape(_split_background(bg)[0])[0])
+        params["background_weighted"] = self.background_weights is not None
         params["interactions"] = self.interactions
         return params
 
@@ -440,6 +451,19 @@ class TreeShap(Explainer):
         return values, base, inter
 
     def _compute(self, rows, bg, step):
+        if self.background_weights is not None:
+            # Interventional values are linear in the background distribution: the weighted sum
+            # of the single-reference values (one background row each), exact for any weights.
+            total = None
+            for w, row in zip(self.background_weights, bg):
+                part = self._compute_uniform(rows, row[None], step)
+                total = [None if p is None else w * np.asarray(p, dtype=np.float64) for p in part] if total is None \
+                    else [None if t is None else t + w * np.asarray(p, dtype=np.float64) for t, p in zip(total, part)]
+            values, base, inter = total
+            return values, (float(base) if np.ndim(base) == 0 else base), inter
+        return self._compute_uniform(rows, bg, step)
+
+    def _compute_uniform(self, rows, bg, step):
         if self._mode == "probability":
             values, base = _probability_shap(self._ensemble, rows, bg, step)
             return values, base, None
