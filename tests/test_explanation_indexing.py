@@ -215,3 +215,10 @@ def test_names_need_feature_names_and_a_feature_axis():
     np.testing.assert_array_equal(e[:, 2].values, np.zeros(3))  # positions work without names
     with pytest.raises(IndexError, match="holds a single feature"):
         e[:, 2][:, 0]
+
+
+def test_numpy_reads_an_explanation_as_its_values():
+    e = fl.Explanation(values=np.arange(12.0).reshape(4, 3), method="m")
+    np.testing.assert_array_equal(np.asarray(e), e.values)
+    assert np.asarray(e).dtype == np.float64 and np.asarray(e[1]).shape == (3,)
+    assert np.asarray(e, dtype=np.float32).dtype == np.float32

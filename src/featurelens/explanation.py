@@ -231,6 +231,12 @@ class Explanation:
     def __len__(self) -> int:
         return len(self.values)
 
+    def __array__(self, dtype=None, copy=None):
+        """``np.asarray(e)`` is ``e.values`` (not an object array of rows, which indexing and
+        ``len`` would otherwise make of it)."""
+        values = np.asarray(self.values, dtype=dtype)
+        return values.copy() if copy else values
+
     def __repr__(self) -> str:
         return (
             f"Explanation(method={self.method!r}, shape={self.values.shape}, "
