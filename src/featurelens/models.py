@@ -277,14 +277,7 @@ class Model:
         output = self._check_output(output)
         if output == self.output:
             return self
-        derived = copy.copy(self)
-        derived.output = output
-        derived.output_asked = True
-        derived.calls = 0
-        derived._eval_depth = 0
-        derived._eval_flags = None
-        derived._parent = self
-        return derived
+        return self._derived(output=output, output_asked=True)
 
     def with_missing_values(self) -> "Model":
         """This Model taking NaN in its inputs (missing values; inf is still refused), for a
@@ -293,13 +286,7 @@ class Model:
         Model's too."""
         if self.allow_nan:
             return self
-        derived = copy.copy(self)
-        derived.allow_nan = True
-        derived.calls = 0
-        derived._eval_depth = 0
-        derived._eval_flags = None
-        derived._parent = self
-        return derived
+        return self._derived(allow_nan=True)
 
     def with_batch_size(self, batch_size: int | None) -> "Model":
         """This Model with another batch size: ``self`` when it already has it, else a new Model
@@ -310,14 +297,7 @@ class Model:
         batch_size = check_batch_size(batch_size)
         if auto == self.auto_batch and (auto or batch_size == self.batch_size):
             return self
-        derived = copy.copy(self)
-        derived.batch_size = batch_size
-        derived.auto_batch = auto
-        derived.calls = 0
-        derived._eval_depth = 0
-        derived._eval_flags = None
-        derived._parent = self
-        return derived
+        return self._derived(batch_size=batch_size, auto_batch=auto)
 
     def with_executor(self, executor) -> "Model":
         """This Model with an executor (:mod:`featurelens.parallel`) for the forward passes of
@@ -330,10 +310,18 @@ class Model:
         if not callable(getattr(executor, "map", None)):
             raise TypeError(f"executor must be a featurelens.parallel executor (with a map method); "
                             f"got {type(executor).__name__}")
+        return self._derived(executor=executor)
+
+    def _derived(self, **changes) -> "Model":
+        """A shallow copy of this Model with ``changes`` set: its own call count (added to this
+        Model's through ``_parent``) and its own eval-mode state (depth and saved flags), so that
+        a derived Model's ``evaluating()`` never restores flags this Model saved."""
         derived = copy.copy(self)
-        derived.executor = executor
+        for name, value in changes.items():
+            setattr(derived, name, value)
         derived.calls = 0
         derived._eval_depth = 0
+        derived._eval_flags = None
         derived._parent = self
         return derived
 
