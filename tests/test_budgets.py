@@ -241,24 +241,153 @@ def test_diagnose_cli_refuses_a_huge_modulus_in_process(tmp_path):
     assert not out.exists() or not os.listdir(out)  # no report folder was written
 
 
-@pytest.mark.parametrize("option,name", [("--n-samples", "n_samples"), ("--epochs", "epochs")])
-def test_benchmark_cli_refuses_huge_sizes_in_process(tmp_path, option, name):
-    # --n-explain and --jobs are not budgets: the explained samples are at most the test split, the
-    # jobs at most one per data set.
-    from featurelens import cli
-    import featurelens.bench.runner  # noqa: F401  (imports outside the timing)
+#: Every size option of every command (command, argv before the option, option, what the message
+#: names): refused in process, before any file is read or written and before any worker starts. The
+#: model and data paths of audit and explain do not exist: a check placed after loading them would
+#: answer "not found" instead of naming the option.
+CLI_CASES = [
+    ("benchmark", ["--no-progress"], "--n-samples", "n_samples={v}"),
+    ("benchmark", ["--no-progress"], "--epochs", "epochs={v}"),
+    ("benchmark", ["--no-progress"], "--n-explain", "--n-explain={v}"),
+    ("benchmark", ["--no-progress"], "--jobs", "--jobs={v}"),
+    ("diagnose", [], "--p", "p={v}"),
+    ("diagnose", [], "--width", "width={v}"),
+    ("diagnose", [], "--steps", "steps={v}"),
+    ("audit", ["--model", "{tmp}/no-model.pt", "--data", "{tmp}/no-data.npy"], "--n-explain", "--n-explain={v}"),
+    ("audit", ["--model", "{tmp}/no-model.pt", "--data", "{tmp}/no-data.npy", "--executor", "processes"],
+     "--workers", "--workers={v}"),
+    ("explain", ["--model", "{tmp}/no-model.skops", "--data", "{tmp}/no-data.csv"], "--rows", "--rows={v}"),
+    ("explain", ["--model", "{tmp}/no-model.skops", "--data", "{tmp}/no-data.csv"], "--background",
+     "--background={v}"),
+    ("explain", ["--model", "{tmp}/no-model.skops", "--data", "{tmp}/no-data.csv", "--executor", "threads"],
+     "--workers", "--workers={v}"),
+    ("explain", ["--model", "{tmp}/no-model.skops", "--data", "{tmp}/no-data.csv", "--executor", "ray"],
+     "--workers", "--workers={v}"),
+    ("explain", ["--model", "{tmp}/no-model.skops", "--data", "{tmp}/no-data.csv", "--executor", "dask"],
+     "--workers", "--workers={v}"),
+    ("select", ["{tmp}/data.csv", "--target", "y", "--method", "agop"], "-k", "-k {v} is larger than the number "
+     "of feature columns (2)"),
+    ("select", ["{tmp}/data.csv", "--target", "y", "--method", "minshap", "--executor", "processes"], "--workers",
+     "--workers={v}"),
+]
 
-    out = tmp_path / "report"
-    err = io.StringIO()
+#: Options of an int type that are not sizes (none of them makes a command do more work or hold
+#: more memory), with the reason.
+CLI_NOT_SIZES = {
+    "--seed": "a random seed",
+    "--probe-every": "a period: a larger one is fewer measurements",
+    "--input-shape": "must hold as many values as each row of the data file (checked against the file)",
+}
+
+
+def _cli_size_options():
+    """(command, option) of every option of the command line whose value is an int (or, for
+    --background, may be one), read from the parser itself; options with fixed choices excluded."""
+    import argparse
+
+    from featurelens import _argtypes, cli
+
+    int_types = {int, _argtypes.positive_int, _argtypes.non_negative_int, _argtypes.shape, cli._background_spec}
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found = set()
+    for command, subparser in sub.choices.items():
+        for action in subparser._actions:
+            if action.type in int_types and action.choices is None and action.option_strings:
+                found.add((command, max(action.option_strings, key=len)))
+    return found
+
+
+def test_the_cli_case_list_is_complete():
+    found = _cli_size_options()
+    covered = {(command, option) for command, _, option, _ in CLI_CASES}
+    exempt = {(c, o) for c, o in found if o in CLI_NOT_SIZES}
+    assert ("explain", "--rows") in found and ("select", "-k") in found  # the walk sees the options
+    assert found - exempt == covered, (sorted(found - exempt - covered), sorted(covered - found))
+
+
+@pytest.mark.parametrize("value", HUGE)
+@pytest.mark.parametrize("case", range(len(CLI_CASES)), ids=[f"{c}{o}" for c, _, o, _ in CLI_CASES])
+def test_huge_cli_sizes_are_refused_in_process(tmp_path, case, value):
+    import threading
+
+    from featurelens import cli
+    import featurelens._audit.cli  # noqa: F401  (imports outside the timing)
+    import featurelens._cli_executor  # noqa: F401
+    import featurelens._explain_cli  # noqa: F401
+    import featurelens.bench.runner  # noqa: F401
+    import featurelens.learning._diagnose_cli  # noqa: F401
+    import featurelens.selection._cli  # noqa: F401
+
+    command, before, option, expected = CLI_CASES[case]
+    (tmp_path / "data.csv").write_text("a,b,y\n1,2,0\n3,4,1\n5,6,0\n")
+    out = tmp_path / ("report.csv" if command == "select" else "report")
+    argv = [command] + [a.format(tmp=tmp_path) for a in before] + [option, str(value), "--out", str(out)]
+    threads = threading.active_count()
+    err, std = io.StringIO(), io.StringIO()
     start = time.perf_counter()
-    with contextlib.redirect_stderr(err):
-        rc = cli.main(["benchmark", "--out", str(out), "--no-progress", option, str(10**9)])
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(std):
+        rc = cli.main(argv)
     elapsed = time.perf_counter() - start
-    assert rc == 2
     text = err.getvalue()
-    assert f"{name}=1000000000" in text and "the limit is" in text and f"lower {name}" in text, text
-    assert elapsed < 1.0
-    assert not out.exists() or not os.listdir(out)
+    assert rc == 2, (argv, text)
+    assert text.endswith("\n") and text.count("\n") == 1 and "Traceback" not in text, text  # one line
+    assert text.startswith(f"featurelens {command}: error: ") and expected.format(v=value) in text, text
+    if option != "-k":  # the bound and the way out
+        assert "the limit is" in text or "available" in text, text
+        assert "lower " in text, text
+    assert elapsed < 1.0, f"{argv} took {elapsed:.2f} s to refuse"
+    assert not out.exists()  # nothing was written
+    assert threading.active_count() == threads  # no worker was started
+
+
+def test_worker_bounds_follow_the_cores_and_legitimate_counts_pass():
+    import argparse
+
+    from featurelens._cli_executor import ExecutorUsage, check_executor_flags, max_workers
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - platforms without affinity
+        cores = os.cpu_count()
+    assert max_workers("processes")[0] == 4 * cores
+    assert max_workers("dask")[0] == 4 * cores
+    assert max_workers("threads")[0] == max(32, 4 * cores)
+    assert max_workers("ray")[0] == os.cpu_count()
+    assert max_workers("ray", "auto") is None  # a joined cluster's size is the cluster's
+
+    def flags(kind, workers, address=None):
+        return argparse.Namespace(executor=kind, workers=workers, address=address)
+
+    check_executor_flags(flags("processes", 4 * cores))  # the bound itself is allowed
+    check_executor_flags(flags("threads", max(32, 4 * cores)))
+    with pytest.raises(ExecutorUsage, match=rf"--workers={4 * cores + 1} needs about {4 * cores + 1} workers; "
+                                            rf"the limit is {4 * cores} workers \(4 per CPU core"):
+        check_executor_flags(flags("processes", 4 * cores + 1))
+    with pytest.raises(ExecutorUsage, match="--workers applies to a local Dask cluster"):
+        check_executor_flags(flags("dask", 2, "tcp://127.0.0.1:8786"))
+
+
+def test_select_k_is_bounded_by_the_header_before_the_rows_are_read(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from featurelens import cli
+
+    path = tmp_path / "data.csv"
+    path.write_text("a,b,c,y\n1,2,3,0\n4,5,6,1\n7,8,9,0\n")
+    reads = []
+    real = pd.read_csv
+
+    def counting(*args, **kwargs):
+        reads.append(kwargs.get("nrows"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pd, "read_csv", counting)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert cli.main(["select", str(path), "--target", "y", "-k", "4", "--method", "agop"]) == 2
+    assert "-k 4 is larger than the number of feature columns (3)" in err.getvalue()
+    assert reads == [0]  # only the header was read
 
 
 def test_moebius_terms_are_bounded_by_their_pairs_and_fourier_terms_are_not():

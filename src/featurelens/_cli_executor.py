@@ -4,14 +4,30 @@
 or Dask cluster started for the run is stopped; a Ray already initialised in this process, or a
 cluster joined with ``--address``, is left running).
 
+``--workers`` is bounded before anything starts (:func:`max_workers`): on this machine (threads,
+processes, a local Dask cluster) at most :data:`WORKERS_PER_CORE` per CPU core this process may use
+(threads: at least :data:`MIN_THREADS`, since threads mostly wait on a model behind an API); a local
+Ray cluster has one CPU per core and each actor reserves one, so at most ``os.cpu_count()``. A
+cluster joined with ``--address`` has the size it has: Ray refuses more workers than its CPUs when
+it is joined (before any actor starts), and a joined Dask cluster runs on its own workers, so
+``--workers`` with ``--executor dask --address`` is refused.
+
 The flags themselves are defined in :mod:`featurelens.cli` (no torch import for ``--help``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 
-__all__ = ["ExecutorUsage", "check_executor_flags", "command_executor"]
+__all__ = ["ExecutorUsage", "check_executor_flags", "command_executor", "max_workers", "WORKERS_PER_CORE",
+           "MIN_THREADS"]
+
+#: Local workers (processes, a local Dask cluster's processes, threads) per CPU core: more only
+#: oversubscribe the cores (and each process holds its own copy of the model).
+WORKERS_PER_CORE = 4
+#: Threads allowed whatever the cores (threads of a model behind an API mostly wait).
+MIN_THREADS = 32
 
 #: The engine module and extra of each kind that needs one.
 _ENGINES = {"ray": ("ray", "ray", "RayExecutor"), "dask": ("distributed", "dask", "DaskExecutor")}
@@ -29,10 +45,55 @@ def _flags(args):
     return getattr(args, "executor", None), getattr(args, "workers", None), getattr(args, "address", None)
 
 
+def _cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS reports one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        return max(1, os.cpu_count() or 1)
+
+
+def max_workers(kind: str, address: str | None = None) -> tuple[int, str] | None:
+    """``(the most --workers, why)`` for an executor ``kind`` started on this machine; None for a
+    cluster joined with ``address`` (its size is the cluster's)."""
+    if address is not None:
+        return None
+    if kind == "ray":  # a local Ray cluster: os.cpu_count() CPUs, one reserved per actor
+        cpus = max(1, os.cpu_count() or 1)
+        return cpus, f"a local Ray cluster has one CPU per core ({cpus}) and each worker reserves one"
+    cores = _cores()
+    cap = WORKERS_PER_CORE * cores
+    why = f"{WORKERS_PER_CORE} per CPU core this process may use, {cores} core{'s' if cores > 1 else ''}"
+    if kind == "threads" and cap < MIN_THREADS:
+        return MIN_THREADS, f"threads: {MIN_THREADS}, or {why}, whichever is more"
+    return cap, why
+
+
+def _check_workers(kind: str, workers, address) -> None:
+    """Refuse ``--workers`` above :func:`max_workers` before anything starts."""
+    if workers is None:
+        return
+    if kind == "dask" and address is not None:
+        raise ExecutorUsage(f"--workers applies to a local Dask cluster; --executor dask --address {address} runs "
+                            "on the workers that cluster has (leave out --workers)")
+    bound = max_workers(kind, address)
+    if bound is None:
+        return
+    from ._validation import check_budget
+
+    cap, why = bound
+    try:
+        check_budget(workers, "--workers", unit="workers", limit=cap, source=why, scope="",
+                     hint=f"lower --workers (--executor {kind} on this machine)")
+    except (ValueError, TypeError) as err:
+        raise ExecutorUsage(str(err)) from None
+
+
 def check_executor_flags(args) -> None:
     """Check ``--executor/--workers/--address`` before any work: ``--workers`` and ``--address``
-    need ``--executor``, ``--address`` only for ray and dask, and the engine of ray or dask must be
-    importable (else the one-line ImportError message naming the extra to install). Raises
+    need ``--executor``, ``--address`` only for ray and dask, ``--workers`` at most
+    :func:`max_workers` (and not with ``--executor dask --address``), and the engine of ray or dask
+    must be importable (else the one-line ImportError message naming the extra to install). Raises
     :class:`ExecutorUsage` (exit code 2)."""
     kind, workers, address = _flags(args)
     if kind is None:
@@ -44,6 +105,7 @@ def check_executor_flags(args) -> None:
     if address is not None and kind not in _ENGINES:
         raise ExecutorUsage(f"--address applies to --executor ray or dask (a cluster to join); --executor {kind} "
                             "runs on this machine")
+    _check_workers(kind, workers, address)  # before the engine is imported: nothing starts
     if kind in _ENGINES:
         from .parallel import _import_optional
 

@@ -634,6 +634,7 @@ def check_budget(
     nbytes=None,
     limit: int | None = None,
     source: str | None = None,
+    scope: str = "per call",
 ):
     """A budget-like int argument (steps, samples, subsets, a budget, players, latents, ...),
     checked like :func:`check_int` and refused, before any work, when what it asks for is too much.
@@ -647,7 +648,8 @@ def check_budget(
     ``"n_steps=1000000000 needs about 1e+09 model evaluations per input; the limit is 1e+08 per
     call (...); lower n_steps ..."``. ``limit`` and ``source`` (where that limit is documented, named
     in the message) replace the evaluation bound for limits of another kind (the nodes of a
-    quadrature rule). Returns the value as a plain int (None when allowed).
+    quadrature rule); ``scope`` says what the limit is counted over (``"per call"``; ``""`` for a
+    limit of another kind, such as the workers of this machine). Returns the value as a plain int (None when allowed).
     """
     value = check_int(value, name, low=low, allow_none=allow_none)
     if value is None:
@@ -662,7 +664,7 @@ def check_budget(
     if cost > limit:
         raise ValueError(
             f"{name}={value} needs about {format_count(cost)} {unit}{' ' + what if what else ''}; the limit is "
-            f"{format_count(limit)} {unit} per call{' (' + source + ')' if source else ''}; {way_out}"
+            f"{format_count(limit)} {unit}{' ' + scope if scope else ''}{' (' + source + ')' if source else ''}; {way_out}"
         )
     if callable(nbytes):
         nbytes = nbytes(value)

@@ -5,6 +5,13 @@ scenario, background, model or method name, a bad number, an unusable ``--out``)
 itself fails, 130 when it is interrupted (Ctrl-C: one line "interrupted" on stderr, no traceback;
 an earlier report in ``--out`` stays as it was).
 
+Every size option is bounded before any file is read or written and before any worker starts
+(exit code 2, one line on stderr naming the option, the estimate and the bound): the rows and
+samples explained (:data:`ROW_OPTIONS`, at most ``featurelens._validation.MAX_EVALUATIONS``),
+``--workers`` and ``--jobs`` (:func:`featurelens._cli_executor.max_workers`: 4 per CPU core on this
+machine), the benchmark's ``--n-samples``/``--epochs`` and diagnose's ``--steps``/``--p``/``--width``
+(by the functions they are given to, before any training), select's ``-k`` (the CSV's columns).
+
 Every command's options are defined here, from modules that do not import torch, and each
 command's work is imported only when it runs: ``featurelens --help`` and ``featurelens COMMAND
 --help`` stay instant. A few names and defaults shown by ``--help`` live in modules that import
@@ -92,7 +99,8 @@ def _add_executor(parser, what: str) -> None:
     group.add_argument("--workers", type=positive_int, default=None, metavar="N",
                        help="number of threads, processes or cluster workers (default: 4 threads; one process "
                             "per CPU core; ray: as many as the cluster's CPUs; a local dask cluster: one per "
-                            "CPU core)")
+                            "CPU core); on this machine at most 4 per CPU core (threads: at least 32 allowed; a "
+                            "local ray cluster: one per core); a cluster joined with --address has its own size")
     group.add_argument("--address", default=None, metavar="ADDR",
                        help="the cluster to join instead of starting one: ray 'auto' (the cluster of this node) "
                             "or ray://HOST:10001, dask tcp://HOST:8786; it is left running at the end")
@@ -125,11 +133,11 @@ def _add_benchmark(sub) -> None:
     bench.add_argument("--n-samples", type=positive_int, default=None, metavar="N",
                        help="samples per data set, a multiple of 4 (split 80/10/10)")
     bench.add_argument("--n-explain", type=positive_int, default=None, metavar="N",
-                       help="most test samples explained per data set")
+                       help="most test samples explained per data set (at most 10^8, the evaluation bound)")
     bench.add_argument("--epochs", type=positive_int, default=None, metavar="N", help="most training epochs")
     bench.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
     bench.add_argument("--jobs", type=positive_int, default=None, metavar="N",
-                       help="data sets run in parallel (default: one per CPU core)")
+                       help="data sets run in parallel (default: one per CPU core; at most 4 per core)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -172,7 +180,7 @@ def _add_audit(sub) -> None:
                              "selectivity, region_perturbation, sensitivity_n, monotonicity, continuity, "
                              "random_logit, efficient_mprt, completeness, ... (a wrong name lists them all)")
     parser.add_argument("--n-explain", type=positive_int, default=32, metavar="N",
-                        help="samples audited (a seeded subset; default 32)")
+                        help="samples audited (a seeded subset; default 32; at most 10^8, the evaluation bound)")
     parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_executor(parser, "On it: each method's explanation of the audited rows (in parts), their noisy and "
@@ -286,9 +294,11 @@ def _add_explain(sub) -> None:
                              "estimators, integrated_gradients for torch models)")
     parser.add_argument("--background", type=_background_spec, default=None, metavar="FILE|N",
                         help="rows that dropped features are averaged over (methods that take a background): "
-                             "a data file, or N rows sampled from the data with --seed (default 50)")
+                             "a data file, or N rows sampled from the data with --seed (default 50; at most 10^8, "
+                             "the evaluation bound)")
     parser.add_argument("--rows", type=positive_int, default=None, metavar="N",
-                        help="explain the first N rows (default: all, up to 200)")
+                        help="explain the first N rows (default: all, up to 200; at most 10^8, the evaluation "
+                             "bound)")
     parser.add_argument("--target", type=output_target, default=None, metavar="INT|predicted",
                         help="the explained output: an index, or the predicted class (default); "
                              "'labels' explains each row's label (with --labels)")
@@ -371,7 +381,47 @@ def _benchmark(args) -> int:
     return 0
 
 
+#: The row counts of each command that are bounded before any work (attribute, option, what one
+#: unit costs at least): every explained row or sample is at least one model evaluation, and every
+#: coalition of a background method averages the model over the background rows, so each is
+#: refused above featurelens._validation.MAX_EVALUATIONS (10^8). The other size options are bounded
+#: elsewhere, before any work too: --n-samples and --epochs by the benchmark runner, --steps, --p
+#: and --width by the grokking run, --workers by featurelens._cli_executor (4 per CPU core),
+#: --jobs here (as --workers: processes on this machine), -k by the CSV's columns (select).
+ROW_OPTIONS = {
+    "benchmark": (("n_explain", "--n-explain", "(at least one per explained test sample of a data set)"),),
+    "audit": (("n_explain", "--n-explain", "(at least one per audited row)"),),
+    "explain": (("rows", "--rows", "(at least one per explained row)"),
+                ("background", "--background", "per coalition (the model on every background row)")),
+}
+
+
+def _check_sizes(command: str, args) -> str | None:
+    """The message refusing a size option of ``command`` (None when every one is within its bound),
+    before any file is read or written and before any worker starts."""
+    from ._validation import check_budget
+
+    try:
+        for attr, option, what in ROW_OPTIONS.get(command, ()):
+            value = getattr(args, attr, None)
+            if isinstance(value, int):  # --background FILE is a file
+                check_budget(value, option, unit="model evaluations", what=what, hint=f"lower {option}")
+        if command == "benchmark" and args.jobs is not None:
+            from ._cli_executor import max_workers
+
+            cap, why = max_workers("processes")
+            check_budget(args.jobs, "--jobs", unit="worker processes", limit=cap, source=why, scope="",
+                         hint="lower --jobs (at most one per data set runs anyway)")
+    except (ValueError, TypeError) as err:
+        return str(err)
+    return None
+
+
 def _run(command: str, args) -> int:
+    refused = _check_sizes(command, args)
+    if refused is not None:
+        print(f"featurelens {command}: error: {refused}", file=sys.stderr)
+        return 2
     if command in ("benchmark", "audit", "diagnose", "explain"):
         from .report import OutError, check_out
 

@@ -16,7 +16,8 @@ after the data are read and closed at the end. The options
 are defined in :mod:`featurelens.cli` (no torch import for ``--help``). ``--out`` is checked
 before any work: an existing file is replaced only when its first line is a header this command
 writes (an earlier selection), or with ``--overwrite``; the file is written aside and renamed
-into place.
+into place. ``-k`` is bounded by the columns, read from the file's header before its rows;
+``--workers`` as for every command (:mod:`featurelens._cli_executor`).
 """
 
 from __future__ import annotations
@@ -104,6 +105,14 @@ def run(args) -> int:
     path = args.data
     if not os.path.isfile(path):
         return _usage_error(f"DATA file {path!r} not found")
+    if args.k is not None:  # bounded by the columns, read from the header before the rows
+        try:
+            header = pd.read_csv(path, nrows=0).columns
+        except Exception as err:  # pandas raises several parser/encoding errors
+            return _usage_error(f"cannot read {path!r} as CSV: {err}")
+        n_header = len(header) - int(args.target in header)
+        if args.k > n_header:
+            return _usage_error(f"-k {args.k} is larger than the number of feature columns ({n_header})")
     try:
         frame = pd.read_csv(path)
     except Exception as err:  # pandas raises several parser/encoding errors
