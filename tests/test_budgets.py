@@ -63,7 +63,32 @@ def _text_cases():
         ("budget", lambda v: fl.text.TextExplainer("lime", model_fn, "whitespace", inputs="text", budget=v)),
         ("budget", lambda v: fl.text.TextExplainer("spex", model_fn, "whitespace", inputs="text", budget=v)),
         ("n_steps", lambda v: fl.text.TextExplainer("integrated_gradients", embed, _StubHFTokenizer(), n_steps=v)),
+        ("batch_size", lambda v: _generation_game(_FakeLM(1000), batch_size=v)),
     ]
+
+
+class _FakeLM(torch.nn.Module):
+    """A causal LM with a large vocabulary that allocates almost nothing: its logits are one fixed
+    vector broadcast over every sequence and position (an expanded view), so log p(y_j) is
+    log_softmax(base)[y_j] whatever the prompt. Records the sequences of each call."""
+
+    def __init__(self, vocab: int):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, 1)  # the vocabulary the game reads at construction
+        self.base = torch.randn(vocab, generator=torch.Generator().manual_seed(0))
+        self.rows = []
+
+    def forward(self, ids):
+        self.rows.append(int(ids.shape[0]))
+        return self.base.view(1, 1, -1).expand(ids.shape[0], ids.shape[1], -1)
+
+
+def _generation_game(lm, **kwargs):
+    """8 prompt tokens (one per word), a fill token for removed words (every sequence 8 + 2 long)."""
+    from featurelens.text import GenerationGame, Players
+
+    players = Players("a bb ccc dddd eeeee ffffff gg hhh", None)
+    return GenerationGame(lm, lambda s: [len(s) + 10], players, [7, 9], removal=1, **kwargs)
 
 
 def _dataset_and_selection_cases(X):
@@ -140,7 +165,7 @@ def _cases(model, x, a, game, X):
     ]
 
 
-N_CASES = 38 + 9 + 18
+N_CASES = 38 + 10 + 18
 
 
 def test_the_case_list_is_complete(setup):
@@ -428,3 +453,55 @@ def test_text_sizes_are_refused_when_the_explainer_is_built_and_legitimate_ones_
     game = ClassifierGame(model_fn, Players("a b c d", None), inputs="text")
     lime = fl.text.explain(game, "lime", budget=200, kernel_width=100.0)
     np.testing.assert_allclose(lime.values, [[1.0, 1.0, 1.0, 1.0]], atol=0.05)
+
+
+def _generation_masks(q=100):
+    return np.random.default_rng(0).random((q, 8)) < 0.5
+
+
+def test_generation_game_bounds_the_logits_of_one_call_by_the_chunk_bytes():
+    from featurelens._batching import DEFAULT_CHUNK_BYTES
+
+    vocab, length = 50_000, 10
+    lm = _FakeLM(vocab)
+    game = _generation_game(lm)
+    values = game(_generation_masks())
+    # log p(7) + log p(9) under the broadcast logits, for every coalition.
+    logp = torch.log_softmax(lm.base.double(), 0)
+    np.testing.assert_allclose(values, float(logp[7] + logp[9]), rtol=1e-12)
+    assert sum(lm.rows) == 100
+    assert max(lm.rows) * length * vocab * 4 <= DEFAULT_CHUNK_BYTES  # one call's float32 logits
+    assert max(lm.rows) > 1  # and not one sequence at a time
+    assert game.rows_per_call(length) == max(lm.rows)
+
+
+def test_generation_game_learns_an_unknown_vocabulary_from_one_sequence():
+    from featurelens._batching import DEFAULT_CHUNK_BYTES
+
+    vocab, length = 50_000, 10
+    lm = _FakeLM(vocab)
+    game = _generation_game(lambda ids: lm(ids))  # a plain callable: no embedding to read the vocabulary from
+    values = game(_generation_masks())
+    logp = torch.log_softmax(lm.base.double(), 0)
+    np.testing.assert_allclose(values, float(logp[7] + logp[9]), rtol=1e-12)
+    assert lm.rows[0] == 1 and sum(lm.rows) == 100
+    assert max(lm.rows) * length * vocab * 4 <= DEFAULT_CHUNK_BYTES and max(lm.rows[1:]) > 1
+
+
+def test_generation_game_keeps_a_batch_size_that_fits_and_refuses_one_that_does_not(monkeypatch):
+    lm = _FakeLM(50_000)
+    game = _generation_game(lm, batch_size=4)
+    game(_generation_masks(10))
+    assert lm.rows == [4, 4, 2]
+    # 1,024 sequences x 10 tokens x 50,000 entries: about 3.7 GB in one call, more than 100 MB.
+    monkeypatch.setattr(V, "available_memory", lambda: 10**8)
+    with pytest.raises(ValueError, match=r"batch_size=1024 \(the logits of 1,024 sequences x 10 tokens x 50,000 "
+                                         r"vocabulary entries .*would need about 3\.69 GB of memory, more than the "
+                                         r"100 MB available; lower batch_size"):
+        _generation_game(lm, batch_size=1024)
+    # A vocabulary first seen in the logits is checked then, before the next call.
+    plain = _generation_game(lambda ids: lm(ids), batch_size=1024)
+    lm.rows.clear()
+    with pytest.raises(ValueError, match=r"batch_size=1024 .*50,000 vocabulary entries"):
+        plain(_generation_masks(10))
+    assert lm.rows == [1]  # one sequence told the vocabulary; the 1,024-row call never ran

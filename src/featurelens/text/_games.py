@@ -8,7 +8,8 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .._validation import as_numpy, check_int, check_option, check_token_ids
+from .._batching import DEFAULT_CHUNK_BYTES, rows_for_bytes
+from .._validation import as_numpy, check_int, check_memory, check_option, check_token_ids, format_bytes, format_count
 from ..games import Game
 from ._players import Players, is_hf_tokenizer, tokenizer_vocab_size
 
@@ -197,7 +198,18 @@ class GenerationGame(Game):
         A token put before the prompt (None: the tokenizer's ``bos_token_id`` when the players have
         no special tokens of their own and the tokenizer has one). Without it, an empty kept
         prompt has no position to predict the first continuation token from (an error).
-    batch_size, executor
+    batch_size
+        The most sequences per call of ``lm`` (and mask rows per chunk of the game). None: as many
+        as keep one call's logits and their log-softmax within
+        :data:`featurelens._batching.DEFAULT_CHUNK_BYTES` (64 MiB; :func:`logits_bytes` per
+        sequence, ``L * vocab * 4`` bytes of float32 logits plus ``16 * T * vocab`` for the float64
+        log-softmax of the continuation's ``T`` positions), at most 1,024: a 50,000-token vocabulary
+        and 30-token sequences give about 10 sequences a call, not 1,024 (6 GB of logits). Until the
+        vocabulary is known (a plain callable LM with a tokenizer that does not say it) the first
+        call sends one sequence and its logits tell it. A batch_size given is used as it is, and
+        refused (a ValueError naming it) when one call's logits would not fit in the available
+        memory.
+    executor
         As for :class:`featurelens.games.Game`.
     """
 
@@ -251,6 +263,50 @@ class GenerationGame(Game):
         self.fill = (players.removal_id(removal, n_vocab, source) if players.has_ids
                      else self._fill_without_players(removal))
         self.removal = removal
+        # Rows per call of lm: the batch_size given, else chosen from the logits' size per sequence
+        # (the vocabulary: the model's or tokenizer's size until the first logits say it).
+        self._batch_size = None if batch_size is None else self.chunk_size
+        self._logit_vocab, self._logit_itemsize = n_vocab, 4
+        if self._batch_size is not None and n_vocab is not None:
+            self._check_batch_memory()
+
+    def logits_bytes(self, length: int, vocab: int | None = None) -> int:
+        """Bytes one sequence of ``length`` tokens costs in one call of ``lm``: its logits
+        (``length * vocab`` numbers of the logits' dtype, float32 until seen) and the float64
+        log-softmax of the continuation's ``T`` positions (``2 * 8 * T * vocab``)."""
+        vocab = self._logit_vocab if vocab is None else vocab
+        T = int(self.continuation.shape[0])
+        return int(vocab) * (int(length) * self._logit_itemsize + 16 * T)
+
+    def _check_batch_memory(self) -> None:
+        """Refuse a batch_size whose one call of lm holds more logits than the memory available."""
+        b, L, V = self._batch_size, int(self.prompt_ids.shape[0] + self.continuation.shape[0]), self._logit_vocab
+        check_memory(
+            b * self.logits_bytes(L),
+            f"batch_size={b} (the logits of {format_count(b)} sequences x {L} tokens x {format_count(V)} vocabulary "
+            f"entries in one call of lm, {format_bytes(self.logits_bytes(L))} a sequence)",
+            f"lower batch_size, or leave it None (as many sequences a call as keep its logits within "
+            f"{format_bytes(DEFAULT_CHUNK_BYTES)}).",
+        )
+
+    def rows_per_call(self, length: int) -> int:
+        """Sequences of ``length`` tokens (prompt and continuation) sent in one call of ``lm``: the
+        batch_size given, else as many as keep :meth:`logits_bytes` within
+        :data:`~featurelens._batching.DEFAULT_CHUNK_BYTES` (at least 1, at most the game's chunk
+        size); 1 while the vocabulary is unknown (a batch_size given is checked once it is known)."""
+        if self._logit_vocab is None:
+            return 1
+        if self._batch_size is not None:
+            return self._batch_size
+        return rows_for_bytes(self.logits_bytes(length), DEFAULT_CHUNK_BYTES, max_rows=self.chunk_size)
+
+    def _learn_logits(self, logits: torch.Tensor) -> None:
+        """The vocabulary and dtype of the logits, once seen (a batch_size given is checked again)."""
+        vocab, itemsize = int(logits.shape[-1]), int(logits.element_size())
+        if (vocab, itemsize) != (self._logit_vocab, self._logit_itemsize):
+            self._logit_vocab, self._logit_itemsize = vocab, itemsize
+            if self._batch_size is not None:
+                self._check_batch_memory()
 
     def _fill_without_players(self, removal):
         if isinstance(removal, (int, np.integer)) and not isinstance(removal, (bool, np.bool_)):
@@ -297,18 +353,24 @@ class GenerationGame(Game):
         cont = torch.as_tensor(self.continuation, device=device)
         with torch.inference_mode():
             for length in np.unique(lengths):  # equal lengths share a batch: no padding needed
-                rows = np.flatnonzero(lengths == length)
-                seq = np.stack([np.concatenate([prompts[r], self.continuation]) for r in rows])
-                logits = forward_ids(self.lm, torch.as_tensor(seq, device=device))
-                if not isinstance(logits, torch.Tensor) or logits.ndim != 3 or logits.shape[:2] != seq.shape:
-                    raise ValueError(
-                        f"lm must return logits of shape (m, L, vocab) = ({seq.shape[0]}, {seq.shape[1]}, vocab); "
-                        f"got {getattr(logits, 'shape', type(logits).__name__)}"
-                    )
-                check_token_ids(self.continuation, "continuation", int(logits.shape[-1]), "the model's logits")
-                step = logits[:, int(length) - 1: int(length) - 1 + T].double().log_softmax(-1)
-                picked = step.gather(-1, cont.view(1, T, 1).expand(len(rows), T, 1))[..., 0]
-                out[rows] = picked.cpu().numpy()
+                group = np.flatnonzero(lengths == length)
+                done = 0
+                while done < group.size:  # calls of rows_per_call sequences (bounded logits)
+                    rows = group[done: done + self.rows_per_call(int(length) + T)]
+                    done += rows.size
+                    seq = np.stack([np.concatenate([prompts[r], self.continuation]) for r in rows])
+                    logits = forward_ids(self.lm, torch.as_tensor(seq, device=device))
+                    if not isinstance(logits, torch.Tensor) or logits.ndim != 3 or logits.shape[:2] != seq.shape:
+                        raise ValueError(
+                            f"lm must return logits of shape (m, L, vocab) = ({seq.shape[0]}, {seq.shape[1]}, "
+                            f"vocab); got {getattr(logits, 'shape', type(logits).__name__)}"
+                        )
+                    check_token_ids(self.continuation, "continuation", int(logits.shape[-1]), "the model's logits")
+                    self._learn_logits(logits)
+                    step = logits[:, int(length) - 1: int(length) - 1 + T].double().log_softmax(-1)
+                    picked = step.gather(-1, cont.view(1, T, 1).expand(len(rows), T, 1))[..., 0]
+                    out[rows] = picked.cpu().numpy()
+                    del logits, step
         return out
 
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:
