@@ -413,6 +413,10 @@ def _explain(args, model, description, X, y, names) -> int:
     targets = np.asarray(e.target).reshape(n_rows)
     units = explained_units(e)
     f_x = explained_outputs(wrapped, rows, targets, units)
+    if (e.params or {}).get("explained") == "expected_path_length":
+        # tree_shap of an IsolationForest explains E[h(x)]; read it back from the model's own
+        # decision_function = -2 ** (-E[h(x)] / c_max_samples) - offset
+        f_x = -e.params["c_max_samples"] * np.log2(-(f_x + e.params["offset"]))
     gap = None if base is None else efficiency_gap(base, values, f_x)
 
     # feature values for the plots: numbers (category codes for categorical columns: e.data), and

@@ -180,8 +180,8 @@ def test_clusterers_refused_and_outlier_detectors_explained_through_their_score(
     np.testing.assert_allclose(model.predict(X[:5]).numpy()[:, 0], iso.decision_function(X[:5]))
     with pytest.raises(ValueError, match="output='probability'"):
         fl.Model(iso, output="probability")
-    with pytest.raises(TypeError, match="IsolationForest"):
-        fl.explainer("tree_shap", iso)
+    # tree_shap explains its expected path length (tests/explainers/test_tree_isolation_forest.py)
+    assert fl.explainer("tree_shap", iso).explain(X[:2]).params["explained"] == "expected_path_length"
 
 
 def test_a_weighted_background_equals_its_rows_repeated_by_weight():

@@ -24,6 +24,7 @@ _SKLEARN_TREES = (
     "GradientBoostingClassifier",
     "HistGradientBoostingRegressor",
     "HistGradientBoostingClassifier",
+    "IsolationForest",
 )
 
 
@@ -64,6 +65,73 @@ def _sklearn_tree_paths(tree, scale, normalize, out_index=None) -> _Paths:
         t.children_left, t.children_right, t.feature, t.threshold, nan_left,
         np.asarray(t.weighted_n_node_samples, dtype=np.float64), value, scale,
     )
+
+
+def _average_path_length(n) -> np.ndarray:
+    """c(n), the average path length of an unsuccessful search in a binary search tree of n
+    keys, which is the expected depth at which an isolation tree grown on n points isolates one
+    (Liu, Ting and Zhou 2008, eq. 1): ``2 H(n - 1) - 2 (n - 1) / n`` with the harmonic number
+    ``H(i) ~ ln(i) + 0.5772156649`` (Euler's constant), ``c(2) = 1`` and ``c(n) = 0`` for n <= 1;
+    the same formula as scikit-learn's ``IsolationForest``, so leaf values match its scores."""
+    n = np.asarray(n, dtype=np.float64)
+    out = np.zeros(n.shape)
+    out[n == 2] = 1.0
+    big = n > 2
+    out[big] = 2.0 * (np.log(n[big] - 1.0) + np.euler_gamma) - 2.0 * (n[big] - 1.0) / n[big]
+    return out
+
+
+def _node_depths(left, right) -> np.ndarray:
+    """Depth of every node of a tree (root 0), by a walk from the root."""
+    depth = np.zeros(len(left), dtype=np.int64)
+    stack = [0]
+    while stack:
+        node = stack.pop()
+        if left[node] >= 0:
+            for child in (int(left[node]), int(right[node])):
+                depth[child] = depth[node] + 1
+                stack.append(child)
+    return depth
+
+
+def _isolation_tree_paths(tree, features, scale) -> _Paths:
+    """One isolation tree of an IsolationForest as paths whose leaves hold its path length.
+
+    A point reaching a leaf at depth ``k`` that held ``m`` of the tree's training samples (the
+    unweighted ``n_node_samples``, as scikit-learn counts them) has path length ``h = k + c(m)``
+    (Liu, Ting and Zhou 2008, section 4: the depth plus the average depth at which the ``m``
+    samples left unseparated would be isolated, :func:`_average_path_length`). ``features`` maps
+    the tree's columns to the forest's (``estimators_features_``: with ``max_features < 1`` each
+    tree sees a subset of the features). The cover of path-dependent TreeSHAP is
+    ``weighted_n_node_samples`` (bootstrap counts and sample weights included), as for every
+    scikit-learn tree.
+    """
+    t = tree.tree_
+    left, right = np.asarray(t.children_left), np.asarray(t.children_right)
+    value = (_node_depths(left, right) + _average_path_length(t.n_node_samples))[:, None]
+    features = np.asarray(features, dtype=np.int64)
+    feature = np.asarray(t.feature, dtype=np.int64)
+    feature = np.where(feature >= 0, features[np.maximum(feature, 0)], feature)
+    nan_left = getattr(t, "missing_go_to_left", np.zeros(t.node_count, dtype=np.uint8))
+    return _extract_paths(left, right, feature, t.threshold, nan_left,
+                          np.asarray(t.weighted_n_node_samples, dtype=np.float64), value, scale)
+
+
+def _isolation_forest(model, name, d) -> _Ensemble:
+    """An IsolationForest as the mean of its trees' path lengths, ``E[h(x)]`` (see
+    :func:`_isolation_tree_paths`); its scores are functions of that mean:
+    ``score_samples = -2 ** (-E[h(x)] / c(max_samples_))`` and ``decision_function =
+    score_samples - offset_`` (recorded in ``ens.isolation`` for the explainer's params)."""
+    trees = model.estimators_
+    paths = [_isolation_tree_paths(t, f, 1.0 / len(trees))
+             for t, f in zip(trees, model.estimators_features_)]
+    nan = _sklearn_allows_nan(model)
+    ens = _Ensemble(paths, np.zeros(1), 1, True, True, nan, d)
+    ens.units = "raw"
+    ens.explained = "expected_path_length"
+    ens.isolation = {"c_max_samples": float(_average_path_length([model._max_samples])[0]),
+                     "offset": float(model.offset_)}
+    return _nan_rule(ens, name, nan)
 
 
 def _hgb_paths(predictor, k_out, n_out) -> _Paths:
@@ -174,6 +242,8 @@ def _build(model) -> _Ensemble:
         ens.nan_reason = (f"scikit-learn's {name} does not accept missing values; "
                           "HistGradientBoosting does")
         return ens
+    if name == "IsolationForest":
+        return _isolation_forest(model, name, d)
     trees = model.estimators_ if hasattr(model, "estimators_") else [model]
     nan = _sklearn_allows_nan(model)
     scale = 1.0 / len(trees)

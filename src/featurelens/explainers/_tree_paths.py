@@ -203,6 +203,13 @@ class _Ensemble:
         # (per-class margins of a multi-class booster, softmax logits, or a margin without a known
         # probability link). The builders set it; unknown models stay "raw".
         self.units = "raw"
+        # What the trees' sum is, where "raw" alone would not say it: None (the model's own raw
+        # output), or "expected_path_length" (an IsolationForest: the mean over its trees of the
+        # depth at which x is isolated, E[h(x)], not its score_samples / decision_function); and,
+        # for an IsolationForest, ``isolation`` = {"c_max_samples", "offset"}: the constants of
+        # score_samples = -2 ** (-E[h(x)] / c_max_samples), decision_function = score_samples - offset.
+        self.explained = None
+        self.isolation = None
         # What NaN is refused with when ``allow_nan`` is False (the library's own rule).
         self.nan_reason = ("only HistGradientBoosting, LightGBM, XGBoost and scikit-learn trees "
                            "and forests that accept missing values route them")

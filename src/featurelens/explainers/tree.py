@@ -36,6 +36,8 @@ References
 - D. Janzing, L. Minorics, P. Bloebaum, "Feature relevance quantification in explainable AI: a
   causal problem", AISTATS 2020.
 - P. Yu, C. Xu, A. Bifet, J. Read, "Linear TreeShap", NeurIPS 2022 (arXiv 2209.08192).
+- F. T. Liu, K. M. Ting, Z.-H. Zhou, "Isolation forest", IEEE ICDM 2008, 413-422 (path lengths
+  and c(n)).
 
 Outputs of :func:`tree_shap_values` (``output="raw"``; ``output="probability"`` for a binary booster
 is :func:`_probability_shap`) and return shapes:
@@ -58,7 +60,21 @@ binary, lightgbm.Booster (one output)       (margin; log-odds)
 XGBRegressor/XGBRanker/XGBRF*,              ``predict(output_margin=     (n, d) / float
 XGBClassifier binary, xgboost.Booster       True)`` (margin; log-odds)
 LGBMClassifier / XGBClassifier, k > 2       the margins, one per class    (n, d, k) / (k,)
+IsolationForest                             E[h(x)], the expected path    (n, d) / float
+                                            length (see below)
 ==========================================  ============================  ====================
+
+IsolationForest (Liu, Ting and Zhou 2008) is explained as shap's TreeExplainer explains it: the
+trees' output is the path length ``h_t(x) = depth of x's leaf + c(m)``, where ``m`` is the number
+of training samples the leaf held (``n_node_samples``) and ``c(m)`` the average path length of an
+unsuccessful binary-search-tree search among m keys (``2 H(m - 1) - 2 (m - 1) / m``, ``c(2) = 1``,
+``c(1) = 0``), the depth at which the unseparated samples would have been isolated; each tree reads
+its own columns (``estimators_features_``). The explained output is their mean ``E[h(x)]`` over the
+trees, in units of tree levels (large: normal, small: isolated quickly, anomalous). It is *not*
+the model's score, which is a monotone increasing, nonlinear function of it:
+``score_samples(x) = -2 ** (-E[h(x)] / c(max_samples_))`` and ``decision_function(x) =
+score_samples(x) - offset_``; no sum over trees equals those, so their TreeSHAP values are not
+exact (explain ``decision_function`` with a black-box explainer, e.g. kernel_shap, for them).
 
 LightGBM and XGBoost models are read from their documented dumps with each library's own
 comparison and missing-value rules (LightGBM: ``x <= t`` in float64, NaN by ``missing_type``
@@ -153,7 +169,8 @@ def tree_shap_values(model, X, background=None, output="raw", *, batch_size=256)
     Parameters
     ----------
     model : a fitted DecisionTree*, ExtraTree*, RandomForest*, ExtraTrees*, GradientBoosting* or
-        HistGradientBoosting* regressor or classifier (categorical features included), a LightGBM LGBMRegressor / LGBMClassifier / LGBMRanker or ``lightgbm.Booster``,
+        HistGradientBoosting* regressor or classifier (categorical features included), an
+        IsolationForest (its expected path length E[h(x)], see the module docstring), a LightGBM LGBMRegressor / LGBMClassifier / LGBMRanker or ``lightgbm.Booster``,
         or an XGBoost XGBRegressor / XGBClassifier / XGBRanker / XGBRF* or ``xgboost.Booster``
         (:func:`supported_tree_models`). Anything else raises a TypeError.
     X : array-like or DataFrame (n, d) or (d,), the rows to explain. NaN where the library's own
@@ -162,7 +179,8 @@ def tree_shap_values(model, X, background=None, output="raw", *, batch_size=256)
         DataFrame columns: see :func:`featurelens.explainers._tree_paths._frame_rows`.
     background : None for path-dependent TreeSHAP (cover-weighted, Lundberg et al. 2020), or an
         array-like (R, d) for interventional TreeSHAP (the mean of the single-reference values).
-    output : "raw" (the model's margin, or class fractions for forest classifiers) or
+    output : "raw" (the model's margin, class fractions for forest classifiers, the expected path
+        length E[h(x)] for an IsolationForest) or
         "probability": the class fractions of tree and forest classifiers (the same as "raw"), or
         for a binary booster with a logistic link (GradientBoosting / HistGradientBoosting /
         LGBM / XGB classifiers, two classes) ``predict_proba[:, 1]``, explained exactly by
@@ -275,7 +293,15 @@ class TreeShap(Explainer):
       (:func:`_probability_shap`; needs ``background``, refused clearly without it);
     - multi-class boosting classifiers: the per-class margins (``decision_function``, softmax
       logits), recorded as ``"margin"``; probabilities and log-odds of a softmax are no sums over
-      trees and are refused.
+      trees and are refused;
+    - IsolationForest: by default (and with ``output="raw"``) the expected path length
+      ``E[h(x)]`` (the mean over trees of the leaf depth plus c(samples in the leaf); what shap's
+      TreeExplainer explains), exact path-dependent or interventional, recorded as ``"raw"``
+      with ``params["explained"] = "expected_path_length"``. It is not the Model's own output
+      (``decision_function``), a monotone increasing function of it: ``score_samples =
+      -2 ** (-E[h(x)] / params["c_max_samples"])`` and ``decision_function = score_samples -
+      params["offset"]`` (``offset_``); higher values in both mean more normal. For attributions
+      of ``decision_function`` itself use a black-box explainer (kernel_shap on the model).
 
     ``params["base_values"]`` holds one base value per row, so ``base_values + values.sum(axis=1)``
     equals that output (additivity).
@@ -411,6 +437,10 @@ class TreeShap(Explainer):
         params["background_rows"] = None if bg is None else int(np.shape(_split_background(bg)[0])[0])
         params["background_weighted"] = self.background_weights is not None
         params["interactions"] = self.interactions
+        if self._ensemble.explained is not None:  # what "raw" is here (an IsolationForest)
+            params["explained"] = self._ensemble.explained
+        if self._ensemble.isolation is not None:
+            params.update(self._ensemble.isolation)
         return params
 
     def explain(self, x, target=None, feature_names=None, *args, **kwargs):
@@ -620,5 +650,9 @@ def explain_pipeline_final_step(pipeline, X, background=None, interactions=False
     # "log_odds" for a binary booster's margin, "margin" for a multi-class booster's margins
     units = "raw" if ens.units == "probability" else ens.units
     params["output"] = units
+    if ens.explained is not None:  # an IsolationForest: "raw" is its expected path length
+        params["explained"] = ens.explained
+    if ens.isolation is not None:
+        params.update(ens.isolation)
     return Explanation(values=values, method="tree_shap", params=params, target=target, extra=extra,
                        feature_names=names, data=z, base_values=base_values, output=units)
