@@ -1,0 +1,264 @@
+"""The Ray backend: :class:`RayExecutor`, a pool of Ray actors (``ray`` is imported only when one
+is created); see :mod:`featurelens.parallel`.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+
+import numpy as np
+
+from .._validation import check_float, check_int
+from ._base import Executor, WorkerDiedError, _cached_shared, _import_optional, _unpicklable, _worker_error
+
+
+# -- worker side (module level: it pickles by reference) -------------------------------------------
+class _RayWorker:
+    """The actor of a :class:`RayExecutor` (one per worker, so one model per process)."""
+
+    def run(self, boxed_ref, item):
+        import ray
+
+        ref = boxed_ref[0]  # boxed, so Ray hands over the reference and the actor caches the value
+        fn, shared = _cached_shared(ref.hex(), lambda: ray.get(ref))
+        return fn(shared, item)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def _ray_death_reason(err: BaseException) -> str:
+    """Why a Ray actor died, in one line, from Ray's long ActorDiedError message."""
+    text = " ".join(str(err).split())
+    if "because" in text:
+        text = text.split("because", 1)[1].strip()
+    text = text.split(" Some common causes")[0].strip()
+    return text[:300] or type(err).__name__
+
+
+
+class RayExecutor(Executor):
+    """Tasks on a pool of Ray actors (Moritz et al. 2018, "Ray: A Distributed Framework for Emerging
+    AI Applications", arXiv:1712.05889): one actor per worker, each a long-lived process that keeps
+    what it built (a :meth:`featurelens.models.Model.from_factory` model is built once per actor).
+
+    ``shared`` goes into Ray's object store once per :meth:`map` call (``ray.put``) and each actor
+    reads it once per call; tasks go to the actors as they become free (two in flight per actor),
+    and results come back in the order of the items.
+
+    Parameters
+    ----------
+    address
+        None: this process's Ray (started here when ``ray.is_initialized()`` is False, a local
+        cluster on this machine, and shut down by :meth:`close`). ``"auto"`` joins the cluster
+        running on this node (``ray start --head`` / a Ray job); ``"ray://host:10001"`` connects a
+        client. When Ray is already initialised here, that connection is used as it is.
+    num_workers
+        Actors to start; None: as many as the cluster's CPUs (GPUs when ``num_gpus > 0``) allow
+        at ``num_cpus`` (``num_gpus``) each, at least one.
+    num_cpus, num_gpus
+        Ray resources reserved per actor (fractions allowed); ``num_gpus=1`` pins one GPU per
+        actor (Ray sets ``CUDA_VISIBLE_DEVICES`` in the actor, so ``"cuda"`` there is its GPU).
+    start_timeout
+        Seconds to wait for the actors to start (they wait for free resources: another executor's
+        actors hold theirs until it is closed); then a RuntimeError says what is free.
+    max_retries
+        How many times one task of a :meth:`map` call is run again after the actor running it
+        died (its process exited or was killed). A dead actor is replaced by a new one (which
+        rebuilds what it held, e.g. a ``Model.from_factory`` model) and the tasks it held are
+        run again; tasks are pure functions of their inputs, so the results are those of an
+        undisturbed run, bit for bit. Past ``max_retries`` a :class:`WorkerDiedError` names the
+        actor, why it died and the task; the executor stays usable (its dead actor replaced).
+    **init_kwargs
+        Passed to ``ray.init`` when this executor starts Ray (e.g. ``runtime_env=``,
+        ``log_to_driver=``). By default the dashboard is off and a local cluster's workers get
+        this process's ``sys.path`` as ``PYTHONPATH`` (so they import the same modules); a real
+        cluster needs featurelens and the caller's modules installed on its nodes (or a
+        ``runtime_env``).
+    """
+
+    remote = True
+
+    def __init__(self, address: str | None = None, num_workers: int | None = None, num_cpus: float = 1,
+                 num_gpus: float = 0, start_timeout: float = 120.0, max_retries: int = 3, **init_kwargs):
+        if address is not None and not isinstance(address, str):
+            raise TypeError(f"address must be None, 'auto' or a Ray address string; got {type(address).__name__}")
+        num_workers = check_int(num_workers, "num_workers", low=1, allow_none=True)
+        start_timeout = check_float(start_timeout, "start_timeout", low=0, low_inclusive=False)
+        self.start_timeout = start_timeout
+        self.max_retries = check_int(max_retries, "max_retries", low=0)
+        self.num_cpus = check_float(num_cpus, "num_cpus", low=0)
+        self.num_gpus = check_float(num_gpus, "num_gpus", low=0)
+        if self.num_cpus == 0 and self.num_gpus == 0 and num_workers is None:
+            raise ValueError("num_cpus and num_gpus are both 0, so num_workers cannot be derived from the "
+                             "cluster's resources; give num_workers")
+        ray = _import_optional("ray", "ray", "RayExecutor")
+        self._ray = ray
+        self._started_ray = False
+        self._actors: list = []
+        if not ray.is_initialized():
+            init_kwargs.setdefault("include_dashboard", False)
+            if address is None and "runtime_env" not in init_kwargs:
+                # A local cluster's workers import what this process imports (as loky's and
+                # multiprocessing's do): functions of the caller's modules pickle by reference.
+                path = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+                init_kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
+            ray.init(address=address, **init_kwargs)
+            self._started_ray = True
+        try:
+            resources = ray.cluster_resources()
+            if num_workers is None:
+                if self.num_gpus > 0:
+                    num_workers = int(resources.get("GPU", 0) // self.num_gpus)
+                else:
+                    num_workers = int(resources.get("CPU", 0) // self.num_cpus)
+                num_workers = max(1, num_workers)
+            self.n_workers = num_workers
+            for kind, each in (("CPU", self.num_cpus), ("GPU", self.num_gpus)):
+                have = resources.get(kind, 0)
+                if each * num_workers > have + 1e-9:
+                    raise ValueError(
+                        f"{num_workers} workers x {each:g} {kind}s each need {each * num_workers:g} {kind}s, "
+                        f"and the Ray cluster has {have:g}; lower num_workers or num_{kind.lower()}s"
+                    )
+            self._actor_cls = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus)(_RayWorker)
+            self._actors = [self._actor_cls.remote() for _ in range(num_workers)]
+            # Wait for the actors here, so start-up fails (or is paid) now, not in the first call.
+            #: The process ids of the actors, in order (a replaced actor's is its successor's).
+            self.pids = self._wait_started(self._actors)
+            #: How many dead actors this executor replaced, over its life.
+            self.restarts = 0
+        except BaseException:
+            self.close()
+            raise
+
+    def _wait_started(self, actors: list) -> list:
+        """The pids of ``actors``, once they run; a RuntimeError saying what the cluster has free
+        when they do not start within ``start_timeout``."""
+        ray = self._ray
+        refs = [a.pid.remote() for a in actors]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.start_timeout)
+        if len(ready) < len(refs):
+            free, resources = ray.available_resources(), ray.cluster_resources()
+            raise RuntimeError(
+                f"{len(refs) - len(ready)} of {len(refs)} Ray actors ({self.num_cpus:g} CPUs, "
+                f"{self.num_gpus:g} GPUs each) did not start within start_timeout={self.start_timeout:g} s; "
+                f"the cluster has {free.get('CPU', 0):g} CPUs and {free.get('GPU', 0):g} GPUs free "
+                f"of {resources.get('CPU', 0):g} and {resources.get('GPU', 0):g}: other executors "
+                "or tasks may hold them (close them), or lower num_workers, or raise start_timeout"
+            )
+        return ray.get(refs)
+
+    def _replace(self, k: int) -> None:
+        """Actor ``k`` died: a new actor takes its place (and its resources, freed by the death)."""
+        ray = self._ray
+        try:
+            ray.kill(self._actors[k], no_restart=True)
+        except Exception:  # already gone
+            pass
+        actor = self._actor_cls.remote()
+        self._actors[k] = actor
+        self.pids[k] = self._wait_started([actor])[0]
+        self.restarts += 1
+
+    def map(self, fn, items, shared=None):
+        self._check_open()
+        ray = self._ray
+        items = list(items)
+        if not items:
+            return []
+        try:
+            ref = ray.put((fn, shared))
+        except Exception as err:
+            raise _unpicklable(err, "Ray actors", (fn, shared)) from err
+        dead = ray.exceptions.RayActorError  # ActorDiedError, ActorUnavailableError
+        out: list = [None] * len(items)
+        retries = [0] * len(items)
+        queue = collections.deque(range(len(items)))
+        pending: dict = {}  # ref -> (item index, actor index, actor)
+        try:
+            while queue or pending:
+                # Two tasks in flight per actor: the next task goes to the least busy live actor.
+                load = [0] * len(self._actors)
+                for _, k, actor in pending.values():
+                    if self._actors[k] is actor:
+                        load[k] += 1
+                while queue and min(load) < 2:
+                    k = int(np.argmin(load))
+                    i = queue.popleft()
+                    pending[self._actors[k].run.remote([ref], items[i])] = (i, k, self._actors[k])
+                    load[k] += 1
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for r in done:
+                    i, k, actor = pending.pop(r)
+                    try:
+                        out[i] = ray.get(r)
+                    except dead as err:
+                        pid = self.pids[k]
+                        # Its tasks in flight die with it (one may have finished, its reply lost).
+                        held = sorted([i] + [j for j, _, a in pending.values() if a is actor])
+                        if self._actors[k] is actor:  # the first of its tasks to report the death
+                            self._replace(k)
+                        if retries[i] >= self.max_retries:
+                            raise WorkerDiedError(
+                                f"Ray actor {k} (pid {pid}) died ({_ray_death_reason(err)}) while running "
+                                f"task{'s' if len(held) > 1 else ''} {', '.join(map(str, held))} of {len(items)}; "
+                                f"{retries[i]} retries used (max_retries={self.max_retries}). "
+                                f"The actor was replaced, so this executor stays usable; a task that kills its "
+                                "worker each time (a crash in native code, running out of memory) fails so again",
+                                "a Ray actor", f"Ray actor {k} (pid {pid})", i, retries[i],
+                            ) from None
+                        retries[i] += 1
+                        queue.appendleft(i)  # run again, on the new actor or another
+        except WorkerDiedError:
+            self._drain(pending)
+            raise
+        except Exception as err:
+            self._drain(pending)
+            cause = getattr(err, "cause", None)
+            raise _worker_error(cause if isinstance(cause, BaseException) else err, "a Ray actor") from err
+        return out
+
+    def _drain(self, pending: dict) -> None:
+        """After a failed task: cancel the tasks still queued and collect the others, so that no
+        result is left behind (Ray prints an 'unhandled error' for each one never read)."""
+        ray = self._ray
+        refs = list(pending)
+        for r in refs:
+            try:
+                ray.cancel(r)
+            except Exception:  # pragma: no cover - best effort
+                pass
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=30) if refs else ([], [])
+        for r in ready:
+            try:
+                ray.get(r)
+            except ray.exceptions.RayActorError:
+                # Its actor died too: replace it (once), so that the next call runs.
+                _, k, actor = pending[r]
+                if self._actors[k] is actor:
+                    self._replace(k)
+            except Exception:
+                pass
+
+    def close(self) -> None:
+        if self._ray is None:
+            return
+        ray, self._ray = self._ray, None
+        for actor in self._actors:
+            try:
+                ray.kill(actor)
+            except Exception:  # pragma: no cover - the cluster may be gone already
+                pass
+        self._actors = []
+        if self._started_ray and ray.is_initialized():
+            ray.shutdown()
+
+    def _is_closed(self) -> bool:
+        return self._ray is None
+
+    def __repr__(self) -> str:
+        return (f"RayExecutor(num_workers={self.n_workers}, num_cpus={self.num_cpus:g}, num_gpus={self.num_gpus:g}, "
+                f"max_retries={self.max_retries})")
