@@ -22,6 +22,7 @@ from .._validation import (
 from ..explainers._base import explainer_class, list_explainers
 from ..models import Model
 from ..report import check_out
+from ._torchscript import gradcam_reason, is_script
 from .scoring import (
     COLUMNS, DEFAULT_METRICS, METRICS, RANKING_RULE, _clean_rows, _has_parameters, _mean, _patch_groups, _rank_rows,
     _reasons, _score,
@@ -136,8 +137,14 @@ def _applicable(names, model: Model, x_shape: tuple):
     """The harness's choice by the declared requirements, with the audit's players (patches of
     at most 64) and its budget for exact methods."""
     n = _players(x_shape, _patch_groups(x_shape))
-    # (A TorchScript model: Requires.hooks gives Grad-CAM's and the rule methods' reason.)
     chosen, skipped = _harness.applicable(names, model, x_shape, n)
+    if is_script(model.module):
+        # Requires.why_not looks for torch.nn.Conv* instances; a TorchScript model's convolutions
+        # are RecursiveScriptModules, and hooks (which Grad-CAM needs) do not run on them anyway.
+        reason = gradcam_reason(model.module)
+        for name in skipped:
+            if reason is not None and explainer_class(name).requires.conv_layer:
+                skipped[name] = reason
     for name in list(chosen):
         limit = explainer_class(name).requires.max_players
         if limit is not None and n > min(limit, _MAX_EXACT_PLAYERS):
