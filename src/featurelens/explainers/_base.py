@@ -38,11 +38,11 @@ def _estimator_reason(estimator, names: tuple) -> str | None:
 
 def _script_modules(module) -> list[str]:
     """Names of the outermost TorchScript modules (scripted or traced) in ``module``, itself as
-    "(the model)"; empty for an eager module or no module."""
+    "the model itself"; empty for an eager module or no module."""
     if module is None:
         return []
     if isinstance(module, torch.jit.ScriptModule):
-        return ["(the model)"]
+        return ["the model itself"]
     found = []
     for name, m in module.named_modules():
         if isinstance(m, torch.jit.ScriptModule) and not any(name.startswith(f + ".") for f in found):
