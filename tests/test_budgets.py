@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import threading
 import time
 
 import numpy as np
@@ -391,6 +392,37 @@ def test_worker_bounds_follow_the_cores_and_legitimate_counts_pass():
         check_executor_flags(flags("processes", 4 * cores + 1))
     with pytest.raises(ExecutorUsage, match="--workers applies to a local Dask cluster"):
         check_executor_flags(flags("dask", 2, "tcp://127.0.0.1:8786"))
+
+
+@pytest.mark.parametrize("build", ["ThreadExecutor", "ProcessExecutor", "make_executor:threads",
+                                   "make_executor:processes", "make_executor:dask"])
+@pytest.mark.parametrize("value", [10**9, 10**12])
+def test_executors_built_in_python_refuse_too_many_local_workers_before_any_starts(build, value):
+    """``ProcessExecutor(10**9)`` from Python is bounded as ``--workers`` is (4 per core)."""
+    from featurelens import parallel
+
+    threads = threading.active_count()
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=rf"={value} needs about 1e\+\d\d workers; the limit is \d+ workers") as info:
+        if build.startswith("make_executor:"):
+            parallel.make_executor(build.split(":")[1], workers=value)
+        else:
+            getattr(parallel, build)(value)
+    assert time.perf_counter() - start < 1.0
+    assert "lower " in str(info.value)
+    assert threading.active_count() == threads  # nothing was started
+    cap = parallel.max_workers("processes")[0]
+    assert parallel.max_workers("threads")[0] >= cap
+
+
+def test_thread_executor_at_the_bound_is_allowed():
+    from featurelens import parallel
+
+    cap = parallel.max_workers("threads")[0]
+    with parallel.ThreadExecutor(cap) as ex:
+        assert ex.map(lambda shared, i: i * 2, range(5)) == [0, 2, 4, 6, 8]
+    with pytest.raises(ValueError, match=rf"n={cap + 1} needs about {cap + 1} workers"):
+        parallel.ThreadExecutor(cap + 1)
 
 
 def test_select_k_is_bounded_by_the_header_before_the_rows_are_read(tmp_path, monkeypatch):

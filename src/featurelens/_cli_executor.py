@@ -18,16 +18,11 @@ The flags themselves are defined in :mod:`featurelens.cli` (no torch import for 
 from __future__ import annotations
 
 import contextlib
-import os
+
+from .parallel._base import MIN_THREADS, WORKERS_PER_CORE, max_workers
 
 __all__ = ["ExecutorUsage", "check_executor_flags", "command_executor", "max_workers", "WORKERS_PER_CORE",
            "MIN_THREADS"]
-
-#: Local workers (processes, a local Dask cluster's processes, threads) per CPU core: more only
-#: oversubscribe the cores (and each process holds its own copy of the model).
-WORKERS_PER_CORE = 4
-#: Threads allowed whatever the cores (threads of a model behind an API mostly wait).
-MIN_THREADS = 32
 
 #: The engine module and extra of each kind that needs one.
 _ENGINES = {"ray": ("ray", "ray", "RayExecutor"), "dask": ("distributed", "dask", "DaskExecutor")}
@@ -43,30 +38,6 @@ class ExecutorUsage(Exception):
 
 def _flags(args):
     return getattr(args, "executor", None), getattr(args, "workers", None), getattr(args, "address", None)
-
-
-def _cores() -> int:
-    """CPU cores this process may run on (its affinity mask where the OS reports one)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
-        return max(1, os.cpu_count() or 1)
-
-
-def max_workers(kind: str, address: str | None = None) -> tuple[int, str] | None:
-    """``(the most --workers, why)`` for an executor ``kind`` started on this machine; None for a
-    cluster joined with ``address`` (its size is the cluster's)."""
-    if address is not None:
-        return None
-    if kind == "ray":  # a local Ray cluster: os.cpu_count() CPUs, one reserved per actor
-        cpus = max(1, os.cpu_count() or 1)
-        return cpus, f"a local Ray cluster has one CPU per core ({cpus}) and each worker reserves one"
-    cores = _cores()
-    cap = WORKERS_PER_CORE * cores
-    why = f"{WORKERS_PER_CORE} per CPU core this process may use, {cores} core{'s' if cores > 1 else ''}"
-    if kind == "threads" and cap < MIN_THREADS:
-        return MIN_THREADS, f"threads: {MIN_THREADS}, or {why}, whichever is more"
-    return cap, why
 
 
 def _check_workers(kind: str, workers, address) -> None:

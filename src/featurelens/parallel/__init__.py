@@ -57,7 +57,7 @@ import os
 from .._validation import check_int
 # _base: the Executor base, the errors and the shared helpers; _local: serial, threads, processes;
 # _ray: RayExecutor; _dask: DaskExecutor (ray and distributed are imported only inside them).
-from ._base import Executor, WorkerDiedError, WorkerError, _import_optional
+from ._base import Executor, WorkerDiedError, WorkerError, _import_optional, check_workers, max_workers
 from ._dask import DaskExecutor
 from ._local import ProcessExecutor, SerialExecutor, ThreadExecutor
 from ._ray import RayExecutor
@@ -65,7 +65,7 @@ from ._ray import RayExecutor
 __all__ = [
     "Executor", "SerialExecutor", "ThreadExecutor", "ProcessExecutor", "RayExecutor", "DaskExecutor", "WorkerError",
     "WorkerDiedError",
-    "make_executor", "EXECUTOR_KINDS",
+    "make_executor", "EXECUTOR_KINDS", "max_workers",
 ]
 
 
@@ -114,6 +114,8 @@ def make_executor(kind: str, workers: int | None = None, address: str | None = N
         return DaskExecutor(address)  # opens a Client to the scheduler and closes it on close()
     import logging
 
+    if workers is not None:  # a local cluster's processes, refused before any starts
+        check_workers(workers, "workers", "dask", hint="lower workers (the processes of a local Dask cluster)")
     # A Client without an address starts its own LocalCluster and closes it with itself.
     client = distributed.Client(n_workers=workers or (os.cpu_count() or 1), threads_per_worker=1, processes=True,
                                 dashboard_address=None, silence_logs=logging.ERROR)

@@ -11,12 +11,59 @@ from __future__ import annotations
 
 import collections
 import importlib
+import os
 import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .._batching import chunks
+
+
+#: Local workers (processes, a local Dask cluster's processes, threads) per CPU core: more only
+#: oversubscribe the cores (and each process holds its own copy of the model).
+WORKERS_PER_CORE = 4
+#: Threads allowed whatever the cores (threads of a model behind an API mostly wait).
+MIN_THREADS = 32
+
+def _cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS reports one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        return max(1, os.cpu_count() or 1)
+
+
+def max_workers(kind: str, address: str | None = None) -> tuple[int, str] | None:
+    """``(the most workers, why)`` for an executor ``kind`` started on this machine; None for a
+    cluster joined with ``address`` (its size is the cluster's).
+
+    On this machine (threads, processes, a local Dask cluster) at most :data:`WORKERS_PER_CORE` per
+    CPU core this process may use (threads: at least :data:`MIN_THREADS`, since threads mostly wait
+    on a model behind an API); a local Ray cluster has one CPU per core and each actor reserves one,
+    so at most ``os.cpu_count()``. The executors' constructors and the commands' ``--workers`` both
+    refuse more (:func:`check_workers`)."""
+    if address is not None:
+        return None
+    if kind == "ray":  # a local Ray cluster: os.cpu_count() CPUs, one reserved per actor
+        cpus = max(1, os.cpu_count() or 1)
+        return cpus, f"a local Ray cluster has one CPU per core ({cpus}) and each worker reserves one"
+    cores = _cores()
+    cap = WORKERS_PER_CORE * cores
+    why = f"{WORKERS_PER_CORE} per CPU core this process may use, {cores} core{'s' if cores > 1 else ''}"
+    if kind == "threads" and cap < MIN_THREADS:
+        return MIN_THREADS, f"threads: {MIN_THREADS}, or {why}, whichever is more"
+    return cap, why
+
+
+def check_workers(n: int, name: str, kind: str, hint: str) -> int:
+    """Refuse ``n`` workers of a ``kind`` started on this machine above :func:`max_workers`,
+    before any worker starts (the error names ``name``, the bound and why, and ``hint``)."""
+    from .._validation import check_budget
+
+    cap, why = max_workers(kind)
+    check_budget(n, name, unit="workers", limit=cap, source=why, scope="", hint=hint)
+    return n
 
 
 class WorkerError(RuntimeError):

@@ -10,7 +10,7 @@ import os
 import uuid
 
 from .._validation import check_int
-from ._base import Executor, WorkerError, _cached_shared, _unpicklable, _worker_error
+from ._base import Executor, WorkerError, _cached_shared, _unpicklable, _worker_error, check_workers
 
 
 class SerialExecutor(Executor):
@@ -30,10 +30,12 @@ class SerialExecutor(Executor):
 class ThreadExecutor(Executor):
     """Tasks on ``n`` threads of this process: for models behind an API (the time is spent
     waiting) and models that release the GIL (torch, numpy, most compiled code). Nothing is
-    pickled. ``n``: the number of threads (16 suits a model behind an API)."""
+    pickled. ``n``: the number of threads (16 suits a model behind an API; at most
+    :func:`featurelens.parallel.max_workers` ``("threads")``)."""
 
     def __init__(self, n: int = 4):
-        self.n_workers = check_int(n, "n", low=1)
+        self.n_workers = check_workers(check_int(n, "n", low=1), "n", "threads",
+                                       hint="lower n (the threads of this ThreadExecutor)")
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.n_workers,
                                                            thread_name_prefix="featurelens")
 
@@ -92,7 +94,8 @@ class ProcessExecutor(Executor):
     Parameters
     ----------
     n
-        The number of worker processes (>= 1); None: ``os.cpu_count()``.
+        The number of worker processes (>= 1, at most :func:`featurelens.parallel.max_workers`
+        ``("processes")``, 4 per core); None: ``os.cpu_count()``.
     threads_per_worker
         Threads each worker's numerical libraries (torch, BLAS, OpenMP) may use; None:
         ``max(1, os.cpu_count() // n)``, so ``n`` workers do not oversubscribe the cores.
@@ -104,6 +107,8 @@ class ProcessExecutor(Executor):
 
     def __init__(self, n: int | None = None, threads_per_worker: int | None = None, idle_timeout: int = 300):
         n = check_int(n, "n", low=1, allow_none=True)
+        if n is not None:  # refused before any process starts
+            check_workers(n, "n", "processes", hint="lower n (the worker processes of this ProcessExecutor)")
         self.n_workers = n if n is not None else (os.cpu_count() or 1)
         threads = check_int(threads_per_worker, "threads_per_worker", low=1, allow_none=True)
         self.threads_per_worker = threads if threads is not None else max(1, (os.cpu_count() or 1) // self.n_workers)
