@@ -64,7 +64,9 @@ TOP = 10
 #: How the report names each output unit.
 _UNITS = {"raw": "raw (the model's own outputs)", "probability": "probability",
           "log_odds": "log_odds (log(p / (1 - p)))",
-          "margin": "margin (the classifier's per-class scores, its decision_function)"}
+          "margin": "margin (the classifier's per-class scores, its decision_function)",
+          "expected_path_length": "expected path length E[h(x)] (the mean depth of x over the trees; "
+                                  "decision_function = -2^(-E[h(x)] / c) - offset)"}
 
 
 #: The largest gap between ``base + sum(values)`` and ``f(x)``, relative to ``max(1, |f(x)|)``,
@@ -417,6 +419,7 @@ def _explain(args, model, description, X, y, names) -> int:
         # tree_shap of an IsolationForest explains E[h(x)]; read it back from the model's own
         # decision_function = -2 ** (-E[h(x)] / c_max_samples) - offset
         f_x = -e.params["c_max_samples"] * np.log2(-(f_x + e.params["offset"]))
+        units = "expected_path_length"  # what the values add up to, not the model's raw score
     gap = None if base is None else efficiency_gap(base, values, f_x)
 
     # feature values for the plots: numbers (category codes for categorical columns: e.data), and

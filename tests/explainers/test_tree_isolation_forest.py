@@ -194,6 +194,9 @@ def test_explain_command_reads_f_x_as_the_expected_path_length(tmp_path, capsys)
                  "--method", "tree_shap", "--rows", "4", "--out", str(out),
                  "--trust-type", "sklearn.tree._tree.Tree"]) == 0, capsys.readouterr().err
     assert "efficiency: holds" in capsys.readouterr().out
+    page = (out / "index.html").read_text()
+    assert "expected path length E[h(x)]" in page
+    assert "raw (the model&#x27;s own outputs)" not in page and "raw (the model's own outputs)" not in page
     values = pd.read_csv(out / "values.csv")
     total = values["base_value"].to_numpy() + values[["a", "b", "c"]].to_numpy().sum(axis=1)
     np.testing.assert_allclose(total, _mean_path_length(iso, X[:4]), rtol=0, atol=1e-9)
