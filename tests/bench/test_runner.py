@@ -44,9 +44,9 @@ def test_rows_cover_every_model_and_method(tiny):
 def test_gradcam_is_not_applicable_without_a_convolution(tiny):
     for model in ("llr", "mlp"):
         row = tiny.row("linear", "white", model, "gradcam")
-        assert row["status"] == "n/a" and row["n"] == 0
+        assert row["status"] == "not applicable" and row["n"] == 0
         assert math.isnan(row["precision_mean"])
-        assert "convolutional" in row["note"]
+        assert "convolutional" in row["reason"]
     assert all(r["status"] == "ok" for r in tiny.rows if r["method"] != "gradcam")
 
 
@@ -86,12 +86,12 @@ def test_text_table_lists_methods_and_marks_the_best(tiny):
     assert "LIN" in text and "precision" in text and "EMD" in text
     best_line = [line for line in text.splitlines() if line.startswith("agop_global") or line.startswith("saliency")]
     assert any("*" in line for line in best_line)
-    assert "n/a" in text  # gradcam
+    assert "not appl." in text and "gradcam: not applicable: needs a convolutional layer" in text
 
 
 def test_example_figures_are_pngs(tiny):
-    assert list(tiny.figures) == ["examples_linear.png"]
-    assert tiny.figures["examples_linear.png"][:8] == b"\x89PNG\r\n\x1a\n"
+    assert list(tiny.figures) == ["example_maps.png"]
+    assert tiny.figures["example_maps.png"][:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_run_is_deterministic():
@@ -147,7 +147,7 @@ def test_report_folder(tiny, tmp_path):
     path = write_benchmark_report(tiny, tmp_path / "report")
     folder = tmp_path / "report"
     assert path == os.path.join(folder, "index.html")
-    for name in ("index.html", "results.csv", "results.json", "examples_linear.png"):
+    for name in ("index.html", "results.csv", "results.json", "example_maps.png"):
         assert (folder / name).is_file(), name
 
     page = (folder / "index.html").read_text(encoding="utf-8")
@@ -155,13 +155,17 @@ def test_report_folder(tiny, tmp_path):
     parsed.feed(page)
     parsed.close()
     assert parsed.tags.count("table") >= 4  # summary, two per-model tables, trained models
-    assert len(parsed.images) == len(tiny.figures) == 1
-    src = parsed.images[0]["src"]
-    assert src.startswith("data:image/png;base64,")
-    assert base64.b64decode(src.split(",", 1)[1]) == tiny.figures["examples_linear.png"]
+    # The example grid: input, ground truth and the maps of the example model (the LLR here: no
+    # CNN was trained), each panel an embedded PNG; gradcam has no map and is listed instead.
+    shown = [m for m in TINY["methods"] if m in tiny.examples[0]["maps"]]
+    assert shown == ["saliency", "agop_global", "random"]
+    assert len(parsed.images) == 2 + len(shown)
+    for image in parsed.images:
+        assert image["src"].startswith("data:image/png;base64,")
+        assert base64.b64decode(image["src"].split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
     text = " ".join(parsed.text)
     assert "How to read this" in text and "random map is the floor" in text
-    assert "agop_global" in text and "n/a" in text
+    assert "agop_global" in text and "gradcam: not applicable: needs a convolutional layer" in text
     assert 'class="best"' in page
 
     with open(folder / "results.csv", newline="", encoding="utf-8") as f:
@@ -176,8 +180,9 @@ def test_report_folder(tiny, tmp_path):
     assert data["settings"]["n_explain"] == TINY["n_explain"]
     assert data["versions"]["featurelens"] and data["versions"]["torch"]
     assert data["timings"]["total_seconds"] > 0
-    assert data["figures"] == ["examples_linear.png"]
-    assert data["rows"][1]["precision_mean"] is None  # gradcam n/a: NaN becomes null
+    assert data["figures"] == ["example_maps.png"]
+    assert data["rows"][1]["precision_mean"] is None  # gradcam not applicable: NaN becomes null
+    assert data["rows"][1]["status"] == "not applicable" and "convolutional" in data["rows"][1]["reason"]
 
 
 def test_html_report_escapes_text(tmp_path):

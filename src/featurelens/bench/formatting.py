@@ -7,7 +7,7 @@ import io
 
 import numpy as np
 
-__all__ = ["example_figure", "format_summary", "format_models", "SCENARIO_LABELS"]
+__all__ = ["example_figure", "example_rows", "panel_png", "format_summary", "format_models", "SCENARIO_LABELS"]
 
 #: Short scenario labels of the XAI-TRIS paper, used where space is tight.
 SCENARIO_LABELS = {
@@ -21,38 +21,108 @@ SCENARIO_LABELS = {
 # figures
 
 
-def example_figure(scenario: str, examples: list, methods: list[str], dpi: int = 90) -> bytes:
-    """PNG bytes of one scenario's example maps: a row per background (one correctly classified
-    test sample), columns input, ground truth and each method's map for the row's model."""
+def _norm(image, signed_cmap: str = "RdBu_r"):
+    """``(image, cmap, vmin, vmax)`` as :func:`featurelens.plots.maps.show_map` draws a map: a
+    symmetric scale for signed maps, [0, max] with magma for non-negative ones."""
+    m = np.asarray(image, dtype=float)
+    top = float(np.abs(m).max()) or 1.0
+    lo = -top if (m < 0).any() else 0.0
+    return m, (signed_cmap if lo < 0 else "magma"), lo, top
+
+
+def _rgb(image, kind: str) -> np.ndarray:
+    """An (h, w, 3) float RGB image of one panel: ``kind`` "input"/"mask" (grey, own range) or
+    "map" (the map colours of :func:`_norm`)."""
+    import matplotlib
+
+    if kind == "map":
+        m, cmap, lo, hi = _norm(image)
+    else:
+        m = np.asarray(image, dtype=float)
+        cmap, lo, hi = "gray", float(m.min()), float(m.max())
+    scaled = (m - lo) / ((hi - lo) or 1.0)
+    return matplotlib.colormaps[cmap](np.clip(scaled, 0.0, 1.0))[..., :3]
+
+
+def panel_png(image, kind: str = "map", width: int = 120) -> bytes:
+    """PNG bytes of one example panel, upscaled by whole pixels (nearest) to at least ``width``
+    pixels, so that the browser shows the map's pixels sharp at that size."""
+    from PIL import Image
+
+    rgb = _rgb(image, kind)
+    factor = max(1, -(-int(width) // rgb.shape[1]))
+    big = np.repeat(np.repeat(rgb, factor, axis=0), factor, axis=1)
+    buf = io.BytesIO()
+    Image.fromarray((big * 255).round().astype(np.uint8)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def example_rows(examples: list, methods: list[str]) -> tuple[list, dict]:
+    """The rows of the example grid: ``(shown, omitted)``, the methods with a map on at least one
+    data set (in ``methods`` order) and ``{method: "status: reason"}`` for those with none (the
+    distinct reasons over the data sets)."""
+    shown, omitted = [], {}
+    for m in methods:
+        if any(m in ex["maps"] for ex in examples):
+            shown.append(m)
+            continue
+        why = [f"{st}: {reason}" for st, reason in (ex["status"].get(m, ("not run", "")) for ex in examples)]
+        omitted[m] = "; ".join(dict.fromkeys(why))
+    return shown, omitted
+
+
+def example_figure(examples: list, methods: list[str], dpi: int = 100, panel: int = 48) -> bytes:
+    """PNG bytes of the example maps of every data set as one grid: a column per data set
+    (scenario / background: one correctly classified test sample, explained on the data set's CNN),
+    rows input, ground truth and each method with a map somewhere (a failed or not-applicable
+    cell is grey and says so; methods with no map at all are left out: the report lists why)."""
     from matplotlib.figure import Figure
 
-    from ..plots.maps import show_map
-
-    ncols = 2 + len(methods)
-    nrows = max(1, len(examples))
-    fig = Figure(figsize=(1.55 * ncols, 1.75 * nrows + 0.35))
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    for r, (background, ex) in enumerate(examples):
-        panels = [("input", ex["x"], "gray"), ("ground truth", ex["mask"], "gray")]
-        panels += [(m, ex["maps"].get(m), "RdBu_r") for m in methods]
-        for c, (title, image, cmap) in enumerate(panels):
-            ax = axes[r, c]
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if image is None:
-                ax.text(0.5, 0.5, "n/a", ha="center", va="center", fontsize=9, transform=ax.transAxes)
-                ax.set_title(title, fontsize=7)
-                continue
-            if c < 2:
-                ax.imshow(np.asarray(image, dtype=float), cmap=cmap, interpolation="nearest")
-                ax.set_title(title, fontsize=7)
+    shown, _ = example_rows(examples, methods)
+    labels = ["input", "ground truth"] + shown
+    gap, size = 4, None
+    for ex in examples:
+        if ex["x"] is not None:
+            size = np.asarray(ex["x"]).shape[-1]
+            break
+    size = size or 8
+    factor = max(1, -(-panel // size))
+    p = size * factor
+    nrows, ncols = len(labels), max(1, len(examples))
+    canvas = np.ones((nrows * (p + gap) - gap, ncols * (p + gap) - gap, 3))
+    texts = []
+    for c, ex in enumerate(examples):
+        for r, label in enumerate(labels):
+            y0, x0 = r * (p + gap), c * (p + gap)
+            if label == "input":
+                image, kind = ex["x"], "input"
+            elif label == "ground truth":
+                image, kind = ex["mask"], "input"
             else:
-                show_map(ax, np.asarray(image, dtype=float), cmap=cmap, title=title)
-                ax.title.set_fontsize(7)
-        label = "" if ex["label"] is None else f", class {ex['label']}"
-        axes[r, 0].set_ylabel(f"{background}\n{ex['model']}{label}", fontsize=7)
-    fig.suptitle(f"XAI-TRIS {scenario}: example maps", fontsize=9)
-    fig.tight_layout()
+                image, kind = ex["maps"].get(label), "map"
+            if image is None:
+                canvas[y0:y0 + p, x0:x0 + p] = 0.93
+                st = ex["status"].get(label, ("failed", ""))[0] if label in ex["status"] else "no sample"
+                texts.append((x0 + p / 2, y0 + p / 2, "n/a" if st == "not applicable" else st))
+                continue
+            rgb = _rgb(image, kind)
+            canvas[y0:y0 + p, x0:x0 + p] = np.repeat(np.repeat(rgb, factor, axis=0), factor, axis=1)
+    left, top = 150, 46  # pixels for the row and column labels
+    h, w = canvas.shape[:2]
+    fig = Figure(figsize=((w + left + 10) / dpi, (h + top + 10) / dpi), dpi=dpi)
+    ax = fig.add_axes([left / (w + left + 10), 10 / (h + top + 10), w / (w + left + 10), h / (h + top + 10)])
+    ax.imshow(canvas, interpolation="nearest")
+    ax.set_xticks([c * (p + gap) + p / 2 for c in range(ncols)])
+    ax.set_xticklabels([f"{SCENARIO_LABELS.get(ex['scenario'], ex['scenario'])}\n{ex['background']}"
+                        for ex in examples], fontsize=8)
+    ax.xaxis.tick_top()
+    ax.set_yticks([r * (p + gap) + p / 2 for r in range(nrows)])
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    for x, y, text in texts:
+        ax.text(x, y, text, ha="center", va="center", fontsize=7, color="#555")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()
@@ -62,9 +132,13 @@ def example_figure(scenario: str, examples: list, methods: list[str], dpi: int =
 # plain-text tables
 
 
-def _cell(mean, std, pm: str) -> str:
+#: How the text tables show a cell without scores, by status (the reason follows the tables).
+_SHORT = {"not applicable": "not appl.", "failed": "failed"}
+
+
+def _cell(mean, std, pm: str, status: str = "ok") -> str:
     if mean is None or not np.isfinite(mean):
-        return "n/a"
+        return _SHORT.get(status, "no scores")
     return f"{mean:.2f}{pm}{std:.2f}"
 
 
@@ -95,10 +169,23 @@ def format_summary(result, plus_minus: str = "±") -> str:
             cells = []
             for s in scenarios:
                 r = result.summary_row(m, s)
-                text = _cell(r[f"{metric}_mean"], r[f"{metric}_std"], plus_minus)
+                text = _cell(r[f"{metric}_mean"], r[f"{metric}_std"], plus_minus, r.get("status", "ok"))
                 mark = "*" if best[s] is not None and r[f"{metric}_mean"] == best[s] else " "
                 cells.append((text + mark).rjust(col))
             lines.append(m.ljust(width) + "".join(cells))
+        lines.append("")
+    reasons = {}
+    for m in methods:
+        for s in scenarios:
+            r = result.summary_row(m, s)
+            if r.get("status", "ok") != "ok":
+                reasons.setdefault(m, {}).setdefault(f"{r['status']}: {r.get('reason', '')}", []).append(s)
+    if reasons:
+        lines.append("cells without scores:")
+        for m, why in reasons.items():
+            for text, where in why.items():
+                at = "" if len(where) == len(scenarios) else f" ({', '.join(SCENARIO_LABELS.get(s, s) for s in where)})"
+                lines.append(f"  {m}{at}: {text}")
         lines.append("")
     legend = ", ".join(f"{SCENARIO_LABELS.get(s, s)} = {s}" for s in scenarios)
     lines.append(

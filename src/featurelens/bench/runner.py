@@ -15,12 +15,20 @@ On 64x64 images the EMD score is computed on 2x2 blocks (``emd_score(..., pool=2
 0.016 from the exact score; recorded as ``settings["emd_pool"]``), since the exact transport
 problem of a dense 64x64 map takes seconds.
 
-A method that cannot apply to a model (GradCAM without a convolution) gets a row with status
-``"n/a"`` and no scores. Everything is a deterministic function of ``seed``.
+Every (scenario, background, model, method) gets a row whose ``status`` says what happened and
+whose ``reason`` says why when there are no scores: ``"ok"``, ``"not applicable"`` (decided before
+running, from the explainer's declared :attr:`~featurelens.explainers.Explainer.requires`, or, for
+deconvolution and guided backpropagation, because the model has no ``torch.nn.ReLU`` and the result
+would be the plain gradient) or ``"failed"`` (the exception). Methods that average over reference
+rows (DeepLiftSHAP, GradientSHAP: a ``background=`` argument) get
+:data:`BACKGROUND_ROWS` rows drawn from the data set's training split. Warnings raised by a method
+are recorded in the row's ``note`` instead of being printed. Everything is a deterministic function
+of ``seed``.
 
 Deviations from XAI-TRIS, to fit the default run into a few minutes on two CPU cores: training
-stops after 50 epochs without a better validation loss (XAI-TRIS: patience 400; both cap at 500
-epochs) and Adam runs at lr 5e-3 instead of 5e-4, so that the models converge within that budget;
+stops after 50 epochs without a better validation loss and at most 250 epochs (XAI-TRIS: patience
+400 and 500 epochs), and Adam runs at lr 5e-3 instead of 5e-4, so that the models converge within
+that budget (:data:`~featurelens.bench.settings.DEFAULT_SETTINGS`);
 one run per data set instead of five; the models output logits (XAI-TRIS puts a softmax inside
 ``forward``; see :mod:`featurelens.bench.models`). The data sets are independent, so they run in
 parallel worker processes (``n_jobs``, one per core by default); the results do not depend on it.
@@ -102,19 +110,24 @@ class BenchmarkResult:
     Attributes
     ----------
     rows
-        One dict per (scenario, background, model, method): ``status`` ("ok" or "n/a"), ``n``
-        (samples explained), ``precision_mean``/``_std``, ``iou_mean``/``_std``,
+        One dict per (scenario, background, model, method): ``status`` ("ok", "not applicable" or
+        "failed"), ``reason`` (why there are no scores; empty for "ok"), ``n`` (samples explained), ``precision_mean``/``_std``, ``iou_mean``/``_std``,
         ``emd_mean``/``_std`` (NaN-free means; ``emd_undefined`` counts all-zero maps, whose EMD
-        is undefined), ``seconds`` (explanation time) and ``note``.
+        is undefined), ``seconds`` (explanation time) and ``note`` (warnings the method raised).
     summary
-        One dict per (method, scenario): the same statistics pooled over backgrounds and models.
+        One dict per (method, scenario): the same statistics pooled over backgrounds and models,
+        with a pooled ``status`` and ``reason`` (:func:`pooled_status`; ``note`` lists the rows left
+        out of an "ok" pool and why).
     models
         One dict per trained model: accuracies, epochs, best validation loss, training seconds,
         parameter count, and ``n_explained`` (size of the intersection used).
     settings, timings
         The arguments actually used, and wall-clock seconds (total and per data set).
     figures
-        PNG images by file name (one example-map figure per scenario).
+        PNG images by file name: ``example_maps.png``, the example maps of every data set.
+    examples
+        One dict per data set: the example sample (``x``, ``mask``, ``label``), the ``model`` whose
+        maps are shown, ``maps`` (method -> 2-D map) and ``status`` (method -> (status, reason)).
     report_path
         ``index.html`` when the run was asked to write a report (``out=``), else None.
     """
@@ -125,6 +138,7 @@ class BenchmarkResult:
     settings: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
     figures: dict = field(default_factory=dict)
+    examples: list = field(default_factory=list)
     versions: dict = field(default_factory=dict)
     report_path: str | None = None
 
@@ -196,10 +210,89 @@ def _setting(value, name: str, default, minimum: int = 1):
     return default if value is None else check_int(value, name, low=minimum)
 
 
-def _method_kwargs(name: str, seed: int, train_X: np.ndarray) -> dict:
-    """Constructor arguments of a method in the benchmark (those it declares in ``accepts``): the
-    training inputs for explainers that summarise data (the AGOP diagonal), and the run's seed."""
-    return _harness.explainer_kwargs(name, seed=seed, data=train_X)
+#: Row statuses: scores, an explainer that does not apply to the model (decided before running),
+#: and one that raised (the exception is the reason).
+OK, NOT_APPLICABLE, FAILED = "ok", "not applicable", "failed"
+STATUSES = (OK, NOT_APPLICABLE, FAILED)
+
+#: Reference rows handed to explainers that take ``background=`` (DeepLiftSHAP, GradientSHAP):
+#: drawn without replacement from the data set's training split. DeepLiftSHAP's cost grows with
+#: rows x background (one hooked pass per pair), and 16 references already average the DeepLift
+#: maps well on 8x8 images (Lundberg & Lee 2017, arXiv 1705.07874, use a background sample too).
+BACKGROUND_ROWS = 16
+
+
+def _background_rows(train_X: np.ndarray, seed: int) -> np.ndarray:
+    """:data:`BACKGROUND_ROWS` training rows, a deterministic function of ``seed``."""
+    n = min(BACKGROUND_ROWS, len(train_X))
+    pick = np.sort(np.random.default_rng([int(seed), 1]).choice(len(train_X), size=n, replace=False))
+    return np.ascontiguousarray(train_X[pick])
+
+
+def _takes_background(name: str) -> bool:
+    from ..explainers._base import _constructor_parameters
+
+    return "background" in _constructor_parameters(explainer_class(name))
+
+
+def _method_kwargs(name: str, seed: int, train_X: np.ndarray, background: np.ndarray | None = None) -> dict:
+    """Constructor arguments of a method in the benchmark: those it declares in ``accepts`` (the
+    training inputs for explainers that summarise data, the AGOP diagonal; the run's seed), and
+    ``background=`` reference rows for the explainers whose constructor takes them (DeepLiftSHAP
+    cannot run without; GradientSHAP would otherwise use one all-zero baseline)."""
+    kwargs = _harness.explainer_kwargs(name, seed=seed, data=train_X)
+    if _takes_background(name):
+        kwargs["background"] = _background_rows(train_X, seed) if background is None else background
+    return kwargs
+
+
+def _bench_why_not(name: str, module) -> str | None:
+    """Why ``name`` does not apply to ``module`` beyond its declared requirements (None if it does):
+    deconvolution and guided backpropagation change the backward rule of ``torch.nn.ReLU``
+    modules, and without one their map is the plain gradient (saliency's), not their own."""
+    from ..explainers.backprop import _ReLUBackprop
+
+    cls = explainer_class(name)
+    if issubclass(cls, _ReLUBackprop) and not any(isinstance(m, torch.nn.ReLU) for m in module.modules()):
+        return ("the model has no ReLU (torch.nn.ReLU module), whose backward rule this method changes; "
+                "its map would be the plain gradient (see saliency)")
+    return None
+
+
+def _run_quietly(method: str, model, x, y, kwargs: dict):
+    """``_harness.run_method`` with the method's warnings recorded instead of printed: returns the
+    run and the distinct warning messages."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = _harness.run_method(method, model, x, y, kwargs)
+    messages = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
+    return run, messages
+
+
+def pooled_status(rows: list) -> tuple[str, str, str]:
+    """``(status, reason, note)`` of a group of rows (one method on one scenario, pooled over
+    backgrounds and models): "ok" when any row has scores (``note`` then lists the rows left out
+    and why), else "failed" when any row failed, else "not applicable"; ``reason`` gathers the
+    distinct reasons of the rows with that status."""
+    if not rows:
+        return NOT_APPLICABLE, "nothing was run (no data set of this scenario)", ""
+
+    ok = [r for r in rows if r["status"] == OK]
+    if ok:
+        left_out: dict = {}  # (status, reason) -> where
+        for r in rows:
+            if r["status"] != OK:
+                left_out.setdefault((r["status"], r["reason"]), []).append(f"{r['model']}/{r['background']}")
+        note = "; ".join(f"{st} for {', '.join(w)}: {reason}" for (st, reason), w in left_out.items())
+        return OK, "", note
+    status = FAILED if any(r["status"] == FAILED for r in rows) else NOT_APPLICABLE
+    reasons = list(dict.fromkeys(r["reason"] for r in rows if r["status"] == status))
+    heads = {r.rpartition("; ")[0] for r in reasons}
+    if len(reasons) > 1 and len(heads) == 1 and "" not in heads:  # "...; the model is a MLP" per model
+        return status, f"{heads.pop()}; " + " / ".join(r.rpartition("; ")[2] for r in reasons), ""
+    return status, "; ".join(reasons), ""
 
 
 def _score_row(base: dict, scores: dict) -> dict:
@@ -398,29 +491,30 @@ def run_benchmark(
                 bar.update(1)
     bar.close()
 
-    examples: dict = {}
     dataset_timings = []
     for task, output in zip(tasks, outputs):
         result.models.extend(output["models"])
         result.rows.extend(output["rows"])
         dataset_timings.append(output["timings"])
-        examples.setdefault(task["scenario"], []).append((task["background"], output["example"]))
+        result.examples.append(output["example"])
         for method, scores in output["scores"].items():
             bucket = pooled.setdefault((method, task["scenario"]), {m: [] for m in METRICS})
             for metric in METRICS:
                 bucket[metric].append(scores[metric])
     t0 = time.perf_counter()
-    for scenario, rows in examples.items():
-        result.figures[f"examples_{scenario}.png"] = example_figure(scenario, rows, methods)
+    result.figures["example_maps.png"] = example_figure(result.examples, methods)
     figure_seconds = time.perf_counter() - t0
 
     for method in methods:
         for scenario in scenarios:
+            if not any(p[0] == scenario for p in plan):
+                continue
             bucket = pooled.get((method, scenario))
-            base = {"method": method, "scenario": scenario}
+            group = [r for r in result.rows if r["method"] == method and r["scenario"] == scenario]
+            st, reason, note = pooled_status(group)
+            base = {"method": method, "scenario": scenario, "status": st, "reason": reason, "note": note}
             if bucket is None:
-                if any(p[0] == scenario for p in plan):
-                    result.summary.append(_empty_row({**base, "n": 0}))
+                result.summary.append(_empty_row({**base, "n": 0}))
                 continue
             scores = {m: np.concatenate(v) for m, v in bucket.items()}
             result.summary.append(_score_row({**base, "n": int(scores["precision"].size)}, scores))
@@ -507,31 +601,41 @@ def _run_dataset(task: dict, bar=None) -> dict:
         x, y, masks = test.X[idx], test.y[idx], test.ground_truth[idx]
 
         fig_model = "cnn" if "cnn" in trained else names[0]
-        example = {"model": fig_model, "x": None, "mask": None, "label": None, "maps": {}}
+        example = {"scenario": scenario, "background": background, "model": fig_model, "x": None, "mask": None,
+                   "label": None, "maps": {}, "status": {}}
         if idx.size:
             example.update(x=np.array(x[0, 0]), mask=np.array(masks[0]), label=int(y[0]))
         t_explain = t_score = 0.0
+        background_rows = _background_rows(train.X, seed)
         for name, model in trained.items():
             # What applies is each explainer's declared requirements, read by the shared harness.
             _, not_applicable = _harness.applicable(methods, Model(model), tuple(x.shape[1:]))
             for method in methods:
                 status(f"{name} {method}")
                 base = {"scenario": scenario, "background": background, "model": name, "method": method}
-                reason = not_applicable.get(method)
+                reason = not_applicable.get(method) or _bench_why_not(method, model)
+                kind = NOT_APPLICABLE
                 if reason is None and idx.size == 0:
-                    reason = "no test sample is classified correctly by every model"
+                    reason, kind = "no test sample is classified correctly by every model of the data set", FAILED
                 if reason is not None:
-                    row = {**base, "status": "n/a", "n": 0, "seconds": 0.0, "note": reason}
+                    row = {**base, "status": kind, "reason": reason, "n": 0, "seconds": 0.0, "note": ""}
                     out["rows"].append(_empty_row(row))
+                    if name == fig_model:
+                        example["status"][method] = (kind, reason)
                     continue
-                run = _harness.run_method(method, model, x, y, _method_kwargs(method, seed, train.X))
+                kwargs = _method_kwargs(method, seed, train.X, background_rows)
+                run, warned = _run_quietly(method, model, x, y, kwargs)
                 values, seconds = run.values, run.seconds
                 t_explain += seconds
+                note = "; ".join(warned)
                 if run.status != "ok" or values.shape != x.shape:
-                    reason = run.error or f"maps of shape {values.shape[1:]} are not in input space {x.shape[1:]}"
-                    row = {**base, "status": "failed" if run.error else "n/a", "n": 0, "seconds": seconds,
-                           "note": reason}
+                    reason = run.error or (f"its maps have shape {values.shape[1:]}, not the input's "
+                                           f"{x.shape[1:]}, so they cannot be scored against the pattern")
+                    kind = FAILED if run.error else NOT_APPLICABLE
+                    row = {**base, "status": kind, "reason": reason, "n": 0, "seconds": seconds, "note": note}
                     out["rows"].append(_empty_row(row))
+                    if name == fig_model:
+                        example["status"][method] = (kind, reason)
                     continue
                 t0 = time.perf_counter()
                 scores = _harness.score({
@@ -539,13 +643,14 @@ def _run_dataset(task: dict, bar=None) -> dict:
                     for metric, (fn, _) in METRICS.items()
                 })
                 t_score += time.perf_counter() - t0
-                row = {**base, "status": "ok", "n": int(idx.size), "seconds": seconds, "note": ""}
+                row = {**base, "status": OK, "reason": "", "n": int(idx.size), "seconds": seconds, "note": note}
                 out["rows"].append(_score_row(row, scores))
                 bucket = out["scores"].setdefault(method, {m: [] for m in METRICS})
                 for metric in METRICS:
                     bucket[metric].append(scores[metric])
                 if name == fig_model:
                     example["maps"][method] = values[0].sum(axis=0)
+                    example["status"][method] = (OK, "")
         t["explain_seconds"] = t_explain
         t["score_seconds"] = t_score
         t["cpu_seconds"] = time.process_time() - cpu0
