@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _serialization as _ser
 from ._serialization import SavedFileError, to_jsonable
-from ._validation import check_float, check_int, check_option
+from ._validation import check_bool, check_float, check_int, check_option
 
 _FORMAT = "featurelens.explanation/1"
 #: The units an explanation's output may be in (``Explanation.output``); "margin": a multi-class
@@ -381,6 +381,107 @@ class Explanation:
             data=None if data is None else np.array(data),
             feature_names=None if names is None else list(names),
         )
+
+    def to_frame(self, data: bool = False, *, target=None, flatten: bool = False):
+        """The values as a pandas DataFrame: one row per sample, one column per feature (needs the
+        optional package ``pandas``).
+
+        Layout: the index is ``0..n-1`` named ``"sample"``; the columns are the feature names
+        (``feature_names``, else the positions ``0..d-1``), then ``"base_value"`` when the
+        explanation has base values. With ``groups=`` the columns are the groups (``group_values``).
+
+        ``data=True`` adds the explained rows beside the values under a two-level column index
+        ``(kind, feature)``: ``df["value"]`` is the values table, ``df["data"]`` the inputs with
+        the same columns, ``df["base_value"]`` the base values (a Series). It needs ``data`` (set
+        when ``explain`` was given the rows; groups have no per-group data).
+
+        ``target``: for an explanation of several outputs per sample (values ``(n, k, d)``), the
+        output whose values to take: one of the explained output indices (``e.target``), which
+        every sample must have explained. Without it such an explanation is refused, as it does not
+        fit one table. ``flatten=True``: inputs of more than one axis (images ``(c, h, w)``) get one
+        column per element, in ``np.ravel`` order, named by ``feature_names`` when they name every
+        element, else by the flat position; without it they are refused.
+        """
+        pd = _optional("pandas", "Explanation.to_frame()")
+        check_bool(data, "data")
+        check_bool(flatten, "flatten")
+        e = self._as_batch()
+        n = len(e.values)
+        several = (e.base_values is not None and e.base_values.ndim == 2) or (
+            e.target is not None and e.target.ndim == 2)
+        values = e.group_values if e.groups is not None else e.values
+        base = e.base_values
+        if several:
+            if target is None:
+                held = ("" if e.target is None or e.target.ndim != 2
+                        else f" (outputs {sorted(set(np.unique(e.target).tolist()))})")
+                raise ValueError(f"to_frame: this explanation holds {values.shape[1]} outputs per sample{held}, "
+                                 f"values of shape {values.shape}, which do not fit one table; pass target= one of "
+                                 "the explained outputs, e.g. e.to_frame(target=...)")
+            values, base = e._pick_target(values, base, target)
+        elif target is not None:
+            explained = None if e.target is None else np.unique(e.target).tolist()
+            if explained is None or explained != [target]:
+                raise ValueError(f"to_frame: target={target!r} was given, but this explanation holds one output per "
+                                 f"sample (explained targets: {explained}); leave target=None")
+        shape = values.shape[1:]
+        if e.groups is not None:
+            if data:
+                raise ValueError("to_frame(data=True): an explanation with groups has one value per group and no "
+                                 "data per group; call to_frame() for the group values, or index e.data yourself")
+            names = [g for g in e.groups]
+        elif len(shape) == 1:
+            names = list(e.feature_names) if e.feature_names is not None else list(range(shape[0]))
+        else:
+            if not flatten:
+                raise ValueError(f"to_frame: one input has shape {shape} (values of shape {values.shape}), which "
+                                 "does not flatten to one column per feature on its own; pass flatten=True for one "
+                                 "column per element (np.ravel order), or reduce the values first")
+            size = int(np.prod(shape))
+            names = (list(e.feature_names) if e.feature_names is not None and len(e.feature_names) == size
+                     else list(range(size)))
+        table = np.asarray(values).reshape(n, -1)
+        index = pd.RangeIndex(n, name="sample")
+        if not data:
+            if base is not None and "base_value" in names:
+                raise ValueError("to_frame: a feature is named 'base_value', the column the base values take; "
+                                 "call to_frame(data=True), whose columns are (kind, feature) pairs")
+            frame = pd.DataFrame(table, index=index, columns=names)
+            if base is not None:
+                frame["base_value"] = base
+            return frame
+        if e.data is None:
+            raise ValueError("to_frame(data=True) needs the explained rows, and this explanation has data=None "
+                             "(explain them again with the rows, or call to_frame() for the values alone)")
+        rows = np.asarray(e.data).reshape(n, -1)
+        if rows.shape[1] != table.shape[1]:
+            raise ValueError(f"to_frame(data=True): the values have {table.shape[1]} elements per sample and the data "
+                             f"{rows.shape[1]} (inputs of shape {e.data.shape[1:]}; a layer's attributions are not "
+                             "shaped like the inputs), so they share no columns; call to_frame() for the values")
+        parts = {"value": pd.DataFrame(table, index=index, columns=names),
+                 "data": pd.DataFrame(rows, index=index, columns=names)}
+        frame = pd.concat(parts, axis=1, names=["kind", "feature"])
+        if base is not None:
+            frame[("base_value", "")] = base
+        return frame
+
+    def _pick_target(self, values, base, target):
+        """The values (n, d...) and base values (n,) of output ``target`` of an explanation of
+        several outputs per sample (values (n, k, ...))."""
+        if self.target is None or self.target.ndim != 2:
+            k = values.shape[1]
+            pos = check_int(target, "target", low=0, high=k - 1)
+            cols = np.full(len(values), pos)
+        else:
+            hits = self.target == target
+            missing = np.flatnonzero(~hits.any(1))
+            if missing.size:
+                raise ValueError(f"to_frame: target={target!r} is not among the outputs explained for sample(s) "
+                                 f"{missing[:5].tolist()}; explained outputs: "
+                                 f"{sorted(set(np.unique(self.target).tolist()))}")
+            cols = hits.argmax(1)
+        rows = np.arange(len(values))
+        return values[rows, cols], None if base is None else base[rows, cols]
 
     @classmethod
     def from_shap(cls, explanation, method: str = "shap", output: str = "raw") -> "Explanation":
