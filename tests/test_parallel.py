@@ -309,7 +309,46 @@ def test_ray_actors_waiting_for_resources_time_out(executor):
     with pytest.raises(RuntimeError, match=r"1 of 1 Ray actors .* did not start within start_timeout=1 s; "
                        r"the cluster has 0 CPUs .* free of 2"):
         RayExecutor(num_workers=1, start_timeout=1)
+    with pytest.MonkeyPatch.context() as mp:  # the environment variable reaches the wait too
+        mp.setenv("FEATURELENS_RAY_START_TIMEOUT", "1")
+        with pytest.raises(RuntimeError, match=r"start_timeout=1 s \(from FEATURELENS_RAY_START_TIMEOUT\)"):
+            RayExecutor(num_workers=1)
     assert executor.map(H.square, [2], shared=1) == [4]
+
+
+def test_ray_start_timeout_message_says_how_to_wait_longer():
+    """The message builder alone (no Ray started): what is free, and the two ways to wait longer."""
+    from featurelens.parallel._ray import _start_timeout_message
+
+    msg = _start_timeout_message(2, 2, 1, 0, 120, "default", {"CPU": 2.0}, {"CPU": 2.0, "GPU": 0.0})
+    assert msg.startswith("2 of 2 Ray actors (1 CPUs, 0 GPUs each) did not start within start_timeout=120 s "
+                          "(the default); the cluster has 2 CPUs and 0 GPUs free of 2 and 0.")
+    assert "busy or loaded machine" in msg
+    assert "RayExecutor(start_timeout=600)" in msg and "FEATURELENS_RAY_START_TIMEOUT=600" in msg
+    assert "--executor ray" in msg and "close them" in msg and "lower num_workers" in msg
+    env = _start_timeout_message(1, 3, 0.5, 1, 400, "env", {}, {})
+    assert "start_timeout=400 s (from FEATURELENS_RAY_START_TIMEOUT)" in env
+    assert "start_timeout=800)" in env  # twice the timeout when that exceeds 600 s
+    assert "start_timeout=5 s;" in _start_timeout_message(1, 1, 1, 0, 5, "argument", {}, {})
+
+
+def test_ray_start_timeout_argument_environment_and_default(monkeypatch):
+    from featurelens.parallel._ray import DEFAULT_START_TIMEOUT, _resolve_start_timeout
+
+    assert _resolve_start_timeout(None, {}) == (DEFAULT_START_TIMEOUT, "default") == (120.0, "default")
+    assert _resolve_start_timeout(None, {"FEATURELENS_RAY_START_TIMEOUT": " 450 "}) == (450.0, "env")
+    assert _resolve_start_timeout(30, {"FEATURELENS_RAY_START_TIMEOUT": "450"}) == (30.0, "argument")
+    for bad in ("soon", "0", "-5", "nan", "inf"):
+        with pytest.raises(ValueError, match=f"FEATURELENS_RAY_START_TIMEOUT must be a number of seconds > 0 "
+                                             f".*got '{bad}'"):
+            _resolve_start_timeout(None, {"FEATURELENS_RAY_START_TIMEOUT": bad})
+    with pytest.raises(ValueError, match="start_timeout must be"):
+        _resolve_start_timeout(0, {})
+    # refused before Ray is imported or started
+    monkeypatch.setenv("FEATURELENS_RAY_START_TIMEOUT", "soon")
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ValueError, match="FEATURELENS_RAY_START_TIMEOUT"):
+        RayExecutor(num_workers=1)
 
 
 def test_the_test_clusters_listen_on_loopback_only(ray_session, dask_client):

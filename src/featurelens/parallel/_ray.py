@@ -38,6 +38,48 @@ def _ray_death_reason(err: BaseException) -> str:
     return text[:300] or type(err).__name__
 
 
+#: The environment variable that sets :class:`RayExecutor`'s ``start_timeout`` when it is not given.
+START_TIMEOUT_ENV = "FEATURELENS_RAY_START_TIMEOUT"
+#: ``start_timeout`` when neither the argument nor :data:`START_TIMEOUT_ENV` gives one (seconds).
+DEFAULT_START_TIMEOUT = 120.0
+
+
+def _resolve_start_timeout(start_timeout, environ=None) -> tuple[float, str]:
+    """``(seconds, source)``: ``start_timeout`` when given, else :data:`START_TIMEOUT_ENV` when set,
+    else :data:`DEFAULT_START_TIMEOUT`; ``source`` says which, for the timeout message."""
+    if start_timeout is not None:
+        return check_float(start_timeout, "start_timeout", low=0, low_inclusive=False), "argument"
+    text = (os.environ if environ is None else environ).get(START_TIMEOUT_ENV)
+    if text is None or not text.strip():
+        return DEFAULT_START_TIMEOUT, "default"
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{START_TIMEOUT_ENV} must be a number of seconds > 0 (RayExecutor's start_timeout); "
+                         f"got {text!r}")
+    return value, "env"
+
+
+def _start_timeout_message(missing: int, total: int, num_cpus: float, num_gpus: float, timeout: float,
+                           source: str, free: dict, resources: dict) -> str:
+    """Why ``missing`` of ``total`` actors did not start, and what to do: free resources (close
+    other executors, fewer workers), or, on a busy machine where starting a worker process just
+    takes longer, a longer ``start_timeout`` (the argument or :data:`START_TIMEOUT_ENV`)."""
+    given = {"argument": "", "env": f" (from {START_TIMEOUT_ENV})", "default": " (the default)"}[source]
+    longer = max(2 * timeout, 600.0)
+    return (
+        f"{missing} of {total} Ray actors ({num_cpus:g} CPUs, {num_gpus:g} GPUs each) did not start within "
+        f"start_timeout={timeout:g} s{given}; the cluster has {free.get('CPU', 0):g} CPUs and "
+        f"{free.get('GPU', 0):g} GPUs free of {resources.get('CPU', 0):g} and {resources.get('GPU', 0):g}. "
+        "If nothing is free, other executors or tasks may hold them (close them), or lower num_workers. "
+        "If resources are free, the actors' processes are still starting, as on a busy or loaded machine "
+        f"(each one imports torch): give them longer with RayExecutor(start_timeout={longer:g}) or, for "
+        f"make_executor and the command line's --executor ray, the environment variable "
+        f"{START_TIMEOUT_ENV}={longer:g}"
+    )
+
 
 class RayExecutor(Executor):
     """Tasks on a pool of Ray actors (Moritz et al. 2018, "Ray: A Distributed Framework for Emerging
@@ -63,7 +105,11 @@ class RayExecutor(Executor):
         actor (Ray sets ``CUDA_VISIBLE_DEVICES`` in the actor, so ``"cuda"`` there is its GPU).
     start_timeout
         Seconds to wait for the actors to start (they wait for free resources: another executor's
-        actors hold theirs until it is closed); then a RuntimeError says what is free.
+        actors hold theirs until it is closed; on a busy machine each actor's process, which imports
+        torch, may also take long to start); then a RuntimeError says what is free and how to wait
+        longer. None (the default): the environment variable ``FEATURELENS_RAY_START_TIMEOUT``
+        (seconds, > 0) when it is set, else 120 s. The variable also reaches the executors that
+        :func:`featurelens.parallel.make_executor` and the command line's ``--executor ray`` create.
     max_retries
         How many times one task of a :meth:`map` call is run again after the actor running it
         died (its process exited or was killed). A dead actor is replaced by a new one (which
@@ -82,12 +128,11 @@ class RayExecutor(Executor):
     remote = True
 
     def __init__(self, address: str | None = None, num_workers: int | None = None, num_cpus: float = 1,
-                 num_gpus: float = 0, start_timeout: float = 120.0, max_retries: int = 3, **init_kwargs):
+                 num_gpus: float = 0, start_timeout: float | None = None, max_retries: int = 3, **init_kwargs):
         if address is not None and not isinstance(address, str):
             raise TypeError(f"address must be None, 'auto' or a Ray address string; got {type(address).__name__}")
         num_workers = check_int(num_workers, "num_workers", low=1, allow_none=True)
-        start_timeout = check_float(start_timeout, "start_timeout", low=0, low_inclusive=False)
-        self.start_timeout = start_timeout
+        self.start_timeout, self._start_timeout_source = _resolve_start_timeout(start_timeout)
         self.max_retries = check_int(max_retries, "max_retries", low=0)
         self.num_cpus = check_float(num_cpus, "num_cpus", low=0)
         self.num_gpus = check_float(num_gpus, "num_gpus", low=0)
@@ -142,13 +187,9 @@ class RayExecutor(Executor):
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.start_timeout)
         if len(ready) < len(refs):
             free, resources = ray.available_resources(), ray.cluster_resources()
-            raise RuntimeError(
-                f"{len(refs) - len(ready)} of {len(refs)} Ray actors ({self.num_cpus:g} CPUs, "
-                f"{self.num_gpus:g} GPUs each) did not start within start_timeout={self.start_timeout:g} s; "
-                f"the cluster has {free.get('CPU', 0):g} CPUs and {free.get('GPU', 0):g} GPUs free "
-                f"of {resources.get('CPU', 0):g} and {resources.get('GPU', 0):g}: other executors "
-                "or tasks may hold them (close them), or lower num_workers, or raise start_timeout"
-            )
+            raise RuntimeError(_start_timeout_message(
+                len(refs) - len(ready), len(refs), self.num_cpus, self.num_gpus, self.start_timeout,
+                self._start_timeout_source, free, resources))
         return ray.get(refs)
 
     def _replace(self, k: int) -> None:
