@@ -97,12 +97,55 @@ def test_captum_max_pool_after_relu_misses_summation_to_delta_and_ours_does_not(
     net = cnn_relu_pool()
     x, base = rng_data((6, 1, 8, 8), 0), rng_data((6, 1, 8, 8), 1, 0.5)
     ref, captum_gap = captum_dl(net, x, base, 1)
+    with torch.no_grad():
+        change = (net(torch.as_tensor(x)) - net(torch.as_tensor(base)))[:, 1].numpy()
     assert np.abs(captum_gap).max() > 0.02
+    assert (np.abs(captum_gap) > np.abs(change)).any()  # the docstring: Captum's delta exceeds the change
     ours = fl.explainer("deeplift", net, baseline=base).explain(x, target=1)
     assert ours.params["max_abs_gap"] < 1e-10
+    np.testing.assert_allclose(ours.values.reshape(6, -1).sum(1), change, atol=1e-10)
+    assert np.abs(ours.values - ref).max() > 0.01  # the default is not Captum's value here
     grad_rule = fl.explainer("deeplift", net, baseline=base, maxpool="gradient").explain(x, target=1)
     np.testing.assert_allclose(grad_rule.values, ref, atol=1e-5, rtol=0)
     np.testing.assert_allclose(grad_rule.params["completeness_gap"], captum_gap, atol=1e-5)
+
+
+def test_deeplift_shap_on_conv_relu_maxpool_exact_by_default_and_captum_with_gradient_pooling():
+    """DeepLiftShap inherits both facts: on Conv -> ReLU -> MaxPool the default sums to
+    f(x) - mean f(b), Captum's DeepLiftShap does not, and maxpool="gradient" is Captum's value."""
+    captum = pytest.importorskip("captum.attr")
+    net = cnn_relu_pool()
+    x, bg = rng_data((4, 1, 8, 8), 2), rng_data((5, 1, 8, 8), 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref, delta = captum.DeepLiftShap(net).attribute(torch.as_tensor(x), torch.as_tensor(bg), target=0,
+                                                        return_convergence_delta=True)
+    ref, delta = ref.detach().numpy(), delta.detach().numpy()  # delta: one per (row, background row)
+    assert np.abs(delta).max() > 0.02
+    ours = fl.explainer("deeplift_shap", net, background=bg).explain(x, target=0)
+    with torch.no_grad():
+        change = net(torch.as_tensor(x))[:, 0].numpy() - net(torch.as_tensor(bg))[:, 0].numpy().mean()
+    np.testing.assert_allclose(ours.values.reshape(4, -1).sum(1), change, atol=1e-10)
+    assert ours.params["max_abs_gap"] < 1e-10
+    assert np.abs(ours.values - ref).max() > 0.01
+    grad_rule = fl.explainer("deeplift_shap", net, background=bg, maxpool="gradient").explain(x, target=0)
+    np.testing.assert_allclose(grad_rule.values, ref, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("first, second", [(nn.ReLU, nn.Tanh), (nn.Tanh, nn.ReLU)])
+def test_two_activations_in_a_row_differ_from_captum_and_ours_are_exact(first, second):
+    """The docstring's other case: two modules with rules in a row (no Linear between them); Captum
+    loses one rule (its gap is far from 0), ours sum to f(x) - f(x'), and maxpool= changes nothing."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(5, 8), first(), second(), nn.Linear(8, 3)).double().eval()
+    x, base = rng_data((6, 5), 0), rng_data((6, 5), 1, 0.5)
+    ref, captum_gap = captum_dl(net, x, base, 1)
+    assert np.abs(captum_gap).max() > 0.02
+    ours = fl.explainer("deeplift", net, baseline=base).explain(x, target=1)
+    assert ours.params["max_abs_gap"] < 1e-10
+    assert np.abs(ours.values - ref).max() > 0.01
+    grad_rule = fl.explainer("deeplift", net, baseline=base, maxpool="gradient").explain(x, target=1)
+    np.testing.assert_array_equal(grad_rule.values, ours.values)
 
 
 class _Functional(nn.Module):

@@ -1,7 +1,13 @@
 """DeepLift (the Rescale rule) and DeepLiftSHAP, by autograd hooks on the model's nonlinear modules,
 of the inputs (``deeplift``, ``deeplift_shap``) or of a named layer's output (``layer_deeplift``,
-``layer_deeplift_shap``: ``layer="name"``, values of the layer's output shape, as Captum's
-``LayerDeepLift`` / ``LayerDeepLiftShap`` with ``attribute_to_layer_input=False``).
+``layer_deeplift_shap``: ``layer="name"``, values of the layer's output shape, the quantity of
+Captum's ``LayerDeepLift`` / ``LayerDeepLiftShap`` with ``attribute_to_layer_input=False``).
+
+Against Captum 0.9 (see :class:`DeepLift`): equal (to 1e-5 in the tests) on networks where no
+module with a rule takes its input straight from another module with a rule (a Linear or Conv
+between any two activations or max pools); on the usual Conv -> ReLU -> MaxPool Captum loses a
+rule and misses summation-to-delta, featurelens does not, and ``maxpool="gradient"`` reproduces
+Captum's values there.
 
 Shrikumar, Greenside, Kundaje, "Learning Important Features Through Propagating Activation
 Differences", ICML 2017, arXiv 1704.02685; gradient form: Ancona, Ceolini, Oeztireli, Gross, ICLR
@@ -188,9 +194,11 @@ class _Hooks:
         return _SoftmaxRule.apply(a, y.detach(), mult, small.expand_as(y), dim)
 
     def _maxpool(self, module, a, y, a0, y0):
-        """Captum's max-pool rule: each window's output difference goes to the arg-max of the
-        larger of (x's window, the reference's window), divided by that input's difference (the
-        plain max-pool gradient where ``|Delta in| < eps``); overlapping windows add up."""
+        """The max-pool rule Captum 0.9 writes (and applies where the pool's input comes from a
+        module without a rule, e.g. a Conv): each window's output difference goes to the arg-max
+        of the larger of (x's window, the reference's window), divided by that input's
+        difference (the plain max-pool gradient where ``|Delta in| < eps``); overlapping windows
+        add up. Here it is applied after a ReLU too, where Captum's is lost (see DeepLift)."""
         pool = MAXPOOL_TYPES[type(module)]
         args = (module.kernel_size, module.stride, module.padding, module.dilation, module.ceil_mode, True)
         ad = a.detach()
@@ -321,12 +329,27 @@ class DeepLift(_DeepLiftBase):
     Shrikumar, Greenside, Kundaje, "Learning Important Features Through Propagating Activation
     Differences", ICML 2017, arXiv 1704.02685 (Rescale rule, sec. 3.5.2).
 
-    Rules by module type, as Captum 0.9's ``DeepLift``: Rescale on ReLU, ELU, LeakyReLU, Sigmoid,
-    Tanh, Softplus; MaxPool1/2/3d: each window's output difference goes to the arg-max of the
-    larger of the two windows (x's, the reference's) and is divided by that input's difference;
-    Softmax: Rescale, then each sample's mean multiplier subtracted (Captum subtracts the mean over
-    the whole doubled batch, which couples the samples); Linear, Conv, BatchNorm (eval), Dropout
-    (eval), average pooling, Flatten: their gradient. Any other leaf module (GELU, SiLU, LayerNorm,
+    Rules by module type (the rules Captum 0.9's ``DeepLift`` writes): Rescale on ReLU, ELU,
+    LeakyReLU, Sigmoid, Tanh, Softplus; MaxPool1/2/3d: each window's output difference goes to the
+    arg-max of the larger of the two windows (x's, the reference's) and is divided by that input's
+    difference; Softmax: Rescale, then each sample's mean multiplier subtracted (Captum subtracts
+    the mean over the whole doubled batch, which couples the samples); Linear, Conv, BatchNorm
+    (eval), Dropout (eval), average pooling, Flatten: their gradient.
+
+    Where the values equal Captum 0.9's ``DeepLift`` (to 1e-5 in the tests, same baseline and
+    target): networks in which no module with a rule takes its input straight from another module
+    with a rule, e.g. Linear -> ReLU -> Linear -> Tanh -> Linear, or Conv -> MaxPool -> Conv ->
+    ReLU -> AvgPool -> Linear. Where they differ, and why: Captum's hooks on a module record the
+    gradient at its output before the next module's hook rewrites it, so in a chain of two modules
+    with rules Captum loses one rule. On the usual Conv -> ReLU -> MaxPool its ReLU multiplies the
+    plain max-pool gradient (all of a window to x's arg-max): Captum's values miss
+    summation-to-delta (on the tests' small CNN its convergence delta exceeds the output change
+    ``f(x) - f(x')`` itself for some samples), while these apply both rules and sum to
+    ``f(x) - f(x')`` to rounding; the two differ by the max-pool rule's share. To reproduce
+    Captum's values on such a network, pass ``maxpool="gradient"`` (max pooling left unhooked, its
+    gradient used): equal to Captum to 1e-5 in the tests, with Captum's gap. On other chains (two
+    activations in a row such as ReLU -> Tanh, or MaxPool -> ReLU) the values differ from Captum's
+    and no option reproduces them; these are the exact ones (gap ~1e-16). Any other leaf module (GELU, SiLU, LayerNorm,
     adaptive max pooling...) passes its plain gradient, with one warning at construction naming
     those layers; functional calls inside ``forward`` (``F.relu``) cannot be seen by module hooks,
     and pass the gradient too. Each explanation records the summation-to-delta gap
@@ -372,7 +395,10 @@ class DeepLiftShap(_DeepLiftBase):
 
     Lundberg & Lee, "A Unified Approach to Interpreting Model Predictions", NeurIPS 2017, arXiv
     1705.07874 (Deep SHAP); rules as :class:`DeepLift` (Shrikumar et al. 2017, arXiv 1704.02685).
-    Equals Captum's ``DeepLiftShap`` for equal weights.
+    With equal weights it equals Captum 0.9's ``DeepLiftShap`` (to 1e-5 in the tests) where
+    :class:`DeepLift` equals Captum's ``DeepLift`` (no module with a rule fed straight by another);
+    on Conv -> ReLU -> MaxPool Captum's values miss summation-to-delta and these do not, and
+    ``maxpool="gradient"`` reproduces Captum's, exactly as for :class:`DeepLift`.
 
     ``background``: rows shaped like the batch (numpy, tensor), at least one, or a weighted summary
     (:func:`featurelens.games.summarize_background` or a ``(rows, weights)`` pair). The ``n x B``
@@ -451,8 +477,12 @@ class LayerDeepLift(_LayerVariant, DeepLift):
     ``max_relative_gap`` and ``base_values = f_t(x')``), as for :class:`DeepLift`.
 
     Shrikumar, Greenside, Kundaje, "Learning Important Features Through Propagating Activation
-    Differences", ICML 2017, arXiv 1704.02685; equals Captum 0.9's ``LayerDeepLift`` with
-    ``attribute_to_layer_input=False`` (Kokhlikyan et al., 2020, arXiv 2009.07896).
+    Differences", ICML 2017, arXiv 1704.02685. Equals Captum 0.9's ``LayerDeepLift`` with
+    ``attribute_to_layer_input=False`` (Kokhlikyan et al., 2020, arXiv 2009.07896; to 1e-5 in the
+    tests) where :class:`DeepLift` equals Captum's ``DeepLift`` (no module with a rule fed
+    straight by another between the layer and the output); after Conv -> ReLU -> MaxPool Captum's
+    layer values miss summation-to-delta and these do not, and ``maxpool="gradient"`` reproduces
+    Captum's at layers other than a ReLU that feeds a max pool.
 
     ``layer``: a submodule name (or a unique dotted suffix of one, or the submodule), applied once
     per forward pass and returning one tensor; ``baseline`` (input space) as for :class:`DeepLift`
@@ -476,8 +506,9 @@ class LayerDeepLiftShap(_LayerVariant, DeepLiftShap):
     reference output, as for :class:`DeepLiftShap`.
 
     Lundberg & Lee, "A Unified Approach to Interpreting Model Predictions", NeurIPS 2017, arXiv
-    1705.07874; Shrikumar et al. 2017, arXiv 1704.02685. Equals Captum 0.9's ``LayerDeepLiftShap``
-    (``attribute_to_layer_input=False``) for equal weights.
+    1705.07874; Shrikumar et al. 2017, arXiv 1704.02685. With equal weights it equals Captum 0.9's
+    ``LayerDeepLiftShap`` (``attribute_to_layer_input=False``; to 1e-5 in the tests) on the
+    networks where :class:`LayerDeepLift` equals Captum's ``LayerDeepLift``.
 
     ``background`` and the chunking of the ``n x B`` pairs as :class:`DeepLiftShap`; ``layer`` as
     :class:`LayerDeepLift`.
