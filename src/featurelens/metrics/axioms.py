@@ -89,7 +89,9 @@ def non_sensitivity(
       the maximum over the whole batch; equal on maps whose maximum ``|a|`` is the same for every
       sample) with ``baseline="min"`` (its "black").
 
-    0 is best. ``baseline`` as :func:`completeness`. Returns the counts as float64 (n,).
+    0 is best. ``baseline`` as :func:`completeness`. ``atol`` is in the units of ``output``
+    (raw by default); Quantus's ``NonSensitivity`` applies a softmax by default (``softmax=True``),
+    so pass ``output="probability"`` for its units. Returns the counts as float64 (n,).
     """
     eps = check_float(eps, "eps", low=0.0)
     atol = check_float(atol, "atol", low=0.0)

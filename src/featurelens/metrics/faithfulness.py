@@ -14,6 +14,15 @@ numpy arrays with one entry per sample.
 (or, for images, like the spatial map) that assigns elements to regions; regions are then removed
 whole and ranked by their summed attribution. Without groups every element is a region, except
 that an image batch explained by a spatial map is perturbed pixel by pixel (all channels at once).
+
+Units against Quantus 0.6: these metrics score the model's raw outputs by default (logits for a
+classifier module), while Quantus's ``PixelFlipping``, ``Selectivity``, ``RegionPerturbation``,
+``IROF``, ``SensitivityN``, ``Monotonicity``, ``MonotonicityCorrelation`` and ``NonSensitivity``
+apply a softmax first (their ``softmax=True`` default; ``FaithfulnessCorrelation`` and
+``Infidelity`` do not). Curves in the two units differ by as much as the logits do from
+probabilities; pass ``output="probability"`` to score what Quantus scores by default (or call
+Quantus with ``softmax=False`` to score the raw outputs). ROAD and Sufficiency use only the
+arg-max, which a softmax leaves as it is; IROF here defaults to ``"probability"``.
 """
 
 from __future__ import annotations
@@ -89,7 +98,9 @@ def deletion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=N
 
     Returns:
         ``(curves, auc)``: float64 arrays (n, steps + 1) and (n,). ``steps = G`` with ``"min"``
-        reproduces Quantus's ``PixelFlipping`` curve (its entries 1..G).
+        reproduces Quantus's ``PixelFlipping`` curve (its entries 1..G) in the units chosen on both
+        sides: ``output="probability"`` for Quantus's default ``softmax=True``, the default
+        ``output=None`` (raw) for ``softmax=False``.
     """
     return _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert=False, output=output,
                   executor=executor)

@@ -11,6 +11,11 @@ Model adapter in chunks bounded by its ``batch_size`` (:func:`featurelens.metric
 Regions are ranked by their summed attribution (IROF: mean), ties to the smaller region index.
 
 Each metric returns ``(curves, score)``: float64 arrays (n, steps) and (n,), one score per sample.
+
+Units: ``output=None`` scores the raw outputs (logits), except IROF (``"probability"``). Quantus
+0.6's ``Selectivity``, ``RegionPerturbation`` and ``IROF`` apply a softmax by default
+(``softmax=True``): pass ``output="probability"`` for Quantus's default units (ROAD uses only the
+arg-max, which a softmax does not move).
 """
 
 from __future__ import annotations
@@ -292,7 +297,8 @@ def selectivity(
     (curves[i, k-1] + curves[i, k]) / 2`` (trapezoid, unit steps); a faithful map makes the
     output fall fast (low is faithful). On a linear model with a zero baseline and ``a = w * x``
     the curve is the pointwise lowest over all patch orderings. Quantus's ``Selectivity`` returns
-    ``curves``; its ``get_auc_score`` is ``score`` (np.trapz).
+    ``curves`` (its default ``softmax=True`` is ``output="probability"`` here; the raw default is
+    its ``softmax=False``); its ``get_auc_score`` is ``score`` (np.trapz).
 
     Args:
         patch_size: side of the square patches for images (Quantus's centred padding grid).
@@ -335,7 +341,8 @@ def region_perturbation(
     ``curves[i, k-1] = f_t(x_i) - f_t(x_i^(k))``, k = 1..L with ``L = min(steps, G)``, and
     ``AOPC_i = 1/(L+1) sum_{k=0}^{L} (f_t(x_i) - f_t(x_i^(k)))`` (the k = 0 term is 0); with
     MoRF, high is faithful. Quantus's ``RegionPerturbation`` (``regions_evaluation = steps``)
-    returns ``curves``; its ``get_auc_score`` is a trapezoid of them, not the AOPC.
+    returns ``curves`` (its default ``softmax=True`` is ``output="probability"`` here; the raw
+    default is its ``softmax=False``); its ``get_auc_score`` is a trapezoid of them, not the AOPC.
 
     Args:
         patch_size, baseline, groups: as in :func:`selectivity`.

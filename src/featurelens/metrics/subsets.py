@@ -12,6 +12,11 @@ subset size).
 
 Where Quantus 0.6 computes something else, the docstring says so; ``tests/metrics/test_subsets.py``
 shows it on Quantus itself.
+
+Units: ``output=None`` scores the raw outputs (logits). Quantus 0.6's ``SensitivityN``,
+``Monotonicity`` and ``MonotonicityCorrelation`` apply a softmax by default (``softmax=True``):
+pass ``output="probability"`` to score in Quantus's default units (the parity tests call Quantus
+with ``softmax=False`` against the raw default). Sufficiency uses only the arg-max.
 """
 
 from __future__ import annotations
