@@ -415,6 +415,22 @@ def test_executors_built_in_python_refuse_too_many_local_workers_before_any_star
     assert parallel.max_workers("threads")[0] >= cap
 
 
+@pytest.mark.parametrize("num_cpus", [0, 1])
+def test_ray_executor_refuses_too_many_local_actors_before_ray_starts(num_cpus):
+    """A local Ray cluster's actors are processes here: ``RayExecutor(num_workers=10**9)`` is refused
+    before ``ray.init`` (with ``num_cpus=0`` the cluster's CPU count would not stop them)."""
+    ray = pytest.importorskip("ray")
+    from featurelens import parallel
+
+    if ray.is_initialized():  # pragma: no cover - another test left a cluster up
+        pytest.skip("a Ray cluster is already running in this process")
+    cap = parallel.max_workers("processes")[0]
+    with pytest.raises(ValueError, match=rf"num_workers={cap + 1} needs about {cap + 1} workers; "
+                                         rf"the limit is {cap} workers .*each Ray actor of a local cluster"):
+        parallel.RayExecutor(num_workers=cap + 1, num_cpus=num_cpus)
+    assert not ray.is_initialized()  # refused before any cluster started
+
+
 def test_thread_executor_at_the_bound_is_allowed():
     from featurelens import parallel
 

@@ -11,7 +11,8 @@ import sys
 import numpy as np
 
 from .._validation import check_float, check_int
-from ._base import Executor, WorkerDiedError, _cached_shared, _import_optional, _unpicklable, _worker_error
+from ._base import (Executor, WorkerDiedError, _cached_shared, _import_optional, _unpicklable, _worker_error,
+                    check_workers)
 
 
 # -- worker side (module level: it pickles by reference) -------------------------------------------
@@ -144,6 +145,12 @@ class RayExecutor(Executor):
         self._started_ray = False
         self._actors: list = []
         if not ray.is_initialized():
+            if address is None and num_workers is not None:
+                # A local cluster started here: each actor is a process on this machine, and with
+                # num_cpus=0 the cluster's CPU count would not stop 10**9 of them.
+                check_workers(num_workers, "num_workers", "processes",
+                              hint="each Ray actor of a local cluster is a process on this machine; "
+                                   "join a cluster with address= for more")
             init_kwargs.setdefault("include_dashboard", False)
             if address is None and "runtime_env" not in init_kwargs:
                 # A local cluster's workers import what this process imports (as loky's and
