@@ -47,9 +47,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import environment, load_average, write_results  # noqa: E402
 
 import featurelens as fl  # noqa: E402
-from featurelens.explainers import _tree_engine  # noqa: E402
-from featurelens.explainers._tree_engine import _satisfies  # noqa: E402
-from featurelens.explainers._tree_ensemble import _build, _prepare  # noqa: E402
+from featurelens.explainers.tree import engine as tree_engine  # noqa: E402
+from featurelens.explainers.tree.engine import satisfies  # noqa: E402
+from featurelens.explainers.tree.ensemble import build_ensemble  # noqa: E402
+from featurelens.explainers.tree.paths import prepare_rows  # noqa: E402
 from featurelens.explainers.tree import (  # noqa: E402
     tree_shap_interaction_values, tree_shap_values,
 )
@@ -105,13 +106,13 @@ def median_time(fn, repeats: int):
 
 def numpy_floor(model, X, repeats: int) -> tuple[float, np.ndarray]:
     """Median time of evaluating every row on every path once (see the module docstring)."""
-    ens = _build(model)
-    Xf = _prepare(X, "X", ens)
+    ens = build_ensemble(model)
+    Xf = prepare_rows(X, "X", ens)
 
     def run():
         out = np.zeros((X.shape[0], ens.n_out))
         for paths in ens.paths:
-            out += np.prod(_satisfies(paths, Xf), axis=-1) @ paths.value
+            out += np.prod(satisfies(paths, Xf), axis=-1) @ paths.value
         return out + ens.offset
 
     return median_time(run, repeats)
@@ -150,12 +151,12 @@ def with_threads(n: int | None, fn):
 
 
 def with_engine(name: str, fn):
-    previous = _tree_engine.ENGINE
-    _tree_engine.ENGINE = name
+    previous = tree_engine.ENGINE
+    tree_engine.ENGINE = name
     try:
         return fn()
     finally:
-        _tree_engine.ENGINE = previous
+        tree_engine.ENGINE = previous
 
 
 def main(argv=None) -> int:

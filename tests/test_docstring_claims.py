@@ -68,7 +68,7 @@ CLAIMS: dict[tuple[str, str], tuple[str, ...]] = {
         ("explainers/test_layer.py::test_neuron_methods_equal_captum",),
     ("featurelens.explainers.layer.NeuronIntegratedGradients", "Captum"):
         ("explainers/test_layer.py::test_neuron_methods_equal_captum",),
-    ("featurelens.explainers.tree.tree_shap_interaction_values", "shap"):
+    ("featurelens.explainers.tree.functions.tree_shap_interaction_values", "shap"):
         ("explainers/test_tree_shap.py::test_interaction_values_match_shap",),
     ("featurelens.interactions._interactions.Interactions.r2", "scikit-learn"):
         ("test_docstring_claims.py::test_r2_of_a_constant_game_is_scikit_learns_r2_score",),

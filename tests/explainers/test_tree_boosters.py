@@ -1,4 +1,4 @@
-"""Exact TreeSHAP on LightGBM and XGBoost boosters (featurelens.explainers._tree_boosters).
+"""Exact TreeSHAP on LightGBM and XGBoost boosters (featurelens.explainers.tree.boosters).
 
 References written here from the libraries' documented semantics, independently of the code under
 test (which reads LightGBM's ``dump_model`` through the IR and XGBoost's JSON model arrays):

@@ -1,7 +1,7 @@
 """The two TreeSHAP engines (numpy and compiled numba kernels) against brute force on random trees.
 
 Random trees are generated as node arrays (numerical splits with NaN routing, categorical splits
-with "other value" routing, features repeated along paths) and read through ``_extract_paths``,
+with "other value" routing, features repeated along paths) and read through ``extract_paths``,
 the same route as every supported model. The reference is computed on the node arrays directly,
 independent of the path representation: the path-dependent value function is Lundberg et al.'s
 EXPVALUE recursion (follow x on features in S, cover-weighted average of both children
@@ -17,8 +17,9 @@ import math
 import numpy as np
 import pytest
 
-from featurelens.explainers import _tree_engine, _tree_numba
-from featurelens.explainers._tree_ensemble import _Ensemble, _extract_paths
+from featurelens.explainers.tree import engine as tree_engine
+from featurelens.explainers.tree import numba_kernels
+from featurelens.explainers.tree.paths import Ensemble, extract_paths
 
 D = 5  # features: 0-2 numerical, 3-4 categorical
 N_CATS = 4
@@ -119,22 +120,22 @@ def random_rows(rng, n):
 def forest():
     rng = np.random.default_rng(7)
     trees = [random_tree(rng) for _ in range(3)]
-    paths = [_extract_paths(t["left"], t["right"], t["feature"], t["threshold"], t["nan_left"],
+    paths = [extract_paths(t["left"], t["right"], t["feature"], t["threshold"], t["nan_left"],
                             t["cover"], t["value"], 1.0, categorical=t["categorical"]) for t in trees]
-    ens = _Ensemble(paths, 0.25, 1, True, False, True, D)
+    ens = Ensemble(paths, 0.25, 1, True, False, True, D)
     return trees, ens, random_rows(rng, 6), random_rows(rng, 4)
 
 
 def engines():
     out = ["numpy"]
-    if _tree_numba.HAVE_NUMBA:
+    if numba_kernels.HAVE_NUMBA:
         out.append("numba")
     return out
 
 
 @pytest.fixture(params=engines())
 def engine(request, monkeypatch):
-    monkeypatch.setattr(_tree_engine, "ENGINE", request.param)
+    monkeypatch.setattr(tree_engine, "ENGINE", request.param)
     return request.param
 
 
@@ -142,14 +143,14 @@ def test_categories_reach_the_path_arrays(forest):
     trees, ens, x, _ = forest
     assert any(p.has_categories for p in ens.paths)
     f = np.array([sum(predict(t, row) for t in trees) + 0.25 for row in x])
-    out = sum(np.prod(_tree_engine._satisfies(p, x), axis=-1) @ p.value for p in ens.paths)[:, 0] + 0.25
+    out = sum(np.prod(tree_engine.satisfies(p, x), axis=-1) @ p.value for p in ens.paths)[:, 0] + 0.25
     np.testing.assert_allclose(out, f, atol=1e-12)
 
 
 def test_path_dependent_values_and_pairs_equal_brute_force(forest, engine):
     trees, ens, x, _ = forest
-    values, base = _tree_engine._shap(ens, x, None, 4)
-    inter, base2 = _tree_engine._interactions(ens, x, None, 4)
+    values, base = tree_engine.shap_values(ens, x, None, 4)
+    inter, base2 = tree_engine.interaction_values(ens, x, None, 4)
     assert base == pytest.approx(base2)
     for r, row in enumerate(x):
         phi, pair = shapley_and_pairs(lambda S: sum(expvalue(t, row, S) for t in trees) + 0.25)
@@ -163,8 +164,8 @@ def test_path_dependent_values_and_pairs_equal_brute_force(forest, engine):
 
 def test_interventional_values_and_pairs_equal_brute_force(forest, engine):
     trees, ens, x, bg = forest
-    values, base = _tree_engine._shap(ens, x, bg, 4)
-    inter, _ = _tree_engine._interactions(ens, x, bg, 4)
+    values, base = tree_engine.shap_values(ens, x, bg, 4)
+    inter, _ = tree_engine.interaction_values(ens, x, bg, 4)
     mean_f = np.mean([sum(predict(t, b) for t in trees) + 0.25 for b in bg])
     assert base == pytest.approx(mean_f, abs=1e-12)
     for r, row in enumerate(x):
@@ -181,7 +182,7 @@ def test_interventional_values_and_pairs_equal_brute_force(forest, engine):
         np.testing.assert_allclose(inter[r][off], pair[off] / 2, atol=1e-10)
 
 
-@pytest.mark.skipif(not _tree_numba.HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.skipif(not numba_kernels.HAVE_NUMBA, reason="numba is not installed")
 def test_engines_agree_on_a_fitted_forest_with_mask_blocks(monkeypatch):
     """Both engines (and both ways of reading trees into paths) on a scikit-learn classifier
     (three outputs; 150 rows: two whole blocks of the path-dependent kernel and a partial one), with the
@@ -196,10 +197,10 @@ def test_engines_agree_on_a_fitted_forest_with_mask_blocks(monkeypatch):
     model = RandomForestClassifier(n_estimators=5, max_depth=5, random_state=0).fit(X, y)
     results = {}
     for name in ("numpy", "numba"):
-        monkeypatch.setattr(_tree_engine, "ENGINE", name)
+        monkeypatch.setattr(tree_engine, "ENGINE", name)
         # the numpy arm also reads the trees with the Python walk (what runs without numba)
-        monkeypatch.setattr(_tree_numba, "HAVE_NUMBA", name == "numba")
-        monkeypatch.setattr(_tree_engine, "_MASK_BYTES", 8 * 40 * 7)  # a few rows per block
+        monkeypatch.setattr(numba_kernels, "HAVE_NUMBA", name == "numba")
+        monkeypatch.setattr(tree_engine, "MASK_BYTES", 8 * 40 * 7)  # a few rows per block
         results[name] = (tree_shap_values(model, X[:150]), tree_shap_values(model, X[:30], X[150:187]))
     for (a, b), (c, e) in zip(results["numpy"], results["numba"]):
         np.testing.assert_allclose(a, c, atol=1e-12)
@@ -208,15 +209,15 @@ def test_engines_agree_on_a_fitted_forest_with_mask_blocks(monkeypatch):
 
 def test_numba_engine_refusal_is_clear(monkeypatch):
     """ENGINE="numba" where the kernels cannot run says why."""
-    monkeypatch.setattr(_tree_numba, "HAVE_NUMBA", False)
-    monkeypatch.setattr(_tree_engine, "ENGINE", "numba")
+    monkeypatch.setattr(numba_kernels, "HAVE_NUMBA", False)
+    monkeypatch.setattr(tree_engine, "ENGINE", "numba")
     rng = np.random.default_rng(0)
     t = random_tree(rng, depth=2)
-    paths = _extract_paths(t["left"], t["right"], t["feature"], t["threshold"], t["nan_left"],
+    paths = extract_paths(t["left"], t["right"], t["feature"], t["threshold"], t["nan_left"],
                            t["cover"], t["value"], 1.0, categorical=t["categorical"])
-    ens = _Ensemble([paths], 0.0, 1, True, False, True, D)
+    ens = Ensemble([paths], 0.0, 1, True, False, True, D)
     with pytest.raises(RuntimeError, match="numba"):
-        _tree_engine._shap(ens, random_rows(rng, 2), None, 4)
+        tree_engine.shap_values(ens, random_rows(rng, 2), None, 4)
 
 
 def test_concurrent_calls_from_threads_give_the_serial_values():

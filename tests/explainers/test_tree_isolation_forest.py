@@ -203,14 +203,14 @@ def test_explain_command_reads_f_x_as_the_expected_path_length(tmp_path, capsys)
 
 
 def test_compiled_and_numpy_engines_agree(monkeypatch):
-    from featurelens.explainers import _tree_engine
+    from featurelens.explainers.tree import engine as tree_engine
 
     X = _data()
     iso = _forest(X, max_features=0.6)
     x, bg = X[:5], X[30:40]
     got = {}
     for engine in ("numpy", "auto"):
-        monkeypatch.setattr(_tree_engine, "ENGINE", engine)
+        monkeypatch.setattr(tree_engine, "ENGINE", engine)
         got[engine] = [tree_shap_values(iso, x), tree_shap_values(iso, x, background=bg)]
     for (a, base_a), (b, base_b) in zip(got["numpy"], got["auto"]):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)

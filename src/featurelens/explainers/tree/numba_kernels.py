@@ -1,6 +1,6 @@
 """Compiled TreeSHAP kernels (numba): the same per-path games as the numpy engine, one row at a time.
 
-The numpy engine (:mod:`featurelens.explainers._tree_engine`) evaluates every (row, path, element,
+The numpy engine (:mod:`featurelens.explainers.tree.engine`) evaluates every (row, path, element,
 quadrature node) at once in large temporary arrays; these kernels walk the same arrays with a few
 small buffers, in parallel over rows (``numba.prange``; ``numba.set_num_threads`` bounds the
 threads). The path-dependent values walk each path with a block of 64 rows at once, in branch-free
@@ -407,7 +407,7 @@ if HAVE_NUMBA:
     @njit(cache=True)
     def _walk_numeric_tree(left, right, feature, threshold, nan_left, cover, n_leaves, depth):
         """Merged root-to-leaf paths of a tree with numerical splits only (see
-        :func:`featurelens.explainers._tree_ensemble._extract_paths`, whose Python walk this
+        :func:`featurelens.explainers.tree.paths.extract_paths`, whose Python walk this
         mirrors): per leaf, its node and one element per distinct feature (sorted by feature).
 
         Depth-first with an explicit stack; the path state of the node at depth d is row d of

@@ -1,4 +1,4 @@
-"""LightGBM and XGBoost models read into the tree ensemble IR (:mod:`._tree_paths`).
+"""LightGBM and XGBoost models read into the tree ensemble IR (:mod:`.paths`).
 
 Both libraries are read from their documented model dumps, never from private attributes:
 LightGBM from ``Booster.dump_model()`` (JSON), XGBoost from ``Booster.save_raw(raw_format="json")``
@@ -68,13 +68,13 @@ import math
 
 import numpy as np
 
-from ._tree_paths import _Ensemble, _extract_paths
+from .paths import Ensemble, extract_paths
 
 _LGBM_ZERO = float(np.float32(1e-35))  # LightGBM's kZeroThreshold (a float): |x| <= it reads as 0.0
 
 
-def build_booster(model) -> _Ensemble:
-    """The :class:`_Ensemble` of a fitted LightGBM or XGBoost model (see the module docstring)."""
+def build_booster(model) -> Ensemble:
+    """The :class:`Ensemble` of a fitted LightGBM or XGBoost model (see the module docstring)."""
     package = type(model).__module__.split(".")[0]
     name = type(model).__name__
     if package == "lightgbm":
@@ -92,7 +92,7 @@ def _unfitted(name, err):
 # LightGBM
 
 
-def _lightgbm(model, name) -> _Ensemble:
+def _lightgbm(model, name) -> Ensemble:
     if name == "Booster":
         booster = model
     elif name in ("LGBMRegressor", "LGBMClassifier", "LGBMRanker", "LGBMModel"):
@@ -141,7 +141,7 @@ def _lightgbm(model, name) -> _Ensemble:
             x[:, cat_idx] = np.trunc(x[:, cat_idx])  # static_cast<int>: toward zero; NaN stays NaN
         return x
 
-    ens = _Ensemble(paths, np.zeros(k_out), k_out, k_out == 1, False, True, d, input_map=input_map)
+    ens = Ensemble(paths, np.zeros(k_out), k_out, k_out == 1, False, True, d, input_map=input_map)
     # pandas category columns: LightGBM codes them by the categories it saw in training
     # (``pandas_categorical``, zipped with the frame's category columns in order), else cat.codes
     pandas_categorical = getattr(booster, "pandas_categorical", None)
@@ -201,7 +201,7 @@ def _lgbm_tree(root, k, k_out, scale, missing_types, cat_features, name):
     vals[:, k] = value
     if cover[0] <= 0:  # a stump: any positive cover (a single leaf's ratio is never used)
         cover[0] = 1.0
-    return _extract_paths(np.array(left), np.array(right), np.array(feature), np.array(threshold, float),
+    return extract_paths(np.array(left), np.array(right), np.array(feature), np.array(threshold, float),
                           np.array(nan_left, bool), np.array(cover, float), vals, scale,
                           categorical or None)
 
@@ -218,7 +218,7 @@ _XGB_IDENTITY = (
 )
 
 
-def _xgboost(model, name) -> _Ensemble:
+def _xgboost(model, name) -> Ensemble:
     missing = float("nan")
     iteration_end = None
     if name == "Booster":
@@ -282,7 +282,7 @@ def _xgboost(model, name) -> _Ensemble:
         scale = 1.0 if weights is None else weights[i]
         paths.append(_xgb_tree(trees[i], info[i], k_out, scale, name))
     input_map = _xgb_input_map(missing, trees[:n_trees])
-    ens = _Ensemble(paths, offset, k_out, k_out == 1, True, True, d, input_map=input_map)
+    ens = Ensemble(paths, offset, k_out, k_out == 1, True, True, d, input_map=input_map)
     ens.frame_categories = _xgb_categories(booster)
     if objective in _XGB_LOGIT and k_out == 1:
         ens.units = "log_odds"  # predict_proba = sigmoid(margin)
@@ -295,7 +295,7 @@ def _xgb_categories(booster):
     """How XGBoost codes a DataFrame's category columns: by the categories stored in the model
     (XGBoost 3.1 and later re-code a frame's categories to the training ones; an unseen value is
     an invalid category), else by the frame's own ``cat.codes``."""
-    from .._fitted_categories import xgboost_stored_categories
+    from ..._fitted_categories import xgboost_stored_categories
 
     table = xgboost_stored_categories(booster)
     return ("xgboost", table) if table else "codes"
@@ -310,7 +310,7 @@ def _xgb_tree(tree, k, k_out, scale, name):
     right = np.asarray(tree["right_children"], dtype=np.int64)
     feature = np.asarray(tree["split_indices"], dtype=np.int64)
     cond = np.asarray(tree["split_conditions"], dtype=np.float32)
-    # x < t in float32  <=>  x <= the largest float32 below t (x is float32-rounded by _prepare)
+    # x < t in float32  <=>  x <= the largest float32 below t (x is float32-rounded by prepare_rows)
     threshold = np.nextafter(cond, np.float32(-np.inf)).astype(np.float64)
     nan_left = np.asarray(tree["default_left"], dtype=bool)
     cover = np.asarray(tree["sum_hessian"], dtype=np.float64)
@@ -330,7 +330,7 @@ def _xgb_tree(tree, k, k_out, scale, name):
             categorical[int(node)] = (right_set, True, False)
         for node in np.flatnonzero(split_type == 1):
             categorical.setdefault(int(node), (set(), True, False))  # no category listed: all left
-    return _extract_paths(left, right, feature, threshold, nan_left, cover, value, scale, categorical)
+    return extract_paths(left, right, feature, threshold, nan_left, cover, value, scale, categorical)
 
 
 def _xgb_input_map(missing, trees):

@@ -1,9 +1,8 @@
-"""The tree IR: root-to-leaf paths with merged features (:class:`_Paths`), the ensemble of them
-(:class:`_Ensemble`) and the checks of the rows it explains (:func:`_prepare`).
+"""The tree IR: root-to-leaf paths with merged features (:class:`Paths`), the ensemble of them
+(:class:`Ensemble`) and the checks of the rows it explains (:func:`prepare_rows`).
 
-Every reader (:mod:`._tree_ensemble` for scikit-learn, :mod:`._tree_boosters` for LightGBM and
-XGBoost) turns a model into these arrays; the engine (:mod:`._tree_engine`) computes TreeSHAP
-values from them only.
+Every reader (:mod:`.ensemble` for scikit-learn, :mod:`.boosters` for LightGBM and XGBoost) turns
+a model into these arrays; the engine (:mod:`.engine`) computes TreeSHAP values from them only.
 """
 
 from __future__ import annotations
@@ -13,12 +12,11 @@ import numpy as np
 from featurelens._validation import as_numpy
 
 
-
 # --------------------------------------------------------------------------------------------------
 # the tree IR: one array set per tree, one row per root-to-leaf path
 
 
-class _Paths:
+class Paths:
     """Root-to-leaf paths of one tree with repeated features merged.
 
     ``feature`` (P, D) int (padding: feature 0 with ``valid`` False), ``lower``/``upper`` (P, D):
@@ -46,8 +44,8 @@ class _Paths:
         return bool(self.is_cat.any())
 
 
-def _extract_paths(left, right, feature, threshold, nan_left, cover, leaf_value, scale,
-                   categorical=None) -> _Paths:
+def extract_paths(left, right, feature, threshold, nan_left, cover, leaf_value, scale,
+                   categorical=None) -> Paths:
     """Walk a tree (arrays indexed by node; ``left[n] < 0`` at leaves) into merged paths.
 
     Going left means ``x <= threshold`` (or NaN with ``nan_left``); going right ``x > threshold``.
@@ -132,24 +130,24 @@ def _extract_paths(left, right, feature, threshold, nan_left, cover, leaf_value,
                     cat_ok[p, j, :n_cat] = True
                     cat_ok[p, j, [c for c in allowed if c < n_cat]] = False
                 cat_ok[p, j, n_cat] = other_ok
-    return _Paths(feat, lower, upper, nan_ok, zero, valid, value, is_cat, cat_ok)
+    return Paths(feat, lower, upper, nan_ok, zero, valid, value, is_cat, cat_ok)
 
 
 def _numeric_paths(left, right, feature, threshold, nan_left, cover, leaf_value, scale):
     """The paths of a tree with numerical splits only, walked by the compiled walker (None
-    without numba: the Python walk of :func:`_extract_paths` runs)."""
-    from . import _tree_numba
+    without numba: the Python walk of :func:`extract_paths` runs)."""
+    from . import numba_kernels
 
-    if not _tree_numba.HAVE_NUMBA:
+    if not numba_kernels.HAVE_NUMBA:
         return None
-    f, lo, hi, nan_ok, zero, length, leaf_node = _tree_numba.walk_numeric_tree(
+    f, lo, hi, nan_ok, zero, length, leaf_node = numba_kernels.walk_numeric_tree(
         left, right, feature, threshold, nan_left, cover)
     width = max(1, int(length.max()))
     valid = np.arange(width)[None, :] < length[:, None]
     value = np.asarray(leaf_value, dtype=np.float64)[leaf_node] * scale
-    return _Paths(f[:, :width].copy(), lo[:, :width].copy(), hi[:, :width].copy(),
-                  nan_ok[:, :width].copy(), zero[:, :width].copy(), valid,
-                  value.reshape(len(leaf_node), -1))
+    return Paths(f[:, :width].copy(), lo[:, :width].copy(), hi[:, :width].copy(),
+                 nan_ok[:, :width].copy(), zero[:, :width].copy(), valid,
+                 value.reshape(len(leaf_node), -1))
 
 
 def _intersect_cats(a, b):
@@ -169,7 +167,7 @@ def _intersect_cats(a, b):
     return (set_a | set_b, other, False)
 
 
-class _Ensemble:
+class Ensemble:
     """Paths of every tree, the constant added to the sum of trees, the output layout."""
 
     def __init__(self, paths, offset, n_out, squeeze, float32, allow_nan, n_features, input_map=None,
@@ -181,7 +179,7 @@ class _Ensemble:
         self.float32 = float32  # scikit-learn trees compare float32(x) <= threshold
         self.allow_nan = allow_nan
         self.n_features = n_features
-        # None, or a function applied by _prepare to the checked (and float32-rounded) float64 rows
+        # None, or a function applied by prepare_rows to the checked (and float32-rounded) float64 rows
         # before the engine sees them: how a library reads a value before comparing it (LightGBM
         # truncates categories to integers and reads zeros as missing on "Zero" features; XGBoost
         # reads its ``missing`` value as missing). The engine itself never needs to know.
@@ -189,11 +187,11 @@ class _Ensemble:
         # None, or the model's own preprocessing of the rows as the user gives them (a DataFrame
         # with categories, say) into the columns the trees split on, and for each of those
         # columns the input column it comes from (HistGradientBoosting's categorical features):
-        # _prepare applies the first, the engine maps the values back with the second.
+        # prepare_rows applies the first, the engine maps the values back with the second.
         self.preprocess = preprocess
         self.tree_columns = tree_columns
         # How a DataFrame's pandas ``category`` columns become the numbers the trees compare
-        # (:func:`_frame_rows`): None (the library takes no categories: refused), "codes" (the
+        # (:func:`frame_rows`): None (the library takes no categories: refused), "codes" (the
         # column's own ``cat.codes``), ("lightgbm", [categories per category column, in order])
         # or ("xgboost", {column index: categories}): the codes the library itself computes.
         self.frame_categories = None
@@ -210,18 +208,21 @@ class _Ensemble:
         # score_samples = -2 ** (-E[h(x)] / c_max_samples), decision_function = score_samples - offset.
         self.explained = None
         self.isolation = None
+        # The compiled engine's arrays for this ensemble (:func:`.numba_kernels.pack`), built on
+        # first use by :mod:`.engine` and kept here; None until then.
+        self.packed = None
         # What NaN is refused with when ``allow_nan`` is False (the library's own rule).
         self.nan_reason = ("only HistGradientBoosting, LightGBM, XGBoost and scikit-learn trees "
                            "and forests that accept missing values route them")
 
 
-def _frame_rows(frame, name, ens: _Ensemble) -> np.ndarray:
+def frame_rows(frame, name, ens: Ensemble) -> np.ndarray:
     """A DataFrame as the float64 rows the trees compare, one rule for every library: float, int
     and bool columns (pandas' nullable ones too, ``pd.NA`` as NaN) as their numbers; pandas
     ``category`` columns as the codes the library itself computes (LightGBM: the categories it
     saw in training, ``pandas_categorical``, unseen values NaN; XGBoost: the categories stored in
     the model, unseen values an invalid category; HistGradientBoosting: its own preprocessor, see
-    ``_Ensemble.preprocess``); object and string columns are refused (no library here splits on
+    ``Ensemble.preprocess``); object and string columns are refused (no library here splits on
     strings: encode them, or explain a Pipeline that does)."""
     import pandas as pd
 
@@ -273,7 +274,12 @@ def _frame_rows(frame, name, ens: _Ensemble) -> np.ndarray:
     return out
 
 
-def _prepare(X, name, ens: _Ensemble, allow_empty=False):
+def prepare_rows(X, name, ens: Ensemble, allow_empty=False):
+    """``X`` (array-like or DataFrame, (n, d) or (d,)) as the float64 rows ``ens`` compares: run
+    through the model's own preprocessing (``ens.preprocess``) and :func:`frame_rows` where they
+    apply, checked (numbers, ``d`` columns, at least one row unless ``allow_empty``, no inf, NaN
+    only where the library routes it), float32-rounded where the library compares in float32 and
+    read as the library reads values (``ens.input_map``). Errors name ``name``."""
     if ens.preprocess is not None:
         try:
             X = ens.preprocess(X)
@@ -281,7 +287,7 @@ def _prepare(X, name, ens: _Ensemble, allow_empty=False):
             raise ValueError(f"{name} could not be preprocessed as the model's categorical features "
                              f"({type(err).__name__}: {err})") from err
     if type(X).__module__.split(".")[0] == "pandas" and hasattr(X, "dtypes") and getattr(X, "ndim", 0) == 2:
-        X = _frame_rows(X, name, ens)
+        X = frame_rows(X, name, ens)
     arr = as_numpy(X, name)
     if arr.dtype.kind not in "fiub":
         raise TypeError(f"{name} must be a numeric array; got dtype {arr.dtype}")

@@ -1,15 +1,14 @@
-"""Reading tree models into the IR of :mod:`featurelens.explainers._tree_paths`: the scikit-learn
-trees and ensembles here, LightGBM and XGBoost boosters in
-:mod:`featurelens.explainers._tree_boosters`, and :func:`_build`, which picks the reader. Every
-model becomes an :class:`_Ensemble`: one :class:`_Paths` per tree, the constant added to the sum
-of trees and the output layout.
+"""Reading tree models into the IR of :mod:`.paths`: the scikit-learn trees and ensembles here,
+LightGBM and XGBoost boosters in :mod:`.boosters`, and :func:`build_ensemble`, which picks the
+reader. Every model becomes an :class:`~.paths.Ensemble`: one :class:`~.paths.Paths` per tree,
+the constant added to the sum of trees and the output layout.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._tree_paths import _Ensemble, _extract_paths, _Paths, _prepare  # noqa: F401  (re-exported)
+from .paths import Ensemble, Paths, extract_paths
 
 _SKLEARN_TREES = (
     "DecisionTreeRegressor",
@@ -28,7 +27,7 @@ _SKLEARN_TREES = (
 )
 
 
-# the LightGBM and XGBoost scikit-learn wrappers (read by _tree_boosters); their raw ``Booster``
+# the LightGBM and XGBoost scikit-learn wrappers (read by .boosters); their raw ``Booster``
 # objects are accepted by the functions too, but are no scikit-learn estimators
 _BOOSTERS = (
     "LGBMRegressor",
@@ -49,7 +48,7 @@ def supported_tree_models() -> tuple[str, ...]:
     return _SKLEARN_TREES + _BOOSTERS
 
 
-def _sklearn_tree_paths(tree, scale, normalize, out_index=None) -> _Paths:
+def _sklearn_tree_paths(tree, scale, normalize, out_index=None) -> Paths:
     t = tree.tree_
     value = np.asarray(t.value, dtype=np.float64)  # (nodes, n_outputs, max_classes)
     if normalize:  # classifier: class fractions (already fractions in recent scikit-learn)
@@ -61,7 +60,7 @@ def _sklearn_tree_paths(tree, scale, normalize, out_index=None) -> _Paths:
     else:
         value = value[:, out_index : out_index + 1, 0]
     nan_left = getattr(t, "missing_go_to_left", np.zeros(t.node_count, dtype=np.uint8))
-    return _extract_paths(
+    return extract_paths(
         t.children_left, t.children_right, t.feature, t.threshold, nan_left,
         np.asarray(t.weighted_n_node_samples, dtype=np.float64), value, scale,
     )
@@ -94,7 +93,7 @@ def _node_depths(left, right) -> np.ndarray:
     return depth
 
 
-def _isolation_tree_paths(tree, features, scale) -> _Paths:
+def _isolation_tree_paths(tree, features, scale) -> Paths:
     """One isolation tree of an IsolationForest as paths whose leaves hold its path length.
 
     A point reaching a leaf at depth ``k`` that held ``m`` of the tree's training samples (the
@@ -113,11 +112,11 @@ def _isolation_tree_paths(tree, features, scale) -> _Paths:
     feature = np.asarray(t.feature, dtype=np.int64)
     feature = np.where(feature >= 0, features[np.maximum(feature, 0)], feature)
     nan_left = getattr(t, "missing_go_to_left", np.zeros(t.node_count, dtype=np.uint8))
-    return _extract_paths(left, right, feature, t.threshold, nan_left,
+    return extract_paths(left, right, feature, t.threshold, nan_left,
                           np.asarray(t.weighted_n_node_samples, dtype=np.float64), value, scale)
 
 
-def _isolation_forest(model, name, d) -> _Ensemble:
+def _isolation_forest(model, name, d) -> Ensemble:
     """An IsolationForest as the mean of its trees' path lengths, ``E[h(x)]`` (see
     :func:`_isolation_tree_paths`); its scores are functions of that mean:
     ``score_samples = -2 ** (-E[h(x)] / c(max_samples_))`` and ``decision_function =
@@ -126,7 +125,7 @@ def _isolation_forest(model, name, d) -> _Ensemble:
     paths = [_isolation_tree_paths(t, f, 1.0 / len(trees))
              for t, f in zip(trees, model.estimators_features_)]
     nan = _sklearn_allows_nan(model)
-    ens = _Ensemble(paths, np.zeros(1), 1, True, True, nan, d)
+    ens = Ensemble(paths, np.zeros(1), 1, True, True, nan, d)
     ens.units = "raw"
     ens.explained = "expected_path_length"
     ens.isolation = {"c_max_samples": float(_average_path_length([model._max_samples])[0]),
@@ -134,7 +133,7 @@ def _isolation_forest(model, name, d) -> _Ensemble:
     return _nan_rule(ens, name, nan)
 
 
-def _hgb_paths(predictor, k_out, n_out) -> _Paths:
+def _hgb_paths(predictor, k_out, n_out) -> Paths:
     """A HistGradientBoosting predictor's tree. Categorical nodes send the categories whose bit is
     set in ``raw_left_cat_bitsets[bitset_idx]`` (eight 32-bit words: category c is bit c % 32 of
     word c // 32) left and every other category right; NaN, which is also what the model's
@@ -152,7 +151,7 @@ def _hgb_paths(predictor, k_out, n_out) -> _Paths:
         members = bits.reshape(words.shape[0], -1).astype(bool)  # (n_bitsets, 256): category c goes left
         categorical = {int(node): (set(np.flatnonzero(members[int(nodes["bitset_idx"][node])]).tolist()), False)
                        for node in cat_nodes}
-    return _extract_paths(
+    return extract_paths(
         left, nodes["right"], nodes["feature_idx"], nodes["num_threshold"],
         nodes["missing_go_to_left"], nodes["count"].astype(np.float64), value, 1.0,
         categorical=categorical,
@@ -197,11 +196,14 @@ def _constant_init(model, name, n_features):
     return model._raw_predict_init(np.zeros((1, n_features)))[0]
 
 
-def _build(model) -> _Ensemble:
+def build_ensemble(model) -> Ensemble:
+    """The :class:`~.paths.Ensemble` of a fitted tree model: scikit-learn trees and ensembles read
+    here, LightGBM and XGBoost models by :func:`.boosters.build_booster`; a TypeError naming the
+    supported models for anything else, a ValueError for an unfitted one."""
     name = type(model).__name__
     module = type(model).__module__
     if module.split(".")[0] in ("lightgbm", "xgboost"):
-        from ._tree_boosters import build_booster
+        from .boosters import build_booster
 
         return build_booster(model)
     if not module.startswith("sklearn.") or name not in _SKLEARN_TREES:
@@ -219,7 +221,7 @@ def _build(model) -> _Ensemble:
             _hgb_paths(pred, k, n_out) for stage in model._predictors for k, pred in enumerate(stage)
         ]
         preprocess, tree_columns = _hgb_preprocessor(model, d)
-        ens = _Ensemble(paths, baseline, n_out, n_out == 1, False, True, d,
+        ens = Ensemble(paths, baseline, n_out, n_out == 1, False, True, d,
                         preprocess=preprocess, tree_columns=tree_columns)
         ens.units = _classifier_units(name, n_out)
         return ens
@@ -237,7 +239,7 @@ def _build(model) -> _Ensemble:
                 paths.append(p)
         init = _constant_init(model, name, d)
         offset = np.zeros(n_out) if init is None else np.asarray(init, dtype=np.float64)
-        ens = _Ensemble(paths, offset, n_out, n_out == 1, True, False, d)
+        ens = Ensemble(paths, offset, n_out, n_out == 1, True, False, d)
         ens.units = _classifier_units(name, n_out)
         ens.nan_reason = (f"scikit-learn's {name} does not accept missing values; "
                           "HistGradientBoosting does")
@@ -252,12 +254,12 @@ def _build(model) -> _Ensemble:
             raise TypeError(f"tree_shap_values does not support multi-output {name} (n_outputs_ > 1)")
         n_out = len(model.classes_)
         paths = [_sklearn_tree_paths(t, scale, True) for t in trees]
-        ens = _Ensemble(paths, np.zeros(n_out), n_out, False, True, nan, d)
+        ens = Ensemble(paths, np.zeros(n_out), n_out, False, True, nan, d)
         ens.units = "probability"  # class fractions: predict_proba itself
         return _nan_rule(ens, name, nan)
     n_out = int(getattr(model, "n_outputs_", 1))
     paths = [_sklearn_tree_paths(t, scale, False) for t in trees]
-    return _nan_rule(_Ensemble(paths, np.zeros(n_out), n_out, n_out == 1, True, nan, d), name, nan)
+    return _nan_rule(Ensemble(paths, np.zeros(n_out), n_out, n_out == 1, True, nan, d), name, nan)
 
 
 def _classifier_units(name, n_out):

@@ -1,75 +1,104 @@
 """The TreeSHAP engine: exact Shapley and interaction values of the per-path product games.
 
-See :mod:`featurelens.explainers.tree` for the algorithm and the references. Input: an
-:class:`~featurelens.explainers._tree_ensemble._Ensemble` and prepared float64 rows.
+Input: an :class:`~featurelens.explainers.tree.paths.Ensemble` and rows prepared by
+:func:`~featurelens.explainers.tree.paths.prepare_rows`; :func:`shap_values` and
+:func:`interaction_values` compute the values of both games of
+:func:`featurelens.explainers.tree.tree_shap_values` (path-dependent without a background,
+interventional with one), with the compiled kernels of :mod:`.numba_kernels` where numba is
+installed (:data:`ENGINE`) and numpy otherwise; both give the same numbers.
+
+Algorithm (the per-path view of GPUTreeShap, Mitchell, Frank and Holmes 2022): a tree's output is
+a sum over its leaves of ``value_leaf * prod_{f on the path} g_f``, where the splits on the same
+feature are merged into one interval and, for a coalition S, ``g_f = o_f = 1[x satisfies every
+split on f]`` if f is in S and ``g_f = q_f`` otherwise; ``q_f`` is the product of the cover ratios
+(child / parent) of the splits on f (path-dependent) or ``1[b satisfies every split on f]`` for one
+background row b (interventional). Each leaf term is a product game whose exact Shapley value is
+``phi_i = (o_i - q_i) * sum_k w_k e_k``, with ``w_k = k!(d-k-1)!/d!`` and ``e_k`` the elementary
+symmetric polynomials of the other features' (o_j, q_j) pairs. Because ``w_k = int_0^1 t^k
+(1-t)^(d-1-k) dt`` this sum equals ``int_0^1 prod_{j != i} (q_j + t (o_j - q_j)) dt``, the integral
+of a polynomial of degree <= depth - 1, evaluated exactly with ceil(depth / 2) Gauss-Legendre nodes
+(the same "polynomial at nodes" evaluation Linear TreeShap uses for stability; all factors lie in
+[0, 1]). Leave-one-out products come from prefix and suffix products (never a division), so the
+work is O(rows x leaves x depth x depth/2), vectorised over rows and leaves.
+
+References
+----------
+- S. M. Lundberg, G. Erion, H. Chen, A. DeGrave, J. M. Prutkin, B. Nair, R. Katz, J. Himmelfarb,
+  N. Bansal, S.-I. Lee, "From local explanations to global understanding with explainable AI for
+  trees", Nature Machine Intelligence 2:56-67, 2020 (arXiv 1905.04610).
+- R. Mitchell, E. Frank, G. Holmes, "GPUTreeShap: massively parallel exact calculation of SHAP
+  scores for tree ensembles", PeerJ Computer Science 8:e880, 2022 (arXiv 2010.13972).
+- D. Janzing, L. Minorics, P. Bloebaum, "Feature relevance quantification in explainable AI: a
+  causal problem", AISTATS 2020.
+- P. Yu, C. Xu, A. Bifet, J. Read, "Linear TreeShap", NeurIPS 2022 (arXiv 2209.08192).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import _tree_numba
-from ._tree_paths import _Ensemble, _Paths
+from . import numba_kernels
+from .paths import Ensemble, Paths
 
-#: Which engine computes the values: "auto" (the compiled kernels of :mod:`._tree_numba` when
+#: Which engine computes the values: "auto" (the compiled kernels of :mod:`.numba_kernels` when
 #: numba is installed, else numpy), "numba" or "numpy". Both give the same numbers; tests set it.
 ENGINE = "auto"
 
 #: Bytes of bit masks (rows x paths x 8) held at a time by the interventional kernels.
-_MASK_BYTES = 64 * 2**20
+MASK_BYTES = 64 * 2**20
 
 
-def _packed(ens: _Ensemble):
+def _packed(ens: Ensemble):
     """The compiled engine's arrays for ``ens`` (built once per ensemble), or None for numpy."""
-    if ENGINE == "numpy" or (ENGINE == "auto" and not _tree_numba.HAVE_NUMBA):
+    if ENGINE == "numpy" or (ENGINE == "auto" and not numba_kernels.HAVE_NUMBA):
         return None
-    packed = getattr(ens, "_packed", None)
+    packed = ens.packed
     if packed is None:
-        packed = _tree_numba.pack(ens)
-        ens._packed = packed
-    if not _tree_numba.usable(packed):
+        packed = numba_kernels.pack(ens)
+        ens.packed = packed
+    if not numba_kernels.usable(packed):
         if ENGINE == "numba":
             raise RuntimeError("the numba tree engine is unavailable (numba not installed, or a path "
-                               f"with more than {_tree_numba.MAX_PATH_FEATURES} features)")
+                               f"with more than {numba_kernels.MAX_PATH_FEATURES} features)")
         return None
     return packed
 
 
 def _row_blocks(n_rows: int, n_paths: int):
-    """Row ranges whose bit masks (rows x paths x 8 bytes) stay within ``_MASK_BYTES``."""
-    step = max(1, _MASK_BYTES // (8 * max(1, n_paths)))
+    """Row ranges whose bit masks (rows x paths x 8 bytes) stay within ``MASK_BYTES``."""
+    step = max(1, MASK_BYTES // (8 * max(1, n_paths)))
     return [(s, min(n_rows, s + step)) for s in range(0, n_rows, step)]
 
 
-def _compiled(ens: _Ensemble, packed, x, bg, pairs: bool):
+def _compiled(ens: Ensemble, packed, x, bg, pairs: bool):
     """Values (n, d, K) or pair sums (n, d, d, K, both orders) and the base value (K,)."""
     n, d, K = x.shape[0], ens.n_features, ens.n_out
     out = np.zeros((n, d, d, K) if pairs else (n, d, K))
     base = ens.offset.copy()
     if bg is None:
         base += np.prod(packed.zero, axis=1) @ packed.value
-        (_tree_numba.path_dependent_pairs if pairs else _tree_numba.path_dependent_values)(
+        (numba_kernels.path_dependent_pairs if pairs else numba_kernels.path_dependent_values)(
             packed, x, out)
         return out, base
     P = packed.feature.shape[0]
     scale = 1.0 / bg.shape[0]
     full = (np.uint64(1) << packed.length.astype(np.uint64)) - np.uint64(1)
     reach = np.zeros(P)
-    kernel = _tree_numba.interventional_pairs if pairs else _tree_numba.interventional_values
+    kernel = numba_kernels.interventional_pairs if pairs else numba_kernels.interventional_values
     # the background in blocks too, so both mask arrays stay bounded
     bg_blocks = _row_blocks(bg.shape[0], 2 * P)
     x_blocks = _row_blocks(n, 2 * P)
     for b0, b1 in bg_blocks:
-        bg_masks = _tree_numba.satisfied_masks(packed, bg[b0:b1])
+        bg_masks = numba_kernels.satisfied_masks(packed, bg[b0:b1])
         reach += (bg_masks == full[None, :]).sum(axis=0)
         for r0, r1 in x_blocks:
-            x_masks = _tree_numba.satisfied_masks(packed, x[r0:r1])
+            x_masks = numba_kernels.satisfied_masks(packed, x[r0:r1])
             kernel(packed, x_masks, bg_masks, scale, out[r0:r1])
     base += (reach * scale) @ packed.value
     return out, base
 
 
-def _satisfies(paths: _Paths, x: np.ndarray) -> np.ndarray:
+def satisfies(paths: Paths, x: np.ndarray) -> np.ndarray:
     """(n, P, D) float: 1 where row x satisfies the path element (padding: 1)."""
     xv = x[:, paths.feature]  # (n, P, D)
     with np.errstate(invalid="ignore"):
@@ -93,7 +122,7 @@ def _gauss_legendre(depth: int):
     return (t + 1.0) / 2.0, w / 2.0  # on [0, 1]
 
 
-def _path_phi(o, q, paths: _Paths, nodes, weights, n_features):
+def _path_phi(o, q, paths: Paths, nodes, weights, n_features):
     """Shapley values of the leaf product games, summed: (n, d, K).
 
     ``o`` (n, P, D) and ``q`` (n or 1, P, D) are the "in coalition" and "out of coalition" factors.
@@ -116,12 +145,12 @@ def _path_phi(o, q, paths: _Paths, nodes, weights, n_features):
     return np.einsum("ne,ek,ef->nfk", contrib, val, onehot, optimize=True)
 
 
-def _tree_output(factors, paths: _Paths):
+def _tree_output(factors, paths: Paths):
     """sum over leaves of value * prod of factors: (n, K)."""
     return np.prod(factors, axis=-1) @ paths.value
 
 
-def _to_input_columns(ens: _Ensemble, values: np.ndarray, axes=(1,)) -> np.ndarray:
+def _to_input_columns(ens: Ensemble, values: np.ndarray, axes=(1,)) -> np.ndarray:
     """Values over the columns the trees split on, put back in the input's column order."""
     if ens.tree_columns is None:
         return values
@@ -134,13 +163,16 @@ def _to_input_columns(ens: _Ensemble, values: np.ndarray, axes=(1,)) -> np.ndarr
     return out
 
 
-def _shap(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
-    """tree_shap_values on a built ensemble and prepared rows (see there)."""
+def shap_values(ens: Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
+    """:func:`~featurelens.explainers.tree.tree_shap_values` (raw units) on a built ensemble and
+    prepared rows: ``(values, base_value)``, values (n, d) and a float when ``ens.squeeze``, else
+    (n, d, K) and (K,); ``bg`` None for the path-dependent game, else the background rows;
+    ``batch_size`` bounds the rows (times background rows) of one numpy step."""
     values, base = _shap_tree_columns(ens, x, bg, batch_size)
     return _to_input_columns(ens, values), base
 
 
-def _shap_tree_columns(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
+def _shap_tree_columns(ens: Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
     packed = _packed(ens)
     if packed is not None:
         values, base = _compiled(ens, packed, x, bg, pairs=False)
@@ -156,15 +188,15 @@ def _shap_tree_columns(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, bat
             q = paths.zero[None]
             base += (np.prod(paths.zero, axis=1) @ paths.value)
             for start in range(0, n, batch_size):
-                o = _satisfies(paths, x[start : start + batch_size])
+                o = satisfies(paths, x[start : start + batch_size])
                 values[start : start + batch_size] += _path_phi(o, q, paths, nodes, weights, d)
         else:
-            qb = _satisfies(paths, bg)  # (R, P, D)
+            qb = satisfies(paths, bg)  # (R, P, D)
             R = qb.shape[0]
             base += _tree_output(qb, paths).mean(axis=0)
             step = max(1, batch_size // R)
             for start in range(0, n, step):
-                o = _satisfies(paths, x[start : start + step])  # (m, P, D)
+                o = satisfies(paths, x[start : start + step])  # (m, P, D)
                 m = o.shape[0]
                 oo = np.repeat(o, R, axis=0)  # (m*R, P, D)
                 qq = np.tile(qb, (m, 1, 1))
@@ -175,8 +207,7 @@ def _shap_tree_columns(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, bat
     return values, base
 
 
-
-def _path_pair(o, q, paths: _Paths, nodes, weights, n_features, out):
+def _path_pair(o, q, paths: Paths, nodes, weights, n_features, out):
     """Shapley interaction indices of the leaf product games, summed into ``out`` (n, d*d, K).
 
     For a product game v(S) = prod_f g_f the Shapley interaction index (Grabisch and Roubens 1999)
@@ -210,8 +241,10 @@ def _path_pair(o, q, paths: _Paths, nodes, weights, n_features, out):
         out[:, uniq, k] += np.add.reduceat(flat * val[:, k], starts, axis=1)
 
 
-def _interactions(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
-    """tree_shap_interaction_values on a built ensemble and prepared rows (see there)."""
+def interaction_values(ens: Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
+    """:func:`~featurelens.explainers.tree.tree_shap_interaction_values` on a built ensemble and
+    prepared rows: ``(values, base_value)``, values (n, d, d) or (n, d, d, K) (see
+    :func:`shap_values` for the arguments)."""
     n, d, K = x.shape[0], ens.n_features, ens.n_out
     packed = _packed(ens)
     pairs = np.zeros((n, d * d, K))
@@ -224,14 +257,14 @@ def _interactions(ens: _Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_si
         if bg is None:
             q = paths.zero[None]
             for start in range(0, n, rows):
-                o = _satisfies(paths, x[start : start + rows])
+                o = satisfies(paths, x[start : start + rows])
                 _path_pair(o, q, paths, nodes, weights, d, pairs[start : start + rows])
         else:
-            qb = _satisfies(paths, bg)  # (R, P, D)
+            qb = satisfies(paths, bg)  # (R, P, D)
             R = qb.shape[0]
             step = max(1, rows // R)
             for start in range(0, n, step):
-                o = _satisfies(paths, x[start : start + step])
+                o = satisfies(paths, x[start : start + step])
                 m = o.shape[0]
                 part = np.zeros((m * R, d * d, K))
                 _path_pair(np.repeat(o, R, axis=0), np.tile(qb, (m, 1, 1)), paths, nodes, weights,
