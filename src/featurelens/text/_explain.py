@@ -116,9 +116,14 @@ def explain(game, method: str = "kernel_shap", budget=None, seed=0, max_order: i
     ``base_values`` such that ``base + sum_{i in S} values_i`` is the method's additive model of
     ``v(S)`` (``v(empty)`` for the Shapley methods). SPEX and ProxySPEX return
     :class:`featurelens.Interactions` (Fourier terms over the player indices;
-    ``params["player_names"]`` names them; ``.to("shapley")`` or ``.to("fsii", max_order=2)`` for
-    an index; ``.predict(masks)`` their surrogate). ``max_order`` applies to SPEX / ProxySPEX;
-    further ``kwargs`` go to the estimator.
+    ``params["player_names"]`` names them, ``.top(k, names=True)`` lists the terms by those
+    names; ``.to("shapley")`` or ``.to("fsii", max_order=2)`` for an index; ``.predict(masks)``
+    their surrogate). ``max_order`` applies to SPEX / ProxySPEX; further ``kwargs`` go to the
+    estimator. ``params`` records the game: its ``removal`` and ``empty_token_id`` (the token sent
+    as the empty text, None where no coalition is empty), and ``value``: ``"class_output"`` with
+    ``target`` and ``output`` (a :class:`ClassifierGame`; the Explanation's ``target`` too), or
+    ``"continuation_log_prob"`` with ``continuation`` (token ids), ``continuation_text`` and
+    ``reduce`` (a :class:`GenerationGame`), as the gradient methods record them.
     """
     from .. import approximators
     from ..explanation import Explanation
@@ -129,6 +134,20 @@ def explain(game, method: str = "kernel_shap", budget=None, seed=0, max_order: i
     if not callable(game) or n is None:
         raise TypeError(f"game must be a featurelens Game over the players of a text; got {type(game).__name__}")
     names = list(players.names) if players is not None else [str(i) for i in range(n)]
+    # How the game removes players, recorded with the result: the removal and, where a coalition
+    # can keep no token, the one token sent as the empty text (ClassifierGame / GenerationGame).
+    # What the value is: a classifier's class output (its target and output units) or a causal
+    # LM's continuation log-probability (the continuation, as ids and as given, and the reduce).
+    recorded = {k: getattr(game, k) for k in ("removal", "empty_token_id") if hasattr(game, k)}
+    target = None
+    if isinstance(getattr(game, "continuation", None), np.ndarray):
+        recorded.update(value="continuation_log_prob", continuation=game.continuation.tolist(),
+                        continuation_text=getattr(game, "continuation_text", None),
+                        reduce=getattr(game, "reduce", None))
+    elif isinstance(getattr(game, "target", None), (int, np.integer)) and hasattr(game, "output"):
+        target = int(game.target)
+        recorded.update(value="class_output", target=target, output=game.output)
+    recorded = {k: (int(v) if isinstance(v, np.integer) else v) for k, v in recorded.items()}
     start, calls = time.perf_counter(), game.calls
     if method in ("spex", "proxy_spex"):
         from .. import interactions
@@ -136,7 +155,7 @@ def explain(game, method: str = "kernel_shap", budget=None, seed=0, max_order: i
         fn = interactions.spex if method == "spex" else interactions.proxy_spex
         result = fn(game, budget=budget, max_order=max_order, seed=seed, **kwargs)
         return interactions.Interactions(result.terms, result.index, result.n_players, result.max_order,
-                                         result.queries, {**result.params, "player_names": names})
+                                         result.queries, {**recorded, **result.params, "player_names": names})
     if method == "exact":
         if budget is not None:
             raise ValueError("budget does not apply to method='exact' (it evaluates all 2^n coalitions); got budget="
@@ -155,7 +174,7 @@ def explain(game, method: str = "kernel_shap", budget=None, seed=0, max_order: i
     seconds = time.perf_counter() - start
     return Explanation(
         values=np.asarray(phi, dtype=np.float64)[None, :], method=method,
-        params={**info, "seed": seed if isinstance(seed, (int, type(None))) else "generator"},
+        params={**recorded, **info, "seed": seed if isinstance(seed, (int, type(None))) else "generator"},
         model_calls=int(game.calls - calls), seconds=seconds, feature_names=names,
-        base_values=np.array([base]),
+        base_values=np.array([base]), target=None if target is None else np.array([target]),
     )

@@ -18,7 +18,7 @@ from ._gradients import GRADIENT_METHODS, check_ig_steps, embedding_attributions
 from ._games import OUTPUTS, ClassifierGame, GenerationGame, forward_ids, model_vocab_size
 from ._players import UNITS, Players, is_hf_tokenizer
 
-__all__ = ["TextExplainer", "TEXT_METHODS"]
+__all__ = ["TextExplainer", "TEXT_METHODS", "method_options"]
 
 #: Registry names that mean a method of :func:`explain` or of :func:`embedding_attributions` under
 #: another name ("layer_integrated_gradients": IG at the embedding layer, which is what
@@ -28,6 +28,42 @@ _ALIASES = {"exact_shapley": "exact", "layer_integrated_gradients": "integrated_
 TEXT_METHODS = tuple(METHODS) + GRADIENT_METHODS + tuple(_ALIASES)
 #: Output units: a game's, plus the names of the image/tabular explainers' units.
 _OUTPUT_ALIASES = {"probability": "softmax", "log_probability": "log_softmax"}
+#: The options (``**options``) of each gradient method, passed to :func:`embedding_attributions`.
+_GRADIENT_OPTIONS = {"saliency": ("embedding_layer",), "input_x_gradient": ("embedding_layer",),
+                     "integrated_gradients": ("baseline", "n_steps", "embedding_layer")}
+#: The keywords of ``TextExplainer`` itself (after ``method, model, tokenizer``).
+_OWN_KEYWORDS = ("unit", "target", "output", "removal", "continuation", "reduce", "budget", "seed", "max_order",
+                 "batch_size", "inputs", "bos_token_id", "empty_token_id")
+
+
+def method_options(method: str) -> tuple[str, ...]:
+    """The further options (``**options``) ``fl.explainer(method, model, tokenizer=...)`` takes for
+    ``method`` (a name of :data:`TEXT_METHODS`): the keywords of the estimator it runs, less those
+    the explainer passes itself (the game, ``budget``, ``seed``, ``max_order``); for ProxySPEX also
+    the keywords of scikit-learn's ``GradientBoostingRegressor`` (where scikit-learn is installed)."""
+    import inspect
+
+    from .. import approximators, interactions
+    from ._explain import _lime
+
+    method = _ALIASES.get(method, method)
+    if method in _GRADIENT_OPTIONS:
+        return _GRADIENT_OPTIONS[method]
+    if method == "feature_ablation":
+        return ()
+    fn = {"lime": _lime, "exact": approximators.exact_shapley, "spex": interactions.spex,
+          "proxy_spex": interactions.proxy_spex}.get(method) or getattr(approximators, method)
+    own = {"game", "n", "rng", "budget", "seed", "max_order"}
+    names = [p.name for p in inspect.signature(fn).parameters.values()
+             if p.name not in own and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    if method == "proxy_spex":
+        try:
+            from sklearn.ensemble import GradientBoostingRegressor
+        except ImportError:  # proxy_spex itself needs scikit-learn: it says so when run
+            pass
+        else:
+            names += [k for k in inspect.signature(GradientBoostingRegressor).parameters if k not in names]
+    return tuple(names)
 
 
 def _device(model) -> torch.device:
@@ -94,6 +130,15 @@ class TextExplainer:
     continuation, reduce
         For a causal LM: the continuation whose log-probability is explained (``reduce`` "sum" or
         "mean"; :class:`GenerationGame`).
+    bos_token_id
+        For a causal LM: a token put before every prompt (None: the tokenizer's ``bos_token_id``
+        when the text has no special tokens of its own; :class:`GenerationGame`,
+        :func:`embedding_attributions`).
+    empty_token_id
+        The one token sent in place of an empty token sequence, the coalition that keeps no player
+        with ``removal="delete"`` on a tokenizer that adds no special tokens (None: the tokenizer's
+        first of ``bos``, ``eos``, ``pad``, ``unk``; :class:`ClassifierGame`,
+        :class:`GenerationGame`). The explanation records it as ``params["empty_token_id"]``.
     budget, seed, max_order
         For the black-box methods (:func:`featurelens.text.explain`). A ``budget`` above
         :data:`featurelens._validation.MAX_EVALUATIONS` (10^8 game evaluations per text) is
@@ -102,15 +147,28 @@ class TextExplainer:
     batch_size
         Sequences per model call.
     **options
-        Further options of the method: ``n_steps``, ``baseline``, ``embedding_layer`` for the
-        gradient methods; ``sampler``, ``kernel_width``, ... for LIME; estimator options for SPEX.
+        Further options of the method (:func:`method_options` lists them): ``baseline``,
+        ``n_steps``, ``embedding_layer`` for integrated gradients, ``embedding_layer`` for saliency
+        and input x gradient; ``sampler``, ``surrogate``, ``alpha``, ``distance``, ``kernel_width``
+        for LIME; ``max_players`` for exact; ``decoder`` for SPEX; ``n_terms`` and the
+        ``GradientBoostingRegressor`` settings for ProxySPEX. Any other keyword is a TypeError
+        here, naming it and the keywords accepted.
     """
 
     def __init__(self, method: str, model, tokenizer, unit: str = "word", target=None, output: str = "raw",
                  removal="delete", continuation=None, reduce: str = "sum", budget=None, seed=0, max_order: int = 3,
-                 batch_size: int | None = None, inputs: str | None = None, **options):
+                 batch_size: int | None = None, inputs: str | None = None, bos_token_id: int | None = None,
+                 empty_token_id: int | None = None, **options):
         method = check_option(method, "name", TEXT_METHODS)
         self.method = _ALIASES.get(method, method)
+        accepted = method_options(method)
+        unknown = [k for k in options if k not in accepted]
+        if unknown:
+            listed = ", ".join(_OWN_KEYWORDS + accepted)
+            raise TypeError(
+                f"fl.explainer({method!r}, model, tokenizer=...) got an unexpected keyword argument {unknown[0]!r}; "
+                f"it accepts {listed}"
+            )
         if not callable(model):
             raise TypeError(f"model must be a torch module or a callable on token ids / texts; got {type(model).__name__}")
         self.gradient = self.method in GRADIENT_METHODS
@@ -139,6 +197,12 @@ class TextExplainer:
             check_ig_steps(options["n_steps"])
         self.budget, self.seed, self.max_order = budget, seed, max_order
         self.batch_size, self.inputs, self.options = batch_size, inputs, options
+        for name, value in (("bos_token_id", bos_token_id), ("empty_token_id", empty_token_id)):
+            if value is not None and (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer))):
+                raise TypeError(f"{name} must be an int token id or None; got {value!r} ({type(value).__name__})")
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be a token id >= 0; got {value}")
+        self.bos_token_id, self.empty_token_id = bos_token_id, empty_token_id
 
     def __repr__(self) -> str:
         return f"TextExplainer(method={self.method!r}, unit={self.unit!r}, output={self.output!r})"
@@ -154,7 +218,8 @@ class TextExplainer:
         continuation = self.continuation if continuation is None else continuation
         if continuation is not None:
             return GenerationGame(self.model, self.tokenizer, players, continuation, reduce=self.reduce,
-                                  removal=self.removal, batch_size=self.batch_size)
+                                  removal=self.removal, bos_token_id=self.bos_token_id,
+                                  empty_token_id=self.empty_token_id, batch_size=self.batch_size)
         model_fn = self.model
         inputs = self.inputs
         if isinstance(self.model, torch.nn.Module) and inputs != "text":
@@ -167,10 +232,12 @@ class TextExplainer:
             check_token_ids(players.input_ids, f"the token ids of the text (tokenizer={type(self.tokenizer).__name__})",
                             n_vocab, "the model's input embedding")
             players.removal_id(self.removal, n_vocab)
+            if players.can_be_empty(self.removal) or self.empty_token_id is not None:
+                players.empty_token_id(self.empty_token_id, n_vocab)
             model_fn, inputs = module_classifier(self.model), "ids"
         target = self.target if target is None else target
         return ClassifierGame(model_fn, players, target=target, removal=self.removal, output=self.output,
-                              inputs=inputs, batch_size=self.batch_size)
+                              inputs=inputs, batch_size=self.batch_size, empty_token_id=self.empty_token_id)
 
     def explain(self, text, target=None, continuation=None):
         """Explain ``text`` (a str; a list of str gives a list of results) for class ``target``
@@ -179,12 +246,15 @@ class TextExplainer:
             return [self.explain(t, target=target, continuation=continuation) for t in text]
         if not isinstance(text, str):
             raise TypeError(f"text must be a str or a list of str; got {type(text).__name__}")
+        if self.bos_token_id is not None and continuation is None and self.continuation is None:
+            raise ValueError(f"bos_token_id applies to a causal LM (with continuation=, here or in explain); got "
+                             f"bos_token_id={self.bos_token_id} and no continuation")
         if self.gradient:
             continuation = self.continuation if continuation is None else continuation
             return embedding_attributions(
                 self.model, self.players(text), self.method,
                 target=self.target if target is None else target, continuation=continuation, output=self.output,
-                batch_size=self.batch_size, reduce=self.reduce, **self.options)
+                batch_size=self.batch_size, reduce=self.reduce, bos_token_id=self.bos_token_id, **self.options)
         game = self.game(text, target=target, continuation=continuation)
         return explain(game, method=self.method, budget=self.budget, seed=self.seed, max_order=self.max_order,
                        **self.options)

@@ -11,7 +11,7 @@ import torch
 from .._batching import DEFAULT_CHUNK_BYTES, rows_for_bytes
 from .._validation import as_numpy, check_int, check_memory, check_option, check_token_ids, format_bytes, format_count
 from ..games import Game
-from ._players import Players, is_hf_tokenizer, tokenizer_vocab_size
+from ._players import Players, empty_token_id_of, is_hf_tokenizer, tokenizer_vocab_size
 
 __all__ = ["ClassifierGame", "GenerationGame", "OUTPUTS", "REDUCES", "forward_ids", "is_hf_model", "model_vocab_size"]
 
@@ -87,6 +87,17 @@ class ClassifierGame(Game):
         ``target`` from logits, ``softmax(z)_target``; ``"log_softmax"``: its logarithm.
     inputs
         ``"text"`` or ``"ids"``; None: ``"ids"`` for players with token ids, else ``"text"``.
+    empty_token_id
+        With ``removal="delete"`` and a tokenizer that adds no special tokens (no [CLS]/[SEP]/BOS),
+        the coalition that keeps no player is an empty token sequence, which most models cannot
+        read (an empty attention, a mean over no token: NaN). That coalition is sent as the one
+        token ``[empty_token_id]`` instead; None: the tokenizer's first of ``bos``, ``eos``,
+        ``pad``, ``unk`` token (:data:`featurelens.text.EMPTY_TOKENS`), recorded as
+        ``game.empty_token_id``. ``v(empty)`` is then the model's output on that one token (the
+        "nothing" of the value function). A tokenizer with none of those tokens and no
+        ``empty_token_id``: evaluating the empty coalition is a ValueError naming this argument.
+        Where a coalition always keeps a token (special tokens, or ``removal`` mask / pad / an id)
+        it is never used.
     batch_size
         The most texts per call of ``model_fn`` (the game's ``chunk_size``; None: 1024).
     executor
@@ -94,7 +105,8 @@ class ClassifierGame(Game):
     """
 
     def __init__(self, model_fn: Callable, players: Players, target=None, removal="delete", output: str = "raw",
-                 inputs: str | None = None, batch_size: int | None = None, executor=None):
+                 inputs: str | None = None, batch_size: int | None = None, executor=None,
+                 empty_token_id: int | None = None):
         if not callable(model_fn):
             raise TypeError(f"model_fn must be callable (a list of texts or token ids -> outputs); got {type(model_fn).__name__}")
         self.players = _check_players(players)
@@ -109,10 +121,19 @@ class ClassifierGame(Game):
             if not players.has_ids:
                 raise ValueError("inputs='ids' needs players made with a HuggingFace tokenizer; use inputs='text'")
         elif isinstance(removal, (int, np.integer)) or removal == "pad":
-            raise ValueError(f"removal={removal!r} replaces token ids; with inputs='text' use 'delete' or 'mask'")
+            raise ValueError(f"removal={removal!r} replaces token ids; with inputs='text' use removal='delete' or "
+                             "removal='mask'")
         else:
             check_option(removal, "removal", ("delete", "mask"))
         self.removal = removal
+        if self.inputs == "ids":
+            empty = players.empty_token_id(empty_token_id)  # a given id is checked even where unused
+            self.empty_token_id = empty if players.can_be_empty(removal) else None
+        elif empty_token_id is not None:
+            raise ValueError(f"empty_token_id applies to token ids (inputs='ids'); got empty_token_id={empty_token_id!r} "
+                             "with inputs='text' (model_fn receives '' for the empty coalition)")
+        else:
+            self.empty_token_id = None
         # One call on the whole text: checks the outputs and the target, and fixes target=None.
         full = self._outputs(np.ones((1, players.n), dtype=bool))
         self.n_outputs = 1 if full.ndim == 1 else full.shape[1]
@@ -125,11 +146,21 @@ class ClassifierGame(Game):
     def batch(self, masks: np.ndarray) -> list:
         """The inputs ``model_fn`` receives for ``masks`` ``(m, n)``."""
         if self.inputs == "ids":
-            return self.players.keep_ids(masks, self.removal)
+            batch = self.players.keep_ids(masks, self.removal, self.empty_token_id)
+            empty = [r for r, seq in enumerate(batch) if not seq]
+            if empty:
+                raise ValueError(
+                    f"mask row {empty[0]} keeps no player: with removal='delete' and a tokenizer that adds no special "
+                    f"tokens that is an empty token sequence, and {type(self.players.tokenizer).__name__} has no "
+                    "bos / eos / pad / unk token to send instead. Pass empty_token_id=<int> (the token sent as the "
+                    f"empty text) or {' / '.join(self.players.removal_fixes())}"
+                )
+            return batch
         return [self.players.keep_text(row, self.removal) for row in masks]
 
     def _outputs(self, masks: np.ndarray) -> np.ndarray:
-        out = self.model_fn(self.batch(masks))
+        batch = self.batch(masks)
+        out = self.model_fn(batch)
         if isinstance(out, torch.Tensor):
             out = out.detach().cpu().double().numpy()
         out = as_numpy(out, "model_fn output").astype(np.float64)
@@ -138,6 +169,19 @@ class ClassifierGame(Game):
                 f"model_fn must return one row of outputs per input, shape ({masks.shape[0]}, classes) "
                 f"or ({masks.shape[0]},); got shape {out.shape}"
             )
+        bad = ~np.isfinite(out.reshape(out.shape[0], -1)).all(axis=1)
+        if bool(bad.any()):
+            rows = np.flatnonzero(bad)
+            empty = [int(r) for r in rows if not masks[r].any()]
+            if empty:
+                shown = repr(batch[empty[0]])
+                fix = ("removal='mask' (the model then reads the mask text)" if self.inputs == "text" else
+                       "empty_token_id=<int> (one token sent as the empty text) or "
+                       + " / ".join(self.players.removal_fixes()))
+                raise ValueError(
+                    f"model_fn returned NaN or inf on the empty text (mask row {empty[0]} keeps no player; the model "
+                    f"received {shown}). Pass {fix}"
+                )
         return out
 
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:
@@ -196,8 +240,17 @@ class GenerationGame(Game):
         ``"delete"`` (default), ``"mask"``, ``"pad"`` or an int token id.
     bos_token_id
         A token put before the prompt (None: the tokenizer's ``bos_token_id`` when the players have
-        no special tokens of their own and the tokenizer has one). Without it, an empty kept
-        prompt has no position to predict the first continuation token from (an error).
+        no special tokens of their own and the tokenizer has one). Without it (and without
+        special tokens), an empty kept prompt has no position to predict the first continuation
+        token from: see ``empty_token_id``.
+    empty_token_id
+        Where a coalition can keep no prompt token at all (``removal="delete"``, no ``bos_token_id``
+        and no special token), the empty prompt is sent as the one token ``[empty_token_id]``,
+        ``v(empty) = log p(y | empty_token_id)``; every other coalition is unchanged. None: the
+        tokenizer's first of ``bos``, ``eos``, ``pad``, ``unk`` token
+        (:data:`featurelens.text.EMPTY_TOKENS`), recorded as ``game.empty_token_id`` (None where it
+        is never used). A tokenizer with none of them (a plain callable): evaluating the empty
+        coalition is a ValueError naming ``bos_token_id=``, ``empty_token_id=`` and ``removal=``.
     batch_size
         The most sequences per call of ``lm`` (and mask rows per chunk of the game). None: as many
         as keep one call's logits and their log-softmax within
@@ -215,7 +268,7 @@ class GenerationGame(Game):
 
     def __init__(self, lm: Callable, tokenizer, prompt_players, continuation, reduce: str = "sum",
                  token: int | None = None, removal="delete", bos_token_id: int | None = None,
-                 batch_size: int | None = None, executor=None):
+                 batch_size: int | None = None, executor=None, empty_token_id: int | None = None):
         if not callable(lm):
             raise TypeError(f"lm must be callable, input_ids -> logits; got {type(lm).__name__}")
         encode = _encoder(tokenizer)
@@ -254,6 +307,8 @@ class GenerationGame(Game):
         check_token_ids(cont, "continuation", n_vocab, source)
         self._n_vocab, self._vocab_source = n_vocab, source
         self.continuation = np.asarray(cont, dtype=np.int64)
+        #: The continuation as given when a str (None for token ids): for titles and provenance.
+        self.continuation_text = continuation if isinstance(continuation, str) else None
         if self.reduce == "per_token":
             self.token = check_int(token, "token", low=0, high=len(cont) - 1)
         elif token is not None:
@@ -263,6 +318,11 @@ class GenerationGame(Game):
         self.fill = (players.removal_id(removal, n_vocab, source) if players.has_ids
                      else self._fill_without_players(removal))
         self.removal = removal
+        # The one token sent as an empty prompt (only where a coalition can keep no prompt token).
+        can_be_empty = self.fill is None and not bool((self.owner < 0).any())
+        if can_be_empty or empty_token_id is not None:  # a given id is checked even where unused
+            empty = empty_token_id_of(tokenizer, empty_token_id, n_vocab, source)
+        self.empty_token_id = empty if can_be_empty else None
         # Rows per call of lm: the batch_size given, else chosen from the logits' size per sequence
         # (the vocabulary: the model's or tokenizer's size until the first logits say it).
         self._batch_size = None if batch_size is None else self.chunk_size
@@ -325,9 +385,24 @@ class GenerationGame(Game):
 
     def _sequences(self, masks: np.ndarray) -> list[np.ndarray]:
         kept = np.where(self.owner[None, :] < 0, True, masks[:, np.maximum(self.owner, 0)])
-        if self.fill is None:
-            return [self.prompt_ids[row] for row in kept]
-        return list(np.where(kept, self.prompt_ids[None, :], self.fill))
+        if self.fill is not None:
+            return list(np.where(kept, self.prompt_ids[None, :], self.fill))
+        out = [self.prompt_ids[row] for row in kept]
+        if self.empty_token_id is not None:
+            empty = np.array([self.empty_token_id], dtype=np.int64)
+            out = [p if p.shape[0] else empty for p in out]
+        return out
+
+    def _empty_prompt_fixes(self) -> str:
+        """The arguments that give an empty kept prompt a token (for the error's hint)."""
+        fixes = ["bos_token_id=<int> (a token put before every prompt)",
+                 "empty_token_id=<int> (the prompt of the empty coalition)"]
+        if self.players.has_ids:
+            fixes += self.players.removal_fixes()
+        else:
+            fixes += [f"removal={name!r}" for name in ("mask", "pad")
+                      if getattr(self.tokenizer, f"{name}_token_id", None) is not None] + ["removal=<int>"]
+        return ", ".join(fixes[:-1]) + " or " + fixes[-1]
 
     def _device(self):
         params = getattr(self.lm, "parameters", None)
@@ -344,8 +419,9 @@ class GenerationGame(Game):
         lengths = np.array([p.shape[0] for p in prompts])
         if bool((lengths == 0).any()):
             raise ValueError(
-                "a coalition keeps no prompt token, so nothing predicts the continuation's first token; "
-                "pass bos_token_id= (a token put before the prompt) or use removal='mask'/'pad'/<id>"
+                f"mask row {int(np.flatnonzero(lengths == 0)[0])} keeps no prompt token, so nothing predicts the "
+                f"continuation's first token, and {type(self.tokenizer).__name__} has no bos / eos / pad / unk "
+                f"token to send instead; pass {self._empty_prompt_fixes()}"
             )
         T = self.continuation.shape[0]
         out = np.empty((masks.shape[0], T))

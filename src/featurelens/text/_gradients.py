@@ -131,7 +131,7 @@ def _baseline_id(baseline, players: Players, n_vocab: int | None):
 
 def embedding_attributions(model, players, method: str = "integrated_gradients", *, target=None, continuation=None,
                            baseline="pad", n_steps: int = 50, embedding_layer=None, output: str = "raw",
-                           batch_size: int | None = None, reduce: str = "sum"):
+                           batch_size: int | None = None, reduce: str = "sum", bos_token_id: int | None = None):
     """Gradient attributions of a text model's output to its input embeddings, one value per token
     and per player of ``players`` (the sum over the player's tokens).
 
@@ -190,6 +190,10 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
         it); None: :func:`featurelens._batching.default_rows` of one row's embedding size.
     reduce
         ``"sum"`` or ``"mean"`` of the continuation's token log-probabilities.
+    bos_token_id
+        With ``continuation``: a token put before the prompt, as :class:`GenerationGame`'s (never a
+        player). None: the tokenizer's ``bos_token_id`` when the prompt has no special token of its
+        own (and the tokenizer has one).
 
     Returns
     -------
@@ -219,6 +223,9 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
 
     prompt, owner = players.input_ids.astype(np.int64), players.owner.astype(np.int64)
     lm = continuation is not None
+    if bos_token_id is not None and not lm:
+        raise ValueError(f"bos_token_id applies to a causal LM (with continuation=); got bos_token_id={bos_token_id!r} "
+                         "without a continuation")
     if lm:
         if target is not None:
             raise ValueError(f"target applies to a classifier; with continuation= the value is the continuation's "
@@ -236,9 +243,13 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
             cont = [check_int(t, "continuation token", low=0) for t in np.asarray(continuation).tolist()]
         if not cont:
             raise ValueError("continuation must hold at least one token; got an empty continuation")
-        bos = getattr(players.tokenizer, "bos_token_id", None)
-        if bos is not None and not bool((owner < 0).any()):
-            prompt, owner = np.concatenate([[int(bos)], prompt]), np.concatenate([[-1], owner])
+        if bos_token_id is not None:
+            bos = check_int(bos_token_id, "bos_token_id", low=0)
+        else:
+            bos = getattr(players.tokenizer, "bos_token_id", None)
+            bos = None if bos is None or bool((owner < 0).any()) else int(bos)
+        if bos is not None:
+            prompt, owner = np.concatenate([[bos], prompt]), np.concatenate([[-1], owner])
         cont = np.asarray(cont, dtype=np.int64)
         seq = np.concatenate([prompt, cont])
         owner_full = np.concatenate([owner, np.full(cont.shape[0], -1, dtype=np.int64)])
@@ -250,6 +261,8 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
     is_player = owner_full >= 0
     n_vocab = layer.num_embeddings if isinstance(layer, torch.nn.Embedding) else None
     # Ids past the embedding table fail with an IndexError deep inside torch: named here instead.
+    if lm and bos is not None:
+        check_token_ids([bos], "bos_token_id", n_vocab, "the model's input embedding")
     check_token_ids(prompt, "the token ids of players (its tokenizer's)", n_vocab, "the model's input embedding")
     if lm:
         check_token_ids(cont, "continuation", n_vocab, "the model's input embedding")

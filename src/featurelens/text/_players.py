@@ -10,12 +10,15 @@ import torch
 
 from .._validation import check_int, check_option, check_token_ids
 
-__all__ = ["Players", "UNITS", "REMOVALS"]
+__all__ = ["Players", "UNITS", "REMOVALS", "EMPTY_TOKENS"]
 
 #: The units a text is split into.
 UNITS = ("word", "token", "sentence")
 #: The named ways to remove a player (an int token id is accepted too).
 REMOVALS = ("delete", "mask", "pad")
+#: The tokenizer's tokens tried, in this order, for the one token fed in place of an empty token
+#: sequence (a coalition that keeps no token: every player deleted and no special token).
+EMPTY_TOKENS = ("bos_token_id", "eos_token_id", "pad_token_id", "unk_token_id")
 
 _WORD = re.compile(r"\S+")
 # A sentence runs to the first run of . ! ? followed by white space (or to the end of the text).
@@ -41,6 +44,28 @@ def tokenizer_vocab_size(tokenizer) -> int | None:
     size = getattr(tokenizer, "vocab_size", None)
     if isinstance(size, (int, np.integer)) and not isinstance(size, (bool, np.bool_)) and size > 0:
         return int(size)
+    return None
+
+
+def empty_token_id_of(tokenizer, empty_token_id=None, n_vocab: int | None = None,
+                      source: str = "the model's input embedding") -> int | None:
+    """The token fed in place of an empty token sequence: ``empty_token_id`` when given (an int
+    token id, checked against the tokenizer's vocabulary and ``n_vocab``), else the first of the
+    tokenizer's :data:`EMPTY_TOKENS` (``bos``, ``eos``, ``pad``, ``unk``) that it has, else None (no
+    such token: evaluating the empty coalition is then an error naming ``empty_token_id=``)."""
+    if empty_token_id is not None:
+        if isinstance(empty_token_id, (bool, np.bool_)) or not isinstance(empty_token_id, (int, np.integer)):
+            raise TypeError(f"empty_token_id must be an int token id or None; got {empty_token_id!r} "
+                            f"({type(empty_token_id).__name__})")
+        value = check_int(empty_token_id, "empty_token_id", low=0)
+        check_token_ids([value], "empty_token_id", tokenizer_vocab_size(tokenizer), "the tokenizer")
+        check_token_ids([value], "empty_token_id", n_vocab, source)
+        return value
+    for attr in EMPTY_TOKENS:
+        value = getattr(tokenizer, attr, None)
+        if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) and value >= 0:
+            check_token_ids([int(value)], f"the tokenizer's {attr} (sent as the empty text)", n_vocab, source)
+            return int(value)
     return None
 
 
@@ -103,7 +128,7 @@ class Players:
             if unit == "token":
                 raise ValueError(
                     "unit='token' needs a tokenizer (a HuggingFace tokenizer or a callable text -> "
-                    "list of pieces); got tokenizer=None. Use unit='word' or 'sentence', or pass tokenizer="
+                    "list of pieces); got tokenizer=None. Use unit='word' or unit='sentence', or pass tokenizer="
                 )
             regex = _WORD if unit == "word" else _SENTENCE
             self.spans = [(m.start(), m.end()) for m in regex.finditer(text)]
@@ -227,6 +252,28 @@ class Players:
         check_token_ids([int(value)], f"removal={removal!r} (the tokenizer's {attr})", n_vocab, source)
         return int(value)
 
+    def can_be_empty(self, removal) -> bool:
+        """True when some coalition keeps no token id at all: ``removal="delete"`` on players that
+        own every token (a tokenizer that adds no special tokens)."""
+        return self.has_ids and removal == "delete" and not bool((self.owner < 0).any())
+
+    def removal_fixes(self) -> list[str]:
+        """The ``removal=`` values that keep a token in place of every removed player and that these
+        players accept (for the hints of the errors on an empty coalition): ``'mask'`` / ``'pad'``
+        where the tokenizer has that token (``'mask'`` always for players without token ids: the
+        ``mask_text``), and ``<int>`` (any token id) for players with token ids."""
+        if not self.has_ids:
+            return ["removal='mask'"]
+        fixes = [f"removal={name!r}" for name in ("mask", "pad")
+                 if getattr(self.tokenizer, f"{name}_token_id", None) is not None]
+        return fixes + ["removal=<int>"]
+
+    def empty_token_id(self, empty_token_id=None, n_vocab: int | None = None,
+                       source: str = "the model's input embedding") -> int | None:
+        """The token fed in place of an empty token sequence (:func:`empty_token_id_of` with this
+        tokenizer)."""
+        return empty_token_id_of(self.tokenizer, empty_token_id, n_vocab, source)
+
     def keep(self, mask, removal="delete"):
         """What the coalition ``mask`` (bool, one per player) keeps of the text: with a HuggingFace
         tokenizer the token ids (a list of int; special tokens kept; a removed player's tokens
@@ -236,8 +283,10 @@ class Players:
             return self.keep_text(mask, removal)
         return self.keep_ids(self.check_mask(mask)[None, :], removal)[0]
 
-    def keep_ids(self, masks, removal="delete") -> list[list[int]]:
-        """Token ids kept by each row of ``masks`` ``(q, n)`` (see :meth:`keep`)."""
+    def keep_ids(self, masks, removal="delete", empty_token_id: int | None = None) -> list[list[int]]:
+        """Token ids kept by each row of ``masks`` ``(q, n)`` (see :meth:`keep`). A row that keeps
+        no token at all (every player deleted, no special token) is ``[empty_token_id]`` when that
+        is given (:meth:`empty_token_id`), else ``[]``."""
         if not self.has_ids:
             raise ValueError("keep_ids needs players made with a HuggingFace tokenizer (token ids); these have none")
         fill = self.removal_id(removal)
@@ -245,9 +294,12 @@ class Players:
         masks = masks[None, :] if masks.ndim == 1 else masks
         special = self.owner < 0
         kept = np.where(special[None, :], True, masks[:, np.maximum(self.owner, 0)])  # (q, tokens)
-        if fill is None:
-            return [self.input_ids[row].tolist() for row in kept]
-        return np.where(kept, self.input_ids[None, :], fill).tolist()
+        if fill is not None:
+            return np.where(kept, self.input_ids[None, :], fill).tolist()
+        out = [self.input_ids[row].tolist() for row in kept]
+        if empty_token_id is not None:
+            out = [seq if seq else [int(empty_token_id)] for seq in out]
+        return out
 
     def keep_text(self, mask, removal="delete") -> str:
         """The text with the removed players deleted (``"delete"``) or replaced by ``mask_text``
