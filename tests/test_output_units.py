@@ -12,7 +12,7 @@ import torch
 import featurelens as fl
 from featurelens.explainers import explainer
 from featurelens.metrics._perturb import prepare
-from featurelens._model_units import _log_odds_from_logits
+from featurelens.models._outputs import log_odds_from_logits
 from featurelens.models import Model
 
 
@@ -58,7 +58,7 @@ def test_log_odds_from_logits_is_stable_where_the_naive_formula_fails():
     # p_top = 1 - ~2e-22 in float64 is 1.0: the naive log(p / (1 - p)) is inf; exactly it is
     # z_top - logsumexp(others) = 50 - log(2).
     z = torch.tensor([[50.0, 0.0, 0.0], [-800.0, 0.0, 1.0]], dtype=torch.float64, requires_grad=True)
-    lo = _log_odds_from_logits(z)
+    lo = log_odds_from_logits(z)
     expected_row0 = [50.0 - math.log(2.0), 0.0 - np.logaddexp(50.0, 0.0), 0.0 - np.logaddexp(50.0, 0.0)]
     np.testing.assert_allclose(lo[0].detach().numpy(), expected_row0, rtol=1e-15)
     np.testing.assert_allclose(lo[1, 0].item(), -800.0 - np.logaddexp(0.0, 1.0), rtol=1e-15)
@@ -66,7 +66,7 @@ def test_log_odds_from_logits_is_stable_where_the_naive_formula_fails():
     assert torch.isfinite(z.grad).all()
     # two classes: the difference of the logits
     z2 = torch.tensor([[3.0, -1.5]], dtype=torch.float64)
-    np.testing.assert_allclose(_log_odds_from_logits(z2).numpy(), [[4.5, -4.5]], atol=0)
+    np.testing.assert_allclose(log_odds_from_logits(z2).numpy(), [[4.5, -4.5]], atol=0)
 
 
 def test_with_output_shares_the_function_and_counts_calls():

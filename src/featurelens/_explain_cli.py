@@ -342,7 +342,7 @@ def _build_explainer(explainer, method, model, params, output):
 
 
 def _estimator_of(model):
-    from ._estimators import estimator_method
+    from .models._estimators import estimator_method
 
     return estimator_method(model)[0]
 

@@ -41,20 +41,21 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ._batching import check_batch_size, chunks, default_rows, expansion_index
-from ._estimators import FrameCodec, column_kind, estimator_method, is_dataframe, renamed_columns_match
-from ._model_factory import _factory_build, _factory_key
-from ._model_units import _OUTPUTS, _returns, _to_units
-from ._validation import (
+from .._batching import check_batch_size, chunks, default_rows
+from .._validation import (
     as_numpy,
     check_device,
     check_floating,
-    check_int,
     check_option,
     check_target_range,
     numpy_to_tensor,
 )
-from ._validation import resolve_target as _resolve_target
+from .._validation import resolve_target as _resolve_target
+from ._estimators import estimator_method
+from ._factory_cache import factory_build, factory_key
+from ._frames import FrameCodec, encode_frame, is_dataframe
+from ._outputs import OUTPUTS, checked_outputs, model_returns, to_units
+from ._passes import BatchedPasses
 
 
 #: The default units, "raw", told apart from an explicit ``output="raw"`` (``Model.output_asked``).
@@ -65,7 +66,7 @@ class _DefaultRaw(str):
 _DEFAULT_RAW = _DefaultRaw("raw")
 
 
-class Model:
+class Model(BatchedPasses):
     """Adapter around a ``torch.nn.Module`` or a callable.
 
     Parameters
@@ -160,7 +161,7 @@ class Model:
         #: What the function returns: "probability" (predict_proba), "log_probability"
         #: (predict_log_proba), "margin" (decision_function), "regression" (a regressor's
         #: predict) or "logits" (torch modules and callables).
-        self.returns = _returns(estimator, method)
+        self.returns = model_returns(estimator, method)
         #: Whether the units were asked for (``output=`` given) rather than the default "raw": an
         #: explainer whose natural units differ (tree_shap of a booster's margin) tells them apart.
         self.output_asked = output is not _DEFAULT_RAW
@@ -213,10 +214,10 @@ class Model:
                 f"function or a functools.partial); got {type(factory).__name__}"
             )
         if key is None:
-            key = _factory_key(factory)
+            key = factory_key(factory)
         elif not isinstance(key, str) or not key:
             raise TypeError(f"key must be a non-empty string naming the model, or None; got {key!r}")
-        built = _factory_build(factory, key)
+        built = factory_build(factory, key)
         if isinstance(built, Model):
             raise TypeError(
                 f"factory {key!r} returned a featurelens Model; it must return the model itself (a torch "
@@ -254,14 +255,14 @@ class Model:
         self.__dict__.update(state)
         if self._factory is not None:
             factory, key, _ = self._factory
-            built = _factory_build(factory, key)
+            built = factory_build(factory, key)
             estimator, method = estimator_method(built)
             self.module = built if isinstance(built, torch.nn.Module) else None
             self.estimator = estimator
             self.function = method if method is not None else built
 
     def _check_output(self, output) -> str:
-        output = check_option(output, "output", _OUTPUTS)
+        output = check_option(output, "output", OUTPUTS)
         if output != "raw" and self.returns == "regression":
             raise ValueError(
                 f"output={output!r} needs a classifier, and model {self._name()} is a regressor "
@@ -277,7 +278,7 @@ class Model:
         output = self._check_output(output)
         if output == self.output:
             return self
-        return self._derived(output=output, output_asked=True)
+        return self._derive(output=output, output_asked=True)
 
     def with_missing_values(self) -> "Model":
         """This Model taking NaN in its inputs (missing values; inf is still refused), for a
@@ -286,7 +287,7 @@ class Model:
         Model's too."""
         if self.allow_nan:
             return self
-        return self._derived(allow_nan=True)
+        return self._derive(allow_nan=True)
 
     def with_batch_size(self, batch_size: int | None) -> "Model":
         """This Model with another batch size: ``self`` when it already has it, else a new Model
@@ -297,7 +298,7 @@ class Model:
         batch_size = check_batch_size(batch_size)
         if auto == self.auto_batch and (auto or batch_size == self.batch_size):
             return self
-        return self._derived(batch_size=batch_size, auto_batch=auto)
+        return self._derive(batch_size=batch_size, auto_batch=auto)
 
     def with_executor(self, executor) -> "Model":
         """This Model with an executor (:mod:`featurelens.parallel`) for the forward passes of
@@ -310,19 +311,21 @@ class Model:
         if not callable(getattr(executor, "map", None)):
             raise TypeError(f"executor must be a featurelens.parallel executor (with a map method); "
                             f"got {type(executor).__name__}")
-        return self._derived(executor=executor)
+        return self._derive(executor=executor)
 
-    def _derived(self, **changes) -> "Model":
+    def _derive(self, **changes) -> "Model":
         """A shallow copy of this Model with ``changes`` set: its own call count (added to this
         Model's through ``_parent``) and its own eval-mode state (depth and saved flags), so that
-        a derived Model's ``evaluating()`` never restores flags this Model saved."""
+        a derived Model's ``evaluating()`` never restores flags this Model saved. The changes are
+        set last, so they may also cut the copy loose (``_parent=None``: the copy the workers of
+        an executor evaluate, whose rows are counted here)."""
         derived = copy.copy(self)
-        for name, value in changes.items():
-            setattr(derived, name, value)
         derived.calls = 0
         derived._eval_depth = 0
         derived._eval_flags = None
         derived._parent = self
+        for name, value in changes.items():
+            setattr(derived, name, value)
         return derived
 
     def _count(self, rows: int) -> None:
@@ -401,7 +404,7 @@ class Model:
         (datetimes, complex), naming the columns.
         """
         if is_dataframe(x):
-            x = self._frame_to_numpy(x, name)
+            x = encode_frame(self._frames, x, name, self.estimator, self.feature_names, self.differentiable)
         if isinstance(x, torch.Tensor):
             check_floating(x, name, allow_nan=getattr(self, "allow_nan", False))
             t = x.detach()
@@ -420,47 +423,6 @@ class Model:
         if dtype is None:
             dtype = torch.float64 if t.dtype == torch.float64 else torch.float32
         return t.to(device=self.device, dtype=dtype)
-
-    def _frame_to_numpy(self, frame, name: str) -> np.ndarray:
-        """A DataFrame's values as a float64 array (categorical columns as codes), its columns
-        checked against the estimator's."""
-        columns = [str(c) for c in frame.columns]
-        kinds = {c: column_kind(dt) for c, dt in zip(columns, frame.dtypes)}
-        bad = [
-            j for j, c in enumerate(columns)
-            if kinds[c] == "other" or (kinds[c] == "categorical" and self.estimator is None)
-        ]
-        if bad:
-            shown = ", ".join(f"{columns[j]!r} ({frame.dtypes.iloc[j]})" for j in bad[:10]) + (
-                " ..." if len(bad) > 10 else ""
-            )
-            if self.estimator is not None:
-                raise TypeError(
-                    f"{name} has columns of unsupported dtypes {shown}; expected numeric columns "
-                    "(floats, integers, booleans) or categorical ones (str, object, pandas category "
-                    "or string dtype): convert these first (e.g. a datetime to seconds since an epoch)"
-                )
-            if self.differentiable:
-                how = "gradient methods need numbers: encode these columns first (e.g. one-hot)"
-            else:
-                how = (
-                    "encode these columns first (e.g. one-hot or ordinal codes), or pass a fitted "
-                    "scikit-learn Pipeline that encodes them itself (its own encoder is then used)"
-                )
-            raise TypeError(f"{name} has non-numeric columns {shown}; expected numeric columns only: {how}")
-        if (self.feature_names is not None and tuple(columns) != self.feature_names
-                and not renamed_columns_match(self.estimator, columns, self.feature_names)):
-            missing = [c for c in self.feature_names if c not in columns]
-            extra = [c for c in columns if c not in self.feature_names]
-            detail = (
-                f"missing {missing[:10]}" if missing else ""
-            ) + ("; " if missing and extra else "") + (f"not fitted on {extra[:10]}" if extra else "")
-            raise ValueError(
-                f"{name}'s columns must be the ones the model was fitted on (feature_names_in_), in "
-                f"that order; got {columns[:10]}{' ...' if len(columns) > 10 else ''} "
-                f"({detail or 'another order'}). Use {name}[list(model.feature_names_in_)]"
-            )
-        return self._frames.encode(frame, columns, kinds, name)
 
     def _model_input(self, arr: np.ndarray):
         """What the numpy callable or estimator is called with: the array, or for an estimator
@@ -512,71 +474,9 @@ class Model:
             raise ValueError(
                 f"x has shape {tuple(x.shape)} (samples first), and the model failed on it: {err}"
             ) from err
-        if isinstance(out, (tuple, list, dict)) and not (isinstance(out, (tuple, list)) and out
-                                                        and not isinstance(out[0], torch.Tensor)):
-            kind = "a dict (e.g. a transformers ModelOutput)" if isinstance(out, dict) else (
-                f"a {type(out).__name__} of {len(out)} item(s)")
-            raise TypeError(
-                f"model {self._name()} returned {kind}; every consumer needs one tensor of outputs, shape "
-                "(batch,) or (batch, classes): make the forward return only those (e.g. a wrapper module "
-                "whose forward returns model(x)[0] or model(x).logits, or "
-                "fl.Model(lambda x: model(x)[0], accepts='torch'))"
-            )
-        if isinstance(out, torch.Tensor):
-            if out.is_complex():
-                raise TypeError(f"model {self._name()} must return real numbers; got a tensor of dtype {out.dtype}")
-            if not torch.is_floating_point(out):
-                if needs_grad:
-                    raise TypeError(
-                        f"model {self._name()} returned outputs of dtype {out.dtype}, which carry no "
-                        "gradient; gradient explainers need floating-point outputs (logits, scores or "
-                        "probabilities), e.g. return the logits rather than the predicted labels, or "
-                        "use a black-box explainer (occlusion, kernel_shap)"
-                    )
-                out = out.to(self.dtype or x.dtype)
-        else:
-            try:
-                arr = np.asarray(out)
-                if arr.dtype.kind not in "biuf":
-                    raise TypeError(f"dtype {arr.dtype}")
-                out = torch.as_tensor(arr.astype(np.float64), device=x.device).to(self.dtype or x.dtype)
-            except (TypeError, ValueError) as err:
-                raise TypeError(
-                    f"model {self._name()} must return a tensor or an array of numbers; got "
-                    f"{type(out).__name__} ({err})"
-                ) from err
-        if out.ndim == 1:
-            out = out[:, None]
-        if out.ndim != 2 or out.shape[0] != x.shape[0]:
-            raise ValueError(
-                f"model must map a batch of {x.shape[0]} rows to outputs of shape (batch,) or "
-                f"(batch, classes); got output shape {tuple(out.shape)}"
-            )
-        if out.shape[1] == 0:
-            raise ValueError(
-                f"model {self._name()} returned 0 outputs per row (output shape {tuple(out.shape)}); "
-                "expected at least one output (a score, a logit per class) to explain"
-            )
-        if needs_grad and not out.requires_grad:
-            raise ValueError(
-                f"model {self._name()} returned outputs that do not depend on the input through "
-                "autograd (detached with .detach(), computed under torch.no_grad(), converted through "
-                "numpy, or constant), so there is no input gradient; gradient explainers need a "
-                "differentiable forward: remove the detach/no_grad from the model's forward, or use a "
-                "black-box explainer (occlusion, kernel_shap)"
-            )
-        values = out.detach()
-        # One sum and one read per chunk (NaN and inf propagate); the elementwise test runs only
-        # when that sum is not finite (it may have overflowed on finite values).
-        if not math.isfinite(float(values.sum())) and not bool(torch.isfinite(values).all()):
-            bad = int((~torch.isfinite(values)).any(1).sum())
-            raise ValueError(
-                f"the model returned NaN or inf for {bad} of {x.shape[0]} rows (inputs of shape "
-                f"{tuple(x.shape)}, all finite); attributions of non-finite outputs would be NaN. "
-                "Check the model on these inputs (e.g. a log of 0, a division by zero, overflow)"
-            )
+        out = checked_outputs(out, x, needs_grad, self.dtype or x.dtype, self._name)
         if self.output != "raw":
-            out = _to_units(out, self.returns, self.output)
+            out = to_units(out, self.returns, self.output)
         return out
 
     def _name(self) -> str:
@@ -646,232 +546,11 @@ class Model:
         check_target_range(target, int(out.shape[1]), name)
         return out.gather(1, target[:, None])
 
-    # -- gradients --------------------------------------------------------------------------
-    def _target_gradient(self, rows: torch.Tensor, target: torch.Tensor | None):
-        """Gradient of out[i, target_i] w.r.t. each row, by one backward pass of their sum
-        (``target=None``: each row's predicted class, taken from the same forward pass).
-
-        In eval mode samples do not interact, so the gradient of the summed selected outputs with
-        respect to the batch is exactly the stack of per-sample gradients.
-        """
-        rows = rows.detach().requires_grad_(True)
-        with torch.enable_grad():
-            out = self.forward(rows)
-            if target is None:
-                target = out.detach().argmax(1)
-            selected = self.pick(out, target).sum()
-            (grad,) = torch.autograd.grad(selected, rows)
-        return grad, out.detach()
-
-    def gradient(self, x: torch.Tensor, target: torch.Tensor, batch_size: int | None = None,
-                 outputs: bool = False):
-        """Per-sample input gradients of the target outputs, in chunks of at most batch_size rows.
-
-        ``outputs=True`` returns ``(gradients, outputs)``: the model's outputs on ``x`` from the
-        same forward passes (detached), for callers that need the predictions too.
-        """
-        self.require_gradients("this method")
-        bs = self.chunk_rows(x, batch_size)
-        if bs >= x.shape[0]:  # one chunk: its gradient as it is, no copy into a preallocated tensor
-            with self.evaluating():
-                grads, out = self._target_gradient(x, target)
-            return (grads, out) if outputs else grads
-        grads = torch.empty_like(x)
-        outs = []
-        with self.evaluating():
-            for s in chunks(x.shape[0], bs):
-                grads[s], out = self._target_gradient(x[s], target[s])
-                if outputs:
-                    outs.append(out)
-        return (grads, torch.cat(outs)) if outputs else grads
-
-    def expanded_gradient(
-        self,
-        x: torch.Tensor,
-        target: torch.Tensor,
-        n_expand: int,
-        make_rows: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-        weights: torch.Tensor | None = None,
-        transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
-        batch_size: int | None = None,
-    ) -> torch.Tensor:
-        """Sum over ``n_expand`` copies of each sample of (weighted, transformed) input gradients.
-
-        ``make_rows(copy_index, sample_index)`` builds the inputs of one chunk of the expansion
-        (for example the IG path points or noisy copies) so that the whole ``n_expand * n`` batch is
-        never materialised. Returns ``sum_e weights[e] * transform(grad(make_rows(e, i)))`` per
-        sample ``i``, shaped like ``x`` (like ``transform``'s output per row when it changes the
-        shape, e.g. a stack of ``g`` and ``g**2``).
-        """
-        self.require_gradients("this method")
-        bs = self.chunk_rows(x, batch_size)
-        n = x.shape[0]
-        total = None
-
-        def accumulate(part):
-            nonlocal total
-            total = part if total is None else total.add_(part)
-
-        with self.evaluating():
-            if bs >= n:
-                # Chunks of whole copies: the sum over copies is a reshape and a reduction, not a
-                # scatter (index_add_ on CPU is slow, and very slow when threads are contended).
-                per_chunk = bs // n
-                for copies in chunks(n_expand, per_chunk):
-                    first, k = copies.start, copies.stop - copies.start
-                    copy_idx, sample_idx = expansion_index(slice(first * n, (first + k) * n), n, x.device)
-                    grad, _ = self._target_gradient(make_rows(copy_idx, sample_idx), target.repeat(k))
-                    if transform is not None:
-                        grad = transform(grad)
-                    grad = grad.view(k, n, *grad.shape[1:])
-                    if weights is None:
-                        accumulate(grad.sum(0))
-                    else:
-                        accumulate(torch.tensordot(weights[first : first + k], grad, dims=1))
-            else:
-                # One copy of the batch spans several chunks: split each copy's samples into equal
-                # parts of at most bs rows and add each part to its slice of the total.
-                parts = -(-n // bs)
-                size = -(-n // parts)
-                for copy_number in range(n_expand):
-                    for s in chunks(n, size):
-                        sample_idx = torch.arange(s.start, s.stop, device=x.device)
-                        copy_idx = torch.full_like(sample_idx, copy_number)
-                        grad, _ = self._target_gradient(make_rows(copy_idx, sample_idx), target[s])
-                        if transform is not None:
-                            grad = transform(grad)
-                        if weights is not None:
-                            grad = grad * weights[copy_number]
-                        if total is None:
-                            total = grad.new_zeros((n,) + tuple(grad.shape[1:]))
-                        total[s] += grad
-        return total
-
-    def expanded_forward(
-        self,
-        x: torch.Tensor,
-        n_expand: int,
-        make_rows: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-        target: torch.Tensor | None = None,
-        transform: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
-        reduce: str | None = None,
-        batch_size: int | None = None,
-    ) -> torch.Tensor:
-        """Forward passes (no gradients) over ``n_expand`` copies of each of the ``n`` samples of
-        ``x``, built and evaluated chunk by chunk so the ``n_expand * n`` rows are never held at once.
-
-        The forward-only twin of :meth:`expanded_gradient` (metrics: perturbation curves,
-        infidelity, sensitivity). Rows are expansion-major (:func:`featurelens._batching.expansion_index`);
-        chunks follow :meth:`chunk_rows` with ``forward_only=True`` (``batch_size`` overrides it).
-
-        Parameters
-        ----------
-        x
-            The validated batch ``(n, ...)`` (from :meth:`to_tensor`); only its length, device and
-            per-row size are used here, ``make_rows`` reads the inputs.
-        n_expand
-            Copies per sample (an int >= 1).
-        make_rows
-            ``make_rows(copy_index, sample_index) -> rows``: the inputs of one chunk, one row per
-            (copy, sample) pair given as two long tensors of equal length.
-        target
-            None: keep every output, ``(rows, n_outputs)``. A long tensor ``(n,)`` of output indices:
-            keep ``out[r, target[sample_index[r]]]``, ``(rows,)``.
-        transform
-            ``transform(values, copy_index, sample_index) -> tensor`` with one row per input row,
-            applied to each chunk's (selected) outputs before they are stored or reduced (e.g. a
-            squared error against the copy's perturbation, or ``.double()``).
-        reduce
-            None: return every row, shaped ``(n_expand, n, *per_row)``. ``"sum"``, ``"mean"``,
-            ``"max"`` or ``"min"``: reduce over the copies, shaped ``(n, *per_row)``.
-
-        Returns
-        -------
-        A tensor on the model's device, in the dtype of the (transformed) outputs.
-        """
-        n_expand = check_int(n_expand, "n_expand", low=1)
-        reduce = check_option(reduce, "reduce", (None, "sum", "mean", "max", "min"))
-        n = x.shape[0]
-        bs = self.chunk_rows(x, batch_size, forward_only=True)
-        if bs >= n:
-            bs = (bs // n) * n  # whole copies per chunk: the sum over copies is a reshape
-        total_rows = n_expand * n
-        result = None
-        with self.evaluating(), torch.no_grad():
-            for part, copy_idx, sample_idx, out in self._expanded_chunks(x, total_rows, bs, n, make_rows):
-                if target is not None:
-                    out = out.gather(1, target[sample_idx][:, None]).squeeze(1)
-                if transform is not None:
-                    out = transform(out, copy_idx, sample_idx)
-                    if out.shape[0] != part.stop - part.start:
-                        raise ValueError(
-                            f"transform must return one row per input row ({part.stop - part.start}); "
-                            f"got shape {tuple(out.shape)}"
-                        )
-                if reduce is None:
-                    if result is None:
-                        result = out.new_empty((total_rows,) + tuple(out.shape[1:]))
-                    result[part] = out
-                    continue
-                if result is None:
-                    result = out.new_zeros((n,) + tuple(out.shape[1:]))
-                    if reduce in ("max", "min"):
-                        result.fill_(-math.inf if reduce == "max" else math.inf)
-                whole = part.start % n == 0 and (part.stop - part.start) % n == 0
-                if reduce in ("sum", "mean"):
-                    if whole:
-                        result += out.view(-1, n, *out.shape[1:]).sum(0)
-                    else:
-                        result.index_add_(0, sample_idx, out)
-                elif whole:
-                    per = out.view(-1, n, *out.shape[1:])
-                    both = torch.stack([result, per.amax(0) if reduce == "max" else per.amin(0)])
-                    result = both.amax(0) if reduce == "max" else both.amin(0)
-                else:
-                    index = sample_idx.view(-1, *([1] * (out.ndim - 1))).expand_as(out)
-                    result.scatter_reduce_(0, index, out, "amax" if reduce == "max" else "amin")
-        if reduce is None:
-            return result.view(n_expand, n, *result.shape[1:])
-        if reduce == "mean":
-            result /= n_expand
-        return result
-
-    def _expanded_chunks(self, x, total_rows: int, bs: int, n: int, make_rows):
-        """``(part, copy_idx, sample_idx, outputs)`` per chunk of :meth:`expanded_forward`, in
-        order: evaluated here, or with an executor (:meth:`with_executor`) a window of chunks at a
-        time on its workers (the rows built here, in order; counted here)."""
-        executor = getattr(self, "executor", None)
-        parts = list(chunks(total_rows, bs))
-        if executor is None:
-            for part in parts:
-                copy_idx, sample_idx = expansion_index(part, n, x.device)
-                yield part, copy_idx, sample_idx, self.forward(make_rows(copy_idx, sample_idx))
-            return
-        window = max(1, int(executor.n_workers) * int(getattr(executor, "tasks_per_worker", 3)))
-        plain = copy.copy(self)
-        plain.executor = None
-        plain._parent = None
-        for start in range(0, len(parts), window):
-            batch = []
-            for part in parts[start : start + window]:
-                copy_idx, sample_idx = expansion_index(part, n, x.device)
-                batch.append((part, copy_idx, sample_idx, make_rows(copy_idx, sample_idx).cpu()))
-            outs = executor.map(_forward_rows, [rows for *_, rows in batch], shared=plain)
-            for (part, copy_idx, sample_idx, rows), out in zip(batch, outs):
-                self._count(rows.shape[0])
-                yield part, copy_idx, sample_idx, out.to(x.device)
-
     def __repr__(self) -> str:
         kind = self._name() if self.estimator is not None else type(self.function).__name__
         bs = "auto" if self.auto_batch else self.batch_size
         units = "" if self.output == "raw" else f", output={self.output!r}"
         return f"Model({kind}, device={self.device}, batch_size={bs}{units})"
-
-
-def _forward_rows(model: "Model", rows: torch.Tensor) -> torch.Tensor:
-    """One chunk of :meth:`Model.expanded_forward` on an executor's worker (not counted there)."""
-    with model.evaluating(), torch.no_grad():
-        return model.forward(rows.to(model.device), count=False).cpu()
 
 
 #: Guards the eval-mode bookkeeping of :meth:`Model.evaluating` across threads.

@@ -11,11 +11,11 @@ _FACTORY_CACHE: dict = {}
 _FACTORY_LOCK = threading.RLock()  # a factory may itself build a factory model
 
 
-def _factory_key(factory) -> str:
+def factory_key(factory) -> str:
     """The default cache key: module and qualified name (a partial's function with its arguments)."""
     if isinstance(factory, functools.partial):
         args = [repr(a) for a in factory.args] + [f"{k}={v!r}" for k, v in sorted(factory.keywords.items())]
-        return f"{_factory_key(factory.func)}({', '.join(args)})"
+        return f"{factory_key(factory.func)}({', '.join(args)})"
     qualname = getattr(factory, "__qualname__", None)
     if qualname is None or "<lambda>" in qualname or "<locals>" in qualname:
         raise ValueError(
@@ -26,7 +26,7 @@ def _factory_key(factory) -> str:
     return f"{getattr(factory, '__module__', None) or '?'}.{qualname}"
 
 
-def _factory_build(factory, key: str):
+def factory_build(factory, key: str):
     """What ``factory()`` returns, built once per process and key (concurrent first uses wait for
     one build)."""
     with _FACTORY_LOCK:

@@ -1,144 +1,20 @@
-"""Recognising scikit-learn estimators and pandas frames for the Model adapter
-(:class:`featurelens.models.Model`), without importing either library until a model needs it:
-which method a fitted estimator is called through, whether it is a classifier, whether it is fitted;
-and how DataFrames travel through a Model as float64 rows (:class:`FrameCodec`: integer dtypes
-remembered, non-numeric columns as integer codes of :class:`CategoryCodes`, decoded back to their
-values and dtypes before the estimator is called).
+"""How DataFrames travel through a Model as float64 rows: :func:`encode_frame` checks a frame's
+columns against the estimator's and encodes it with the Model's :class:`FrameCodec` (integer dtypes
+remembered, non-numeric columns as integer codes of :class:`CategoryCodes`), which decodes the rows
+back to their values and dtypes before the estimator is called (:meth:`FrameCodec.to_model_input`).
+pandas is imported only when a frame is met.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
-ESTIMATOR_METHODS = ("predict_proba", "decision_function", "predict", "predict_log_proba")
+from ._estimators import renamed_columns_match
 
 
 def is_dataframe(x) -> bool:
     """A pandas DataFrame, recognised without importing pandas."""
     return type(x).__module__.split(".")[0] == "pandas" and hasattr(x, "columns") and hasattr(x, "dtypes")
-
-
-def is_classifier_model(estimator) -> bool:
-    try:
-        from sklearn.base import is_classifier
-
-        if is_classifier(estimator):
-            return True
-    except Exception:  # no scikit-learn, or an object its tags do not understand
-        pass
-    return getattr(estimator, "_estimator_type", None) == "classifier" or hasattr(estimator, "classes_")
-
-
-def estimator_type(estimator):
-    """scikit-learn's estimator type ("classifier", "regressor", "clusterer",
-    "outlier_detector", ...) from its tags, else ``_estimator_type``, else None."""
-    try:
-        from sklearn.utils import get_tags
-
-        kind = get_tags(estimator).estimator_type
-        if kind is not None:
-            return kind
-    except Exception:  # no scikit-learn, an older one, or an object its tags do not understand
-        pass
-    return getattr(estimator, "_estimator_type", None)
-
-
-def check_fitted(estimator) -> None:
-    try:
-        from sklearn.base import BaseEstimator
-        from sklearn.exceptions import NotFittedError
-        from sklearn.utils.validation import check_is_fitted
-    except ImportError:
-        return
-    if not isinstance(estimator, BaseEstimator):
-        return
-    try:
-        check_is_fitted(estimator)
-    except NotFittedError as err:
-        raise ValueError(
-            f"model {type(estimator).__name__} is not fitted; call its fit(X, y) before explaining it ({err})"
-        ) from err
-    except TypeError:  # an object check_is_fitted does not know how to inspect
-        pass
-
-
-def estimator_method(model):
-    """``(estimator, bound method)`` for a scikit-learn-style estimator or Pipeline (any object
-    with ``predict_proba`` or ``predict``) or a bound ``predict*`` method of one; ``(None, None)``
-    for torch modules and other callables.
-
-    Classifiers: ``predict_proba`` (every class an output), else ``decision_function`` (margins);
-    a classifier with only ``predict`` (class labels, no gradation) is refused. Regressors and
-    other estimators: ``predict``.
-    """
-    if isinstance(model, torch.nn.Module):
-        return None, None
-    owner = getattr(model, "__self__", None)
-    if (
-        owner is not None
-        and not isinstance(owner, torch.nn.Module)
-        and getattr(model, "__name__", None) in ESTIMATOR_METHODS
-        and hasattr(owner, "predict")
-    ):
-        return owner, model  # estimator.predict_proba passed as a callable
-
-    def has(name):
-        try:
-            return callable(getattr(model, name, None))
-        except Exception:  # a property that raises (scikit-learn's available_if raises AttributeError)
-            return False
-
-    if not (has("predict_proba") or has("predict")):
-        return None, None
-    check_fitted(model)
-    kind = estimator_type(model)
-    if kind == "clusterer":
-        raise TypeError(
-            f"model {type(model).__name__} is a clusterer: its predict returns cluster labels, which "
-            "attributions cannot grade. Pass the score to explain as a callable, e.g. "
-            f"fl.Model({type(model).__name__.lower()}.transform) (the distances to the centres, one "
-            "output per cluster) or fl.Model(lambda X: -model.transform(X)[:, k])"
-        )
-    if kind == "outlier_detector":
-        if has("decision_function"):
-            # the anomaly score (IsolationForest: score_samples - offset_, negative for outliers),
-            # explained in its own units (no probabilities); predict only thresholds it into +-1
-            return model, model.decision_function
-        raise TypeError(
-            f"model {type(model).__name__} is an outlier detector without decision_function: its "
-            "predict returns +-1 labels, which attributions cannot grade; pass its score_samples "
-            "as a callable, e.g. fl.Model(model.score_samples)"
-        )
-    if has("predict_proba"):
-        return model, model.predict_proba
-    if is_classifier_model(model):
-        if has("decision_function"):
-            return model, model.decision_function
-        raise TypeError(
-            f"model {type(model).__name__} is a classifier with neither predict_proba nor "
-            "decision_function; its predict returns class labels, which attributions cannot grade. "
-            "Use a classifier with predict_proba (e.g. SVC(probability=True)) or pass a callable "
-            "returning scores"
-        )
-    return model, model.predict
-
-
-def renamed_columns_match(estimator, columns, fitted) -> bool:
-    """Whether a DataFrame's ``columns`` are the ``fitted`` feature names of a LightGBM model as
-    LightGBM renamed them: its native library replaces every space in a feature name by ``_``
-    (``load_breast_cancer(as_frame=True)``'s "mean radius" becomes "mean_radius"), while its own
-    ``predict`` takes the frame with the original names. False for any other estimator."""
-    if estimator is None or type(estimator).__module__.split(".")[0] != "lightgbm":
-        return False
-    fitted = tuple(str(c) for c in fitted)
-    return len(columns) == len(fitted) and all(
-        str(c).replace(" ", "_") == f for c, f in zip(columns, fitted)
-    )
-
-
-# ------------------------------------------------------------------------------------------------
-# DataFrame columns: numbers as they are, non-numeric columns as integer codes
 
 
 def column_kind(dtype) -> str:
@@ -384,3 +260,49 @@ def _whole(col: np.ndarray, dtype):
     import pandas as pd
 
     return pd.array(col.astype(np.int64) if dtype.kind != "b" else col.astype(bool), dtype=dtype)
+
+
+def encode_frame(codec: FrameCodec, frame, name: str, estimator, feature_names, differentiable: bool) -> np.ndarray:
+    """A DataFrame's values as a float64 array (categorical columns as the codes of ``codec``), its
+    columns checked against the ``estimator``'s (None for a torch module or a plain callable,
+    which take numeric columns only): their dtypes (numbers; categorical columns for an
+    estimator), and their names and order (``feature_names``, what it was fitted on, or None).
+    ``differentiable``: whether the model is a torch one (named in the refusal). Errors name
+    ``name``."""
+    columns = [str(c) for c in frame.columns]
+    kinds = {c: column_kind(dt) for c, dt in zip(columns, frame.dtypes)}
+    bad = [
+        j for j, c in enumerate(columns)
+        if kinds[c] == "other" or (kinds[c] == "categorical" and estimator is None)
+    ]
+    if bad:
+        shown = ", ".join(f"{columns[j]!r} ({frame.dtypes.iloc[j]})" for j in bad[:10]) + (
+            " ..." if len(bad) > 10 else ""
+        )
+        if estimator is not None:
+            raise TypeError(
+                f"{name} has columns of unsupported dtypes {shown}; expected numeric columns "
+                "(floats, integers, booleans) or categorical ones (str, object, pandas category "
+                "or string dtype): convert these first (e.g. a datetime to seconds since an epoch)"
+            )
+        if differentiable:
+            how = "gradient methods need numbers: encode these columns first (e.g. one-hot)"
+        else:
+            how = (
+                "encode these columns first (e.g. one-hot or ordinal codes), or pass a fitted "
+                "scikit-learn Pipeline that encodes them itself (its own encoder is then used)"
+            )
+        raise TypeError(f"{name} has non-numeric columns {shown}; expected numeric columns only: {how}")
+    if (feature_names is not None and tuple(columns) != feature_names
+            and not renamed_columns_match(estimator, columns, feature_names)):
+        missing = [c for c in feature_names if c not in columns]
+        extra = [c for c in columns if c not in feature_names]
+        detail = (
+            f"missing {missing[:10]}" if missing else ""
+        ) + ("; " if missing and extra else "") + (f"not fitted on {extra[:10]}" if extra else "")
+        raise ValueError(
+            f"{name}'s columns must be the ones the model was fitted on (feature_names_in_), in "
+            f"that order; got {columns[:10]}{' ...' if len(columns) > 10 else ''} "
+            f"({detail or 'another order'}). Use {name}[list(model.feature_names_in_)]"
+        )
+    return codec.encode(frame, columns, kinds, name)

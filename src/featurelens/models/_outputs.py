@@ -1,0 +1,144 @@
+"""What a Model's function returns, checked and put in units: :func:`checked_outputs` (one tensor
+of real numbers per row, finite, carrying the input's gradient where one is needed),
+:func:`model_returns` (logits, margins, probabilities, a regression) and :func:`to_units` (the units
+an explanation is asked in, "probability" or "log_odds"; torch operations throughout, so gradients
+flow through)."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+import torch
+
+from ._estimators import estimator_type, is_classifier_model
+
+#: The units a Model's outputs may be turned into (featurelens.explanation.OUTPUTS).
+OUTPUTS = ("raw", "probability", "log_odds")
+
+
+def model_returns(estimator, method) -> str:
+    """What the model's function returns (see :attr:`Model.returns`)."""
+    if estimator is None:
+        return "logits"
+    name = getattr(method, "__name__", "predict")
+    if name == "predict_proba":
+        return "probability"
+    if name == "predict_log_proba":
+        return "log_probability"
+    if name == "decision_function":
+        # an outlier detector's anomaly score is no classifier margin: no probabilities of it
+        return "regression" if estimator_type(estimator) == "outlier_detector" else "margin"
+    return "logits" if is_classifier_model(estimator) else "regression"
+
+
+def log_odds_from_logits(z: torch.Tensor) -> torch.Tensor:
+    """``log(p_k / (1 - p_k))`` with ``p = softmax(z)``, exactly: ``z_k - logsumexp_{j != k} z_j``.
+
+    For each non-maximal k the sum over ``j != k`` contains the largest term, so subtracting
+    ``exp(z_k - max)`` from the full sum loses nothing; for the maximal k the sum is taken over the
+    other outputs directly. Differentiable everywhere (no inf in either branch of ``where``).
+    """
+    if z.shape[1] == 1:
+        return z  # sigmoid: the logit is the log-odds
+    if z.shape[1] == 2:
+        diff = z[:, 1] - z[:, 0]
+        return torch.stack([-diff, diff], dim=1)
+    top, arg = z.max(dim=1, keepdim=True)
+    is_top = torch.zeros_like(z, dtype=torch.bool).scatter_(1, arg, True)
+    e = torch.exp(z - top)
+    rest = e.sum(dim=1, keepdim=True) - e  # sum over j != k of exp(z_j - top): >= 1 unless k is top
+    rest = torch.where(is_top, torch.ones_like(rest), rest)
+    lo_other = z - top - torch.log(rest)
+    lo_top = top - torch.logsumexp(z.masked_fill(is_top, -math.inf), dim=1, keepdim=True)
+    return torch.where(is_top, lo_top.expand_as(z), lo_other)
+
+
+def to_units(out: torch.Tensor, returns: str, output: str) -> torch.Tensor:
+    """Turn a model's outputs (what it ``returns``) into ``output`` units ("probability" or
+    "log_odds"); torch operations throughout, so gradients flow through."""
+    if returns in ("logits", "margin"):
+        if output == "log_odds":
+            return log_odds_from_logits(out)
+        return torch.sigmoid(out) if out.shape[1] == 1 else torch.softmax(out, dim=1)
+    p = torch.exp(out) if returns == "log_probability" else out
+    if output == "probability":
+        return p
+    eps = torch.finfo(p.dtype).eps
+    p = p.clamp(eps, 1.0 - eps)
+    return torch.log(p) - torch.log1p(-p)
+
+
+def checked_outputs(out, x: torch.Tensor, needs_grad: bool, dtype: torch.dtype, name: Callable[[], str]):
+    """``out``, what the model's function returned for the rows ``x``, as a ``(rows, outputs)``
+    floating tensor in ``dtype``, or a clear error: a tuple, list or dict of tensors, complex
+    numbers, non-numbers, a shape other than ``(rows,)`` or ``(rows, outputs)`` with at least one
+    output, outputs that carry no gradient of ``x`` when ``needs_grad`` (integers, detached or
+    computed under ``torch.no_grad``), and NaN/inf outputs (one cheap sum per chunk; the
+    elementwise check runs only when that sum is not finite) are refused. ``name()`` names the
+    model in the messages (called only when one is raised)."""
+    if isinstance(out, (tuple, list, dict)) and not (isinstance(out, (tuple, list)) and out
+                                                    and not isinstance(out[0], torch.Tensor)):
+        kind = "a dict (e.g. a transformers ModelOutput)" if isinstance(out, dict) else (
+            f"a {type(out).__name__} of {len(out)} item(s)")
+        raise TypeError(
+            f"model {name()} returned {kind}; every consumer needs one tensor of outputs, shape "
+            "(batch,) or (batch, classes): make the forward return only those (e.g. a wrapper module "
+            "whose forward returns model(x)[0] or model(x).logits, or "
+            "fl.Model(lambda x: model(x)[0], accepts='torch'))"
+        )
+    if isinstance(out, torch.Tensor):
+        if out.is_complex():
+            raise TypeError(f"model {name()} must return real numbers; got a tensor of dtype {out.dtype}")
+        if not torch.is_floating_point(out):
+            if needs_grad:
+                raise TypeError(
+                    f"model {name()} returned outputs of dtype {out.dtype}, which carry no "
+                    "gradient; gradient explainers need floating-point outputs (logits, scores or "
+                    "probabilities), e.g. return the logits rather than the predicted labels, or "
+                    "use a black-box explainer (occlusion, kernel_shap)"
+                )
+            out = out.to(dtype)
+    else:
+        try:
+            arr = np.asarray(out)
+            if arr.dtype.kind not in "biuf":
+                raise TypeError(f"dtype {arr.dtype}")
+            out = torch.as_tensor(arr.astype(np.float64), device=x.device).to(dtype)
+        except (TypeError, ValueError) as err:
+            raise TypeError(
+                f"model {name()} must return a tensor or an array of numbers; got "
+                f"{type(out).__name__} ({err})"
+            ) from err
+    if out.ndim == 1:
+        out = out[:, None]
+    if out.ndim != 2 or out.shape[0] != x.shape[0]:
+        raise ValueError(
+            f"model must map a batch of {x.shape[0]} rows to outputs of shape (batch,) or "
+            f"(batch, classes); got output shape {tuple(out.shape)}"
+        )
+    if out.shape[1] == 0:
+        raise ValueError(
+            f"model {name()} returned 0 outputs per row (output shape {tuple(out.shape)}); "
+            "expected at least one output (a score, a logit per class) to explain"
+        )
+    if needs_grad and not out.requires_grad:
+        raise ValueError(
+            f"model {name()} returned outputs that do not depend on the input through "
+            "autograd (detached with .detach(), computed under torch.no_grad(), converted through "
+            "numpy, or constant), so there is no input gradient; gradient explainers need a "
+            "differentiable forward: remove the detach/no_grad from the model's forward, or use a "
+            "black-box explainer (occlusion, kernel_shap)"
+        )
+    values = out.detach()
+    # One sum and one read per chunk (NaN and inf propagate); the elementwise test runs only
+    # when that sum is not finite (it may have overflowed on finite values).
+    if not math.isfinite(float(values.sum())) and not bool(torch.isfinite(values).all()):
+        bad = int((~torch.isfinite(values)).any(1).sum())
+        raise ValueError(
+            f"the model returned NaN or inf for {bad} of {x.shape[0]} rows (inputs of shape "
+            f"{tuple(x.shape)}, all finite); attributions of non-finite outputs would be NaN. "
+            "Check the model on these inputs (e.g. a log of 0, a division by zero, overflow)"
+        )
+    return out
