@@ -3,7 +3,7 @@ columns and with which categories, in the model's order (LightGBM's ``pandas_cat
 XGBoost's stored categories, HistGradientBoosting's own encoder), and a data table typed to match
 (category cells as the model's categories, True/False text as bools). The CSV loader
 (:mod:`featurelens._loading`) types a file's columns with it; the tree explainers
-(:mod:`featurelens.explainers._tree_boosters`) read XGBoost's stored categories through
+(:mod:`featurelens.explainers.tree.boosters`) read XGBoost's stored categories through
 :func:`xgboost_stored_categories`.
 """
 
