@@ -255,15 +255,54 @@ class Interactions:
         return 1.0 - resid / total
 
     # -- summaries --------------------------------------------------------------------------
-    def top(self, k: int = 10, order: int | None = None) -> list:
+    @property
+    def player_names(self) -> list | None:
+        """The players' names, when these interactions carry them (``params["player_names"]``, as
+        :func:`featurelens.text.explain` records a text's words), else None."""
+        names = self._params.get("player_names")
+        return None if names is None else [str(p) for p in names]
+
+    def top(self, k: int = 10, order: int | None = None, names=False) -> list:
         """The ``k`` terms with the largest ``|value|`` (the constant ``()`` excluded), as a list of
         ``(tuple, value)``, largest first (ties: lower order, then lexicographic); ``order``
-        restricts them to terms of that many players."""
+        restricts them to terms of that many players.
+
+        ``names=False`` (default): each term is a tuple of player indices, ``((3, 4), 0.5)``.
+        ``names=True``: a tuple of the players' names (:attr:`player_names`, e.g. the words of a
+        text explained by :func:`featurelens.text.explain`: ``(("not", "bad"), 0.5)``); a
+        ValueError where none are carried. ``names=`` a list of ``n_players`` str: those names.
+        The order of the terms is the same either way."""
         k = check_int(k, "k", low=1)
         order = check_int(order, "order", low=1, allow_none=True)
+        labels = self._names_for(names)
         items = [(t, v) for t, v in self._terms.items() if t and (order is None or len(t) == order)]
         items.sort(key=lambda tv: (-abs(tv[1]), len(tv[0]), tv[0]))
-        return items[:k]
+        items = items[:k]
+        if labels is None:
+            return items
+        return [(tuple(labels[p] for p in t), v) for t, v in items]
+
+    def _names_for(self, names) -> list | None:
+        """The labels :meth:`top` uses for ``names`` (False: None, the indices)."""
+        if names is False or names is None:
+            return None
+        if names is True:
+            known = self.player_names
+            if known is None:
+                raise ValueError(
+                    "names=True needs player names, and these interactions carry none (params['player_names'], "
+                    "recorded by featurelens.text.explain and fl.explainer(..., tokenizer=...)); pass names= a "
+                    f"list of {self._n} str, or names=False for player indices"
+                )
+            if len(known) != self._n:
+                raise ValueError(f"params['player_names'] holds {len(known)} names for {self._n} players")
+            return known
+        if isinstance(names, (str, bytes)) or not hasattr(names, "__len__"):
+            raise TypeError(f"names must be False, True or a list of {self._n} str; got {type(names).__name__}")
+        labels = [str(p) for p in names]
+        if len(labels) != self._n:
+            raise ValueError(f"names must hold one name per player ({self._n}); got {len(labels)}")
+        return labels
 
     def dense(self, order: int = 1):
         """The order-``order`` terms as a dense symmetric array.

@@ -59,7 +59,62 @@ def _pieces_of(players_or_names, n: int, source=None) -> list[str]:
     return pieces
 
 
-def text(explanation_or_values, players_or_names=None, ax=None, max_chars: int = 80):
+def _alpha(v: float, scale: float) -> float:
+    return 0.85 * abs(v) / scale
+
+
+def _cmap():
+    """The colours of :func:`text` as a colormap on ``[-scale, scale]``: shap's blue to
+    transparent to shap's red, with the opacity the word boxes get (``0.85 |v| / scale``), so the
+    colour bar reads as the boxes do on a white page."""
+    from matplotlib.colors import ListedColormap
+
+    x = np.linspace(-1.0, 1.0, 257)
+    return ListedColormap([(*(_POS if t > 0 else _NEG), _alpha(t, 1.0)) for t in x], name="featurelens_text")
+
+
+def _params_of(obj) -> dict:
+    params = getattr(obj, "params", None)
+    return dict(params) if isinstance(params, dict) else {}
+
+
+def _explained(obj) -> tuple[str | None, str]:
+    """``(what, units)`` of the values in ``obj``: what is explained (``"class 1"``, ``"continuation
+    ' Paris.'"``; None when not recorded) and the units of the output (``"raw output"``,
+    ``"probability"``, ``"log-probability"``, ``"log-probability (nats, summed over the
+    continuation's tokens)"``), from the ``params`` that :func:`featurelens.text.explain` and
+    :func:`featurelens.text.embedding_attributions` record."""
+    params = _params_of(obj)
+    if params.get("value") == "continuation_log_prob" or "continuation" in params:
+        cont = params.get("continuation_text")
+        cont = repr(cont) if isinstance(cont, str) else f"token ids {params.get('continuation')}"
+        reduce = params.get("reduce", "sum")
+        units = ("log-probability (nats, the mean over the continuation's tokens)" if reduce == "mean" else
+                 "log-probability (nats, summed over the continuation's tokens)")
+        return f"continuation {cont}", units
+    target = params.get("target")
+    if target is None:
+        t = getattr(obj, "target", None)
+        if t is not None and np.size(t) == 1:
+            target = int(np.asarray(t).reshape(-1)[0])
+    output = params.get("output", getattr(obj, "output", "raw") if hasattr(obj, "method") else "raw")
+    units = {"softmax": "probability", "probability": "probability", "log_softmax": "log-probability",
+             "log_odds": "log-odds"}.get(output, "raw output")
+    what = None if target is None else f"class {target}"
+    if what is not None:
+        units = f"{units} of class {target}"
+    return what, units
+
+
+def _method_of(obj) -> str | None:
+    method = getattr(obj, "method", None)
+    if isinstance(method, str):
+        return method
+    return _params_of(obj).get("method") if hasattr(obj, "terms") else None
+
+
+def text(explanation_or_values, players_or_names=None, ax=None, max_chars: int = 80, colorbar: bool = True,
+         title=None):
     """Draw the players' text (words, tokens or sentences) left to right, wrapped at ``max_chars``
     characters a line, each on a background coloured by its value: red for positive, blue for
     negative, the opacity proportional to ``|value| / max |value|``.
@@ -69,12 +124,24 @@ def text(explanation_or_values, players_or_names=None, ax=None, max_chars: int =
     ``players_or_names``: a :class:`featurelens.text.Players` (its ``pieces`` are drawn) or a list
     of ``n`` str; None (``fl.plots.text(e[i])``) draws the names the explanation carries (its
     ``feature_names``, or an Interactions' ``player_names``: a piece that repeats reads
-    ``the#7``; pass the Players to draw the pieces as they are). Returns the Axes (its ``texts``
-    are the words, in order); never calls ``plt.show``.
+    ``the#7``; pass the Players to draw the pieces as they are).
+
+    ``colorbar``: True (default) draws the scale under the text, from ``-max |value|`` to
+    ``+max |value|``, labelled with the method and the units of the explained output (``raw
+    output of class 1``, ``probability``, ``log-probability (nats, summed over the continuation's
+    tokens)``, as the explanation records them; plain arrays: ``value``). ``title``: None (default)
+    names the method and what is explained, ``"kernel_shap: class 1"`` or ``"spex (Shapley
+    values): continuation ' Paris.'"`` (none for a plain array); a str is used as it is; False
+    draws none. Returns the Axes (its ``texts`` are the words, in order; the colour bar is the
+    figure's last Axes, its label the units); never calls ``plt.show``.
     """
     values = _values_of(explanation_or_values)
     pieces = _pieces_of(players_or_names, values.shape[0], explanation_or_values)
     max_chars = check_int(max_chars, "max_chars", low=10)
+    if not isinstance(colorbar, (bool, np.bool_)):
+        raise TypeError(f"colorbar must be True or False; got {colorbar!r}")
+    if not (title is None or title is False or isinstance(title, str)):
+        raise TypeError(f"title must be None, False or a str; got {type(title).__name__}")
     # Lay out in character cells (monospace), so the layout needs no renderer.
     lines, col, row = [], 0, 0
     for p in pieces:
@@ -87,7 +154,9 @@ def text(explanation_or_values, players_or_names=None, ax=None, max_chars: int =
     if ax is None:
         import matplotlib.pyplot as plt
 
-        _, ax = plt.subplots(figsize=(max(4.0, 0.1 * max_chars), 0.35 * n_rows + 0.6))
+        extra = (0.6 if colorbar else 0.0) + (0.3 if title is not False else 0.0)
+        _, ax = plt.subplots(figsize=(max(4.0, 0.1 * max_chars), 0.35 * n_rows + 0.6 + extra),
+                             layout="constrained")
     else:
         from matplotlib.axes import Axes
 
@@ -96,17 +165,39 @@ def text(explanation_or_values, players_or_names=None, ax=None, max_chars: int =
     scale = float(np.abs(values).max()) or 1.0
     for p, v, (r, c) in zip(pieces, values, lines):
         colour = _POS if v > 0 else _NEG
-        alpha = 0.85 * abs(v) / scale
+        alpha = _alpha(v, scale)
         ax.text(c, r, p, family="monospace", fontsize=10, va="center", ha="left",
                 bbox=dict(boxstyle="round,pad=0.15", facecolor=(*colour, alpha), edgecolor="none"))
     ax.set_xlim(-1, max_chars + 1)
     ax.set_ylim(n_rows - 0.5, -0.5)
     ax.set_axis_off()
+    obj = explanation_or_values
+    what, units = _explained(obj) if not isinstance(obj, np.ndarray) else (None, "value")
+    method = None if isinstance(obj, np.ndarray) else _method_of(obj)
+    interactions = hasattr(obj, "terms") and hasattr(obj, "to")
+    if method is not None and interactions:
+        method = f"{method} (Shapley values)"
+    if title is None and (method is not None or what is not None):
+        title = ": ".join(t for t in (method, what) if t)
+    if title:
+        ax.set_title(title, fontsize=9, loc="left")
+    if colorbar:
+        from matplotlib.cm import ScalarMappable
+        from matplotlib.colors import Normalize
+
+        mappable = ScalarMappable(norm=Normalize(-scale, scale), cmap=_cmap())
+        cb = ax.figure.colorbar(mappable, ax=ax, orientation="horizontal", fraction=0.25, aspect=40,
+                                pad=0.02, shrink=0.6)
+        base = None if method is None else method.split(" ")[0]
+        label = (units if base is None else
+                 f"Shapley value from {base} ({units})" if interactions else f"{base} value ({units})")
+        cb.set_label(f"{label}; red raises it, blue lowers it", fontsize=8)
+        cb.ax.tick_params(labelsize=7)
     return ax
 
 
 def text_interactions(interactions, players_or_names=None, k: int = 8, index: str = "mobius", axes=None,
-                      max_chars: int = 80):
+                      max_chars: int = 80, colorbar: bool = True):
     """The interaction view of a SPEX / ProxySPEX result over a text's players: on top the text
     coloured by the players' Shapley values (:func:`text`), below a bar per strongest interaction
     term of two or more players (``k`` of them, largest ``|value|`` first), labelled by its words
@@ -119,8 +210,10 @@ def text_interactions(interactions, players_or_names=None, k: int = 8, index: st
     interaction index such as ``"fsii"`` / ``"stii"`` (of the result's ``max_order``).
     ``players_or_names``: as in :func:`text`; None takes the ``player_names`` that
     :func:`featurelens.text.explain` records in the result's ``params``.
-    ``axes``: two matplotlib Axes (text, terms) or None (a new figure). Returns ``(text_ax,
-    terms_ax)``; never calls ``plt.show``.
+    ``axes``: two matplotlib Axes (text, terms) or None (a new figure). ``colorbar``: the scale of
+    the Shapley values under the text, with their units (:func:`text`); the text's title names the
+    class or continuation explained where the result records it. Returns ``(text_ax, terms_ax)``;
+    never calls ``plt.show``.
     """
     # Duck-typed (plots sit below the interactions package): what is used is .to, .top, .index,
     # .n_players, .max_order and .params.
@@ -135,14 +228,16 @@ def text_interactions(interactions, players_or_names=None, k: int = 8, index: st
         import matplotlib.pyplot as plt
 
         rows = max(1, len(terms))
-        fig, axes = plt.subplots(2, 1, figsize=(max(5.0, 0.1 * max_chars), 1.4 + 0.35 * rows),
+        fig, axes = plt.subplots(2, 1, figsize=(max(5.0, 0.1 * max_chars), 1.4 + 0.35 * rows + 0.6 * colorbar),
                                  gridspec_kw={"height_ratios": [1.0, max(1.0, 0.45 * rows)]},
                                  layout="constrained")
     if len(axes) != 2:
         raise ValueError(f"axes must be two matplotlib Axes (text, terms); got {len(axes)}")
     text_ax, terms_ax = axes
-    text(interactions, pieces, ax=text_ax, max_chars=max_chars)
-    text_ax.set_title("Shapley values (red raises the output, blue lowers it)", fontsize=9, loc="left")
+    text(interactions, pieces, ax=text_ax, max_chars=max_chars, colorbar=colorbar, title=False)
+    what, _ = _explained(interactions)
+    text_ax.set_title(f"Shapley values{'' if what is None else ' of ' + what} (red raises the output, blue lowers it)",
+                      fontsize=9, loc="left")
     if not terms:
         terms_ax.text(0.5, 0.5, "no interaction terms of two or more players", ha="center", va="center",
                       transform=terms_ax.transAxes)

@@ -15,9 +15,9 @@
 """
 
 from ._explain import METHODS, SAMPLERS, explain
-from ._explainer import TEXT_METHODS, TextExplainer
+from ._explainer import TEXT_METHODS, TextExplainer, method_options
 from ._gradients import EMBEDDING_BASELINES, GRADIENT_METHODS, embedding_attributions
 from ._games import OUTPUTS, REDUCES, ClassifierGame, GenerationGame
-from ._players import REMOVALS, UNITS, Players
+from ._players import EMPTY_TOKENS, REMOVALS, UNITS, Players
 
-__all__ = ["EMBEDDING_BASELINES", "GRADIENT_METHODS", "embedding_attributions", "METHODS", "TEXT_METHODS", "TextExplainer", "OUTPUTS", "REDUCES", "REMOVALS", "SAMPLERS", "UNITS", "ClassifierGame", "GenerationGame", "Players", "explain"]
+__all__ = ["EMPTY_TOKENS", "method_options", "EMBEDDING_BASELINES", "GRADIENT_METHODS", "embedding_attributions", "METHODS", "TEXT_METHODS", "TextExplainer", "OUTPUTS", "REDUCES", "REMOVALS", "SAMPLERS", "UNITS", "ClassifierGame", "GenerationGame", "Players", "explain"]

@@ -370,7 +370,8 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
         "batch_size": batch_size, "n_tokens": L, "n_prompt_tokens": P, "f_input": float(fx[0]),
     }
     if lm:
-        params.update(reduce=reduce, continuation=cont.tolist())
+        params.update(reduce=reduce, continuation=cont.tolist(),
+                      continuation_text=continuation if isinstance(continuation, str) else None)
     base_values = None
     if method == "integrated_gradients":
         change = float(fx[0] - f_b[0])
