@@ -203,7 +203,7 @@ def _background(spec, X, names, labels, seed, model=None):
     """The background rows: ``spec`` an int N (N rows of ``X`` drawn without replacement with
     ``seed``; all rows when N >= len(X)) or a data file (its label column dropped when present)."""
     from ._loading import load_data
-    from ._validation import numpy_rng
+    from ._random import numpy_rng
 
     frame = _is_frame(X)
     if isinstance(spec, int):

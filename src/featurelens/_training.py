@@ -23,7 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._validation import check_float, check_int, check_seed, torch_generator
+from ._random import parse_seed, root_seed, torch_generator
+from ._validation import check_float, check_int
 
 __all__ = ["train_model", "evaluate", "as_tensors", "available_cores", "limited_threads",
            "DEFAULT_EPOCHS", "DEFAULT_PATIENCE", "SMALL_MODEL_PARAMETERS"]
@@ -145,7 +146,7 @@ def train_model(
     patience = check_int(patience, "patience", low=1)
     batch_size = check_int(batch_size, "batch_size", low=1)
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
-    check_seed(seed)
+    parse_seed(seed)
     Xtr, ytr = as_tensors(train, "train")
     Xva, yva = as_tensors(val, "val")
     if progress is None:
@@ -158,7 +159,8 @@ def train_model(
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
-    gen = torch_generator(seed)
+    root = root_seed(seed)  # one int for the minibatch order and torch's global generator
+    gen = torch_generator(root)
     optimiser = torch.optim.Adam(model.parameters(), lr=float(lr))
     loss_fn = nn.CrossEntropyLoss()
     n = Xtr.shape[0]
@@ -167,7 +169,7 @@ def train_model(
     bar = tqdm(range(1, epochs + 1), desc=description, disable=not progress, leave=False, unit="epoch")
     # fork_rng: dropout draws from the global generator; seed it here without disturbing the caller.
     with limited_threads(threads), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
+        torch.manual_seed(root)
         for epoch in bar:
             model.train()
             order = torch.randperm(n, generator=gen)

@@ -6,12 +6,7 @@ so that one argument is checked the same way everywhere (in the spirit of scikit
 expected: a ``TypeError`` when the kind of value is wrong (a string where a number belongs), a
 ``ValueError`` when the kind is right and the value is not (a negative count, an unknown option).
 
-Seeds: every seeded function and class accepts ``seed`` as None (fresh entropy), a non-negative int
-or a ``numpy.random.Generator``; :func:`check_seed` validates, :func:`numpy_rng` and
-:func:`torch_generator` turn a checked seed into the generator a method draws from. Methods that
-treat the rows of a batch independently give each row its own stream: :func:`seed_root` turns the
-seed into one int per call, and :func:`row_seed_sequence` / :func:`row_rng` give row ``i`` the
-stream ``SeedSequence(root, spawn_key=(i,))``, so a row's draws do not depend on the other rows.
+Seeds, random streams and how a seed is recorded live in :mod:`featurelens._random`.
 
 Budgets: every budget-like argument (``n_steps``, ``n_samples``, ``n_subsets``, ``budget``,
 ``n_latents``, ``p``, ...) goes through :func:`check_budget`, which refuses it *before any work*
@@ -38,6 +33,10 @@ from typing import Iterable
 import numpy as np
 import torch
 
+# numpy_rng is imported from here by text/_explain.py, which other work had open when the seeds
+# moved to featurelens._random; import it from there (then delete this line).
+from ._random import numpy_rng  # noqa: F401
+
 __all__ = [
     "as_numpy",
     "numpy_to_tensor",
@@ -47,14 +46,7 @@ __all__ = [
     "check_bool",
     "check_option",
     "check_optional_bool",
-    "check_seed",
     "check_device",
-    "numpy_rng",
-    "torch_generator",
-    "seed_root",
-    "row_seed_sequence",
-    "row_rng",
-    "seed_param",
     "check_executor",
     "executor_param",
     "resolve_target",
@@ -269,74 +261,6 @@ def check_device(device, name: str = "device") -> torch.device:
         if mps is None or not mps.is_available():
             raise ValueError(f"{name}={str(device)!r} was requested, but MPS is not available here; use device='cpu'")
     return dev
-
-
-# --------------------------------------------------------------------------------------------------
-# seeds
-
-
-def check_seed(seed, name: str = "seed"):
-    """None, a non-negative int (numpy ints too) or a ``numpy.random.Generator``; returned as given
-    (an int as a plain int). A Generator is used as it is, so successive calls continue its stream;
-    an int gives the same draws on every call."""
-    if seed is None or isinstance(seed, np.random.Generator):
-        return seed
-    if not _is_int(seed):
-        raise TypeError(
-            f"{name} must be None, a non-negative int or a numpy.random.Generator; got {seed!r} "
-            f"({type(seed).__name__})"
-        )
-    if seed < 0:
-        raise ValueError(f"{name} must be None, a non-negative int or a numpy.random.Generator; got {seed}")
-    return int(seed)
-
-
-def numpy_rng(seed, name: str = "seed") -> np.random.Generator:
-    """The numpy Generator to draw from: the given Generator itself, or ``default_rng(seed)``."""
-    seed = check_seed(seed, name)
-    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-
-
-def torch_generator(seed, device: torch.device | str = "cpu", name: str = "seed") -> torch.Generator:
-    """A torch Generator on ``device``: seeded with the int itself, with an int drawn from a numpy
-    Generator (so the Generator's stream advances), or from fresh entropy for None."""
-    seed = check_seed(seed, name)
-    if isinstance(seed, np.random.Generator):
-        seed = int(seed.integers(0, 2**63 - 1))
-    elif seed is None:
-        seed = int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 1)
-    return torch.Generator(device=device).manual_seed(seed)
-
-
-def seed_root(seed, name: str = "seed") -> int:
-    """The root entropy (an int) of one call's random streams: the int seed itself, an int drawn
-    from a numpy Generator (so its stream advances once per call), or fresh entropy for None. With
-    :func:`row_seed_sequence` it makes per-row streams that a worker can rebuild from the root and
-    the row index alone."""
-    seed = check_seed(seed, name)
-    if isinstance(seed, np.random.Generator):
-        return int(seed.integers(0, 2**63 - 1))
-    if seed is None:
-        return int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 1)
-    return seed
-
-
-def row_seed_sequence(root: int, row: int) -> np.random.SeedSequence:
-    """The seed sequence of row ``row`` (its index in the whole batch) under ``root``:
-    ``SeedSequence(root, spawn_key=(row,))``, the same as ``SeedSequence(root).spawn(n)[row]``
-    for any ``n > row``, so it depends only on ``(root, row)``, never on how the rows are split."""
-    return np.random.SeedSequence(int(root), spawn_key=(int(row),))
-
-
-def row_rng(root: int, row: int) -> np.random.Generator:
-    """The numpy Generator of row ``row`` under ``root`` (see :func:`row_seed_sequence`)."""
-    return np.random.default_rng(row_seed_sequence(root, row))
-
-
-def seed_param(seed):
-    """How a seed is recorded in provenance (``Explanation.params``, JSON): the int, None, or the
-    string ``"generator"``."""
-    return "generator" if isinstance(seed, np.random.Generator) else seed
 
 
 def check_executor(executor, name: str = "executor", rows: bool = False):

@@ -34,8 +34,14 @@ import numpy as np
 import torch
 
 from ._batching import check_batch_size, chunks
+from ._random import numpy_rng, parse_seed
 from ._validation import (
-    as_numpy, check_floating, check_int, check_option, check_seed, numpy_rng, numpy_to_tensor, resolve_baseline,
+    as_numpy,
+    check_floating,
+    check_int,
+    check_option,
+    numpy_to_tensor,
+    resolve_baseline,
 )
 from .models import Model
 
@@ -144,7 +150,7 @@ def summarize_background(X, k: int = 50, method: str = "kmeans", seed=0) -> Back
     """
     k = check_int(k, "k", low=1)
     method = check_option(method, "method", ("kmeans", "sample"))
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
     frame = X if hasattr(X, "columns") and hasattr(X, "iloc") else None
     if frame is not None:
         kinds = {str(c): getattr(dt, "kind", "O") for c, dt in frame.dtypes.items()}

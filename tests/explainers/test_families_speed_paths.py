@@ -1,11 +1,8 @@
 """The fast paths of gradient_shap, guided_backprop and feature_ablation give the values of the
 plain paths they replace.
 
-- GradientSHAP's per-row draws are computed for all rows at once (numpy's SeedSequence hash,
-  PCG64 and the Generator's bounded-integer and double draws in array arithmetic): bitwise equal
-  to one numpy Generator per row, ``default_rng(SeedSequence(root, spawn_key=(row, 0)))``, for
-  many roots (one, two and five 32-bit words), row offsets, background sizes (including sizes where
-  Lemire's method rejects draws and the row is redrawn by numpy) and weighted backgrounds.
+- GradientSHAP's per-row draws (:func:`featurelens._random.row_draws`, pinned bitwise to numpy's
+  own per-row Generators in tests/test_random.py) give the estimator on the documented draws.
 - GradientSHAP builds whole copies of the batch by broadcasting: equal to the per-part path.
 - Guided backprop clamps the ReLU output's gradient and lets the ReLU's own backward mask it:
   bitwise equal to the explicit rule ``g * 1[x > 0] * 1[g > 0]`` (``_GuidedReLU``), also with
@@ -18,45 +15,8 @@ import pytest
 import torch
 
 import featurelens as fl
-from featurelens.explainers.backprop import _ReLUBackprop, _row_draws, _row_draws_numpy
-
-
-def _reference(root, row_start, n, s, n_background, p):
-    index, alpha = np.empty((n, s), dtype=np.int64), np.empty((n, s))
-    for k in range(n):
-        index[k], alpha[k] = _row_draws_numpy(root, row_start + k, s, n_background, p)
-    return index, alpha
-
-
-@pytest.mark.parametrize("root", [0, 5, 2**32 - 1, 2**32, 2**63 - 3, 2**140 + 7])
-def test_vectorised_row_draws_are_numpys_per_row_generators(root):
-    rng = np.random.default_rng(1)
-    # 16: Lemire never rejects; 3, 1000: rarely; 2**31 + 11: about half the draws are rejected.
-    for n_background in (1, 2, 3, 16, 1000, 2**31 + 11):
-        for s in (1, 4, 5):
-            row_start = int(rng.integers(0, 5000))
-            got = _row_draws(root, row_start, 23, s, n_background, None)
-            want = _reference(root, row_start, 23, s, n_background, None)
-            np.testing.assert_array_equal(got[0], want[0])
-            np.testing.assert_array_equal(got[1], want[1])
-    for n_background in (1, 2, 9):
-        p = rng.random(n_background)
-        p = p / p.sum()
-        got = _row_draws(root, 11, 17, 5, n_background, p)
-        want = _reference(root, 11, 17, 5, n_background, p)
-        np.testing.assert_array_equal(got[0], want[0])
-        np.testing.assert_array_equal(got[1], want[1])
-
-
-def test_row_draws_match_the_documented_stream_of_each_row():
-    # Row i of a call: SeedSequence(root, spawn_key=(i,)).spawn(1)[0], choice then random.
-    root, s = 123, 5
-    index, alpha = _row_draws(root, 40, 3, s, 16, None)
-    for k in range(3):
-        g = np.random.default_rng(np.random.SeedSequence(root, spawn_key=(40 + k,)).spawn(1)[0])
-        np.testing.assert_array_equal(index[k], g.choice(16, size=s, replace=True))
-        np.testing.assert_array_equal(alpha[k], g.random(s))
-    assert _row_draws(root, 0, 0, s, 16, None)[0].shape == (0, s)
+from featurelens._random import row_draws
+from featurelens.explainers.backprop import _ReLUBackprop
 
 
 def _cnn(inplace=False):
@@ -78,7 +38,7 @@ def test_gradient_shap_whole_copies_equal_the_per_part_path():
         x, target=target)
     np.testing.assert_allclose(whole.values, parts.values, rtol=0, atol=1e-13)
     # and both are the estimator on the documented draws
-    index, alpha = _row_draws(9, 0, 6, 7, 4, None)
+    index, alpha = row_draws(9, 0, 6, 7, 4, None)
     xt, bt = torch.tensor(x), torch.tensor(bg)
     ref = np.zeros_like(x)
     for i in range(6):

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import featurelens as fl
-from featurelens._validation import row_rng
+from featurelens._random import row_rng
 from featurelens.explainers.surrogate import bernoulli_masks, exponential_kernel, fit_surrogate
 
 GROUPS = np.array([0, 0, 1, 2, 2, 3])

@@ -15,9 +15,18 @@ import numpy as np
 import torch
 
 from .. import _harness
+from .._random import numpy_rng, parse_seed, seed_record
 from .._validation import (
-    as_numpy, check_bool, check_executor, check_float, check_floating, check_int, check_optional_bool, check_seed,
-    executor_param, numpy_rng, resolve_baseline, resolve_target, seed_param,
+    as_numpy,
+    check_bool,
+    check_executor,
+    check_float,
+    check_floating,
+    check_int,
+    check_optional_bool,
+    executor_param,
+    resolve_baseline,
+    resolve_target,
 )
 from ..explainers._base import explainer_class, list_explainers
 from ..models import Model
@@ -415,7 +424,7 @@ def audit(
         has ``explanations`` (method -> Explanation).
     """
     start = time.perf_counter()
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
     selected = resolve_metrics(metrics)
     if out is not None:
         check_out(out, "audit", check_bool(overwrite, "overwrite"))
@@ -470,7 +479,7 @@ def audit(
             )
 
     settings = {
-        "n_explain": int(len(idx)), "n_samples_in_X": int(X.shape[0]), "seed": seed_param(seed), "steps": steps,
+        "n_explain": int(len(idx)), "n_samples_in_X": int(X.shape[0]), **seed_record(seed), "steps": steps,
         "n_subsets": n_subsets, "subset_size": subset_size, "radius": radius,
         "robustness_samples": robustness_samples, "randomization": bool(randomization),
         "baseline": baseline, "explainer_kwargs": {}, "executor": executor_param(executor),

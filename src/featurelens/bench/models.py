@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
 import torch
 from torch import nn
 
+from .._random import parse_seed, torch_generator
 from .settings import MODEL_NAMES
 
 __all__ = ["LLR", "MLP", "CNN", "MODELS", "IMAGE_SIZES", "build_model", "count_parameters"]
@@ -128,13 +130,14 @@ def build_model(name: str, image_size: int = 8, seed: int = 0) -> nn.Module:
     (8, 64); the He-normal weights are a deterministic function of ``seed``."""
     if not isinstance(name, str) or name.lower() not in MODELS:
         raise ValueError(f"model name must be one of {tuple(MODELS)}; got {name!r}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise ValueError(f"seed must be an int; got {seed!r}")
+    if isinstance(seed, np.random.Generator) or seed is None:
+        raise TypeError(f"seed must be a non-negative int (the benchmark's models are rebuilt from it); got {seed!r}")
+    seed = parse_seed(seed)
     # torch's default initialisation (overwritten below) draws from the global generator; fork it
     # so that building a model leaves the caller's random state alone.
     with torch.random.fork_rng(devices=[]):
         model = MODELS[name.lower()](image_size)
-    return he_normal_(model, torch.Generator().manual_seed(int(seed)))
+    return he_normal_(model, torch_generator(seed))
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -247,7 +247,7 @@ def _write_report(result, out: str) -> None:
     t = result.timings
     page = HTMLReport(
         "featurelens ground-truth benchmark",
-        f"XAI-TRIS {s.get('image_size')}x{s.get('image_size')}, seed {s.get('seed')}"
+        f"XAI-TRIS {s.get('image_size')}x{s.get('image_size')}, seed {s.get('seed_root', s.get('seed'))}"
         f"{', quick run' if s.get('quick') else ''}; featurelens {result.versions.get('featurelens')}, "
         f"torch {result.versions.get('torch')}; {t.get('total_seconds', 0.0):.0f} s in total",
     )

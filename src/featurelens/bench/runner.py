@@ -45,7 +45,8 @@ import numpy as np
 import torch
 
 from .. import _harness
-from .._validation import check_bool, check_budget, check_float, check_int, check_optional_bool, check_seed, numpy_rng
+from .._random import keyed_rng, parse_seed, root_seed, seed_record
+from .._validation import check_bool, check_budget, check_float, check_int, check_optional_bool
 from .._version import __version__
 from ..datasets import BACKGROUNDS, SCENARIOS, xai_tris
 from ..datasets.xai_tris import check_xai_tris_size
@@ -225,7 +226,7 @@ BACKGROUND_ROWS = 16
 def _background_rows(train_X: np.ndarray, seed: int) -> np.ndarray:
     """:data:`BACKGROUND_ROWS` training rows, a deterministic function of ``seed``."""
     n = min(BACKGROUND_ROWS, len(train_X))
-    pick = np.sort(np.random.default_rng([int(seed), 1]).choice(len(train_X), size=n, replace=False))
+    pick = np.sort(keyed_rng(seed, 1).choice(len(train_X), size=n, replace=False))
     return np.ascontiguousarray(train_X[pick])
 
 
@@ -383,9 +384,8 @@ def run_benchmark(
     if isinstance(image_size, bool) or image_size not in (8, 64):
         raise ValueError(f"image_size must be 8 or 64; got {image_size!r}")
     # An int: the data, the models and every worker process derive their streams from it.
-    seed = check_seed(seed)
-    if not isinstance(seed, int):
-        seed = int(numpy_rng(seed).integers(0, 2**31 - 1))
+    given = parse_seed(seed)
+    seed = root_seed(given, high=2**31 - 1)
     quick = check_bool(quick, "quick")
     progress = check_optional_bool(progress, "progress")
     overwrite = check_bool(overwrite, "overwrite")
@@ -434,7 +434,7 @@ def run_benchmark(
         "patience": patience,
         "lr": lr,
         "batch_size": batch_size,
-        "seed": seed,
+        **seed_record(given, seed),
         "quick": bool(quick),
         "target": "true label",
         "samples": "test samples classified correctly by every model of the data set",

@@ -20,7 +20,8 @@ import math
 import numpy as np
 import scipy.sparse
 
-from .._validation import check_budget, check_float, check_int, check_option, check_seed, numpy_rng
+from .._random import numpy_rng, spawn_rngs
+from .._validation import check_budget, check_float, check_int, check_option
 from ..interactions.transforms import check_terms
 from ..games import Executor, Game
 
@@ -190,12 +191,7 @@ def sparse_game(
             f"of n={n} players, {possible}; got {n_terms}"
         )
     check_float(noise, "noise", low=0)
-    seed = check_seed(seed)
-    if isinstance(seed, np.random.Generator):
-        term_rng, noise_rng = seed.spawn(2)
-    else:
-        term_seq, noise_seq = np.random.SeedSequence(seed).spawn(2)
-        term_rng, noise_rng = np.random.default_rng(term_seq), np.random.default_rng(noise_seq)
+    term_rng, noise_rng = spawn_rngs(seed, 2)
 
     support: list[tuple] = []
     seen: set[tuple] = set()

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_bool, check_budget, check_float, check_memory, check_seed, numpy_rng
+from .._random import numpy_rng
+from .._validation import check_bool, check_budget, check_float, check_memory
 
 __all__ = ["Superposition", "superposition"]
 
@@ -91,7 +92,7 @@ def superposition(
     nbytes = 8 * (n_features * d + 3 * n_samples * n_features + 2 * n_samples * d + 2 * n_samples) + n_samples * n_features
     check_memory(nbytes, f"superposition(n_samples={n_samples}, n_features={n_features}, d={d})",
                  "lower n_samples, n_features or d.")
-    rng = numpy_rng(check_seed(seed))
+    rng = numpy_rng(seed)
 
     dictionary = rng.standard_normal((n_features, d))
     dictionary /= np.linalg.norm(dictionary, axis=1, keepdims=True)

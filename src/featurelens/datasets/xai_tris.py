@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import gaussian_filter, gaussian_filter1d
 
-from .._validation import check_budget, check_float, check_option, check_seed, seed_param
+from .._random import parse_seed, seed_record, spawn_rngs
+from .._validation import check_budget, check_float, check_option
 
 __all__ = ["SCENARIOS", "BACKGROUNDS", "IMAGE_SIZES", "XAI_TRIS_SNR", "XAITrisDataset", "xai_tris"]
 
@@ -186,7 +187,7 @@ def xai_tris(
         raise ValueError(f"n_samples must be >= {minimum} for scenario {scenario!r} ({why}); got {n_samples}")
     snr = check_float(snr, "snr", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False, allow_none=True)
     alpha = XAI_TRIS_SNR[(scenario, background, image_size)] if snr is None else snr
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
 
     bg_rng, layout_rng, shuffle_rng = _rngs(seed)
     labels = _split_counts(n_samples, 2)
@@ -210,7 +211,7 @@ def xai_tris(
         background=background,
         image_size=image_size,
         snr=alpha,
-        seed=seed_param(seed),
+        seed=seed_record(seed)["seed"],
     )
 
 
@@ -251,9 +252,7 @@ def _split_counts(n: int, parts: int) -> np.ndarray:
 def _rngs(seed) -> tuple[np.random.Generator, np.random.Generator, np.random.Generator]:
     """Independent generators for (backgrounds, pattern layout, shuffle), spawned from ``seed``
     (an int or None through a SeedSequence; a numpy Generator through its own ``spawn``)."""
-    if isinstance(seed, np.random.Generator):
-        return tuple(seed.spawn(3))
-    return tuple(np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
+    return spawn_rngs(seed, 3)
 
 
 def _pattern_scale(scenario: str, image_size: int) -> int:

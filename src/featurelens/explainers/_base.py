@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .._validation import as_numpy, check_executor, check_int, resolve_baseline, row_rng, row_seed_sequence, seed_root
+from .._random import root_seed, row_rng, row_seed_sequence, seed_record
+from .._validation import as_numpy, check_executor, check_int, resolve_baseline
 from ..explanation import Explanation
 from ..models import Model
 
@@ -452,11 +453,18 @@ class Explainer:
     _row_start: int = 0
 
     def _new_stream_root(self) -> int | None:
-        """The root of one call's per-row random streams (:func:`featurelens._validation.seed_root`
+        """The root of one call's per-row random streams (:func:`featurelens._random.root_seed`
         of ``self.seed``), or None for an explainer without a seed."""
         if not hasattr(self, "seed"):
             return None
-        return seed_root(self.seed)
+        return root_seed(self.seed)
+
+    def seed_params(self) -> dict:
+        """The explainer's seed as every seeded explainer records it in ``Explanation.params``
+        (:func:`featurelens._random.seed_record`): ``{"seed": s}`` (the int, None or
+        ``"generator"``), plus ``"seed_root"``, the int root of the last call's streams, for a
+        Generator or None (``seed=params["seed_root"]`` repeats that call)."""
+        return seed_record(self.seed, self._stream_root)
 
     def row_rng(self, i: int) -> np.random.Generator:
         """The numpy Generator of row ``i`` of the batch ``_attribute`` sees: the stream

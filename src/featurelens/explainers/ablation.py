@@ -31,7 +31,8 @@ import sys
 import numpy as np
 import torch
 
-from .._validation import check_seed, resolve_baseline, seed_param
+from .._random import numpy_rng, parse_seed
+from .._validation import resolve_baseline
 from ..games import MaskedModel
 from ._base import Requires, register
 from .shapley import _ShapleyExplainer
@@ -192,12 +193,12 @@ class FeaturePermutation(_LeaveOneOut):
 
     def __init__(self, model, groups=None, seed=0, batch_size: int | None = None, progress: bool | None = None):
         super().__init__(model, groups=groups, batch_size=batch_size, progress=progress)
-        self.seed = check_seed(seed)
+        self.seed = parse_seed(seed)
 
     def params(self) -> dict:
         p = {k: v for k, v in super().params().items() if k not in ("fill", "baseline", "executor")}
         p["fill"] = "batch permutation"
-        p["seed"] = seed_param(self.seed)
+        p.update(self.seed_params())
         return p
 
     @staticmethod
@@ -207,7 +208,7 @@ class FeaturePermutation(_LeaveOneOut):
         if n_rows < 2:
             raise ValueError(f"feature_permutation permutes the rows of the batch and needs at least 2 rows; "
                              f"got x with {n_rows} row")
-        rng = np.random.default_rng(np.random.SeedSequence(int(root)))
+        rng = numpy_rng(int(root))  # default_rng(SeedSequence(root))
         identity = np.arange(n_rows)
         perms = np.empty((n_players, n_rows), dtype=np.int64)
         for g in range(n_players):

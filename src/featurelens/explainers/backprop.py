@@ -17,18 +17,16 @@ import warnings
 import numpy as np
 import torch
 
+from .._random import RowNormal, parse_seed, row_draws
 from .._validation import (
     check_budget,
     check_float,
     check_int,
     check_option,
-    check_seed,
     relative_scale,
-    seed_param,
 )
 from ..games import _split_background
 from ._base import Explainer, Requires, register
-from .gradient import _RowNoise
 
 # --------------------------------------------------------------------------------------------------
 # guided backprop and deconvolution
@@ -189,168 +187,6 @@ class Deconvolution(_ReLUBackprop):
 # GradientSHAP
 
 
-# The per-row draws of GradientSHAP, vectorised. Row i's stream is
-# ``default_rng(SeedSequence(root, spawn_key=(i, 0)))`` (numpy's PCG64); building one Generator per
-# row costs ~25 us of Python, a third of a small call. The helpers below compute the same streams
-# for all rows at once with numpy array arithmetic: SeedSequence's hash (O'Neill's seed_seq mixing,
-# as numpy implements it), PCG64's seeding and 128-bit LCG steps with XSL-RR output, and the
-# Generator's bounded-integer (Lemire) and double draws. tests/explainers/test_families_speed_paths.py
-# pins them bitwise to numpy's own Generators; any row they cannot reproduce exactly (a Lemire
-# rejection, a row index from 2**32) is drawn by numpy itself.
-
-_M32 = np.uint64(0xFFFFFFFF)
-_MUL_HI = np.uint64(0x2360ED051FC65DA4)  # PCG64's 128-bit LCG multiplier, high and low words
-_MUL_LO = np.uint64(0x4385DF649FCCF645)
-
-
-def _int_words(value: int) -> list:
-    """An int as numpy's SeedSequence reads it: little-endian 32-bit words ([0] for 0)."""
-    words = []
-    while True:
-        words.append(value & 0xFFFFFFFF)
-        value >>= 32
-        if not value:
-            return words
-
-
-def _hashmix(value, const):
-    """SeedSequence's hashmix on uint32 arrays; ``const`` a one-element list (advanced)."""
-    value = value ^ np.uint32(const[0])
-    const[0] = (const[0] * 0x931E8875) & 0xFFFFFFFF
-    value = value * np.uint32(const[0])
-    return value ^ (value >> np.uint32(16))
-
-
-def _mix(x, y):
-    r = np.uint32(0xCA01F9DD) * x - np.uint32(0x4973F715) * y
-    return r ^ (r >> np.uint32(16))
-
-
-def _seed_states(root: int, rows: np.ndarray) -> np.ndarray:
-    """``SeedSequence(root, spawn_key=(row, 0)).generate_state(4, uint64)`` for every row at once
-    (rows below 2**32): (len(rows), 4) uint64."""
-    run = _int_words(int(root))
-    if len(run) < 4:
-        run = run + [0] * (4 - len(run))
-    n = rows.shape[0]
-    entropy = [np.full(n, w, dtype=np.uint32) for w in run]
-    entropy += [rows.astype(np.uint32), np.zeros(n, dtype=np.uint32)]
-    const = [0x43B0D7E5]
-    pool = [_hashmix(entropy[i], const) for i in range(4)]
-    for src in range(4):
-        for dst in range(4):
-            if src != dst:
-                pool[dst] = _mix(pool[dst], _hashmix(pool[src], const))
-    for src in range(4, len(entropy)):
-        for dst in range(4):
-            pool[dst] = _mix(pool[dst], _hashmix(entropy[src], const))
-    const = 0x8B51F9DD
-    words = []
-    for k in range(8):
-        v = pool[k % 4] ^ np.uint32(const)
-        const = (const * 0x58F38DED) & 0xFFFFFFFF
-        v = v * np.uint32(const)
-        words.append(v ^ (v >> np.uint32(16)))
-    w = [x.astype(np.uint64) for x in words]
-    return np.stack([w[2 * j] | (w[2 * j + 1] << np.uint64(32)) for j in range(4)], axis=1)
-
-
-def _mul64(a, b):
-    """Full 64 x 64 -> 128-bit products of uint64 arrays: (high, low)."""
-    a0, a1 = a & _M32, a >> np.uint64(32)
-    b0, b1 = b & _M32, b >> np.uint64(32)
-    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
-    mid = (p00 >> np.uint64(32)) + (p01 & _M32) + (p10 & _M32)
-    low = (p00 & _M32) | (mid << np.uint64(32))
-    high = p11 + (p01 >> np.uint64(32)) + (p10 >> np.uint64(32)) + (mid >> np.uint64(32))
-    return high, low
-
-
-class _PCG64Rows:
-    """Many numpy PCG64 streams stepped together: the generators ``PCG64(SeedSequence(root,
-    spawn_key=(row, 0)))`` of the given rows, advanced in lockstep (128-bit LCG on pairs of
-    uint64 words, XSL-RR output)."""
-
-    def __init__(self, root: int, rows: np.ndarray):
-        seed = _seed_states(root, rows)
-        s_hi, s_lo, i_hi, i_lo = seed[:, 0], seed[:, 1], seed[:, 2], seed[:, 3]
-        self.inc_hi = (i_hi << np.uint64(1)) | (i_lo >> np.uint64(63))
-        self.inc_lo = (i_lo << np.uint64(1)) | np.uint64(1)
-        self.hi = np.zeros_like(s_hi)
-        self.lo = np.zeros_like(s_lo)
-        self._step()
-        lo = self.lo + s_lo
-        self.hi = self.hi + s_hi + (lo < self.lo).astype(np.uint64)
-        self.lo = lo
-        self._step()
-
-    def _step(self):
-        high, low = _mul64(self.lo, _MUL_LO)
-        high = high + self.lo * _MUL_HI + self.hi * _MUL_LO
-        lo = low + self.inc_lo
-        self.hi = high + self.inc_hi + (lo < low).astype(np.uint64)
-        self.lo = lo
-
-    def next64(self) -> np.ndarray:
-        self._step()
-        x = self.hi ^ self.lo
-        rot = self.hi >> np.uint64(58)
-        return (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
-
-def _row_draws_numpy(root: int, row: int, s: int, n_background: int, p) -> tuple:
-    """One row's ``S`` background indices and ``S`` alphas, drawn by numpy from the row's stream
-    ``default_rng(SeedSequence(root, spawn_key=(row, 0)))`` (the reference the vectorised path
-    reproduces)."""
-    rng = np.random.default_rng(np.random.SeedSequence(int(root), spawn_key=(int(row), 0)))
-    return rng.choice(n_background, size=s, replace=True, p=p), rng.random(s)
-
-
-def _row_draws(root: int, row_start: int, n: int, s: int, n_background: int, p) -> tuple:
-    """The draws of rows ``row_start .. row_start + n - 1``: ``index`` (n, s) int64 and ``alpha``
-    (n, s) float64, bitwise those of :func:`_row_draws_numpy` row by row (``p``: None or the
-    normalised background weights), computed for all rows at once."""
-    rows = np.arange(row_start, row_start + n, dtype=np.int64)
-    index = np.empty((n, s), dtype=np.int64)
-    alpha = np.empty((n, s))
-    if n == 0:
-        return index, alpha
-    if rows[-1] >= 2**32:  # spawn keys of two words: numpy's own Generators
-        for k, row in enumerate(rows):
-            index[k], alpha[k] = _row_draws_numpy(root, row, s, n_background, p)
-        return index, alpha
-    gen = _PCG64Rows(int(root), rows)
-    redo = np.zeros(n, dtype=bool)
-    if p is not None:
-        # Generator.choice with p: the cdf searched with one double per draw.
-        cdf = p.cumsum()
-        cdf /= cdf[-1]
-        for j in range(s):
-            u = (gen.next64() >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
-            index[:, j] = cdf.searchsorted(u, side="right")
-    elif n_background == 1:
-        index[:] = 0  # Generator.integers(0, 1) draws nothing
-    else:
-        # Generator.integers(0, B): Lemire's bounded draws on 32-bit halves of the 64-bit outputs
-        # (low half first); a draw below the threshold would be redrawn: that row goes to numpy.
-        bound = np.uint64(n_background)
-        threshold = np.uint64((2**32 - n_background) % n_background)
-        word = None
-        for j in range(s):
-            if j % 2 == 0:
-                word = gen.next64()
-                half = word & _M32
-            else:
-                half = word >> np.uint64(32)
-            m = half * bound
-            index[:, j] = (m >> np.uint64(32)).astype(np.int64)
-            redo |= (m & _M32) < threshold
-    for j in range(s):
-        alpha[:, j] = (gen.next64() >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
-    for k in np.flatnonzero(redo):
-        index[k], alpha[k] = _row_draws_numpy(root, rows[k], s, n_background, p)
-    return index, alpha
-
-
 class _Draws:
     """The random draws of one GradientSHAP call on a batch of ``n`` rows with ``S`` samples each:
     ``index`` (n, S) long (background rows), ``alpha`` (n, S) (points on the segments) and
@@ -388,8 +224,9 @@ class GradientShap(Explainer):
 
     ``seed``: None, an int or a ``numpy.random.Generator``. Row ``i`` of a call (its index in the
     whole call) draws its ``S`` background indices, then its ``S`` alphas, from
-    ``SeedSequence(root, spawn_key=(i, 0))``; the noise comes from the SmoothGrad row streams
-    (``_RowNoise``: copy ``k`` reads ``SeedSequence(root, spawn_key=(k,))`` in row order), so a
+    ``SeedSequence(root, spawn_key=(i, 0))`` (:func:`featurelens._random.row_draws`); the noise
+    comes from the SmoothGrad copy streams (:class:`featurelens._random.RowNormal`: copy ``k``
+    reads ``SeedSequence(root, spawn_key=(k,))`` in row order), so a
     row's value never depends on ``batch_size``, the other rows or how the rows are split.
     """
 
@@ -409,7 +246,7 @@ class GradientShap(Explainer):
         self.n_samples = check_budget(n_samples, "n_samples", unit="model evaluations", what="per input")
         self.stdevs = check_float(stdevs, "stdevs", low=0.0)
         self.noise = check_option(noise, "noise", ("absolute", "relative"))
-        self.seed = check_seed(seed)
+        self.seed = parse_seed(seed)
         self.background = background
         self._bg_rows, self._bg_weights = (None, None) if background is None else _split_background(background)
         # Validated now (NaN, dtype, emptiness), so a bad background fails at construction.
@@ -421,7 +258,7 @@ class GradientShap(Explainer):
             "n_samples": self.n_samples,
             "stdevs": self.stdevs,
             "noise": self.noise,
-            "seed": seed_param(self.seed),
+            **self.seed_params(),
             "n_background": 1 if self._bg is None else int(self._bg.shape[0]),
         }
         return p
@@ -447,10 +284,10 @@ class GradientShap(Explainer):
         p = None if self._bg_weights is None else np.asarray(self._bg_weights, dtype=np.float64)
         if p is not None:
             p = p / p.sum()
-        index, alpha = _row_draws(self._stream_root, self._row_start, n, s, n_background, p)
+        index, alpha = row_draws(self._stream_root, self._row_start, n, s, n_background, p)
         noise = None
         if self.stdevs > 0:
-            noise = _RowNoise(self._stream_root, self._row_start, x, s)
+            noise = RowNormal(self._stream_root, self._row_start, x, s)
         return _Draws(torch.from_numpy(index).to(x.device),
                       torch.from_numpy(alpha).to(device=x.device, dtype=x.dtype), noise)
 

@@ -14,16 +14,14 @@ import torch
 import torch.nn.functional as F
 
 from .._batching import chunks
+from .._random import RowNormal, parse_seed, root_seed
 from .._validation import (
     check_bool,
     check_budget,
     check_float,
     check_option,
-    check_seed,
     relative_scale,
     resolve_baseline,
-    seed_param,
-    seed_root,
 )
 from ._base import CONV_TYPES, Explainer, Requires, register
 
@@ -194,69 +192,6 @@ class IntegratedGradients(Explainer):
 _SMOOTHGRAD_VARIANTS = ("mean", "square", "var")
 
 
-class _RowNoise:
-    """Standard normal noise for the noisy copies of a batch, drawn chunk by chunk.
-
-    Copy ``e`` has one stream, ``numpy.random.default_rng(SeedSequence(root, spawn_key=(e,)))``,
-    read in row order over the whole explain call: row ``i`` (its index in the call, so a row
-    draws the same noise alone, in a row split or on a worker) gets elements ``[i d, (i + 1) d)``
-    of ``standard_normal`` (``d`` = elements per row), in float64 on the CPU, cast to ``x``'s
-    dtype and moved to its device. It depends only on the seed, the copy and the row index, never
-    on the chunking, the other rows or the device. A batch starting at row ``k`` skips the first
-    ``k d`` draws of each copy's stream. Chunks reach the copies in order (expansion-major), so
-    one copy's rows are generated once, as they are needed, and at most the current copy's rows
-    are held. (One numpy call per copy and chunk: the cost of the noise is that of the draws.)
-    """
-
-    def __init__(self, root: int, row_start: int, x: torch.Tensor, copies: int):
-        self.row_shape = tuple(x.shape[1:])
-        self.d = int(np.prod(self.row_shape, dtype=np.int64))
-        self.n = int(x.shape[0])
-        self.device, self.dtype = x.device, x.dtype
-        self.root, self.row_start, self.copies = int(root), int(row_start), int(copies)
-        self._copy = None  # the copy whose rows are held
-        self._rng = None
-        self._rows = np.zeros((0, self.d))  # rows 0.. of this batch generated so far, for _copy
-
-    def _upto(self, e: int, rows: int) -> np.ndarray:
-        """Copy ``e``'s noise for this batch's rows ``0 .. rows - 1`` (n_rows, d) float64."""
-        if e != self._copy:
-            self._copy = e
-            self._rng = np.random.default_rng(np.random.SeedSequence(self.root, spawn_key=(e,)))
-            if self.row_start:  # the rows before this batch's first, skipped in bounded blocks
-                left = self.row_start * self.d
-                while left:
-                    step = min(left, 1 << 22)
-                    self._rng.standard_normal(step)
-                    left -= step
-            self._rows = np.zeros((0, self.d))
-        have = self._rows.shape[0]
-        if rows > have:
-            more = self._rng.standard_normal((rows - have, self.d))
-            self._rows = np.concatenate([self._rows, more]) if have else more
-        return self._rows
-
-    def pairs(self, copy: list, sample: list) -> torch.Tensor:
-        """Noise rows for the (copy, sample) pairs given as two equal-length lists (each copy's
-        pairs in increasing copy order, as the chunks of an expanded pass list them)."""
-        out = np.empty((len(copy), self.d))
-        copy_arr, sample_arr = np.asarray(copy, dtype=np.int64), np.asarray(sample, dtype=np.int64)
-        for e in np.unique(copy_arr):  # sorted: the copies in order
-            where = np.flatnonzero(copy_arr == e)
-            rows = self._upto(int(e), int(sample_arr[where].max()) + 1)
-            out[where] = rows[sample_arr[where]]
-        t = torch.from_numpy(out).to(self.dtype).reshape(len(copy), *self.row_shape)
-        return t.to(self.device)
-
-    def copy(self, e: int) -> torch.Tensor:
-        """The ``x.shape`` standard normal noise of copy ``e`` (every row)."""
-        return self.pairs([int(e)] * self.n, list(range(self.n)))
-
-    def rows(self, copy: torch.Tensor, sample: torch.Tensor) -> torch.Tensor:
-        """Noise rows for the (copy, sample) pairs of one chunk (expansion-major order)."""
-        return self.pairs(copy.tolist(), sample.tolist())
-
-
 @register("smoothgrad")
 class SmoothGrad(Explainer):
     """SmoothGrad: the gradient averaged over noisy copies of the input,
@@ -272,10 +207,11 @@ class SmoothGrad(Explainer):
     Smilkov, Thorat, Kim, Viegas, Wattenberg, "SmoothGrad: removing noise by adding noise", 2017,
     arXiv 1706.03825.
 
-    ``seed``: None, an int or a ``numpy.random.Generator``. The noise is drawn chunk by chunk, one
-    torch Generator per (row, noisy copy) pair, seeded from the row's stream
-    ``SeedSequence(root, spawn_key=(i,))`` (``root``: the int seed, an int drawn from a Generator
-    once per call, fresh entropy for None), so the same int seed gives the same map whatever the
+    ``seed``: None, an int or a ``numpy.random.Generator``. The noise is drawn chunk by chunk:
+    noisy copy ``k`` reads the stream ``SeedSequence(root, spawn_key=(k,))`` in row order, row
+    ``i`` of the call taking its elements ``[i d, (i + 1) d)`` (:class:`featurelens._random.RowNormal`;
+    ``root``: the int seed, an int drawn from a Generator once per call, fresh entropy for None,
+    recorded as ``params["seed_root"]``), so the same int seed gives the same map whatever the
     ``batch_size``, the device, or how the rows are split (``explain(x, executor=...)``), and
     memory stays bounded by the chunk.
     """
@@ -299,7 +235,7 @@ class SmoothGrad(Explainer):
         self.noise_level = check_float(noise_level, "noise_level", low=0.0)
         self.noise = check_option(noise, "noise", ("relative", "absolute"))
         self.variant = check_option(variant, "variant", _SMOOTHGRAD_VARIANTS)
-        self.seed = check_seed(seed)
+        self.seed = parse_seed(seed)
 
     def params(self):
         return {
@@ -308,19 +244,19 @@ class SmoothGrad(Explainer):
             "noise_level": self.noise_level,
             "noise": self.noise,
             "variant": self.variant,
-            "seed": seed_param(self.seed),
+            **self.seed_params(),
         }
 
-    def _noise(self, x: torch.Tensor, root: int | None = None, row_start: int | None = None) -> _RowNoise:
+    def _noise(self, x: torch.Tensor, root: int | None = None, row_start: int | None = None) -> RowNormal:
         # Inside explain: the call's root and the batch index of x's first row (Explainer.row_rng).
         root = self._stream_root if root is None else root
         row_start = self._row_start if row_start is None else row_start
-        return _RowNoise(root, row_start, x, self.n_samples)
+        return RowNormal(root, row_start, x, self.n_samples)
 
     def noise_draws(self, x: torch.Tensor, first_row: int = 0) -> torch.Tensor:
         """The (n_samples, *x.shape) noise one :meth:`explain` call (with ``first_row``) adds to
         this batch (for inspection and tests; ``explain`` itself never builds this tensor)."""
-        source = self._noise(x, seed_root(self.seed), int(first_row))
+        source = self._noise(x, root_seed(self.seed), int(first_row))
         return torch.stack([source.copy(e) for e in range(self.n_samples)]) * self.sigma(x)[None]
 
     def sigma(self, x: torch.Tensor) -> torch.Tensor:
@@ -526,10 +462,10 @@ class RandomAttribution(Explainer):
 
     def __init__(self, model, seed=0, batch_size: int | None = None):
         super().__init__(model, batch_size)
-        self.seed = check_seed(seed)
+        self.seed = parse_seed(seed)
 
     def params(self):
-        return {**super().params(), "seed": seed_param(self.seed)}
+        return {**super().params(), **self.seed_params()}
 
     def _attribute(self, x, target, outputs):
         shape = tuple(x.shape[1:])

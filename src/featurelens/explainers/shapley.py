@@ -49,8 +49,14 @@ import numpy as np
 import torch
 
 from .. import approximators
+from .._random import parse_seed
 from .._validation import (
-    check_budget, check_executor, check_int, check_option, check_optional_bool, check_seed, executor_param, seed_param,
+    check_budget,
+    check_executor,
+    check_int,
+    check_option,
+    check_optional_bool,
+    executor_param,
 )
 # Re-exported for callers of the old location; the samplers live in featurelens.approximators.
 from ..approximators import antithetic_permutations  # noqa: F401
@@ -247,10 +253,10 @@ class _SampledShapley(_ShapleyExplainer):
         super().__init__(model, baseline=baseline, background=background, groups=groups, batch_size=batch_size,
                          progress=progress, executor=executor)
         self.budget = check_budget(budget, "budget", allow_none=True, unit="game evaluations", what="per input")
-        self.seed = check_seed(seed)
+        self.seed = parse_seed(seed)
 
     def params(self):
-        return {**super().params(), "budget": self.budget, "seed": seed_param(self.seed)}
+        return {**super().params(), "budget": self.budget, **self.seed_params()}
 
     def _rng(self, i: int):
         # One stream per row, SeedSequence(seed, spawn_key=(i,)) for row i of the batch: the same

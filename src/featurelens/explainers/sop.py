@@ -24,7 +24,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._validation import check_int, check_labels, check_option, check_seed, torch_generator
+from .._random import parse_seed, root_seed
+from .._validation import check_int, check_labels, check_option
 from ._base import Explainer, Requires, register
 
 __all__ = ["ConfidenceSelector", "GroupGenerator", "PatchGroupGenerator", "SOPOutput", "SumOfParts", "SumOfPartsExplainer", "fit_sop",
@@ -150,11 +151,11 @@ class PatchGroupGenerator(nn.Module):
             raise ValueError(f"patch must divide the image size {h}x{w}; got {patch}")
         self.n_groups, self.patch = check_int(n_groups, "n_groups", low=1), int(patch)
         hidden = check_int(hidden, "hidden", low=1)
-        seed = check_seed(seed)
+        seed = parse_seed(seed)
         # A seed: weights from it, the global random state untouched; None: the global generator.
         with torch.random.fork_rng(devices=[]) if seed is not None else contextlib.nullcontext():
             if seed is not None:
-                torch.manual_seed(torch_generator(seed).initial_seed())
+                torch.manual_seed(root_seed(seed))
             self.embed = nn.Conv2d(c, hidden, patch, stride=patch)
             self.head = nn.Conv2d(hidden, self.n_groups, 1)
         self.prior = nn.Parameter(torch.zeros(n_groups, (h // patch) * (w // patch)))
@@ -269,12 +270,12 @@ class SumOfParts(nn.Module):
         param = next(iter(backbone.parameters()), None)
         dtype = param.dtype if param is not None and param.is_floating_point() else torch.float32
         device = param.device if param is not None else torch.device("cpu")
-        seed = check_seed(seed)
+        seed = parse_seed(seed)
         # A seed: initial weights from it, the caller's global random state untouched. None: the
         # global generator draws them (and advances), as for any torch module.
         with torch.random.fork_rng(devices=[]) if seed is not None else contextlib.nullcontext():
             if seed is not None:
-                torch.manual_seed(torch_generator(seed).initial_seed())
+                torch.manual_seed(root_seed(seed))
             if group_generator is None and patch_size is not None:
                 group_generator = PatchGroupGenerator(self.input_shape, self.n_groups, patch_size, hidden)
                 group_generator = group_generator.to(device=device, dtype=dtype)

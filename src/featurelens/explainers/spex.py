@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_budget, check_int, check_option, check_seed, seed_param
+from .._random import parse_seed
+from .._validation import check_budget, check_int, check_option
 # The per-sample MaskedModel loop of shapley.py, shared rather than copied.
 from .shapley import _ShapleyExplainer
 from ._base import Requires, register
@@ -83,18 +84,18 @@ class Spex(_ShapleyExplainer):
         self.max_order = check_int(max_order, "max_order", low=1)
         self.decoder = check_option(decoder, "decoder", _DECODERS)
         self.index = check_option(index, "index", _INDICES)
-        self.seed = check_seed(seed)
+        self.seed = parse_seed(seed)
         self._interactions: list = []
         self._info: list = []
 
     def params(self) -> dict:
         return {**super().params(), "budget": self.budget, "max_order": self.max_order, "decoder": self.decoder,
-                "index": self.index, "seed": seed_param(self.seed)}
+                "index": self.index, **self.seed_params()}
 
     def _rng(self, i: int):
-        # The same matrices for every row: the int seed as it is; for a Generator or None the call's
-        # root (one draw per call), so the rows of one call never depend on each other.
-        return self.seed if isinstance(self.seed, int) else self._stream_root
+        # The same matrices for every row: the call's root (the int seed as it is; for a Generator
+        # or None one draw per call), so the rows of one call never depend on each other.
+        return self._stream_root
 
     def _player_values(self, game, rng):
         from ..interactions.spex import spex as _spex  # loaded on first use (interactions stay lazy)

@@ -34,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_budget, check_float, check_int, check_option, check_seed, resolve_baseline, seed_param
+from .._random import parse_seed
+from .._validation import check_budget, check_float, check_int, check_option, resolve_baseline
 from ..games import MaskedModel
 from ._base import register
 from .shapley import _ShapleyExplainer
@@ -166,12 +167,12 @@ class Lime(_ShapleyExplainer):
         if self.distance_space == "input" and background is not None:
             raise ValueError("distance_space='input' measures the distance to the filled input, which needs a "
                              "baseline fill; got background= (use distance_space='interpretable')")
-        self.seed = check_seed(seed)
+        self.seed = parse_seed(seed)
 
     def params(self) -> dict:
         return {**super().params(), "n_samples": self.n_samples, "surrogate": self.surrogate, "alpha": self.alpha,
                 "distance": self.distance, "kernel_width": self.kernel_width, "distance_space": self.distance_space,
-                "seed": seed_param(self.seed)}
+                **self.seed_params()}
 
     def width(self, n_players: int) -> float:
         """The kernel width used for ``n_players`` players."""

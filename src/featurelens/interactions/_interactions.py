@@ -25,7 +25,8 @@ from itertools import permutations
 import numpy as np
 import scipy.sparse
 
-from .._validation import check_budget, check_executor, check_int, check_option, numpy_rng
+from .._random import numpy_rng
+from .._validation import check_budget, check_executor, check_int, check_option
 from ..games import Game
 
 __all__ = ["BASES", "INDEX_NAMES", "Interactions", "exact", "load_interactions"]
@@ -477,7 +478,8 @@ def load_interactions(path: str | os.PathLike) -> Interactions:
     what was found and what was expected; a missing file raises ``FileNotFoundError``.
     """
     from .. import _serialization as ser
-    from .._validation import check_int, check_option, numpy_rng
+    from .._random import numpy_rng
+    from .._validation import check_int, check_option
 
     kind = "interactions"
     path, arrays = ser.read_npz(path, kind, ("players", "lengths", "values", "meta"))

@@ -29,7 +29,8 @@ import numpy as np
 
 from ._interactions import Interactions, evaluated_on
 from .._linalg import lstsq, normal_equations
-from .._validation import check_budget, check_int, numpy_rng
+from .._random import numpy_rng, seed_record
+from .._validation import check_budget, check_int
 from ..approximators import CHUNK_ELEMENTS, check_memory
 from .spex import _fourier_design
 
@@ -243,7 +244,7 @@ def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, exec
     params = {
         "method": "proxy_spex",
         "budget": int(budget),
-        "seed": seed if isinstance(seed, (int, np.integer)) else None,
+        **seed_record(seed),
         "n_terms": len(terms),
         "n_extracted": n_extracted,
         "energy": ENERGY if n_terms is None else None,

@@ -38,7 +38,8 @@ import numpy as np
 import scipy.sparse
 
 from .._linalg import lstsq, normal_equations
-from .._validation import check_budget, check_int, check_option, numpy_rng
+from .._random import numpy_rng, seed_record
+from .._validation import check_budget, check_int, check_option
 from ..approximators import CHUNK_ELEMENTS, check_memory
 
 from ._interactions import Interactions, evaluated_on
@@ -297,7 +298,7 @@ def spex(game, budget=None, max_order: int = 5, decoder: str = "soft", seed=0, e
         "n_parity": int(p),
         "decoder": decoder,
         "budget": None if budget is None else int(budget),
-        "seed": seed if isinstance(seed, (int, np.integer)) else None,
+        **seed_record(seed),
         "n_terms": len(terms),
         "iterations": iterations,
         "loose_rounds": loose_rounds,

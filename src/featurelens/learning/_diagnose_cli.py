@@ -114,7 +114,8 @@ def diagnose(out=DEFAULT_OUT, seed=0, steps=DEFAULTS["steps"], weight_decay=DEFA
         seed=seed, probe_every=probe_every, progress=progress, grokalign=grokalign,
     )
     with report_folder(out, "diagnose", overwrite) as tmp:
-        return _write(tmp, monitor, model, Xtr, summary, p, width, train_fraction, lr, weight_decay, summary["seed"])
+        return _write(tmp, monitor, model, Xtr, summary, p, width, train_fraction, lr, weight_decay,
+                      summary.get("seed_root", summary["seed"]))
 
 
 def _write(out, monitor, model, Xtr, summary, p, width, train_fraction, lr, weight_decay, seed) -> dict:

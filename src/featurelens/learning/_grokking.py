@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_budget, check_float, check_int, check_memory, check_seed, format_count, numpy_rng, torch_generator
+from .._random import numpy_rng, parse_seed, root_seed, seed_record, torch_generator
+from .._validation import check_budget, check_float, check_int, check_memory, format_count
 
 
 def modular_addition(p: int, train_fraction: float, seed: int = 0):
@@ -127,11 +128,10 @@ def run_grokking(
     check_budget(steps, "steps", per=max(1, round(train_fraction * p * p)), unit="model evaluations",
                  what=f"({format_count(max(1, round(train_fraction * p * p)))} training rows per step at p={p})",
                  hint="lower steps or p (--steps, --p on the command line)")
-    seed = check_seed(seed)
-    if not isinstance(seed, int):
-        # One int seeds the data split, the initialisation, the minibatches and torch's global
-        # generator alike; from a Generator (or None) it is drawn once, and recorded in the summary.
-        seed = int(numpy_rng(seed).integers(0, 2**31 - 1))
+    # One int seeds the data split, the initialisation, the minibatches and torch's global
+    # generator alike; from a Generator (or None) it is drawn once, and recorded in the summary.
+    given = parse_seed(seed)
+    seed = root_seed(given, high=2**31 - 1)
     torch.manual_seed(seed)
     Xtr, ytr, Xte, yte = modular_addition(p, train_fraction, seed)
     model = quadratic_network(p, width, seed)
@@ -176,7 +176,7 @@ def run_grokking(
     hit = np.flatnonzero(test >= grok_threshold)
     summary = {
         "p": p, "width": width, "train_fraction": train_fraction, "lr": lr, "weight_decay": weight_decay,
-        "seed": seed, "steps_run": int(steps_[-1]), "budget": steps,
+        **seed_record(given, seed), "steps_run": int(steps_[-1]), "budget": steps,
         "grok_step": int(steps_[hit[0]]) if hit.size else None,
         "fired_step": monitor.fired_step,
         "final_train_accuracy": float(train[-1]), "final_test_accuracy": float(test[-1]),

@@ -13,7 +13,8 @@ import math
 
 import torch
 
-from .._validation import progress_bar, torch_generator
+from .._random import torch_generator
+from .._validation import progress_bar
 
 #: Norms below this are clamped in the cosine/blend scores: a zero input has no direction, its score
 #: is the bias alone (w . 0 = 0) rather than NaN.

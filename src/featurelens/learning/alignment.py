@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 from .._batching import chunks
-from .._validation import check_budget, check_float, check_seed, torch_generator
+from .._random import parse_seed, torch_generator
+from .._validation import check_budget, check_float
 from ..models import Model
 from .agop import _jacobian_rows
 
@@ -228,7 +229,7 @@ class GrokAlign:
         self.weight = check_float(weight, "weight", low=0.0)
         self.n_projections = check_budget(n_projections, "n_projections", allow_none=True,
                                           unit="Jacobian-vector products", what="per row and step")
-        self.seed = check_seed(seed)
+        self.seed = parse_seed(seed)
         self._generator = None
         self.projections_ = None
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import as_numpy, check_budget, check_float, check_floating, check_int, numpy_rng
+from .._random import numpy_rng
+from .._validation import as_numpy, check_budget, check_float, check_floating, check_int
 from .representation_stats import _class_stats, _features, _labels
 
 __all__ = [

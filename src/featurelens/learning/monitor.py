@@ -56,6 +56,7 @@ import warnings
 import numpy as np
 import torch
 
+from .._random import numpy_rng, parse_seed, torch_generator
 from .._validation import (
     as_numpy,
     check_budget,
@@ -63,9 +64,7 @@ from .._validation import (
     check_int,
     check_option,
     check_optional_bool,
-    check_seed,
     progress_bar,
-    torch_generator,
 )
 from .alignment import jacobian_alignment
 from .collapse import neural_collapse
@@ -376,7 +375,7 @@ class Monitor:
         N of each load in :data:`CAPACITY_LOADS`) and ``manifold_capacity_mean_field`` per layer
         (:func:`featurelens.learning.manifold_capacity`). The same rows and draws at every step, so
         the series moves with the features only."""
-        rng = np.random.default_rng(0)
+        rng = numpy_rng(0)
         rows = np.concatenate([rng.permutation(np.flatnonzero(self.y_probe == c))[:CAPACITY_POINTS]
                                for c in np.unique(self.y_probe)])
         n_classes = len(np.unique(self.y_probe))
@@ -478,7 +477,7 @@ def train_with_monitor(
     ``loss``: ``"cross_entropy"`` (int labels) or ``"mse"`` (against one-hot labels, summed over
     classes and averaged over rows). ``optimizer``: a torch optimiser, default AdamW(lr,
     weight_decay). ``batch_size`` None = full batch; minibatches are drawn with ``seed`` (None, an
-    int or a numpy Generator; :func:`featurelens._validation.torch_generator`).
+    int or a numpy Generator; :func:`featurelens._random.torch_generator`).
     ``monitor`` default: ``Monitor(model, X[:512], y[:512])``. Every ``eval_every`` steps (default
     the monitor's ``every``) the train loss, train accuracy and (with X_test) test accuracy are
     logged into ``monitor.history``. ``stop_when(monitor, step) -> bool`` ends training early.
@@ -494,7 +493,7 @@ def train_with_monitor(
     batch_size = check_int(batch_size, "batch_size", low=1, allow_none=True)
     eval_every = check_int(eval_every, "eval_every", low=1, allow_none=True)
     progress = check_optional_bool(progress, "progress")
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
     if optimizer is None:
         lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
         weight_decay = check_float(weight_decay, "weight_decay", low=0.0)

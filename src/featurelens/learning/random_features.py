@@ -31,7 +31,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, Transfo
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_float, check_int, check_memory, check_option, check_seed, format_count, numpy_rng, seed_root
+from .._random import numpy_rng, parse_seed, root_seed
+from .._validation import check_float, check_int, check_memory, check_option, format_count
 
 __all__ = ["RandomFeatureRidge", "RFRBoostRegressor", "RFRBoostClassifier"]
 
@@ -205,7 +206,7 @@ def _check_common(est, *, classifier: bool):
     check_int(est.hidden_dim, "hidden_dim", low=1, allow_none=True)
     check_option(est.features_from, "features_from", _FEATURES_FROM)
     check_float(est.weight_scale, "weight_scale", low=0.0, low_inclusive=False)
-    check_seed(est.seed)
+    parse_seed(est.seed)
 
 
 def _standardiser(Z: np.ndarray):
@@ -280,7 +281,7 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
         check_option(self.activation, "activation", _ACTIVATIONS)
         check_int(self.ensemble, "ensemble", low=1)
         check_float(self.weight_scale, "weight_scale", low=0.0, low_inclusive=False)
-        check_seed(self.seed)
+        parse_seed(self.seed)
 
     def _member_features(self, X: np.ndarray, k: int) -> np.ndarray:
         F = _activate(X @ self.weights_[k] + self.biases_[k], self.activation)
@@ -294,7 +295,7 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
         self._y_ndim = y.ndim
         Y = y[:, None] if y.ndim == 1 else y
         d = X.shape[1]
-        root = seed_root(self.seed)
+        root = root_seed(self.seed)
         K, p = int(self.ensemble), int(self.n_features)
         # Before drawing: the weights of every member, one member's features and its ridge system.
         check_memory(8 * (K * (d + 1) * p + 2 * X.shape[0] * p + 2 * p * p),
@@ -461,7 +462,7 @@ class _RFRBoostBase(BaseEstimator):
 
     def _fit_layers(self, X: np.ndarray, Y: np.ndarray):
         d = X.shape[1]
-        self._root = seed_root(self.seed)
+        self._root = root_seed(self.seed)
         self.x_mean_, self.x_std_ = _standardiser(X)
         Xs = (X - self.x_mean_) / self.x_std_
         if self.hidden_dim is None:

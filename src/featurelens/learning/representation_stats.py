@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._random import parse_seed, root_seed
 from .._validation import (
     as_numpy,
     check_bool,
@@ -25,8 +26,6 @@ from .._validation import (
     check_floating,
     check_int,
     check_option,
-    check_seed,
-    numpy_rng,
 )
 
 __all__ = ["compression_discrimination", "effective_rank", "linear_probe"]
@@ -186,9 +185,9 @@ def linear_probe(H, y, test_size: float = 0.25, seed=0, C: float = 1.0, max_iter
     from sklearn.preprocessing import StandardScaler
 
     test_size = check_float(test_size, "test_size", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
     if isinstance(seed, np.random.Generator):
-        seed = int(numpy_rng(seed).integers(0, 2**31 - 1))  # scikit-learn takes an int or a RandomState
+        seed = root_seed(seed, high=2**31 - 1)  # scikit-learn takes an int or a RandomState
     C = check_float(C, "C", low=0.0, low_inclusive=False)
     max_iter = check_int(max_iter, "max_iter", low=1)
     X = _features(H, "H")

@@ -33,7 +33,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._batching import chunks, rows_for_bytes
-from .._validation import check_bool, check_device, check_float, check_floating, check_int, check_option, check_seed, numpy_rng
+from .._random import numpy_rng, parse_seed
+from .._validation import check_bool, check_device, check_float, check_floating, check_int, check_option
 
 __all__ = ["RFMRegressor", "RFMClassifier"]
 
@@ -96,7 +97,7 @@ class _BaseRFM(BaseEstimator):
                 check_float(vs, "val_size (a fraction)", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
         check_int(self.agop_samples, "agop_samples", low=1, allow_none=True)
         check_int(self.batch_size, "batch_size", low=1, allow_none=True)
-        check_seed(self.seed)
+        parse_seed(self.seed)
         return check_device(self.device)
 
     # ------------------------------------------------------------------ kernel algebra

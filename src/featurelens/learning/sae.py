@@ -76,6 +76,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from .._random import parse_seed
 from .._validation import (
     as_numpy,
     check_bool,
@@ -86,7 +87,6 @@ from .._validation import (
     check_memory,
     check_option,
     check_optional_bool,
-    check_seed,
     format_count,
     numpy_to_tensor,
 )
@@ -247,7 +247,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         check_float(self.lr, "lr", low=0.0, low_inclusive=False)
         check_int(self.epochs, "epochs", low=1)
         check_int(self.batch_size, "batch_size", low=1)
-        check_seed(self.seed)
+        parse_seed(self.seed)
         check_optional_bool(self.progress, "progress")
         check_bool(self.resample_dead, "resample_dead")
         check_bool(self.pre_bias, "pre_bias")

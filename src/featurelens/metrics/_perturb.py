@@ -22,12 +22,12 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
+from .._random import numpy_rng
 from .._validation import (
     as_numpy,
     check_float,
     check_floating,
     check_option,
-    numpy_rng,
     relative_scale,
     resolve_baseline,
 )

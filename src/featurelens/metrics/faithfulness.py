@@ -30,14 +30,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .._random import numpy_rng, parse_seed
 from .._validation import (
     check_bool,
     check_budget,
     check_float,
     check_int,
     check_option,
-    check_seed,
-    numpy_rng,
     relative_scale,
 )
 from . import _perturb as P
@@ -168,7 +167,7 @@ def faithfulness_correlation(
     # A correlation needs two runs; the bound (MAX_EVALUATIONS model evaluations) is checked per input
     # here, before any work, and for the whole batch once its size is known.
     n_subsets = check_budget(n_subsets, "n_subsets", low=2, unit="model evaluations", what="per input")
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
     a_arr = P.attributions_array(a)
     m, xt, at, t, f0 = P.prepare(model, x, a_arr, target, output=output, executor=executor)
     spatial = a_arr.shape != tuple(xt.shape)
@@ -230,7 +229,7 @@ def infidelity(
     """
     n_perturbations = check_budget(n_perturbations, "n_perturbations", unit="model evaluations", what="per input")
     noise_std = check_float(noise_std, "noise_std", low=0.0, low_inclusive=False)
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
     relative = check_bool(relative, "relative")
     normalize = check_bool(normalize, "normalize")
     m, xt, at, t, f0 = P.prepare(model, x, a, target, output=output, executor=executor)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
-from .._validation import as_numpy, check_bool, check_budget, check_float, check_int, check_option, numpy_rng
+from .._random import numpy_rng
+from .._validation import as_numpy, check_bool, check_budget, check_float, check_int, check_option
 from ._perturb import attributions_array
 from .localization import _flat_pair
 

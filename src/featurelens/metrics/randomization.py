@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from scipy.stats import entropy as _entropy
 
+from .._random import numpy_rng, parse_seed, root_seed
 from .._validation import (
     check_bool,
     check_budget,
@@ -27,8 +28,6 @@ from .._validation import (
     check_float,
     check_int,
     check_option,
-    check_seed,
-    numpy_rng,
 )
 from ..explainers._base import Explainer, explainer_class
 from ..explainers._base import explainer as make_explainer
@@ -100,7 +99,9 @@ def model_randomization(
     layer_order = check_option(layer_order, "layer_order", _ORDERS)
     executor = check_executor(executor, "executor", rows=True)
     abs = check_bool(abs, "abs")
-    seed = _int_seed(seed)
+    # One int seeds everything below (drawn once from a Generator, fresh for None), so the call
+    # stays reproducible from a Generator; below 2**62, as layer re-initialisation seeds seed + 1.
+    seed = root_seed(seed, high=2**62)
     R = _Randomiser(explainer_name, model, explainer_params, x, "model_randomization")
     m, xt, n, t, a0 = _start(R, x, target, executor, attributions)
     if abs:
@@ -118,15 +119,6 @@ def model_randomization(
 
 # --------------------------------------------------------------------------------------------------
 # shared machinery of the MPRT family (model_randomization, smooth_mprt, efficient_mprt)
-
-
-def _int_seed(seed) -> int:
-    seed = check_seed(seed)
-    if not isinstance(seed, int):
-        # One int drawn from a Generator (or fresh entropy for None) seeds everything below, so the
-        # call stays reproducible from a Generator.
-        seed = int(numpy_rng(seed).integers(0, 2**62))
-    return seed
 
 
 class _Randomiser:
@@ -300,7 +292,9 @@ def efficient_mprt(
     every_layer = check_bool(every_layer, "every_layer")
     abs_ = check_bool(abs, "abs")
     executor = check_executor(executor, "executor", rows=True)
-    seed = _int_seed(seed)
+    # One int seeds everything below (drawn once from a Generator, fresh for None), so the call
+    # stays reproducible from a Generator; below 2**62, as layer re-initialisation seeds seed + 1.
+    seed = root_seed(seed, high=2**62)
     R = _Randomiser(explainer, model, explainer_params, x, "efficient_mprt")
     m, xt, n, t, a0 = _start(R, x, target, executor, attributions)
     prep = np.abs if abs_ else (lambda v: v)
@@ -359,7 +353,9 @@ def smooth_mprt(
     layer_order = check_option(layer_order, "layer_order", _ALL_ORDERS)
     abs_ = check_bool(abs, "abs")
     executor = check_executor(executor, "executor", rows=True)
-    seed = _int_seed(seed)
+    # One int seeds everything below (drawn once from a Generator, fresh for None), so the call
+    # stays reproducible from a Generator; below 2**62, as layer re-initialisation seeds seed + 1.
+    seed = root_seed(seed, high=2**62)
     R = _Randomiser(explainer, model, explainer_params, x, "smooth_mprt")
     m, xt, n, t, _ = _start(R, x, target, executor, explain=False)
     check_budget(n_samples, "n_samples", per=n, unit="explained inputs", what=f"for {n} inputs, per layer",
@@ -450,7 +446,7 @@ def random_logit(
     similarity = check_option(similarity, "similarity", tuple(_SIMILARITIES))
     normalise = check_bool(normalise, "normalise")
     abs_ = check_bool(abs, "abs")
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
     executor = check_executor(executor, "executor", rows=True)
     m = ex.model
     xt = m.to_tensor(x, "x")

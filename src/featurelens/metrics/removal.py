@@ -25,13 +25,12 @@ import math
 import numpy as np
 import torch
 
+from .._random import numpy_rng, parse_seed
 from .._validation import (
     as_numpy,
     check_float,
     check_int,
     check_option,
-    check_seed,
-    numpy_rng,
 )
 from . import _perturb as P
 
@@ -134,7 +133,7 @@ def road(
     if pct.size == 0 or not np.all(np.isfinite(pct)) or np.any(pct < 0) or np.any(pct >= 100):
         raise ValueError(f"percentages must be a non-empty list of numbers in [0, 100); got {percentages!r}")
     noise = check_float(noise, "noise", low=0.0)
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
     order = check_option(order, "order", _ORDERS)
     m, xt, at, t, _, _ = _setup(model, x, a, target, output, executor)
     if xt.ndim not in (3, 4):
@@ -354,7 +353,7 @@ def region_perturbation(
     """
     steps = check_int(steps, "steps", low=1)
     order = check_option(order, "order", _ORDERS + ("random",))
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
     m, xt, at, t, f0, spatial = _setup(model, x, a, target, output, executor)
     region_of, n_regions = _patch_or_groups(xt, spatial, groups, patch_size)
     ranks = _ranks(P.region_scores(at, region_of, n_regions), order, seed)

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_bool, check_budget, check_executor, check_float, check_seed
+from .._random import parse_seed
+from .._validation import check_bool, check_budget, check_executor, check_float
 from ..explainers._base import Explainer
 from . import _perturb as P
 
@@ -42,7 +43,7 @@ def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative,
         )
     radius = check_float(radius, "radius", low=0.0, low_inclusive=False)
     n_samples = check_budget(n_samples, "n_samples", unit="explained inputs", what="per input")
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
     relative = check_bool(relative, "relative")
     executor = check_executor(executor, "executor", rows=True)
     m = explainer.model

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from .._batching import chunks
+from .._random import parse_seed
 from .._validation import (
     check_bool,
     check_budget,
@@ -27,7 +28,6 @@ from .._validation import (
     check_float,
     check_int,
     check_option,
-    check_seed,
 )
 from ..explainers._base import Explainer
 from . import _perturb as P
@@ -332,7 +332,7 @@ def _relative_stability(kind, explainer, x, target, radius, n_samples, seed, rel
     ex = P.as_explainer(explainer, model, explainer_params)
     radius = check_float(radius, "radius", low=0.0, low_inclusive=False)
     n_samples = check_budget(n_samples, "n_samples", unit="explained inputs", what="per input")
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
     relative = check_bool(relative, "relative")
     eps_min = check_float(eps_min, "eps_min", low=0.0, low_inclusive=False)
     same_prediction = check_bool(same_prediction, "same_prediction")

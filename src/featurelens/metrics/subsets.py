@@ -27,14 +27,13 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
+from .._random import numpy_rng, parse_seed
 from .._validation import (
     check_bool,
     check_budget,
     check_float,
     check_int,
     check_option,
-    check_seed,
-    numpy_rng,
 )
 from ..models import Model
 from . import _perturb as P
@@ -118,7 +117,7 @@ def sensitivity_n(
         float64 array (n,) for an int ``ns``, else (n, len(ns)).
     """
     n_subsets = check_budget(n_subsets, "n_subsets", low=2, unit="model evaluations", what="per input and size")
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
     m, xt, t, f0, region_of, n_regions, scores = _scored_regions(model, x, a, target, groups, output, executor, False)
     sizes, single = _subset_sizes(ns, n_regions)
     base = P.baseline_tensor(baseline, xt, blur_sigma)
@@ -259,7 +258,7 @@ def monotonicity_correlation(
         float64 array (n,).
     """
     n_samples = check_budget(n_samples, "n_samples", unit="model evaluations", what="per input and region")
-    seed = check_seed(seed)
+    seed = parse_seed(seed)
     use_abs = check_bool(abs, "abs")
     uniform = isinstance(baseline, str) and baseline == "uniform"
     if uniform:

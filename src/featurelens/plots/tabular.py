@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._random import numpy_rng
 from .._validation import as_numpy, check_option
 from ._tabular_inputs import (  # noqa: F401  (_MISSING, _NEG: read by the tests through this module)
     _MISSING,
@@ -130,7 +131,7 @@ def _swarm_offsets(x: np.ndarray, n_bins: int = 100) -> np.ndarray:
         bins = np.minimum(((x - lo) / (hi - lo) * n_bins).astype(np.int64), n_bins - 1)
     else:
         bins = np.zeros(n, dtype=np.int64)
-    tie = np.random.default_rng(0).permutation(n)  # a fixed shuffle within each bin
+    tie = numpy_rng(0).permutation(n)  # a fixed shuffle within each bin
     idx = np.lexsort((tie, bins))
     sb = bins[idx]
     starts = np.r_[0, np.nonzero(np.diff(sb))[0] + 1]

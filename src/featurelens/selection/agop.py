@@ -13,7 +13,8 @@ import torch
 from sklearn.base import clone
 from sklearn.utils.multiclass import type_of_target
 
-from .._validation import check_budget, check_seed
+from .._random import parse_seed
+from .._validation import check_budget
 from ._base import ScoreSelector
 
 __all__ = ["AGOPSelector"]
@@ -95,7 +96,7 @@ class AGOPSelector(ScoreSelector):
 
             check_budget(self.iters, "iters", low=0, per=X.shape[0], unit="row passes",
                          what=f"({X.shape[0]} rows per iteration)")
-            check_seed(self.seed)
+            parse_seed(self.seed)
             kind = type_of_target(y, input_name="y", raise_unknown=True)
             if kind in ("binary", "multiclass"):
                 cls = RFMClassifier

@@ -31,15 +31,14 @@ from scipy import stats
 from scipy.special import ndtr, ndtri_exp
 
 from .._batching import rows_for_bytes
+from .._random import numpy_rng, parse_seed
 from .._validation import (
     check_bool,
     check_budget,
     check_float,
     check_int,
     check_option,
-    check_seed,
     max_evaluations,
-    numpy_rng,
 )
 from ._base import ScoreSelector, top_k_mask
 
@@ -296,7 +295,7 @@ class IIFLearn(ScoreSelector):
         check_budget(self.n_ks_null, "n_ks_null", low=100, **rows)
         check_budget(self.n_init, "n_init", **rows)
         check_bool(self.empirical_null, "empirical_null")
-        check_seed(self.seed)
+        parse_seed(self.seed)
         return K
 
     # -- pieces ----------------------------------------------------------------------------------

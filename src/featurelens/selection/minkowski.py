@@ -13,7 +13,8 @@ import warnings
 
 import numpy as np
 
-from .._validation import check_bool, check_budget, check_int, check_option, check_seed, max_evaluations, numpy_rng
+from .._random import numpy_rng, parse_seed
+from .._validation import check_bool, check_budget, check_int, check_option, max_evaluations
 from ._base import DegenerateDataWarning, ScoreSelector
 
 __all__ = ["MinkowskiWeightedSelector", "minkowski_center"]
@@ -201,7 +202,7 @@ class MinkowskiWeightedSelector(ScoreSelector):
         check_int(self.n_clusters, "n_clusters", low=1, allow_none=True)
         check_option(self.center, "center", ("approx", "exact"))
         check_bool(self.standardize, "standardize")
-        check_seed(self.seed)
+        parse_seed(self.seed)
         return grid
 
     def _compute_scores(self, X, y):

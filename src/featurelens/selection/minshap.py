@@ -17,7 +17,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils.multiclass import type_of_target
 
 from .._batching import chunks
-from .._validation import check_budget, check_executor, check_float, check_int, check_option, check_seed, numpy_rng
+from .._random import numpy_rng, parse_seed, root_seed
+from .._validation import check_budget, check_executor, check_float, check_int, check_option
 from ..approximators import antithetic_permutations
 from ._base import ScoreSelector
 
@@ -244,7 +245,7 @@ class MinShapSelector(ScoreSelector):
         check_option(self.task, "task", ("auto", "classification", "regression"))
         if self.estimator is not None and not hasattr(self.estimator, "fit"):
             raise TypeError(f"estimator must be a scikit-learn estimator with fit; got {type(self.estimator).__name__}")
-        check_seed(self.seed)
+        parse_seed(self.seed)
         check_executor(self.executor, "executor", rows=True)
 
     def _resolve_task(self, y) -> str:
@@ -295,11 +296,11 @@ class MinShapSelector(ScoreSelector):
         self._check_params()
         n, d = X.shape
         self.task_ = self._resolve_task(y)
-        seed = check_seed(self.seed)
-        rng = numpy_rng(seed)
+        seed = parse_seed(self.seed)
         # scikit-learn's split and forest take an int (not a numpy Generator): an int seed is used
         # as it is; a Generator (or None) gives one int drawn from its stream.
-        self._state = seed if isinstance(seed, int) else int(rng.integers(0, 2**31 - 1))
+        self._state = root_seed(seed, high=2**31 - 1)
+        rng = numpy_rng(seed)
         stratify = None
         if self.task_ == "classification":
             _, counts = np.unique(y, return_counts=True)

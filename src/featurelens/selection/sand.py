@@ -22,7 +22,8 @@ import numpy as np
 import torch
 from sklearn.utils.multiclass import type_of_target
 
-from .._validation import check_budget, check_device, check_float, check_int, check_option, check_optional_bool, check_seed, torch_generator
+from .._random import parse_seed, torch_generator
+from .._validation import check_budget, check_device, check_float, check_int, check_option, check_optional_bool
 from ._base import ScoreSelector
 
 __all__ = ["NoiseGainLayer", "SAND"]
@@ -182,7 +183,7 @@ class SAND(ScoreSelector):
         for h in hidden:
             check_int(h, "each width in hidden", low=1)
         check_option(self.task, "task", ("auto", "classification", "regression"))
-        check_seed(self.seed)
+        parse_seed(self.seed)
         check_optional_bool(self.progress, "progress")
         check_device(self.device)
         if self.module is not None and not isinstance(self.module, torch.nn.Module):

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import clone
 
-from .._validation import check_budget, check_int, numpy_rng
+from .._random import numpy_rng
+from .._validation import check_budget, check_int
 
 __all__ = ["stability", "nogueira_index", "mean_pairwise_jaccard"]
 
