@@ -361,7 +361,8 @@ def run_benchmark(
     seed
         Seeds data, model initialisation, training order and every stochastic explainer: a
         non-negative int, or None / a numpy Generator, from which one int is drawn first (and
-        recorded in ``settings["seed"]``, so the run can be repeated exactly).
+        recorded in ``settings["seed_root"]``, so the run can be repeated exactly;
+        ``settings["seed"]`` is then None or ``"generator"``: :func:`featurelens._random.seed_record`).
     out
         A folder: write the HTML report, CSV, JSON and figures there (:mod:`featurelens.bench.report`).
         Checked before any work; the report is built beside it and moved into place at the end.

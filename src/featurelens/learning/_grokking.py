@@ -107,7 +107,10 @@ def run_grokking(
 
     Returns ``(monitor, model, data, summary)``; ``summary`` holds the grok step (first logged step
     with test accuracy >= ``grok_threshold``), the detector's firing step and the final accuracies
-    (and, with alignment recorded, the final alignment values).
+    (and, with alignment recorded, the final alignment values), and the seed as every seeded API
+    records it (:func:`featurelens._random.seed_record`): ``summary["seed"]`` the int, None or
+    ``"generator"``, and for the latter two ``summary["seed_root"]``, the int drawn from it, which
+    as ``seed=`` repeats the run.
     """
     import time
 
