@@ -49,7 +49,7 @@ def _pieces_of(players_or_names, n: int, source=None) -> list[str]:
         if players_or_names is None:
             raise TypeError("players_or_names is required here: these values carry no player names (an Explanation "
                             "with feature_names, or the Interactions of featurelens.text.explain, carry them); pass "
-                            "the Players or a list of str")
+                            "players_or_names= the Players or a list of str")
     pieces = getattr(players_or_names, "pieces", players_or_names)
     if isinstance(pieces, str) or not hasattr(pieces, "__len__"):
         raise TypeError(f"players_or_names must be a Players or a list of str; got {type(players_or_names).__name__}")

@@ -62,7 +62,8 @@ def _lime(game, n: int, budget, rng, sampler="bernoulli", surrogate="ridge", alp
     values = game(np.vstack([np.ones((1, n), dtype=bool), masks]))
     weights = exponential_kernel(_distances(masks, distance), kernel_width)
     if not weights.sum() > 0:
-        raise ValueError(f"kernel_width={kernel_width} gives every sample zero weight; use a larger kernel_width")
+        raise ValueError(f"kernel_width={kernel_width} gives every sample zero weight; pass a larger "
+                         f"kernel_width=<float> (the default: 0.25 for the cosine distance, 0.75 sqrt(n) for the euclidean)")
     coef, intercept, r2 = fit_surrogate(masks, values[1:], weights, surrogate, alpha)
     params = {"n_samples": budget - 1, "sampler": sampler, "surrogate": surrogate, "alpha": alpha,
               "distance": distance, "kernel_width": kernel_width, "surrogate_r2": r2,

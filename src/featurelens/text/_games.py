@@ -175,9 +175,12 @@ class ClassifierGame(Game):
             empty = [int(r) for r in rows if not masks[r].any()]
             if empty:
                 shown = repr(batch[empty[0]])
+                fixes = self.players.removal_fixes()
+                if self.inputs == "ids" and self.empty_token_id is not None and self.empty_token_id == getattr(
+                        self.players.tokenizer, "pad_token_id", None):
+                    fixes = [f for f in fixes if f != "removal='pad'"]  # the model fails on the pad token already
                 fix = ("removal='mask' (the model then reads the mask text)" if self.inputs == "text" else
-                       "empty_token_id=<int> (one token sent as the empty text) or "
-                       + " / ".join(self.players.removal_fixes()))
+                       "empty_token_id=<int> (another token sent as the empty text) or " + " / ".join(fixes))
                 raise ValueError(
                     f"model_fn returned NaN or inf on the empty text (mask row {empty[0]} keeps no player; the model "
                     f"received {shown}). Pass {fix}"
