@@ -308,3 +308,15 @@ def test_seed_sequences_generators_and_spawns_are_made_only_in_featurelens_rando
     # every other module asks it (numpy_rng, spawn_rngs, keyed_rng, row_rng, torch_generator).
     made = _calls_outside({"SeedSequence", "default_rng", "PCG64", "Philox", "spawn", "Generator", "RandomState"})
     assert made == []
+
+
+def test_the_seed_helpers_live_only_in_featurelens_random():
+    from featurelens import _validation
+
+    for name in ("check_seed", "numpy_rng", "torch_generator", "seed_root", "row_seed_sequence", "row_rng",
+                 "seed_param", "parse_seed", "root_seed", "seed_record"):
+        assert not hasattr(_validation, name), name
+    from featurelens.explainers import backprop, gradient
+
+    for module, name in ((gradient, "_RowNoise"), (backprop, "_row_draws"), (backprop, "_PCG64Rows")):
+        assert not hasattr(module, name), name

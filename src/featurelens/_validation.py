@@ -33,10 +33,6 @@ from typing import Iterable
 import numpy as np
 import torch
 
-# numpy_rng is imported from here by text/_explain.py, which other work had open when the seeds
-# moved to featurelens._random; import it from there (then delete this line).
-from ._random import numpy_rng  # noqa: F401
-
 __all__ = [
     "as_numpy",
     "numpy_to_tensor",

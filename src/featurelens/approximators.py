@@ -48,6 +48,7 @@ from typing import Iterator
 import numpy as np
 
 from ._linalg import lstsq, normal_equations
+from ._random import numpy_rng
 from ._validation import (
     available_memory,  # noqa: F401  (re-exported: the memory estimates live in _validation)
     check_budget,
@@ -57,7 +58,6 @@ from ._validation import (
     format_bytes,
     format_count,
     max_evaluations,
-    numpy_rng,
 )
 from .games import all_masks
 

@@ -6,7 +6,8 @@ import time
 
 import numpy as np
 
-from .._validation import check_budget, check_float, check_int, check_option, numpy_rng
+from .._random import numpy_rng, seed_record
+from .._validation import check_budget, check_float, check_int, check_option
 
 __all__ = ["explain", "METHODS", "SAMPLERS"]
 
@@ -175,7 +176,7 @@ def explain(game, method: str = "kernel_shap", budget=None, seed=0, max_order: i
     seconds = time.perf_counter() - start
     return Explanation(
         values=np.asarray(phi, dtype=np.float64)[None, :], method=method,
-        params={**recorded, **info, "seed": seed if isinstance(seed, (int, type(None))) else "generator"},
+        params={**recorded, **info, **seed_record(seed)},
         model_calls=int(game.calls - calls), seconds=seconds, feature_names=names,
         base_values=np.array([base]), target=None if target is None else np.array([target]),
     )
