@@ -14,6 +14,12 @@
 - randomisation: model_randomization, efficient_mprt, smooth_mprt, random_logit
 - OOD detection scores: auroc, fpr_at_tpr
 
+Every per-explanation metric declares itself with a :class:`MetricSpec` next to its function
+(name, family, which direction is better, what it needs, whether it re-explains, its Quantus
+counterpart, how the audit calls it): :func:`list_metrics` lists them by family and
+:func:`spec` looks one up by name (``fl.metrics.spec("road").direction == -1``). The audit and
+the ground-truth benchmark read their metrics from these specs.
+
 Budgets: the counts of perturbed copies (``n_subsets``, ``n_samples``, ``n_perturbations``,
 ``n_mosaics``) are refused with a ValueError before any work when they ask for more than
 :data:`featurelens._validation.MAX_EVALUATIONS` (10^8) evaluations per call, first per input, then
@@ -21,6 +27,7 @@ for the whole batch (times the subset sizes or regions), or for more memory than
 (:func:`featurelens._validation.check_budget`).
 """
 
+from featurelens.metrics._spec import MetricSpec, list_metrics, spec
 from featurelens.metrics.axioms import completeness, input_invariance, non_sensitivity
 from featurelens.metrics.complexity import complexity, effective_complexity, sparseness
 from featurelens.metrics.faithfulness import (
@@ -58,6 +65,9 @@ from featurelens.metrics.stability import (
 )
 
 __all__ = [
+    "MetricSpec",
+    "list_metrics",
+    "spec",
     "precision_at_k",
     "iou_at_k",
     "emd_score",

@@ -274,3 +274,32 @@ def input_invariance(
     if score == "max_abs_diff":
         return np.abs(a1 - a2).max(axis=1)
     return np.isclose(a1, a2, atol=atol).all(axis=1).astype(np.float64)
+
+
+# ------------------------------------------------------------------------------------------------
+# specs (featurelens.metrics._spec): what each metric is, and how the audit calls it
+
+from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+
+SPECS = (
+    MetricSpec(
+        "completeness", completeness, "axiomatic", -1,
+        "|sum of the map - (f(x) - f(baseline))| (Sundararajan et al. 2017); lower is "
+        "better, 0 for a complete method (IG up to quadrature); other methods need not be complete",
+        requires={"model"}, quantus="Completeness", column="completeness", label="|compl. gap|",
+        score=lambda ctx: np.abs(completeness(ctx.model, ctx.x, ctx.a, target=ctx.target, baseline=ctx.baseline,
+                                              **ctx.executor_kw()))),
+    MetricSpec(
+        "non_sensitivity", non_sensitivity, "axiomatic", -1,
+        "number of regions with zero attribution that the model does react to (Nguyen & Martinez "
+        "2020); lower is better, 0 when zero attribution goes only to features the model ignores",
+        requires={"model"}, quantus="NonSensitivity",
+        score=lambda ctx: non_sensitivity(ctx.model, ctx.x, ctx.a, target=ctx.target, baseline=ctx.baseline,
+                                          groups=ctx.regions, **ctx.executor_kw())),
+    MetricSpec(
+        "input_invariance", input_invariance, "axiomatic", +1,
+        "whether the map stays the same when the input and the first layer's bias are shifted so that "
+        "the network computes the same function (Kindermans et al. 2017); higher is better",
+        requires={"explainer", "parameters"}, reexplains=True, quantus="InputInvariance",
+        score=lambda ctx: input_invariance(ctx.explainer, ctx.x, target=ctx.target, attributions=ctx.raw)),
+)

@@ -87,3 +87,30 @@ def effective_complexity(a, *, eps: float = 1e-5, abs: bool = True, normalise: b
     if abs:
         v = np.abs(v)
     return (v > eps).sum(axis=1).astype(np.float64)
+
+
+# ------------------------------------------------------------------------------------------------
+# specs (featurelens.metrics._spec): what each metric is, and how the audit calls it
+
+from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+
+SPECS = (
+    MetricSpec(
+        "sparseness", sparseness, "complexity", 0,
+        "Gini index of |a| (Chalasani et al. 2020); higher is a more concentrated map, not "
+        "better or worse by itself",
+        quantus="Sparseness", score=lambda ctx: sparseness(ctx.a), column="sparseness", label="sparseness",
+        audit_default=True),
+    MetricSpec(
+        "complexity", complexity, "complexity", 0,
+        "entropy of |a| / sum |a| (Bhatt et al. 2020); lower is a simpler map, not better or "
+        "worse by itself",
+        quantus="Complexity", score=lambda ctx: complexity(ctx.a), column="complexity", label="complexity",
+        audit_default=True),
+    MetricSpec(
+        "effective_complexity", effective_complexity, "complexity", 0,
+        "number of features above 1e-5 of the largest |a| (Nguyen & Martinez 2020); "
+        "lower is a simpler map, not better or worse by itself",
+        quantus="EffectiveComplexity", score=lambda ctx: effective_complexity(ctx.a),
+        column="effective_complexity", label="eff. compl."),
+)

@@ -253,3 +253,57 @@ def infidelity(
         beta = torch.where(den > 0, (dots * drops).mean(0) / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(den))
         dots = dots * beta
     return ((dots - drops) ** 2).mean(0).cpu().numpy()
+
+
+# ------------------------------------------------------------------------------------------------
+# specs (featurelens.metrics._spec): what each metric is, and how the audit calls it
+
+
+def _curve_auc(key, fn):
+    def score(ctx):
+        c, auc = fn(ctx.model, ctx.x, ctx.a, target=ctx.target, steps=ctx.steps, baseline=ctx.baseline,
+                    executor=ctx.executor)
+        ctx.curves[key] = np.asarray(c, dtype=np.float64).reshape(len(ctx.x), -1).mean(0)
+        return auc
+
+    return score
+
+
+def _score_faithfulness_correlation(ctx):
+    # The audit's subsets: subset_size, else 10 % of the elements (at least one).
+    d = int(np.prod(ctx.x.shape[1:]))
+    subset = ctx.subset_size or max(1, int(round(0.1 * d)))
+    return faithfulness_correlation(ctx.model, ctx.x, ctx.a, target=ctx.target, n_subsets=ctx.n_subsets,
+                                    subset_size=min(subset, d), baseline=ctx.baseline, seed=ctx.seed,
+                                    executor=ctx.executor)
+
+
+from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+
+SPECS = (
+    MetricSpec(
+        "deletion", deletion_curve, "faithfulness", -1,
+        "the target output as the most relevant features are replaced by the baseline, "
+        "averaged over the curve (Petsiuk et al. 2018); lower is better",
+        requires={"model"}, quantus="PixelFlipping", score=_curve_auc("deletion", deletion_curve),
+        column="deletion_auc", label="deletion AUC", audit_default=True),
+    MetricSpec(
+        "insertion", insertion_curve, "faithfulness", +1,
+        "the target output as the most relevant features are put back into the baseline "
+        "(Petsiuk et al. 2018); higher is better; with deletion, ins - del ranks the methods",
+        requires={"model"}, score=_curve_auc("insertion", insertion_curve),
+        column="insertion_auc", label="insertion AUC", audit_default=True),
+    MetricSpec(
+        "faithfulness_correlation", faithfulness_correlation, "faithfulness", +1,
+        "Pearson correlation of the attribution summed over random subsets with the output drop when "
+        "they are removed (Bhatt et al. 2020); higher is better",
+        requires={"model"}, quantus="FaithfulnessCorrelation", score=_score_faithfulness_correlation,
+        column="faithfulness_correlation", label="faithf. corr.", audit_default=True),
+    MetricSpec(
+        "infidelity", infidelity, "faithfulness", -1,
+        "mean squared gap between the attribution's dot product with Gaussian input noise and the "
+        "output change it causes (Yeh et al. 2019); lower is better",
+        requires={"model"},
+        score=lambda ctx: infidelity(ctx.model, ctx.x, ctx.a, target=ctx.target, n_perturbations=ctx.n_subsets,
+                                     noise_std=ctx.radius, seed=ctx.seed, executor=ctx.executor)),
+)

@@ -380,3 +380,58 @@ def relevance_rank_accuracy(a, masks, *, abs: bool = False) -> np.ndarray:
         out = (hits & top).sum(axis=1) / k.astype(np.float64)
     out[k == 0] = np.nan
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# specs (featurelens.metrics._spec): what each metric is, and how the audit calls it
+
+
+def _mask_layout(a, masks):
+    """Maps and masks in the (n, H, W) layout of the localisation metrics: tabular rows become
+    1 x d images; a mask over the length of (n, C, L) signals holds for every channel; a mask
+    with the channels of (n, C, H, W) maps keeps its first channel."""
+    a = np.asarray(a)
+    if masks.ndim == 2 and a.ndim == 3 and masks.shape[1] == a.shape[2]:
+        masks = np.broadcast_to(masks[:, None, :], a.shape)
+    if masks.ndim == 2:
+        return a.reshape(a.shape[0], 1, -1), masks.reshape(masks.shape[0], 1, -1)
+    if masks.ndim == a.ndim and masks.shape[1:] == a.shape[1:] and a.ndim == 4:
+        return a, masks[:, :1] if masks.shape[1] > 1 else masks
+    return a, masks
+
+
+def _on_masks(fn):
+    return lambda ctx: fn(*_mask_layout(ctx.a, ctx.masks))
+
+
+from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+
+SPECS = (
+    MetricSpec(
+        "relevance_mass", relevance_mass, "localisation", +1,
+        "share of |a| inside the ground-truth mask (Arras et al. 2022); higher is better",
+        requires={"masks"}, quantus="RelevanceMassAccuracy", score=_on_masks(relevance_mass),
+        column="relevance_mass", label="rel. mass", audit_default=True),
+    MetricSpec(
+        "relevance_rank_accuracy", relevance_rank_accuracy, "localisation", +1,
+        "share of the top-|mask| features inside the mask (Arras et al. 2022); "
+        "higher is better",
+        requires={"masks"}, quantus="RelevanceRankAccuracy", score=_on_masks(relevance_rank_accuracy),
+        column="relevance_rank_accuracy", label="rank acc.", audit_default=True),
+    MetricSpec(
+        "precision_at_k", precision_at_k, "localisation", +1,
+        "share of the k most relevant features inside the mask (Clark et al. 2024); "
+        "higher is better",
+        requires={"masks"}, score=_on_masks(precision_at_k), column="precision_at_k", label="prec@k",
+        audit_default=True, benchmark=("precision", "precision")),
+    MetricSpec(
+        "iou_at_k", iou_at_k, "localisation", +1,
+        "intersection over union of the k most relevant features with the mask, k = |mask| "
+        "(Clark et al. 2024); higher is better",
+        requires={"masks"}, score=_on_masks(iou_at_k), benchmark=("iou", "IoU")),
+    MetricSpec(
+        "emd_score", emd_score, "localisation", +1,
+        "1 - the earth mover's distance between |a| and the mask, both normalised, over sqrt(2 D) "
+        "(Clark et al. 2024); higher is better",
+        requires={"masks"}, score=_on_masks(emd_score), benchmark=("emd", "EMD score")),
+)

@@ -276,3 +276,43 @@ def focus(a, layout) -> np.ndarray:
         out = (per_quadrant * lay).sum(axis=1) / total
     out[total == 0] = np.nan
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# specs (featurelens.metrics._spec): what each metric is, and how the audit calls it
+
+
+def _score_top_k(ctx):
+    a, masks = _mask_layout(ctx.a, ctx.masks)
+    d = int(np.prod(np.shape(a)[1:]))
+    return top_k_intersection(a, masks, max(1, int(round(0.1 * d))))
+
+
+from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+from .localization import _mask_layout, _on_masks  # noqa: E402
+
+SPECS = (
+    MetricSpec(
+        "pointing_game", pointing_game, "localisation", +1,
+        "whether the map's maximum lies in the mask (Zhang et al. 2018); higher is better",
+        requires={"masks"}, quantus="PointingGame", score=_on_masks(pointing_game)),
+    MetricSpec(
+        "attribution_localisation", attribution_localisation, "localisation", +1,
+        "share of the positive relevance inside the mask (Kohlbrenner et al. 2020); higher is better",
+        requires={"masks"}, quantus="AttributionLocalisation", score=_on_masks(attribution_localisation)),
+    MetricSpec(
+        "top_k_intersection", top_k_intersection, "localisation", +1,
+        "share of the k highest-attributed features (k: 10 % of them) inside the mask "
+        "(Theiner et al. 2021); higher is better",
+        requires={"masks"}, quantus="TopKIntersection", score=_score_top_k),
+    MetricSpec(
+        "auc", auc, "localisation", +1,
+        "area under the ROC curve of the map as a score for the mask (Fawcett 2006); higher is better, "
+        "0.5 for a random map",
+        requires={"masks"}, quantus="AUC", score=_on_masks(auc)),
+    MetricSpec(
+        "focus", focus, "localisation", +1,
+        "share of the positive relevance of a 2 x 2 mosaic's map on the target-class images "
+        "(Arias-Duart et al. 2022); higher is better, 0.5 for a map blind to the class",
+        requires={"labels"}, quantus="Focus", score=lambda ctx: focus(ctx.a, ctx.layout)),
+)

@@ -468,3 +468,57 @@ def random_logit(
     if abs_:
         a, b = np.abs(a), np.abs(b)
     return _SIMILARITIES[similarity](a, b)
+
+
+# ------------------------------------------------------------------------------------------------
+# specs (featurelens.metrics._spec): what each metric is, and how the audit calls it
+
+
+def _cascade_score(fn, ctx, key="last", attributions=True, **kw):
+    """``fn(...)[key]`` per sample for a randomisation test ``fn`` (:func:`model_randomization`, the
+    MPRT variants) of the explainer ``ctx.explainer_name`` on ``ctx.module`` (default: the
+    model's module), its explainers built with ``ctx.explainer_params`` (batch_size included: it
+    bounds their memory as it does the scored explainer's). ``attributions=False`` for tests that
+    do not take the trained maps (smooth MPRT explains noisy copies itself)."""
+    module = ctx.module if ctx.module is not None else ctx.model.module
+    extra = ctx.executor_kw()
+    if attributions:
+        extra["attributions"] = ctx.raw
+    res = fn(ctx.explainer_name, module, ctx.x, target=ctx.target, seed=ctx.seed,
+             explainer_params=dict(ctx.explainer_params), **extra, **kw)
+    return np.asarray(res[key], dtype=np.float64).reshape(-1)
+
+
+from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+
+SPECS = (
+    MetricSpec(
+        "model_randomization", model_randomization, "randomisation", -1,
+        "Spearman similarity of the maps before and after every layer is "
+        "re-initialised (Adebayo et al. 2018); lower is better, above 0.5 flagged",
+        requires={"explainer", "parameters"}, reexplains=True, quantus="MPRT",
+        score=lambda ctx: _cascade_score(model_randomization, ctx), column="randomization_similarity",
+        label="random. sim.", audit_default=True),
+    MetricSpec(
+        "efficient_mprt", efficient_mprt, "randomisation", +1,
+        "relative rise of the map's entropy once every layer is re-initialised "
+        "(Hedstroem et al. 2023); higher is better",
+        requires={"explainer", "parameters"}, reexplains=True, quantus="EfficientMPRT",
+        score=lambda ctx: _cascade_score(efficient_mprt, ctx, "score"), column="efficient_mprt", label="eMPRT"),
+    MetricSpec(
+        "smooth_mprt", smooth_mprt, "randomisation", -1,
+        "Spearman similarity of noise-averaged maps before and after every layer is "
+        "re-initialised (Hedstroem et al. 2023); lower is better",
+        requires={"explainer", "parameters"}, reexplains=True, quantus="SmoothMPRT",
+        score=lambda ctx: _cascade_score(smooth_mprt, ctx, "last", attributions=False,
+                                         n_samples=max(2, ctx.n_noise)),
+        column="smooth_mprt", label="sMPRT sim."),
+    MetricSpec(
+        "random_logit", random_logit, "randomisation", -1,
+        "structural similarity of the map of the target with that of a random other class "
+        "(Sixt et al. 2020); lower is better",
+        requires={"explainer", "classes", "windows"}, reexplains=True, quantus="RandomLogit",
+        column="random_logit", label="random logit",
+        score=lambda ctx: random_logit(ctx.explainer, ctx.x, target=ctx.target, seed=ctx.seed,
+                                       attributions=ctx.raw, **ctx.executor_kw())),
+)

@@ -363,3 +363,49 @@ def region_perturbation(
     outs = _removal_outputs(m, xt, t, rank_el, base, range(1, n_steps + 1))
     curves = (f0.unsqueeze(0) - outs).T.cpu().numpy()
     return curves, curves.sum(1) / (n_steps + 1)
+
+
+# ------------------------------------------------------------------------------------------------
+# specs (featurelens.metrics._spec): what each metric is, and how the audit calls it
+
+
+def _score_road(ctx):
+    g = None
+    if ctx.regions is not None and int(np.prod(ctx.x.shape[1:])) > 64:  # the regions, one map of the pixels
+        g = ctx.regions[0] if ctx.x.ndim == 4 else ctx.regions
+    pct = 100.0 * (np.arange(ctx.steps) + 0.5) / ctx.steps
+    return road(ctx.model, ctx.x, ctx.a, target=ctx.target, percentages=pct, seed=ctx.seed, groups=g,
+                **ctx.executor_kw())[1]
+
+
+from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+
+SPECS = (
+    MetricSpec(
+        "road", road, "faithfulness", -1,
+        "accuracy on the target as the most relevant pixels are removed by noisy linear imputation, "
+        "mean over the removal fractions (Rong et al. 2022); lower is better",
+        requires={"model", "images"}, quantus="ROAD", score=_score_road, column="road", label="ROAD"),
+    MetricSpec(
+        "irof", irof, "faithfulness", +1,
+        "area over the curve of the target probability (relative to the clean input) as the most "
+        "relevant segments are removed (Rieger & Hansen 2020); higher is better",
+        requires={"model"}, quantus="IROF", column="irof", label="IROF",
+        score=lambda ctx: irof(ctx.model, ctx.x, ctx.a, target=ctx.target, baseline=ctx.baseline,
+                               groups=ctx.regions, **ctx.executor_kw())[1]),
+    MetricSpec(
+        "selectivity", selectivity, "faithfulness", -1,
+        "area under the target output as the most relevant regions are removed one by one "
+        "(Montavon et al. 2018); lower is better",
+        requires={"model"}, quantus="Selectivity", column="selectivity", label="selectivity",
+        score=lambda ctx: selectivity(ctx.model, ctx.x, ctx.a, target=ctx.target, baseline=ctx.baseline,
+                                      groups=ctx.regions, **ctx.executor_kw())[1]),
+    MetricSpec(
+        "region_perturbation", region_perturbation, "faithfulness", +1,
+        "AOPC, the mean output drop as the most relevant regions are removed "
+        "(Samek et al. 2017); higher is better",
+        requires={"model"}, quantus="RegionPerturbation", column="region_perturbation", label="AOPC",
+        score=lambda ctx: region_perturbation(ctx.model, ctx.x, ctx.a, target=ctx.target, steps=ctx.steps,
+                                              baseline=ctx.baseline, seed=ctx.seed, groups=ctx.regions,
+                                              **ctx.executor_kw())[1]),
+)

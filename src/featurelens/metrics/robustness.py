@@ -119,3 +119,43 @@ def local_lipschitz(
                                             executor)
     num = np.linalg.norm(a_noisy - a[None], axis=2)
     return (num / np.linalg.norm(noise, axis=2)).max(0)
+
+
+# ------------------------------------------------------------------------------------------------
+# specs (featurelens.metrics._spec): what each metric is, and how the audit calls it
+
+
+def _shared_sensitivities(ctx):
+    """The relative sensitivities (n_samples, n) of ONE set of re-explained noisy copies, shared by
+    the average and the maximum (explaining the copies twice would only double the cost); the
+    explainer's own maps ``ctx.raw`` are the clean maps its re-explanations are compared with."""
+    return ctx.shared("sensitivities", lambda: _sensitivities(
+        ctx.explainer, ctx.x, ctx.target, ctx.radius, ctx.n_noise, ctx.seed, True, ctx.raw, ctx.executor))
+
+
+from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+
+SPECS = (
+    MetricSpec(
+        "avg_sensitivity", avg_sensitivity, "robustness", -1,
+        "relative change of the map under small input noise, mean over the draws "
+        "(Yeh et al. 2019); lower is better; breaks faithfulness ties",
+        requires={"explainer", "noise"}, reexplains=True, quantus="AvgSensitivity",
+        score=lambda ctx: _shared_sensitivities(ctx).mean(0), column="avg_sensitivity", label="avg sens.",
+        audit_default=True, computed_with=("max_sensitivity",)),
+    MetricSpec(
+        "max_sensitivity", max_sensitivity, "robustness", -1,
+        "the largest relative change of the map under small input noise (Yeh et al. "
+        "2019); lower is better",
+        requires={"explainer", "noise"}, reexplains=True, quantus="MaxSensitivity",
+        score=lambda ctx: _shared_sensitivities(ctx).max(0), column="max_sensitivity", label="max sens.",
+        audit_default=True, computed_with=("avg_sensitivity",)),
+    MetricSpec(
+        "local_lipschitz", local_lipschitz, "robustness", -1,
+        "the largest change of the map per unit input change over noisy neighbours "
+        "(Alvarez-Melis & Jaakkola 2018); lower is better",
+        requires={"explainer", "noise"}, reexplains=True,
+        score=lambda ctx: local_lipschitz(ctx.explainer, ctx.x, target=ctx.target, radius=ctx.radius,
+                                          n_samples=ctx.n_noise, seed=ctx.seed, attributions=ctx.raw,
+                                          **ctx.executor_kw())),
+)

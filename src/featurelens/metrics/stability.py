@@ -456,3 +456,64 @@ relative_representation_stability.__doc__ = """Relative representation stability
     noisy neighbours with the same predicted class, ``L`` the output of the model's ``layer`` (a
     submodule name from ``model.named_modules()``, a unique dotted suffix of one, or the submodule;
     it must run once per forward pass), flattened. Needs a torch module.""" + _STABILITY_DOC
+
+
+# ------------------------------------------------------------------------------------------------
+# specs (featurelens.metrics._spec): what each metric is, and how the audit calls it
+
+
+def _continuity_steps(length: int, most: int = 8) -> int:
+    """The most translations (at most ``most``) whose grid ``s_k = -L + (k + 1) ((2L + 1) // k_max)``
+    leaves out the zero shift: a zero shift divides the map change of a stochastic explainer by
+    ``0 + 1e-9``."""
+    for k in range(min(most, 2 * length + 1), 0, -1):
+        dx = (2 * length + 1) // k
+        if not (length % dx == 0 and length // dx <= k):
+            return k
+    return 1
+
+
+def _stability(fn):
+    return lambda ctx: fn(ctx.explainer, ctx.x, target=ctx.target, radius=ctx.radius, n_samples=ctx.n_noise,
+                          seed=ctx.seed, attributions=ctx.raw, **ctx.executor_kw())
+
+
+from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+
+SPECS = (
+    MetricSpec(
+        "continuity", continuity, "robustness", -1,
+        "largest change of the normalised map per unit input change over translations of "
+        "the input (Montavon et al. 2018); lower is better",
+        requires={"explainer", "translations"}, reexplains=True, quantus="Continuity",
+        column="continuity", label="continuity",
+        score=lambda ctx: continuity(ctx.explainer, ctx.x, target=ctx.target,
+                                     n_steps=_continuity_steps(ctx.x.shape[-1]), **ctx.executor_kw())),
+    MetricSpec(
+        "consistency", consistency, "robustness", +1,
+        "share of the samples with the same discretised map (top-5 features) that get the "
+        "same prediction (Dasgupta et al. 2022); higher is better",
+        requires={"explainer", "samples"}, quantus="Consistency", column="consistency", label="consistency",
+        score=lambda ctx: consistency(ctx.explainer, ctx.x, target=ctx.target, attributions=ctx.raw,
+                                      **ctx.executor_kw())),
+    MetricSpec(
+        "relative_input_stability", relative_input_stability, "robustness", -1,
+        "largest relative map change over the relative input change under "
+        "noise that keeps the prediction (Agarwal et al. 2022); lower is better",
+        requires={"explainer", "noise"}, reexplains=True, quantus="RelativeInputStability",
+        score=_stability(relative_input_stability), column="relative_input_stability", label="RIS"),
+    MetricSpec(
+        "relative_output_stability", relative_output_stability, "robustness", -1,
+        "largest relative map change over the relative change of the outputs "
+        "under noise that keeps the prediction (Agarwal et al. 2022); lower is better",
+        requires={"explainer", "noise"}, reexplains=True, quantus="RelativeOutputStability",
+        score=_stability(relative_output_stability), column="relative_output_stability", label="ROS"),
+    MetricSpec(
+        "relative_representation_stability", relative_representation_stability, "robustness", -1,
+        "largest relative map change over the relative change of a layer's representation "
+        "under noise that keeps the prediction (Agarwal et al. 2022); lower is better",
+        requires={"explainer", "noise", "layer"}, reexplains=True,
+        score=lambda ctx: relative_representation_stability(
+            ctx.explainer, ctx.x, ctx.layer, target=ctx.target, radius=ctx.radius, n_samples=ctx.n_noise,
+            seed=ctx.seed, attributions=ctx.raw, **ctx.executor_kw())),
+)

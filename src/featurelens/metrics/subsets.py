@@ -368,3 +368,62 @@ def sufficiency(model, x, a, threshold=0.6, distance="seuclidean", *, abs=True, 
     hits = (close & same).sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count > 0, hits / np.maximum(count, 1), np.nan).astype(np.float64)
+
+
+# ------------------------------------------------------------------------------------------------
+# specs (featurelens.metrics._spec): what each metric is, and how the audit calls it
+
+
+def _n_regions(ctx) -> int:
+    return int(np.prod(ctx.x.shape[1:])) if ctx.regions is None else int(np.unique(ctx.regions).size)
+
+
+def _sizes(n_regions: int) -> list:
+    """Sensitivity-n's subset sizes in the audit: about 10 %, 30 % and 50 % of the regions (at
+    least one)."""
+    return sorted({max(1, int(round(f * n_regions))) for f in (0.1, 0.3, 0.5)})
+
+
+def _score_sensitivity_n(ctx):
+    # One value per sample: the mean of the correlations over the sizes that are finite.
+    vals = sensitivity_n(ctx.model, ctx.x, ctx.a, target=ctx.target, ns=_sizes(_n_regions(ctx)),
+                         n_subsets=ctx.n_subsets, seed=ctx.seed, baseline=ctx.baseline, groups=ctx.regions,
+                         **ctx.executor_kw())
+    vals = np.asarray(vals, dtype=np.float64).reshape(len(ctx.x), -1)
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(vals)
+        return np.where(ok.any(1), np.where(ok, vals, 0.0).sum(1) / np.maximum(ok.sum(1), 1), np.nan)
+
+
+from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+
+SPECS = (
+    MetricSpec(
+        "sensitivity_n", sensitivity_n, "faithfulness", +1,
+        "correlation of the summed attribution of random n-region subsets with the output "
+        "drop when they are removed, mean over three sizes n (Ancona et al. 2018); higher is better",
+        requires={"model"}, quantus="SensitivityN", score=_score_sensitivity_n, column="sensitivity_n",
+        label="sens.-n"),
+    MetricSpec(
+        "monotonicity", monotonicity, "faithfulness", +1,
+        "share of samples whose output rises with every region inserted into the baseline, "
+        "least relevant first (Arya et al. 2019); higher is better",
+        requires={"model"}, quantus="Monotonicity", column="monotonicity", label="monoton.",
+        score=lambda ctx: monotonicity(ctx.model, ctx.x, ctx.a, target=ctx.target,
+                                       steps=min(ctx.steps, _n_regions(ctx)), baseline=ctx.baseline,
+                                       groups=ctx.regions, **ctx.executor_kw())),
+    MetricSpec(
+        "monotonicity_correlation", monotonicity_correlation, "faithfulness", +1,
+        "Spearman correlation of each region's |attribution| with the squared "
+        "output change when it is removed (Nguyen & Martinez 2020); higher is better",
+        requires={"model"}, quantus="MonotonicityCorrelation", column="monotonicity_correlation",
+        label="monot. corr.",
+        score=lambda ctx: monotonicity_correlation(ctx.model, ctx.x, ctx.a, target=ctx.target, baseline=ctx.baseline,
+                                                   groups=ctx.regions, **ctx.executor_kw())),
+    MetricSpec(
+        "sufficiency", sufficiency, "faithfulness", +1,
+        "share of the audited samples with a similar map that get the same prediction "
+        "(Dasgupta et al. 2022); higher is better",
+        requires={"model", "classes", "samples"}, quantus="Sufficiency", column="sufficiency",
+        label="sufficiency", score=lambda ctx: sufficiency(ctx.model, ctx.x, ctx.a)),
+)
