@@ -216,10 +216,11 @@ def test_chunking_and_model_kinds_do_not_change_values(images):
     # batch_size 3 < n = 4: one copy of the batch per block, split over two chunks.
     small = fl.models.Model(model, batch_size=3)
     c, auc = M.deletion_curve(small, x, a, target=t, steps=5)
-    np.testing.assert_allclose(c, ref_c, atol=1e-6)
+    # float32 model: its kernels may depend on the batch size (oneDNN), so chunks differ by rounding
+    np.testing.assert_allclose(c, ref_c, rtol=1e-5, atol=1e-6)
     r1 = M.faithfulness_correlation(model, x, a, 6, 9, 1, target=t)
     r2 = M.faithfulness_correlation(small, x, a, 6, 9, 1, target=t)
-    np.testing.assert_allclose(r1, r2, atol=1e-6)
+    np.testing.assert_allclose(r1, r2, rtol=1e-5, atol=1e-6)
     # A numpy callable (black box) gives the same curve as the module.
     def numpy_model(z):
         with torch.no_grad():

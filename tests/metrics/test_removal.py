@@ -132,7 +132,8 @@ def test_irof_per_sample_segments_and_chunking(batch):
         np.arange(16).reshape(4, 4), 2, 0), 2, 1)] for i in range(N)])
     c1, s1 = irof(model, x, a, target=y, groups=seg)
     _, s2 = irof(Model.wrap(model, batch_size=5), x, a, target=y, groups=seg[:, None])
-    np.testing.assert_allclose(s1, s2, atol=1e-12)
+    # float32 conv: oneDNN picks its kernels by batch size, so chunks may differ by float32 rounding
+    np.testing.assert_allclose(s1, s2, rtol=1e-5, atol=1e-7)
     assert c1.shape == (N, 16)
 
 
@@ -231,7 +232,8 @@ def test_selectivity_matches_quantus(batch, quantus):
                       model, x, y, a, softmax=False), dtype=np.float64)
     curves, score = selectivity(model, x, a, target=y, patch_size=3)
     np.testing.assert_allclose(curves, q, atol=1e-6)
-    np.testing.assert_allclose(score, [np.trapezoid(c) for c in q], atol=1e-6)
+    # the area sums one float32-rounded output per step: up to 1e-6 per step
+    np.testing.assert_allclose(score, [np.trapezoid(c) for c in q], atol=curves.shape[1] * 1e-6)
 
 
 @pytest.mark.parametrize("order", ["morf", "lerf"])
