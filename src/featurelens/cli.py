@@ -71,9 +71,9 @@ def _explainer_names():
 
 
 def _audit_metric_names():
-    from ._audit.scoring import METRICS
+    from ._audit.scoring import audit_specs
 
-    return (*METRICS, "all")
+    return (*audit_specs(), "all")
 
 
 def _overwrite(parser, what: str) -> None:

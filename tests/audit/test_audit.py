@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import torch
 import featurelens as fl
 from featurelens import _audit, _harness
 from featurelens._audit import core, scoring
+from featurelens.metrics.randomization import _cascade_score
 from featurelens.bench.models import build_model
 from featurelens.datasets import xai_tris
 from featurelens.models import Model
@@ -200,7 +202,8 @@ def test_a_failing_metric_or_explainer_is_reported_not_fatal(monkeypatch):
     def broken(a):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(fl.metrics, "sparseness", broken)
+    # The audit calls each metric through its spec, which reads the function of its module.
+    monkeypatch.setattr(sys.modules["featurelens.metrics.complexity"], "sparseness", broken)
     real = _harness.explainer
 
     def make(name, model, **kw):
@@ -284,7 +287,9 @@ def test_sensitivity_pair_equals_the_public_metrics():
     ex = fl.explainer("saliency", net)
     t = np.array([0, 1, 2, 0, 1, 2])
     a = ex.explain(x, target=t).values
-    avg, mx = scoring._sensitivity_pair(ex, x, t, 0.1, 4, 3, a)
+    ctx = fl.metrics.ScoreContext(explainer=ex, x=x, target=t, a=a, radius=0.1, n_noise=4, seed=3)
+    avg, mx = (fl.metrics.spec(m).score(ctx) for m in ("avg_sensitivity", "max_sensitivity"))
+    assert list(ctx.cache) == ["sensitivities"]  # one set of noisy copies for both
     np.testing.assert_allclose(avg, fl.metrics.avg_sensitivity(ex, x, target=t, radius=0.1, n_samples=4, seed=3))
     np.testing.assert_allclose(mx, fl.metrics.max_sensitivity(ex, x, target=t, radius=0.1, n_samples=4, seed=3))
     assert (mx >= avg).all() and (avg > 0).all()
@@ -319,7 +324,9 @@ def test_randomization_explainers_get_the_audited_batch_size():
 
     model = fl.models.Model(net)
     t = np.zeros(5, dtype=np.int64)
-    got = scoring._randomization(fake, "smoothgrad", model, x, t, 0, {"seed": 4, "batch_size": 3}, None)
+    ctx = fl.metrics.ScoreContext(model=model, x=x, target=t, seed=0, explainer_name="smoothgrad",
+                                  explainer_params={"seed": 4, "batch_size": 3})
+    got = _cascade_score(fake, ctx)
     assert seen == {"seed": 4, "batch_size": 3}
     ref = fl.metrics.model_randomization("smoothgrad", net, x, target=t, seed=0,
                                          explainer_params={"seed": 4, "batch_size": 3})["last"]

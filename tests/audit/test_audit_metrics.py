@@ -10,6 +10,8 @@ import torch
 
 import featurelens as fl
 from featurelens._audit import scoring
+from featurelens.metrics.stability import _continuity_steps
+from featurelens.metrics.subsets import _sizes
 from featurelens.cli import main
 
 # The CLI test writes a traced TorchScript file; torch 2.13 deprecates torch.jit.trace but still runs it.
@@ -34,10 +36,10 @@ FAST = dict(progress=False, steps=3, n_subsets=4, robustness_samples=2, as_frame
 
 
 def test_resolve_metrics_default_all_names_and_errors():
-    assert scoring.resolve_metrics(None) == scoring.DEFAULT_METRICS
-    assert scoring.resolve_metrics("all") == tuple(scoring.METRICS)
-    assert scoring.resolve_metrics(["irof", "all"]) == tuple(scoring.METRICS)
-    # METRICS order, duplicates dropped
+    assert scoring.resolve_metrics(None) == scoring.default_metrics()
+    assert scoring.resolve_metrics("all") == tuple(scoring.audit_specs())
+    assert scoring.resolve_metrics(["irof", "all"]) == tuple(scoring.audit_specs())
+    # audit_specs() order, duplicates dropped
     assert scoring.resolve_metrics(["completeness", "road", "road"]) == ("road", "completeness")
     assert scoring.resolve_metrics("irof") == ("irof",)
     with pytest.raises(ValueError, match=r"metrics: unknown metric 'roads'; valid names: deletion, insertion, .*road"):
@@ -51,17 +53,17 @@ def test_resolve_metrics_default_all_names_and_errors():
 
 
 def test_every_metric_has_columns_a_family_and_a_reason_with_a_direction():
-    keys = [k for k, _, _ in scoring.COLUMNS]
+    keys = [k for k, _, _ in scoring.audit_columns()]
     assert len(keys) == len(set(keys))
-    covered = {c for spec in scoring.METRICS.values() for c in spec.columns} | {"insertion_minus_deletion"}
+    covered = {spec.column for spec in scoring.audit_specs().values()} | {"insertion_minus_deletion"}
     assert covered == set(keys)
-    reasons = scoring.metric_reasons(scoring.METRICS)
-    for name, spec in scoring.METRICS.items():
+    reasons = scoring.metric_reasons(scoring.audit_specs())
+    for name, spec in scoring.audit_specs().items():
         assert spec.family in ("faithfulness", "robustness", "randomisation", "complexity", "axiomatic", "localisation")
         assert "better" in spec.reason, name  # what it measures and which way is better
         assert reasons[name].startswith(spec.reason) and f"({spec.family}; column " in reasons[name]
     # The default set is the table before metrics= existed: its twelve columns, in their order.
-    assert scoring.metric_columns(scoring.DEFAULT_METRICS) == tuple(keys[:12])
+    assert scoring.metric_columns(scoring.default_metrics()) == tuple(keys[:12])
     assert scoring.metric_columns(["insertion"]) == ("insertion_auc",)
     assert scoring.metric_columns(["insertion", "deletion"]) == ("insertion_minus_deletion", "deletion_auc", "insertion_auc")
 
@@ -73,12 +75,12 @@ def test_unknown_metric_is_a_clear_error_before_any_work():
 
 def test_continuity_grid_never_has_the_zero_shift():
     for length in range(1, 70):
-        k = scoring._continuity_steps(length)
+        k = _continuity_steps(length)
         dx = (2 * length + 1) // k
         shifts = [-length + (j + 1) * dx for j in range(k)]
         assert 1 <= k <= 8 and dx >= 1 and 0 not in shifts
-    assert scoring._continuity_steps(6) == 3  # 8..4 steps would all hit shift 0 on a 6-wide image
-    assert scoring._sizes(64) == [6, 19, 32] and scoring._sizes(1) == [1]
+    assert _continuity_steps(6) == 3  # 8..4 steps would all hit shift 0 on a 6-wide image
+    assert _sizes(64) == [6, 19, 32] and _sizes(1) == [1]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -91,19 +93,19 @@ def test_default_table_is_unchanged_and_equals_the_explicit_default_list():
     X = np.random.default_rng(1).normal(size=(5, 4)).astype(np.float32)
     kw = dict(methods=["saliency", "random"], n_explain=5, progress=False, steps=4, n_subsets=5, robustness_samples=2)
     default = fl.audit(net, X, **kw)
-    explicit = fl.audit(net, X, metrics=list(scoring.DEFAULT_METRICS), **kw)
+    explicit = fl.audit(net, X, metrics=list(scoring.default_metrics()), **kw)
     assert list(default.columns) == list(scoring._ROW_KEYS)
-    assert [k for k in default.columns if k in {c[0] for c in scoring.COLUMNS}] == [
+    assert [k for k in default.columns if k in {c[0] for c in scoring.audit_columns()}] == [
         "insertion_minus_deletion", "deletion_auc", "insertion_auc", "faithfulness_correlation", "avg_sensitivity",
         "max_sensitivity", "sparseness", "complexity", "randomization_similarity", "relevance_mass",
         "relevance_rank_accuracy", "precision_at_k"]
-    metric = [c[0] for c in scoring.COLUMNS[:9]]
+    metric = [c[0] for c in scoring.audit_columns()[:9]]
     np.testing.assert_array_equal(default[metric].to_numpy(float), explicit[metric].to_numpy(float))
     assert default.attrs["notes"] == []  # no masks: localisation skips silently, as before
     # explicitly requested, the same skip is noted
     assert explicit.attrs["notes"] == [f"{m}: not applicable (needs ground_truth masks)"
                                        for m in ("relevance_mass", "relevance_rank_accuracy", "precision_at_k")]
-    assert set(default.attrs["metrics"]) == set(scoring.DEFAULT_METRICS) - {
+    assert set(default.attrs["metrics"]) == set(scoring.default_metrics()) - {
         "relevance_mass", "relevance_rank_accuracy", "precision_at_k"}
 
 
@@ -112,7 +114,7 @@ def test_metrics_select_exactly_their_columns_and_the_values_equal_the_public_me
     X = images()
     table = fl.audit(net, X, methods=["input_x_gradient", "random"], metrics=["irof", "completeness", "deletion", "road"],
                      n_explain=4, seed=0, **FAST)
-    cols = [k for k in table[0] if k in {c[0] for c in scoring.COLUMNS}]
+    cols = [k for k in table[0] if k in {c[0] for c in scoring.audit_columns()}]
     assert cols == ["deletion_auc", "road", "irof", "completeness"]  # no ins - del without insertion
     assert set(table.metrics) == {"deletion", "irof", "completeness", "road"}
     assert table.skipped_metrics == {}
@@ -201,9 +203,9 @@ def audit_all(tmp_path_factory):
 def test_all_runs_every_metric_on_a_small_cnn_without_failures(audit_all):
     table, _ = audit_all
     assert table.skipped_metrics == {}
-    assert set(table.metrics) == set(scoring.METRICS)
+    assert set(table.metrics) == set(scoring.audit_specs())
     assert not any("failed" in n for n in table.notes), table.notes
-    keys = [c[0] for c in scoring.COLUMNS]
+    keys = [c[0] for c in scoring.audit_columns()]
     for r in table:
         assert r["status"] == "ok"
         assert [k for k in r if k in keys] == keys
@@ -225,9 +227,9 @@ def test_report_lists_each_metric_with_its_reason(audit_all):
     assert "IROF ↑" in page and "ROAD ↓" in page  # the new columns with their directions
     doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert doc["metrics"] == table.metrics and doc["skipped_metrics"] == {}
-    assert doc["settings"]["metrics"] == list(scoring.METRICS)
+    assert doc["settings"]["metrics"] == list(scoring.audit_specs())
     header = (out / "results.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
-    assert header == list(scoring.row_keys(scoring.metric_columns(scoring.METRICS)))
+    assert header == list(scoring.row_keys(scoring.metric_columns(scoring.audit_specs())))
 
 
 def test_report_lists_skip_reasons(tmp_path):

@@ -8,11 +8,12 @@ optionally writes a self-contained HTML report.
 The package is ``featurelens._audit`` (private), not ``featurelens.audit``: importing a
 subpackage sets it as an attribute of its parent, so a package named ``audit`` would replace the
 public function ``fl.audit`` with a module. Modules: ``core`` (the function, method choice,
-inputs and targets), ``scoring`` (metrics, ranking, reasons, verdict), ``report`` (the report
+inputs and targets), ``scoring`` (the metrics, read from their specs in :mod:`featurelens.metrics`; ranking,
+reasons, verdict), ``report`` (the report
 folder) and ``cli`` (``featurelens audit``).
 """
 
 from .core import AuditTable, audit, choose_methods
-from .scoring import COLUMNS, RANKING_RULE
+from .scoring import RANKING_RULE, audit_columns
 
-__all__ = ["audit", "AuditTable", "choose_methods", "RANKING_RULE", "COLUMNS"]
+__all__ = ["audit", "AuditTable", "choose_methods", "RANKING_RULE", "audit_columns"]

@@ -33,31 +33,12 @@ from ..models import Model
 from ..report import check_out
 from ._torchscript import gradcam_reason, is_script
 from .scoring import (
-    COLUMNS, DEFAULT_METRICS, METRICS, RANKING_RULE, _clean_rows, _has_parameters, _mean, _patch_groups, _rank_rows,
-    _reasons, _score,
-    _verdict, inapplicable, metric_columns, metric_reasons, resolve_metrics, row_keys,
+    RANKING_RULE, _clean_rows, _has_parameters, _mean, _patch_groups, _rank_rows, _reasons, _score, _verdict,
+    metric_columns, metric_reasons, resolve_metrics, row_keys, skip_reasons,
 )
 
-__all__ = ["audit", "AuditTable", "choose_methods", "RANKING_RULE", "COLUMNS", "METRICS", "DEFAULT_METRICS"]
+__all__ = ["audit", "AuditTable", "choose_methods", "RANKING_RULE"]
 
-#: Gradient-family explainers in the order they appear in the table (those registered); the other
-#: registered explainers that need gradients (or gradient-based data summaries) follow.
-_GRADIENT_ORDER = (
-    "saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "gradcam",
-    "agop_weighted", "agop_global", "wam", "wam_smoothgrad", "wam_ig",
-)
-#: Black-box explainers tried by default on models without gradients.
-_BLACKBOX_ORDER = ("occlusion", "kernel_shap", "permutation_shap", "exact_shapley")
-#: Registered names never chosen by default, with the reason shown in the report.
-_NOT_BY_DEFAULT = {
-    "agop_local": "identical to saliency (the signed per-sample gradient)",
-    "spex": "made for games with hundreds of players; request it with methods=",
-    "minshap": "a Shapley variant for feature selection; request it with methods=",
-    # Captum's families (issue 13): not audited by default yet; request them with methods=
-    **{name: "a Captum-family method, not audited by default; request it with methods="
-       for name in ("deeplift", "deeplift_shap", "gradient_shap", "guided_backprop", "deconvolution",
-                    "lrp", "feature_ablation", "feature_permutation", "lime")},
-}
 #: The audit's budget for explainers that evaluate all 2^n coalitions (``Requires.max_players``):
 #: at most 10 players, whatever larger limit the explainer itself allows.
 _MAX_EXACT_PLAYERS = 10
@@ -123,20 +104,24 @@ def choose_methods(model: Model, x_shape: tuple, methods=None):
         if not names:
             raise ValueError("methods must name at least one explainer; got an empty list")
         return _applicable(names, model, x_shape)
-    if model.differentiable:
-        order = [m for m in _GRADIENT_ORDER if m in registered]
-        order += [m for m in registered if m not in order and m not in _NOT_BY_DEFAULT and m != "random"
-                  and _gradient_based(m)]
-    else:
-        order = [m for m in _BLACKBOX_ORDER if m in registered]
+    # The defaults are those whose class says audit_default=True (the others give the reason they
+    # are left out), gradient explainers on differentiable models and the others on models without
+    # gradients, in their declared audit_order, then by name.
+    gradient = model.differentiable
+    order = sorted(
+        (m for m in registered if m != "random" and explainer_class(m).audit_default is True
+         and _gradient_based(m) == gradient),
+        key=lambda m: (explainer_class(m).audit_order is None, explainer_class(m).audit_order or 0, m),
+    )
     chosen, skipped = _applicable(order, model, x_shape)
     rest = [m for m in registered if m not in chosen and m not in skipped and m != "random"]
     _, why = _applicable(rest, model, x_shape)
     for name in rest:
-        skipped[name] = why.get(name) or _NOT_BY_DEFAULT.get(
-            name, "needs gradients, and the model is not differentiable" if _gradient_based(name)
+        declared = explainer_class(name).audit_default
+        skipped[name] = why.get(name) or (declared if isinstance(declared, str) else (
+            "needs gradients, and the model is not differentiable" if _gradient_based(name)
             else "black-box; the model has gradients, so the gradient methods are audited (request it with methods=)"
-        )
+        ))
     if "random" in registered:
         chosen.append("random")
     return chosen, skipped
@@ -331,7 +316,8 @@ def audit(
     status "failed" with the error as its reason.
 
     ``metrics`` chooses the metrics (the table's metric columns are exactly theirs): None (default)
-    the set above (:data:`DEFAULT_METRICS`); ``"all"`` every one of :data:`METRICS`; or a list of
+    the set above (the metrics whose spec says ``audit_default``); ``"all"`` every metric of
+    :func:`featurelens.metrics.list_metrics` with an audit column; or a list of
     its names. Beyond the default set, on the same audited samples, targets and ``baseline``:
 
     - faithfulness: ``road`` (Rong et al. 2022, arXiv 2202.00449; accuracy on the target after
@@ -411,7 +397,8 @@ def audit(
         float32: see :meth:`featurelens.explainers.Explainer.explain`). The executor is used, not
         closed; ``settings`` in the report name it.
     metrics
-        None (the default set), ``"all"``, a metric name or a list of names of :data:`METRICS`; an
+        None (the default set), ``"all"``, a metric name or a list of names (``fl.metrics.list_metrics()``,
+        those with an audit ``column``); an
         unknown name is a ValueError listing the valid ones.
     as_frame
         True: a pandas DataFrame; False: an :class:`AuditTable` (list of dicts); None (default): a
@@ -460,7 +447,7 @@ def audit(
     chosen, skipped = choose_methods(wrapped, X.shape[1:], methods)
     notes: list[str] = []
     n_outputs = int(probe.shape[1])
-    skipped_metrics = inapplicable(selected, x.shape, n_outputs, _has_parameters(wrapped, {"randomization": randomization}),
+    skipped_metrics = skip_reasons(selected, x.shape, n_outputs, _has_parameters(wrapped, {"randomization": randomization}),
                                    masks is not None, robustness_samples, randomization)
     if metrics is not None:  # the default set skips silently, as it did before metrics= existed
         notes.extend(f"{m}: not applicable ({why})" for m, why in skipped_metrics.items())

@@ -23,7 +23,7 @@ import torch
 
 from .._version import __version__
 from ..report import Cell, HTMLReport, report_folder, write_json
-from .scoring import COLUMNS, RANKING_RULE, _clean_rows, _finite, _fmt, row_keys
+from .scoring import RANKING_RULE, _clean_rows, _finite, _fmt, audit_columns, row_keys
 
 __all__ = ["write_report", "describe_units"]
 
@@ -399,7 +399,7 @@ def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, 
     page.add_paragraph(verdict)
     page.add_heading("Ranking")
     page.add_paragraph(RANKING_RULE, "small")
-    present = [c for c in COLUMNS if c[0] in keys and any(_finite(r.get(c[0])) for r in clean)]
+    present = [c for c in audit_columns() if c[0] in keys and any(_finite(r.get(c[0])) for r in clean)]
     header = [Cell("rank"), Cell("method", "text")] + [
         Cell(label + (" ↑" if d > 0 else " ↓" if d < 0 else "")) for _, label, d in present
     ] + [Cell("seconds")]

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 
-from .._harness import attempt, score
 from ._torchscript import ScriptLayers, is_script
 
 RANKING_RULE = (
@@ -22,158 +20,56 @@ RANKING_RULE = (
     "map on faithfulness."
 )
 
-#: Table columns (besides rank/method/status/reason): (key, label, direction), direction +1 when
-#: higher is better, -1 when lower is better, 0 when neither. The first twelve are today's default
-#: set (:data:`DEFAULT_METRICS`); the others come with ``metrics=`` (see :data:`METRICS`).
-COLUMNS = (
-    ("insertion_minus_deletion", "ins - del", +1),
-    ("deletion_auc", "deletion AUC", -1),
-    ("insertion_auc", "insertion AUC", +1),
-    ("faithfulness_correlation", "faithf. corr.", +1),
-    ("avg_sensitivity", "avg sens.", -1),
-    ("max_sensitivity", "max sens.", -1),
-    ("sparseness", "sparseness", 0),
-    ("complexity", "complexity", 0),
-    ("randomization_similarity", "random. sim.", -1),
-    ("relevance_mass", "rel. mass", +1),
-    ("relevance_rank_accuracy", "rank acc.", +1),
-    ("precision_at_k", "prec@k", +1),
-    ("road", "ROAD", -1),
-    ("irof", "IROF", +1),
-    ("selectivity", "selectivity", -1),
-    ("region_perturbation", "AOPC", +1),
-    ("sensitivity_n", "sens.-n", +1),
-    ("monotonicity", "monoton.", +1),
-    ("monotonicity_correlation", "monot. corr.", +1),
-    ("sufficiency", "sufficiency", +1),
-    ("continuity", "continuity", -1),
-    ("consistency", "consistency", +1),
-    ("relative_input_stability", "RIS", -1),
-    ("relative_output_stability", "ROS", -1),
-    ("efficient_mprt", "eMPRT", +1),
-    ("smooth_mprt", "sMPRT sim.", -1),
-    ("random_logit", "random logit", -1),
-    ("effective_complexity", "eff. compl.", 0),
-    ("completeness", "|compl. gap|", -1),
-)
-_LABEL = {key: (label, d) for key, label, d in COLUMNS}
+#: The ranking's column, derived from deletion and insertion: (key, label, direction).
+RANKED_COLUMN = ("insertion_minus_deletion", "ins - del", +1)
+#: The families in the order the default metrics run and fill the table: the order of the table
+#: before ``metrics=`` existed (complexity before randomisation, unlike ``fl.metrics.FAMILIES``).
+_DEFAULT_FAMILY_ORDER = ("faithfulness", "robustness", "complexity", "randomisation", "axiomatic", "localisation")
+
+_SPECS: dict | None = None
 
 
-class MetricSpec(NamedTuple):
-    """One metric the audit can run: its family, the table columns it fills and the one-line
-    reason shown in the report (what it measures, which direction is better)."""
+def audit_specs() -> dict:
+    """``{name: MetricSpec}`` of the metrics ``fl.audit(metrics=...)`` chooses from (those of
+    :func:`featurelens.metrics.list_metrics` with an audit column), in their order (by family,
+    then as declared): the order a selection runs in and its reasons are listed in."""
+    global _SPECS
+    if _SPECS is None:
+        from ..metrics import list_metrics
 
-    family: str
-    columns: tuple
-    reason: str
+        _SPECS = {s.name: s for s in list_metrics() if s.audited}
+    return _SPECS
 
 
-#: The metrics ``fl.audit(metrics=...)`` chooses from, by name, in the order they run.
-METRICS = {
-    # faithfulness
-    "deletion": MetricSpec("faithfulness", ("deletion_auc",),
-        "the target output as the most relevant features are replaced by the baseline, "
-        "averaged over the curve (Petsiuk et al. 2018); lower is better"),
-    "insertion": MetricSpec("faithfulness", ("insertion_auc",),
-        "the target output as the most relevant features are put back into the baseline "
-        "(Petsiuk et al. 2018); higher is better; with deletion, ins - del ranks the methods"),
-    "faithfulness_correlation": MetricSpec("faithfulness", ("faithfulness_correlation",),
-        "Pearson correlation of the attribution summed over random subsets with the output drop when "
-        "they are removed (Bhatt et al. 2020); higher is better"),
-    "road": MetricSpec("faithfulness", ("road",),
-        "accuracy on the target as the most relevant pixels are removed by noisy linear imputation, "
-        "mean over the removal fractions (Rong et al. 2022); lower is better"),
-    "irof": MetricSpec("faithfulness", ("irof",),
-        "area over the curve of the target probability (relative to the clean input) as the most "
-        "relevant segments are removed (Rieger & Hansen 2020); higher is better"),
-    "selectivity": MetricSpec("faithfulness", ("selectivity",),
-        "area under the target output as the most relevant regions are removed one by one "
-        "(Montavon et al. 2018); lower is better"),
-    "region_perturbation": MetricSpec("faithfulness", ("region_perturbation",),
-        "AOPC, the mean output drop as the most relevant regions are removed "
-        "(Samek et al. 2017); higher is better"),
-    "sensitivity_n": MetricSpec("faithfulness", ("sensitivity_n",),
-        "correlation of the summed attribution of random n-region subsets with the output "
-        "drop when they are removed, mean over three sizes n (Ancona et al. 2018); higher is better"),
-    "monotonicity": MetricSpec("faithfulness", ("monotonicity",),
-        "share of samples whose output rises with every region inserted into the baseline, "
-        "least relevant first (Arya et al. 2019); higher is better"),
-    "monotonicity_correlation": MetricSpec("faithfulness", ("monotonicity_correlation",),
-        "Spearman correlation of each region's |attribution| with the squared "
-        "output change when it is removed (Nguyen & Martinez 2020); higher is better"),
-    "sufficiency": MetricSpec("faithfulness", ("sufficiency",),
-        "share of the audited samples with a similar map that get the same prediction "
-        "(Dasgupta et al. 2022); higher is better"),
-    # robustness
-    "avg_sensitivity": MetricSpec("robustness", ("avg_sensitivity",),
-        "relative change of the map under small input noise, mean over the draws "
-        "(Yeh et al. 2019); lower is better; breaks faithfulness ties"),
-    "max_sensitivity": MetricSpec("robustness", ("max_sensitivity",),
-        "the largest relative change of the map under small input noise (Yeh et al. "
-        "2019); lower is better"),
-    "continuity": MetricSpec("robustness", ("continuity",),
-        "largest change of the normalised map per unit input change over translations of "
-        "the input (Montavon et al. 2018); lower is better"),
-    "consistency": MetricSpec("robustness", ("consistency",),
-        "share of the samples with the same discretised map (top-5 features) that get the "
-        "same prediction (Dasgupta et al. 2022); higher is better"),
-    "relative_input_stability": MetricSpec("robustness", ("relative_input_stability",),
-        "largest relative map change over the relative input change under "
-        "noise that keeps the prediction (Agarwal et al. 2022); lower is better"),
-    "relative_output_stability": MetricSpec("robustness", ("relative_output_stability",),
-        "largest relative map change over the relative change of the outputs "
-        "under noise that keeps the prediction (Agarwal et al. 2022); lower is better"),
-    # randomisation
-    "model_randomization": MetricSpec("randomisation", ("randomization_similarity",),
-        "Spearman similarity of the maps before and after every layer is "
-        "re-initialised (Adebayo et al. 2018); lower is better, above 0.5 flagged"),
-    "efficient_mprt": MetricSpec("randomisation", ("efficient_mprt",),
-        "relative rise of the map's entropy once every layer is re-initialised "
-        "(Hedstroem et al. 2023); higher is better"),
-    "smooth_mprt": MetricSpec("randomisation", ("smooth_mprt",),
-        "Spearman similarity of noise-averaged maps before and after every layer is "
-        "re-initialised (Hedstroem et al. 2023); lower is better"),
-    "random_logit": MetricSpec("randomisation", ("random_logit",),
-        "structural similarity of the map of the target with that of a random other class "
-        "(Sixt et al. 2020); lower is better"),
-    # complexity
-    "sparseness": MetricSpec("complexity", ("sparseness",),
-        "Gini index of |a| (Chalasani et al. 2020); higher is a more concentrated map, not "
-        "better or worse by itself"),
-    "complexity": MetricSpec("complexity", ("complexity",),
-        "entropy of |a| / sum |a| (Bhatt et al. 2020); lower is a simpler map, not better or "
-        "worse by itself"),
-    "effective_complexity": MetricSpec("complexity", ("effective_complexity",),
-        "number of features above 1e-5 of the largest |a| (Nguyen & Martinez 2020); "
-        "lower is a simpler map, not better or worse by itself"),
-    # axiomatic
-    "completeness": MetricSpec("axiomatic", ("completeness",),
-        "|sum of the map - (f(x) - f(baseline))| (Sundararajan et al. 2017); lower is "
-        "better, 0 for a complete method (IG up to quadrature); other methods need not be complete"),
-    # localisation (with ground_truth masks)
-    "relevance_mass": MetricSpec("localisation", ("relevance_mass",),
-        "share of |a| inside the ground-truth mask (Arras et al. 2022); higher is better"),
-    "relevance_rank_accuracy": MetricSpec("localisation", ("relevance_rank_accuracy",),
-        "share of the top-|mask| features inside the mask (Arras et al. 2022); "
-        "higher is better"),
-    "precision_at_k": MetricSpec("localisation", ("precision_at_k",),
-        "share of the k most relevant features inside the mask (Clark et al. 2024); "
-        "higher is better"),
-}
+def default_metrics() -> tuple:
+    """The metrics run when ``metrics=None`` (those whose spec says ``audit_default``), in the
+    order of the table before ``metrics=`` existed."""
+    chosen = [s for s in audit_specs().values() if s.audit_default]
+    return tuple(s.name for s in sorted(chosen, key=lambda s: _DEFAULT_FAMILY_ORDER.index(s.family)))
 
-#: The metrics run when ``metrics=None``: the audit's set before ``metrics=`` existed.
-DEFAULT_METRICS = (
-    "deletion", "insertion", "faithfulness_correlation", "avg_sensitivity", "max_sensitivity", "sparseness",
-    "complexity", "model_randomization", "relevance_mass", "relevance_rank_accuracy", "precision_at_k",
-)
+
+def _table_order() -> tuple:
+    """Every audit metric in the table's (and the scoring's) order: the default set first, as it
+    ran before ``metrics=`` existed, then the others in :func:`audit_specs` order."""
+    default = default_metrics()
+    return default + tuple(m for m in audit_specs() if m not in default)
+
+
+def audit_columns() -> tuple:
+    """The table's metric columns, ``(key, label, direction)`` (direction +1 when higher is better,
+    -1 when lower is, 0 when neither): :data:`RANKED_COLUMN`, then each metric's column in the
+    table's order (:func:`default_metrics` first)."""
+    specs = audit_specs()
+    return (RANKED_COLUMN,) + tuple((specs[m].column, specs[m].label, specs[m].direction) for m in _table_order())
 
 
 def resolve_metrics(metrics) -> tuple:
-    """The metric names ``metrics`` selects, in :data:`METRICS` order: None gives
-    :data:`DEFAULT_METRICS`; ``"all"`` (alone or in a list) every metric; otherwise a name or a
-    list of names of :data:`METRICS`. An unknown name is a ValueError listing the valid ones."""
+    """The metric names ``metrics`` selects, in :func:`audit_specs` order: None gives
+    :func:`default_metrics`; ``"all"`` (alone or in a list) every metric; otherwise a name or a
+    list of names of :func:`audit_specs`. An unknown name is a ValueError listing the valid ones."""
     if metrics is None:
-        return DEFAULT_METRICS
+        return default_metrics()
+    specs = audit_specs()
     names = [metrics] if isinstance(metrics, str) else metrics
     try:
         names = list(names)
@@ -185,64 +81,74 @@ def resolve_metrics(metrics) -> tuple:
     for name in names:
         if not isinstance(name, str):
             raise TypeError(f"metrics must hold metric names (str); got {name!r} ({type(name).__name__})")
-        if name != "all" and name not in METRICS:
-            raise ValueError(f"metrics: unknown metric {name!r}; valid names: {', '.join(METRICS)} (or 'all')")
+        if name != "all" and name not in specs:
+            raise ValueError(f"metrics: unknown metric {name!r}; valid names: {', '.join(specs)} (or 'all')")
     if "all" in names:
-        return tuple(METRICS)
-    return tuple(m for m in METRICS if m in names)
+        return tuple(specs)
+    return tuple(m for m in specs if m in names)
 
 
 def metric_columns(names) -> tuple:
-    """The table columns of the metrics ``names`` (COLUMNS order); ``insertion_minus_deletion``
-    comes with deletion and insertion together."""
-    keys = {c for m in names for c in METRICS[m].columns}
+    """The table columns of the metrics ``names`` (:func:`audit_columns` order);
+    ``insertion_minus_deletion`` comes with deletion and insertion together."""
+    specs = audit_specs()
+    keys = {specs[m].column for m in names}
     if "deletion" in names and "insertion" in names:
-        keys.add("insertion_minus_deletion")
-    return tuple(key for key, _, _ in COLUMNS if key in keys)
+        keys.add(RANKED_COLUMN[0])
+    return tuple(key for key, _, _ in audit_columns() if key in keys)
+
+
+def _arrow(direction: int) -> str:
+    return " ↑" if direction > 0 else " ↓" if direction < 0 else ""
 
 
 def metric_reasons(names) -> dict:
-    """``{name: one line}`` for the report: the metric's column(s) with the better direction, and
+    """``{name: one line}`` for the report: the metric's column with the better direction, and
     its reason."""
-    out = {}
-    for m in names:
-        spec = METRICS[m]
-        cols = ", ".join(_LABEL[c][0] + (" ↑" if _LABEL[c][1] > 0 else " ↓" if _LABEL[c][1] < 0 else "")
-                         for c in spec.columns)
-        out[m] = f"{spec.reason} ({spec.family}; column {cols})"
-    return out
+    specs = audit_specs()
+    return {m: f"{specs[m].reason} ({specs[m].family}; column {specs[m].label}{_arrow(specs[m].direction)})"
+            for m in names}
 
 
-def inapplicable(names, x_shape: tuple, n_outputs: int, has_parameters: bool, masks: bool,
-                 robustness_samples: int, randomization: bool) -> dict:
-    """``{name: why}`` for the selected metrics that cannot apply to this audit (data, model or
-    settings); the others run per method. ``x_shape``: the audited batch's shape."""
-    why = {}
+def _requirement_checks(x_shape: tuple, n_outputs: int, has_parameters: bool, masks: bool,
+                        robustness_samples: int, randomization: bool) -> tuple:
+    """``(requirement, why or None)`` for this audit, in the order a metric's first unmet
+    requirement is reported (:data:`featurelens.metrics.REQUIREMENTS`)."""
     ndim, n = len(x_shape), int(x_shape[0])
     d = int(np.prod(x_shape[1:]))
+    shape = tuple(x_shape)
+    return (
+        ("images", None if ndim in (3, 4) else
+         f"needs images (n, h, w) or (n, c, h, w): it imputes removed pixels from their neighbours; "
+         f"the audited inputs have shape {shape}"),
+        ("translations", None if ndim in (3, 4) else
+         f"needs images or signals (n, c, h, w) / (n, c, length): it translates the input; the "
+         f"audited inputs have shape {shape}"),
+        ("classes", None if n_outputs >= 2 else
+         f"needs a model with at least 2 outputs (classes); this one has {n_outputs}"),
+        ("windows", None if d >= 7 else
+         f"compares maps by structural similarity over windows of 7 values; the maps have {d}"),
+        ("samples", None if n >= 2 else f"compares the audited samples with each other; only {n} is audited"),
+        ("parameters", "randomization=False" if not randomization else None if has_parameters else
+         "needs a torch module with parameters to re-initialise; the model has none"),
+        ("noise", None if robustness_samples >= 1 else "robustness_samples=0 (no noisy copies)"),
+        ("masks", None if masks else "needs ground_truth masks"),
+    )
+
+
+def skip_reasons(names, x_shape: tuple, n_outputs: int, has_parameters: bool, masks: bool,
+                 robustness_samples: int, randomization: bool) -> dict:
+    """``{name: why}`` for the selected metrics that cannot apply to this audit (data, model or
+    settings): the first of each metric's declared requirements
+    (:attr:`featurelens.metrics.MetricSpec.requires`) that this audit does not meet. The others
+    run per method. ``x_shape``: the audited batch's shape."""
+    checks = _requirement_checks(x_shape, n_outputs, has_parameters, masks, robustness_samples, randomization)
+    specs = audit_specs()
+    why = {}
     for m in names:
-        family = METRICS[m].family
-        if m == "road" and ndim not in (3, 4):
-            why[m] = (f"needs images (n, h, w) or (n, c, h, w): it imputes removed pixels from their neighbours; "
-                      f"the audited inputs have shape {tuple(x_shape)}")
-        elif m == "continuity" and ndim not in (3, 4):
-            why[m] = (f"needs images or signals (n, c, h, w) / (n, c, length): it translates the input; the "
-                      f"audited inputs have shape {tuple(x_shape)}")
-        elif m in ("random_logit", "sufficiency") and n_outputs < 2:
-            why[m] = f"needs a model with at least 2 outputs (classes); this one has {n_outputs}"
-        elif m == "random_logit" and d < 7:
-            why[m] = f"compares maps by structural similarity over windows of 7 values; the maps have {d}"
-        elif m in ("sufficiency", "consistency") and n < 2:
-            why[m] = f"compares the audited samples with each other; only {n} is audited"
-        elif family == "randomisation" and m != "random_logit" and not randomization:
-            why[m] = "randomization=False"
-        elif family == "randomisation" and m != "random_logit" and not has_parameters:
-            why[m] = "needs a torch module with parameters to re-initialise; the model has none"
-        elif m in ("avg_sensitivity", "max_sensitivity", "relative_input_stability",
-                   "relative_output_stability") and robustness_samples < 1:
-            why[m] = "robustness_samples=0 (no noisy copies)"
-        elif family == "localisation" and not masks:
-            why[m] = "needs ground_truth masks"
+        unmet = [reason for req, reason in checks if reason is not None and req in specs[m].requires]
+        if unmet:
+            why[m] = unmet[0]
     return why
 
 
@@ -291,63 +197,55 @@ def _finite(v) -> bool:
 # scoring
 
 
-def _score(name, ex, model, x, a, raw, t, masks, settings, notes, executor=None, run=DEFAULT_METRICS) -> tuple[dict, dict]:
+def _score(name, ex, model, x, a, raw, t, masks, settings, notes, executor=None, run=None) -> tuple[dict, dict]:
     """Per-sample metric arrays of one method, and its mean deletion/insertion curves. ``run``: the
-    metric names to compute (those selected that apply, :func:`inapplicable`). A metric that fails
-    is noted (``"{name}: {metric} failed (...)"``) and left out. ``executor``: the metrics' forward
-    passes, and the rows of their re-explanations, on its workers. The default metrics run first, in
-    the order (and with the random streams) they had before ``metrics=`` existed."""
-    from .. import metrics as M
+    metric names to compute (those selected that apply, :func:`skip_reasons`; None: the default
+    set). Each is its spec's :attr:`~featurelens.metrics.MetricSpec.score` on one
+    :class:`~featurelens.metrics.ScoreContext` of the audit's settings: region metrics remove the
+    audit's regions (:func:`_regions`) filled with the audit's baseline; the re-explaining ones take
+    the method's own explainer and maps (``raw``); the noisy ones the audit's ``radius`` and
+    ``robustness_samples``. They run in the table's order, the default metrics first, in the order
+    (and with the random streams) they had before ``metrics=`` existed. A metric that fails is
+    noted (``"{name}: {metric} failed (...)"``, the metric function's name) and left out.
+    ``executor``: the metrics' forward passes, and the rows of their re-explanations, on its
+    workers."""
+    from ..metrics._spec import ScoreContext, SharedFailure
 
-    run = set(run)
+    run = set(default_metrics() if run is None else run)
+    specs = audit_specs()
+    module = getattr(model, "module", None)
+    if module is not None and is_script(module):
+        # A TorchScript module's layers have no reset_parameters: the wrapper gives each layer that
+        # owns parameters a handle that redraws it (torch.nn's default initialisation by original_name).
+        module = ScriptLayers(module)
+    ctx = ScoreContext(
+        model=model, x=x, a=a, raw=raw, target=t, explainer=ex, explainer_name=name,
+        # The explainers of the randomised copies get the audited explainer's parameters, batch_size
+        # included (it bounds their memory as it does the audited explainer's).
+        explainer_params={k: v for k, v in settings["explainer_kwargs"][name].items() if k != "progress"},
+        module=module, masks=masks, baseline=settings["baseline"], seed=settings["seed"], steps=settings["steps"],
+        n_subsets=settings["n_subsets"], subset_size=settings["subset_size"], radius=settings["radius"],
+        n_noise=settings["robustness_samples"], regions=_regions(tuple(x.shape[1:])), executor=executor,
+    )
     scores: dict[str, np.ndarray] = {}
-    curves: dict[str, np.ndarray] = {}
-    label = f"{name}: "
-    steps, baseline, seed = settings["steps"], settings["baseline"], settings["seed"]
-    for key, fn in (("deletion", M.deletion_curve), ("insertion", M.insertion_curve)):
-        if key not in run:
+    for m in _table_order():
+        if m not in run:
             continue
-        res = attempt(notes, f"{label}{key}_curve", lambda fn=fn: fn(model, x, a, target=t, steps=steps, baseline=baseline,
-                                                                  executor=executor))
-        if res is not None:
-            c, auc = res
-            scores[f"{key}_auc"] = np.asarray(auc, dtype=np.float64).reshape(-1)
-            curves[key] = np.asarray(c, dtype=np.float64).reshape(len(x), -1).mean(0)
-    if "deletion_auc" in scores and "insertion_auc" in scores:
-        scores["insertion_minus_deletion"] = scores["insertion_auc"] - scores["deletion_auc"]
-    d = int(np.prod(x.shape[1:]))
-    subset = settings["subset_size"] or max(1, int(round(0.1 * d)))
-    if "faithfulness_correlation" in run:
-        scorers = {"faithfulness_correlation": lambda: M.faithfulness_correlation(
-            model, x, a, target=t, n_subsets=settings["n_subsets"], subset_size=min(subset, d), baseline=baseline,
-            seed=seed, executor=executor)}
-        scores.update(score(scorers, notes, label))
-    if settings["robustness_samples"] > 0 and run & {"avg_sensitivity", "max_sensitivity"}:
-        # The explainer's own maps (e.g. gradcam's one channel), which its noisy re-explanations match.
-        keys = [k for k in ("avg_sensitivity", "max_sensitivity") if k in run]
-        res = attempt(notes, f"{label}{'/'.join(keys)}", lambda: _sensitivity_pair(
-            ex, x, t, settings["radius"], settings["robustness_samples"], seed, raw, executor))
-        if res is not None:
-            pair = dict(zip(("avg_sensitivity", "max_sensitivity"), res))
-            scores.update({k: pair[k] for k in keys})
-    scorers = {k: fn for k, fn in (("sparseness", lambda: M.sparseness(a)), ("complexity", lambda: M.complexity(a)))
-               if k in run}
-    kwargs = {k: v for k, v in settings["explainer_kwargs"][name].items() if k != "progress"}
-    if "model_randomization" in run and _has_parameters(model, settings):
-        scorers["model_randomization"] = lambda: _randomization(
-            M.model_randomization, name, model, x, t, seed, kwargs, raw, executor)
-    scores.update(score(scorers, notes, label))
-    if "model_randomization" in scores:
-        scores["randomization_similarity"] = scores.pop("model_randomization")
-    loc = [k for k in ("relevance_mass", "relevance_rank_accuracy", "precision_at_k") if k in run]
-    if masks is not None and loc:
-        a_loc, m_loc = _localisation_arrays(a, masks)
-        scores.update(score({key: (lambda key=key: getattr(M, key)(a_loc, m_loc)) for key in loc}, notes, label))
-    new = [m for m in METRICS if m in run and m not in DEFAULT_METRICS]
-    if new:
-        scorers = _new_scorers(name, ex, model, x, a, raw, t, settings, executor, kwargs)
-        scores.update(score({m: scorers[m] for m in new}, notes, label))
-    return scores, curves
+        spec = specs[m]
+        together = [spec.function.__name__] + [o for o in _table_order() if o in spec.computed_with and o in run]
+        try:
+            res = spec.score(ctx)
+        except SharedFailure:  # noted by the metric it was computed for
+            continue
+        except Exception as err:  # a metric that fails is reported, not fatal
+            notes.append(f"{name}: {'/'.join(together)} failed ({type(err).__name__}: {err})")
+            continue
+        if res is None:
+            continue
+        scores[spec.column] = np.asarray(res, dtype=np.float64).reshape(-1)
+        if m in ("deletion", "insertion") and "deletion_auc" in scores and "insertion_auc" in scores:
+            scores[RANKED_COLUMN[0]] = scores["insertion_auc"] - scores["deletion_auc"]
+    return scores, ctx.curves
 
 
 def _has_parameters(model, settings) -> bool:
@@ -360,122 +258,6 @@ def _regions(shape: tuple):
 
     g = _patch_groups(shape)
     return np.arange(int(np.prod(shape))).reshape(shape) if g is None else g
-
-
-def _sizes(n_regions: int) -> list:
-    """Sensitivity-n's subset sizes: about 10 %, 30 % and 50 % of the regions (at least one)."""
-    return sorted({max(1, int(round(f * n_regions))) for f in (0.1, 0.3, 0.5)})
-
-
-def _continuity_steps(length: int, most: int = 8) -> int:
-    """The most translations (at most ``most``) whose grid ``s_k = -L + (k + 1) ((2L + 1) // k_max)``
-    leaves out the zero shift: a zero shift divides the map change of a stochastic explainer by
-    ``0 + 1e-9``."""
-    for k in range(min(most, 2 * length + 1), 0, -1):
-        dx = (2 * length + 1) // k
-        if not (length % dx == 0 and length // dx <= k):
-            return k
-    return 1
-
-
-def _new_scorers(name, ex, model, x, a, raw, t, settings, executor, kwargs) -> dict:
-    """``{metric: zero-argument callable -> one value per sample}`` for the metrics beyond the
-    default set. Region metrics remove the audit's regions (:func:`_regions`) filled with the
-    audit's baseline; the re-explaining ones take the method's own explainer and maps (``raw``);
-    the noisy ones take the audit's ``radius`` and ``robustness_samples``."""
-    from .. import metrics as M
-
-    steps, baseline, seed = settings["steps"], settings["baseline"], settings["seed"]
-    radius, n_noise = settings["radius"], settings["robustness_samples"]
-    groups = _regions(tuple(x.shape[1:]))
-    n_regions = int(np.unique(groups).size)
-    extra = {} if executor is None else {"executor": executor}
-
-    def road():
-        g = None
-        if int(np.prod(x.shape[1:])) > 64:  # the audit's patches, one map of the pixels
-            g = groups[0] if x.ndim == 4 else groups
-        pct = 100.0 * (np.arange(steps) + 0.5) / steps
-        return M.road(model, x, a, target=t, percentages=pct, seed=seed, groups=g, **extra)[1]
-
-    def sens_n():
-        vals = M.sensitivity_n(model, x, a, target=t, ns=_sizes(n_regions), n_subsets=settings["n_subsets"],
-                               seed=seed, baseline=baseline, groups=groups, **extra)
-        vals = np.asarray(vals, dtype=np.float64).reshape(len(x), -1)
-        with np.errstate(invalid="ignore"):
-            ok = np.isfinite(vals)
-            return np.where(ok.any(1), np.where(ok, vals, 0.0).sum(1) / np.maximum(ok.sum(1), 1), np.nan)
-
-    def continuity():
-        return M.continuity(ex, x, target=t, n_steps=_continuity_steps(x.shape[-1]), **extra)
-
-    def mprt(fn, key, **kw):
-        return lambda: _randomization(fn, name, model, x, t, seed, kwargs, raw, executor, key=key, **kw)
-
-    return {
-        "road": road,
-        "irof": lambda: M.irof(model, x, a, target=t, baseline=baseline, groups=groups, **extra)[1],
-        "selectivity": lambda: M.selectivity(model, x, a, target=t, baseline=baseline, groups=groups, **extra)[1],
-        "region_perturbation": lambda: M.region_perturbation(
-            model, x, a, target=t, steps=steps, baseline=baseline, seed=seed, groups=groups, **extra)[1],
-        "sensitivity_n": sens_n,
-        "monotonicity": lambda: M.monotonicity(model, x, a, target=t, steps=min(steps, n_regions), baseline=baseline,
-                                               groups=groups, **extra),
-        "monotonicity_correlation": lambda: M.monotonicity_correlation(
-            model, x, a, target=t, baseline=baseline, groups=groups, **extra),
-        "sufficiency": lambda: M.sufficiency(model, x, a),
-        "continuity": continuity,
-        "consistency": lambda: M.consistency(ex, x, target=t, attributions=raw, **extra),
-        "relative_input_stability": lambda: M.relative_input_stability(
-            ex, x, target=t, radius=radius, n_samples=n_noise, seed=seed, attributions=raw, **extra),
-        "relative_output_stability": lambda: M.relative_output_stability(
-            ex, x, target=t, radius=radius, n_samples=n_noise, seed=seed, attributions=raw, **extra),
-        "efficient_mprt": mprt(M.efficient_mprt, "score"),
-        "smooth_mprt": mprt(M.smooth_mprt, "last", n_samples=max(2, n_noise), attributions=False),
-        "random_logit": lambda: M.random_logit(ex, x, target=t, seed=seed, attributions=raw, **extra),
-        "effective_complexity": lambda: M.effective_complexity(a),
-        "completeness": lambda: np.abs(M.completeness(model, x, a, target=t, baseline=baseline, **extra)),
-    }
-
-
-def _sensitivity_pair(ex, x, t, radius, n_samples, seed, a, executor=None):
-    """(avg_sensitivity, max_sensitivity) per sample from ONE set of re-explained noisy copies:
-    both are the mean and the max over the same draws (relative noise, as the public metrics'
-    default), so explaining the copies twice would only double the cost."""
-    from ..metrics.robustness import _sensitivities
-
-    s = _sensitivities(ex, x, t, radius, n_samples, seed, True, a, executor)  # (n_samples, n)
-    return s.mean(0), s.max(0)
-
-
-def _randomization(fn, name, model, x, t, seed, kwargs, a, executor=None, key="last", attributions=True, **kw):
-    """A randomisation test ``fn`` (:func:`featurelens.metrics.model_randomization` and the MPRT
-    variants) of the audited explainer, ``res[key]`` per sample: by default the Spearman similarity
-    after every layer is re-initialised (the last step of the cascade). ``attributions=False`` for
-    tests that do not take the trained maps (smooth MPRT explains noisy copies itself)."""
-    # The explainers of the randomised copies get the audited explainer's parameters, batch_size
-    # included (it bounds their memory as it does the audited explainer's).
-    # A TorchScript module's layers have no reset_parameters: the wrapper gives each layer that owns
-    # parameters a handle that redraws it (torch.nn's default initialisation by original_name).
-    module = ScriptLayers(model.module) if is_script(model.module) else model.module
-    extra = {} if executor is None else {"executor": executor}
-    if attributions:
-        extra["attributions"] = a
-    res = fn(name, module, x, target=t, seed=seed, explainer_params=dict(kwargs), **extra, **kw)
-    return np.asarray(res[key], dtype=np.float64).reshape(-1)
-
-
-def _localisation_arrays(a: np.ndarray, masks: np.ndarray):
-    """Bring attributions and masks to the (n, H, W) layout of the localisation metrics; tabular
-    rows become 1 x d images; a mask over the length of (n, C, L) signals holds for every channel."""
-    a = np.asarray(a)
-    if masks.ndim == 2 and a.ndim == 3 and masks.shape[1] == a.shape[2]:
-        masks = np.broadcast_to(masks[:, None, :], a.shape)
-    if masks.ndim == 2:
-        return a.reshape(a.shape[0], 1, -1), masks.reshape(masks.shape[0], 1, -1)
-    if masks.ndim == a.ndim and masks.shape[1:] == a.shape[1:] and a.ndim == 4:
-        return a, masks[:, :1] if masks.shape[1] > 1 else masks
-    return a, masks
 
 
 # ------------------------------------------------------------------------------------------------
@@ -647,8 +429,8 @@ def _verdict(rows: list[dict]) -> str:
 
 def row_keys(columns=None) -> tuple:
     """The table's keys with the metric ``columns`` (default: :func:`metric_columns` of
-    :data:`DEFAULT_METRICS`, the table before ``metrics=`` existed)."""
-    columns = metric_columns(DEFAULT_METRICS) if columns is None else tuple(columns)
+    :func:`default_metrics`, the table before ``metrics=`` existed)."""
+    columns = metric_columns(default_metrics()) if columns is None else tuple(columns)
     return ("rank", "method", "status") + columns + (
         "faithfulness_rank", "robustness_rank", "seconds", "explain_seconds", "model_calls", "reason")
 

@@ -240,6 +240,15 @@ class Explainer:
     #: "groups", "data", "progress", "executor" (``batch_size`` every explainer takes).
     accepts: frozenset = frozenset()
 
+    #: Whether :func:`featurelens.audit` runs it when ``methods=None`` (where it applies: gradient
+    #: explainers on differentiable models, the others on models without gradients): True, or the
+    #: reason it is left out, shown in the report (it can still be requested with ``methods=``).
+    audit_default: bool | str = True
+    #: Where a default explainer comes in the audit's run order (lower first; None: after those
+    #: with a place, in name order). The order is the order of the random streams the methods
+    #: draw from a Generator seed.
+    audit_order: int | None = None
+
     #: The output units it can explain in: those computed through the Model's forward passes get
     #: all three; an explainer that reads the model's structure instead (tree_shap) lists its own.
     outputs: tuple = ("raw", "probability", "log_odds")

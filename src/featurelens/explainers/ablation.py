@@ -161,6 +161,8 @@ class FeatureAblation(_LeaveOneOut):
         ``explain(x, executor=...)`` spreads the rows instead. Values equal the serial path.
     """
 
+    audit_default = "a Captum-family method, not audited by default; request it with methods="
+
     def _attribute(self, x, target, outputs=None):
         self._check_fill(x)
         return self._rows(x, target)
@@ -189,6 +191,7 @@ class FeaturePermutation(_LeaveOneOut):
         Int, numpy Generator or None (see above).
     """
 
+    audit_default = "a Captum-family method, not audited by default; request it with methods="
     accepts = frozenset({"groups", "progress", "seed"})
 
     def __init__(self, model, groups=None, seed=0, batch_size: int | None = None, progress: bool | None = None):

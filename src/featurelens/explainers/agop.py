@@ -25,6 +25,8 @@ class AGOPLocal(Explainer):
     """AGOP-Local: the signed per-sample input gradient ``grad f_t(x)`` (Katakam 2026, arXiv
     2605.12816; identical to ``saliency``)."""
 
+    audit_default = "identical to saliency (the signed per-sample gradient)"
+
     def _attribute(self, x, target, outputs):
         return self.model.gradient(x, target), {}
 
@@ -92,6 +94,7 @@ class AGOPGlobal(_AGOPDiagonalExplainer):
     model call per explanation (Katakam 2026, arXiv 2605.12816). With ``agop=`` it works for any
     model; with ``data=`` the model must be differentiable to compute M."""
 
+    audit_order = 6
     requires = Requires(gradients=False, data=True)
 
     def _attribute(self, x, target, outputs):
@@ -103,6 +106,7 @@ class AGOPWeighted(_AGOPDiagonalExplainer):
     """AGOP-Weighted: ``grad f_t(x) * sqrt(diag(M) / max diag(M))`` (Katakam 2026, arXiv
     2605.12816): the local gradient filtered by the features the network learned globally."""
 
+    audit_order = 5
     requires = Requires(gradients=True, data=True)
 
     def _attribute(self, x, target, outputs):

@@ -140,6 +140,7 @@ class GuidedBackprop(_ReLUBackprop):
     warning when the model has no ReLU module); the result is not multiplied by the input.
     """
 
+    audit_default = "a Captum-family method, not audited by default; request it with methods="
     _rule = _GuidedReLU
 
     @contextlib.contextmanager
@@ -180,6 +181,7 @@ class Deconvolution(_ReLUBackprop):
     module); the result is not multiplied by the input.
     """
 
+    audit_default = "a Captum-family method, not audited by default; request it with methods="
     _rule = _DeconvReLU
 
 
@@ -230,6 +232,7 @@ class GradientShap(Explainer):
     row's value never depends on ``batch_size``, the other rows or how the rows are split.
     """
 
+    audit_default = "a Captum-family method, not audited by default; request it with methods="
     accepts = frozenset({"seed"})  # the harness options it takes (see Explainer.accepts)
 
     def __init__(

@@ -364,6 +364,7 @@ class DeepLift(_DeepLiftBase):
     exceed ``batch_size``.
     """
 
+    audit_default = "a Captum-family method, not audited by default; request it with methods="
     accepts = frozenset({"baseline"})
 
     def __init__(self, model, baseline=None, multiply_by_inputs: bool = True, eps: float = 1e-10,
@@ -408,6 +409,7 @@ class DeepLiftShap(_DeepLiftBase):
     ``base_values = sum_j w_j f(b_j)``.
     """
 
+    audit_default = "a Captum-family method, not audited by default; request it with methods="
     accepts = frozenset()
 
     def __init__(self, model, background=None, multiply_by_inputs: bool = True, eps: float = 1e-10,
@@ -491,6 +493,8 @@ class LayerDeepLift(_LayerVariant, DeepLift):
     replaces ``z(x)`` by a leaf whose gradient is the multiplier.
     """
 
+    audit_default = True  # not the reason of DeepLift, its base
+
     def __init__(self, model, layer=None, baseline=None, multiply_by_inputs: bool = True, eps: float = 1e-10,
                  maxpool: str = "rescale", batch_size: int | None = None):
         super().__init__(model, baseline=baseline, multiply_by_inputs=multiply_by_inputs, eps=eps,
@@ -513,6 +517,8 @@ class LayerDeepLiftShap(_LayerVariant, DeepLiftShap):
     ``background`` and the chunking of the ``n x B`` pairs as :class:`DeepLiftShap`; ``layer`` as
     :class:`LayerDeepLift`.
     """
+
+    audit_default = True  # not the reason of DeepLiftShap, its base
 
     def __init__(self, model, layer=None, background=None, multiply_by_inputs: bool = True, eps: float = 1e-10,
                  maxpool: str = "rescale", batch_size: int | None = None):

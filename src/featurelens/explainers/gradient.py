@@ -36,6 +36,7 @@ class Saliency(Explainer):
     the same forward pass.
     """
 
+    audit_order = 0
     target_in_pass = True  # its passes check the target (Model.pick): no one-row target pass
 
     def __init__(self, model, abs: bool = False, batch_size: int | None = None):
@@ -59,6 +60,7 @@ class InputXGradient(Explainer):
     ``Explanation.extra["outputs"]``: the model's outputs on ``x`` from the same forward pass.
     """
 
+    audit_order = 1
     target_in_pass = True
 
     def _attribute(self, x, target, outputs):
@@ -121,6 +123,7 @@ class IntegratedGradients(Explainer):
     also be passed to :meth:`explain` for one call.
     """
 
+    audit_order = 2
     accepts = frozenset({"baseline"})  # the harness options it takes (see Explainer.accepts)
     target_in_pass = True  # the path passes check the target (Model.pick) before the completeness pass
     # A row-parallel explain (explain(x, executor=...)) joins the parts' diagnostics.
@@ -216,6 +219,7 @@ class SmoothGrad(Explainer):
     memory stays bounded by the chunk.
     """
 
+    audit_order = 3
     accepts = frozenset({"seed"})  # the harness options it takes (see Explainer.accepts)
     target_in_pass = True
 
@@ -346,6 +350,7 @@ class GradCAM(Explainer):
     are not touched); otherwise the activation is used as it is and the input needs no gradient.
     """
 
+    audit_order = 4
     requires = Requires(gradients=True, conv_layer=True, hooks="layer")
     target_in_pass = True  # its pass checks the target (Model.pick)
 

@@ -423,6 +423,7 @@ class LRP(Explainer):
     CNN (that test skips without zennit).
     """
 
+    audit_default = "a Captum-family method, not audited by default; request it with methods="
     requires = Requires(gradients=True, hooks="rules")  # refused for TorchScript (Requires.hooks)
     outputs = ("raw",)
 

@@ -76,6 +76,7 @@ class Occlusion(Explainer):
         repr. To spread the rows of a batch instead, pass ``explain(x, executor=...)``.
     """
 
+    audit_order = 0
     name = "occlusion"
     requires = Requires(gradients=False)
 

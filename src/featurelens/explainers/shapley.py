@@ -227,6 +227,7 @@ class ExactShapley(_ShapleyExplainer):
         ``explain(x, executor=...)``.
     """
 
+    audit_order = 3
     requires = Requires(gradients=False, max_players=20)
 
     def __init__(self, model, baseline=None, background=None, groups=None, max_players: int = 20, batch_size=None,
@@ -305,6 +306,7 @@ class KernelShap(_SampledShapley):
         As for ``exact_shapley``.
     """
 
+    audit_order = 1
     _approximator = staticmethod(approximators.kernel_shap)
 
     def minimum_budget(self, n: int) -> int:
@@ -345,6 +347,7 @@ class PermutationShap(_SampledShapley):
         As for ``exact_shapley``.
     """
 
+    audit_order = 2
     _approximator = staticmethod(approximators.permutation_shap)
 
     def minimum_budget(self, n: int) -> int:
@@ -394,6 +397,8 @@ class MinShap(PermutationShap):
     statistic
         ``"min"`` (default) or ``"min_abs"``.
     """
+
+    audit_default = "a Shapley variant for feature selection; request it with methods="
 
     _STATISTICS = approximators._STATISTICS
 

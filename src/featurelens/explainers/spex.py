@@ -71,6 +71,7 @@ class Spex(_ShapleyExplainer):
     (it would cost extra evaluations; use ``explain_interactions(x)[i].r2(game)``).
     """
 
+    audit_default = "made for games with hundreds of players; request it with methods="
     accepts = frozenset({"baseline", "groups", "progress", "seed", "executor"})  # the harness options it takes (see Explainer.accepts)
     row_params = frozenset({"base_values", "full_values", "game_evaluations", "spex_queries", "b", "t", "decoder",
                             "n_terms"})

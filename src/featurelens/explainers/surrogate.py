@@ -146,6 +146,7 @@ class Lime(_ShapleyExplainer):
     row's weighted in-sample R^2 of the surrogate and ``params["full_values"]`` ``f_t(x)``.
     """
 
+    audit_default = "a Captum-family method, not audited by default; request it with methods="
     accepts = frozenset({"baseline", "groups", "progress", "seed", "executor"})
     row_params = frozenset({"base_values", "full_values", "surrogate_r2"})
 

@@ -122,6 +122,8 @@ class WAM(_WaveletMixin, Explainer):
     Kasmi, Brunetto, Fel, Parekh, ICML 2025, arXiv 2410.01482.
     """
 
+    audit_order = 7
+
     def __init__(self, model, wavelet="haar", levels: int = 3, batch_size: int | None = None):
         super().__init__(model, batch_size)
         self._init_wavelet(wavelet, levels)
@@ -148,6 +150,8 @@ class WAMSmoothGrad(_WaveletMixin, SmoothGrad):
 
     Kasmi et al., ICML 2025, arXiv 2410.01482; Smilkov et al. 2017, arXiv 1706.03825.
     """
+
+    audit_order = 8
 
     def __init__(
         self,
@@ -215,6 +219,8 @@ class WAMIntegratedGradients(_WaveletMixin, IntegratedGradients):
 
     Kasmi et al., ICML 2025, arXiv 2410.01482; Sundararajan et al. 2017, arXiv 1703.01365.
     """
+
+    audit_order = 9
 
     def __init__(
         self,

@@ -17,7 +17,8 @@
 Every per-explanation metric declares itself with a :class:`MetricSpec` next to its function
 (name, family, which direction is better, what it needs, whether it re-explains, its Quantus
 counterpart, how the audit calls it): :func:`list_metrics` lists them by family and
-:func:`spec` looks one up by name (``fl.metrics.spec("road").direction == -1``). The audit and
+:func:`spec` looks one up by name (``fl.metrics.spec("road").direction == -1``);
+``spec.score(ScoreContext(...))`` calls any of them one way. The audit and
 the ground-truth benchmark read their metrics from these specs.
 
 Budgets: the counts of perturbed copies (``n_subsets``, ``n_samples``, ``n_perturbations``,
@@ -27,7 +28,7 @@ for the whole batch (times the subset sizes or regions), or for more memory than
 (:func:`featurelens._validation.check_budget`).
 """
 
-from featurelens.metrics._spec import MetricSpec, list_metrics, spec
+from featurelens.metrics._spec import FAMILIES, REQUIREMENTS, MetricSpec, ScoreContext, list_metrics, spec
 from featurelens.metrics.axioms import completeness, input_invariance, non_sensitivity
 from featurelens.metrics.complexity import complexity, effective_complexity, sparseness
 from featurelens.metrics.faithfulness import (
@@ -66,8 +67,11 @@ from featurelens.metrics.stability import (
 
 __all__ = [
     "MetricSpec",
+    "ScoreContext",
     "list_metrics",
     "spec",
+    "FAMILIES",
+    "REQUIREMENTS",
     "precision_at_k",
     "iou_at_k",
     "emd_score",

@@ -88,6 +88,7 @@ class TreeShap(Explainer):
     resolution (all rows when ``target`` is None, one row otherwise).
     """
 
+    audit_default = "reads the trees of a fitted tree model and explains in its own units; request it with methods="
     requires = Requires(gradients=False, estimators=supported_tree_models())
     accepts: frozenset = frozenset()  # no shared harness options (no seed, baseline or groups)
 
