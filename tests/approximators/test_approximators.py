@@ -41,13 +41,17 @@ class RowCounter:
 
 def test_exact_matches_brute_force_and_info():
     g = make_game(6)
-    phi, info = ap.exact_shapley(g)
+    r = ap.exact_shapley(g)
+    phi = r.values
+    assert isinstance(r, ap.ApproximationResult) and not isinstance(r, tuple)
     np.testing.assert_allclose(phi, brute_shapley(g), atol=1e-12)
     assert phi.dtype == np.float64 and phi.shape == (6,)
-    assert info["game_evaluations"] == 64 and info["budget"] == 64 and info["n_players"] == 6
-    assert info["base_value"] == pytest.approx(g.empty()) and info["full_value"] == pytest.approx(g.grand())
+    assert r.game_evaluations == 64 and r.info["budget"] == 64 and r.info["n_players"] == r.n_players == 6
+    assert r.base_value == pytest.approx(g.empty()) and r.full_value == pytest.approx(g.grand())
+    assert r.model_calls is None  # a plain function game counts no model rows
     # efficiency
-    assert phi.sum() == pytest.approx(info["full_value"] - info["base_value"], abs=1e-12)
+    assert phi.sum() == pytest.approx(r.full_value - r.base_value, abs=1e-12)
+    assert r.record()["game_evaluations"] == 64 and r.record()["base_value"] == r.base_value
 
 
 def test_interactions_exact_shapley_is_the_same_routine():
@@ -59,28 +63,29 @@ def test_interactions_exact_shapley_is_the_same_routine():
 @pytest.mark.parametrize("n", [8, 12])
 def test_sampling_estimators_close_to_exact(n):
     g = make_game(n, seed=n)
-    exact, _ = ap.exact_shapley(g)
+    exact = ap.exact_shapley(g).values
     scale = np.abs(exact).max()
-    kernel, kinfo = ap.kernel_shap(g, budget=2**n // 2, seed=0)
-    perm, pinfo = ap.permutation_shap(g, budget=2**n // 2, seed=0)
-    assert kinfo["game_evaluations"] <= 2**n // 2 and pinfo["game_evaluations"] <= 2**n // 2
+    kres, pres = ap.kernel_shap(g, budget=2**n // 2, seed=0), ap.permutation_shap(g, budget=2**n // 2, seed=0)
+    kernel, perm = kres.values, pres.values
+    assert kres.game_evaluations <= 2**n // 2 and pres.game_evaluations <= 2**n // 2
     assert np.abs(kernel - exact).max() < 0.1 * scale
     assert np.abs(perm - exact).max() < 0.2 * scale
     # A budget of every coalition is exact.
-    full, _ = ap.kernel_shap(g, budget=2**n, seed=0)
+    full = ap.kernel_shap(g, budget=2**n, seed=0).values
     np.testing.assert_allclose(full, exact, atol=1e-9)
     # Efficiency holds exactly for both.
-    delta = kinfo["full_value"] - kinfo["base_value"]
+    delta = kres.full_value - kres.base_value
     assert kernel.sum() == pytest.approx(delta, abs=1e-9) and perm.sum() == pytest.approx(delta, abs=1e-9)
 
 
 def test_minshap_min_mean_max_and_statistic():
     g = make_game(7, seed=4)
-    low, info = ap.minshap(g, budget=400, seed=1)
-    perm, _ = ap.permutation_shap(g, budget=400, seed=1)
+    res = ap.minshap(g, budget=400, seed=1)
+    low, info = res.values, res.info
+    perm = ap.permutation_shap(g, budget=400, seed=1).values
     np.testing.assert_allclose(info["mean"], perm, atol=1e-12)  # the same permutations
     assert np.all(low <= info["mean"] + 1e-12) and np.all(info["mean"] <= info["max"] + 1e-12)
-    low_abs, _ = ap.minshap(g, budget=400, seed=1, statistic="min_abs")
+    low_abs = ap.minshap(g, budget=400, seed=1, statistic="min_abs").values
     assert np.all(low_abs >= 0)
     with pytest.raises(ValueError, match="statistic must be one of"):
         ap.minshap(g, statistic="median")
@@ -90,13 +95,15 @@ def test_chunking_does_not_change_the_values(monkeypatch):
     """Coalitions are generated and evaluated in chunks of CHUNK_ELEMENTS: a tiny chunk gives the
     same draws and, up to rounding, the same values, and no call exceeds the chunk."""
     g = make_game(20, seed=5)
-    big = {name: getattr(ap, name)(g, budget=6000, seed=3)[0] for name in ("kernel_shap", "permutation_shap", "minshap")}
-    monkeypatch.setattr(ap, "CHUNK_ELEMENTS", 2**9)
+    big = {name: getattr(ap, name)(g, budget=6000, seed=3).values for name in ("kernel_shap", "permutation_shap", "minshap")}
+    from featurelens.approximators import _common
+
+    monkeypatch.setattr(_common, "CHUNK_ELEMENTS", 2**9)
     for name, ref in big.items():
         counter = RowCounter(g)
-        small, info = getattr(ap, name)(counter, budget=6000, seed=3)
-        np.testing.assert_allclose(small, ref, atol=1e-10)
-        assert counter.total == info["game_evaluations"]
+        res = getattr(ap, name)(counter, budget=6000, seed=3)
+        np.testing.assert_allclose(res.values, ref, atol=1e-10)
+        assert counter.total == res.game_evaluations
         # at most one chunk of masks per call (the permutation chains: one antithetic pair)
         assert counter.largest <= max(2**9 // 20, 2 * 19), (name, counter.largest)
 
@@ -114,8 +121,8 @@ def test_permutation_sampler_chunk_independent():
 
 def test_seeds_int_generator_none_and_bad():
     g = make_game(6)
-    a, _ = ap.kernel_shap(g, budget=40, seed=7)
-    b, _ = ap.kernel_shap(g, budget=40, seed=np.random.default_rng(7))
+    a = ap.kernel_shap(g, budget=40, seed=7).values
+    b = ap.kernel_shap(g, budget=40, seed=np.random.default_rng(7)).values
     np.testing.assert_array_equal(a, b)
     ap.permutation_shap(g, budget=40, seed=None)
     with pytest.raises(TypeError, match="seed must be None, a non-negative int or a numpy.random.Generator"):
@@ -137,9 +144,9 @@ def test_executor_hook_still_used():
 
     base = make_game(8, seed=1)
     g = Game.from_function(base.fn, 8, batch_size=16, executor=executor)
-    phi, info = ap.kernel_shap(g, budget=100, seed=0)
-    assert sum(calls) == info["game_evaluations"] == g.calls
-    np.testing.assert_allclose(phi, ap.kernel_shap(base, budget=100, seed=0)[0], atol=1e-12)
+    res = ap.kernel_shap(g, budget=100, seed=0)
+    assert sum(calls) == res.game_evaluations == g.calls
+    np.testing.assert_allclose(res.values, ap.kernel_shap(base, budget=100, seed=0).values, atol=1e-12)
 
 
 # -- refusals before allocating ---------------------------------------------------------------------
@@ -243,11 +250,10 @@ def test_permutation_estimators_run_beyond_1024_players():
     n = 1100
     w = np.random.default_rng(0).standard_normal(n)
     g = Game.from_function(lambda m: m.astype(np.float64) @ w, n)
-    phi, info = ap.permutation_shap(g, seed=0)
-    np.testing.assert_allclose(phi, w, atol=1e-10)
-    assert info["n_permutations"] == 2 and info["game_evaluations"] == g.calls == 2 + 2 * (n - 1)
-    low, info = ap.minshap(g, seed=0)
-    np.testing.assert_allclose(low, w, atol=1e-10)
+    res = ap.permutation_shap(g, seed=0)
+    np.testing.assert_allclose(res.values, w, atol=1e-10)
+    assert res.info["n_permutations"] == 2 and res.game_evaluations == g.calls == 2 + 2 * (n - 1)
+    np.testing.assert_allclose(ap.minshap(g, seed=0).values, w, atol=1e-10)
     chunks = list(ap.iter_antithetic_permutations(5, 3072, np.random.default_rng(0)))
     assert [c.shape for c in chunks] == [(2, 3072), (2, 3072), (1, 3072)]
     np.testing.assert_array_equal(chunks[1][1], chunks[1][0][::-1])

@@ -60,6 +60,7 @@ from .._validation import (
 )
 # Re-exported for callers of the old location; the samplers live in featurelens.approximators.
 from ..approximators import antithetic_permutations  # noqa: F401
+from ..approximators.permutation import STATISTICS, contribution_chunks
 from ..games import MaskedModel, _split_background
 from ._base import Explainer, Requires, register
 
@@ -240,8 +241,8 @@ class ExactShapley(_ShapleyExplainer):
         return {**super().params(), "max_players": self.max_players}
 
     def _player_values(self, game, rng):
-        phi, info = approximators.exact_shapley(game, max_players=self.max_players)
-        return phi, info["base_value"], info["full_value"], info["game_evaluations"]
+        r = approximators.exact_shapley(game, max_players=self.max_players)
+        return r.values, r.base_value, r.full_value, r.game_evaluations
 
 
 class _SampledShapley(_ShapleyExplainer):
@@ -265,8 +266,8 @@ class _SampledShapley(_ShapleyExplainer):
         return self.row_rng(i)
 
     def _player_values(self, game, rng):
-        phi, info = type(self)._approximator(game, budget=self.budget, seed=rng)
-        return phi, info["base_value"], info["full_value"], info["game_evaluations"]
+        r = type(self)._approximator(game, budget=self.budget, seed=rng)
+        return r.values, r.base_value, r.full_value, r.game_evaluations
 
 
 @register("kernel_shap")
@@ -356,8 +357,7 @@ class PermutationShap(_SampledShapley):
     def _contributions(self, game, rng) -> tuple[np.ndarray, float, float, int]:
         """All marginal contributions along the antithetic permutations at once: ``(deltas (P, n),
         v0, vn, evaluations)`` (for inspection; the estimators stream them)."""
-        n, budget, v0, vn, n_perm, chunks = approximators._contribution_chunks(game, self.budget, rng,
-                                                                              self.name)
+        n, budget, v0, vn, n_perm, chunks = contribution_chunks(game, self.budget, rng, self.name)
         deltas = np.concatenate(list(chunks))
         return deltas, v0, vn, 2 + (n_perm * (n - 1) if n > 1 else 0)
 
@@ -400,7 +400,7 @@ class MinShap(PermutationShap):
 
     audit_default = "a Shapley variant for feature selection; request it with methods="
 
-    _STATISTICS = approximators._STATISTICS
+    _STATISTICS = STATISTICS
 
     def __init__(self, model, baseline=None, background=None, groups=None, budget=None, seed=0, batch_size=None,
                  progress: bool | None = None, statistic: str = "min", executor=None):
@@ -412,6 +412,5 @@ class MinShap(PermutationShap):
         return {**super().params(), "statistic": self.statistic}
 
     def _player_values(self, game, rng):
-        values, info = approximators.minshap(game, budget=self.budget, seed=rng, statistic=self.statistic)
-        return (values, info["base_value"], info["full_value"], info["game_evaluations"],
-                {"shapley": info["mean"], "max": info["max"]})
+        r = approximators.minshap(game, budget=self.budget, seed=rng, statistic=self.statistic)
+        return r.values, r.base_value, r.full_value, r.game_evaluations, {"shapley": r.info["mean"], "max": r.info["max"]}

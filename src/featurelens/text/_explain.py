@@ -162,8 +162,8 @@ def explain(game, method: str = "kernel_shap", budget=None, seed=0, max_order: i
         if budget is not None:
             raise ValueError("budget does not apply to method='exact' (it evaluates all 2^n coalitions); got budget="
                              f"{budget!r}")
-        phi, info = approximators.exact_shapley(game, **kwargs)
-        base = info["base_value"]
+        res = approximators.exact_shapley(game, **kwargs)
+        phi, base, info = res.values, res.base_value, res.record()
     elif method == "lime":
         phi, base, info = _lime(game, n, budget, numpy_rng(seed), **kwargs)
     elif method == "feature_ablation":
@@ -171,8 +171,8 @@ def explain(game, method: str = "kernel_shap", budget=None, seed=0, max_order: i
             raise TypeError(f"feature_ablation takes no options; got {sorted(kwargs)}")
         phi, base, info = _feature_ablation(game, n, budget)
     else:
-        phi, info = getattr(approximators, method)(game, budget=budget, seed=seed, **kwargs)
-        base = info["base_value"]
+        res = getattr(approximators, method)(game, budget=budget, seed=seed, **kwargs)
+        phi, base, info = res.values, res.base_value, res.record()
     seconds = time.perf_counter() - start
     return Explanation(
         values=np.asarray(phi, dtype=np.float64)[None, :], method=method,
