@@ -36,6 +36,7 @@ parallel worker processes (``n_jobs``, one per core by default); the results do 
 
 from __future__ import annotations
 
+import inspect
 import platform
 import sys
 import time
@@ -51,7 +52,7 @@ from .._version import __version__
 from ..datasets import BACKGROUNDS, SCENARIOS, xai_tris
 from ..datasets.xai_tris import check_xai_tris_size
 from ..explainers import explainer_class, list_explainers
-from ..metrics import emd_score, iou_at_k, precision_at_k
+from ..metrics import list_metrics
 from ..models import Model
 from .._serialization import to_jsonable
 from ..report import check_out
@@ -66,16 +67,26 @@ __all__ = [
     "default_methods",
     "DEFAULT_SETTINGS",
     "QUICK_SETTINGS",
-    "METRICS",
     "SCENARIO_LABELS",
 ]
 
-#: Metric name -> (function, label); every function returns one float per sample.
-METRICS = {
-    "precision": (precision_at_k, "precision"),
-    "iou": (iou_at_k, "IoU"),
-    "emd": (emd_score, "EMD score"),
-}
+
+def _metrics() -> dict:
+    """``{key: MetricSpec}`` of the benchmark's metrics, those whose spec declares a ``benchmark``
+    column (``precision`` -> ``precision_mean``), in the registry's order; each function takes
+    ``(maps, masks)`` and returns one float per sample."""
+    return {s.benchmark[0]: s for s in list_metrics() if s.benchmark is not None}
+
+
+def _score_maps(values, masks, pool: int) -> dict:
+    """``{key: one value per sample}`` of every benchmark metric; a function that takes ``pool``
+    (the EMD's pooling) gets the task's."""
+    calls = {}
+    for key, spec in _metrics().items():
+        kw = {"pool": pool} if "pool" in inspect.signature(spec.function).parameters else {}
+        calls[key] = lambda fn=spec.function, kw=kw: fn(values, masks, **kw)
+    return _harness.score(calls)
+
 
 # Built-in order of the gradient and AGOP methods; "random" always comes last.
 _METHOD_ORDER = (
@@ -298,7 +309,7 @@ def pooled_status(rows: list) -> tuple[str, str, str]:
 
 def _score_row(base: dict, scores: dict) -> dict:
     row = dict(base)
-    for metric in METRICS:
+    for metric in _metrics():
         mean, std, undefined = _harness.stats(scores[metric])
         row[f"{metric}_mean"] = mean
         row[f"{metric}_std"] = std
@@ -309,7 +320,7 @@ def _score_row(base: dict, scores: dict) -> dict:
 
 def _empty_row(base: dict) -> dict:
     row = dict(base)
-    for metric in METRICS:
+    for metric in _metrics():
         row[f"{metric}_mean"] = float("nan")
         row[f"{metric}_std"] = float("nan")
     row["emd_undefined"] = 0
@@ -499,8 +510,8 @@ def run_benchmark(
         dataset_timings.append(output["timings"])
         result.examples.append(output["example"])
         for method, scores in output["scores"].items():
-            bucket = pooled.setdefault((method, task["scenario"]), {m: [] for m in METRICS})
-            for metric in METRICS:
+            bucket = pooled.setdefault((method, task["scenario"]), {m: [] for m in _metrics()})
+            for metric in _metrics():
                 bucket[metric].append(scores[metric])
     t0 = time.perf_counter()
     result.figures["example_maps.png"] = example_figure(result.examples, methods)
@@ -639,15 +650,12 @@ def _run_dataset(task: dict, bar=None) -> dict:
                         example["status"][method] = (kind, reason)
                     continue
                 t0 = time.perf_counter()
-                scores = _harness.score({
-                    metric: (lambda fn=fn: fn(values, masks, pool=task["emd_pool"]) if fn is emd_score else fn(values, masks))
-                    for metric, (fn, _) in METRICS.items()
-                })
+                scores = _score_maps(values, masks, task["emd_pool"])
                 t_score += time.perf_counter() - t0
                 row = {**base, "status": OK, "reason": "", "n": int(idx.size), "seconds": seconds, "note": note}
                 out["rows"].append(_score_row(row, scores))
-                bucket = out["scores"].setdefault(method, {m: [] for m in METRICS})
-                for metric in METRICS:
+                bucket = out["scores"].setdefault(method, {m: [] for m in _metrics()})
+                for metric in _metrics():
                     bucket[metric].append(scores[metric])
                 if name == fig_model:
                     example["maps"][method] = values[0].sum(axis=0)
