@@ -450,3 +450,18 @@ def test_a_copied_model_keeps_its_hooks_counted():
     net.register_forward_pre_hook(lambda mod, inp: rows.append(inp[0].shape[0]))
     copy.deepcopy(net)(torch.zeros(2, *SHAPE, dtype=torch.float64))
     assert rows == [2]
+
+
+def test_the_audit_skips_a_metric_whose_requirements_it_cannot_meet(monkeypatch):
+    # A metric declared with a column but needing a layer (which the audit never chooses) is
+    # skipped with the reason, not run and failed; the checks cover every requirement word.
+    from featurelens._audit import scoring
+
+    rrs = spec("relative_representation_stability")
+    audited = MetricSpec(rrs.name, rrs.function, rrs.family, rrs.direction, rrs.reason, requires=rrs.requires,
+                         reexplains=True, score=rrs.score, column="rrs", label="RRS")
+    monkeypatch.setattr(scoring, "_SPECS", {**scoring.audit_specs(), audited.name: audited})
+    why = scoring.skip_reasons([audited.name, "road"], (4, 1, 8, 8), 3, True, False, 2, True)
+    assert why == {audited.name: "needs a layer of the model, which the audit does not choose"}
+    checked = {req for req, _ in scoring._requirement_checks((4, 1, 8, 8), 3, True, True, 2, True)}
+    assert checked == set(REQUIREMENTS) - {"model", "explainer"}  # those the audit always has

@@ -133,6 +133,10 @@ def _requirement_checks(x_shape: tuple, n_outputs: int, has_parameters: bool, ma
          "needs a torch module with parameters to re-initialise; the model has none"),
         ("noise", None if robustness_samples >= 1 else "robustness_samples=0 (no noisy copies)"),
         ("masks", None if masks else "needs ground_truth masks"),
+        # What the audit never has: a metric that needs one is listed, and always skipped.
+        ("layer", "needs a layer of the model, which the audit does not choose"),
+        ("labels", "needs class labels of its own inputs (focus: the mosaics' layout), which the audit does not build"),
+        ("background", "needs background rows, which the audit does not pass to metrics"),
     )
 
 
