@@ -54,3 +54,29 @@ def test_diagnose_writes_the_report_folder(tmp_path, capsys):
 def test_diagnose_usage_errors(tmp_path, capsys, args, message):
     assert main(["diagnose", "--out", str(tmp_path), *args]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_diagnose_writes_history_csv_without_pandas(tmp_path, monkeypatch):
+    # results.json lists history.csv; without pandas (an optional dependency) it was not written.
+    import builtins
+    import csv
+    import json
+
+    from featurelens.learning._diagnose_cli import diagnose
+
+    real_import = builtins.__import__
+
+    def no_pandas(name, *args, **kwargs):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ImportError("no pandas here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    out = tmp_path / "diag"
+    summary = diagnose(out=str(out), steps=20, p=5, width=8, probe_every=10, progress=False)
+    monkeypatch.setattr(builtins, "__import__", real_import)
+    assert json.load(open(out / "results.json"))["files"]["history"] == "history.csv"
+    rows = list(csv.DictReader(open(out / "history.csv")))
+    acc = [float(r["value"]) for r in rows if r["metric"] == "test_accuracy"]
+    assert acc and acc[-1] == pytest.approx(summary["final_test_accuracy"])

@@ -259,3 +259,40 @@ def test_errors_name_the_argument():
         EigengapDetector(patience=0)
     with pytest.raises(ValueError, match="metric 'nfa' has not been recorded"):
         Monitor(net, X).series("nfa")
+
+
+def _tanh_net(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 3)).double()
+
+
+def test_monitor_nc4_uses_the_classifier_bias():
+    # NC4 compares the network's own decision argmax(W h + b) with the nearest class mean; a large
+    # bias changes the decision, so dropping it gives the agreement of a different classifier.
+    net = _tanh_net(0)
+    with torch.no_grad():
+        net[2].bias.copy_(torch.tensor([0.0, 5.0, -5.0], dtype=torch.float64))
+    gen = torch.Generator().manual_seed(1)
+    X = torch.randn(60, 5, generator=gen, dtype=torch.float64)
+    y = ((X[:, 0] > 0).long() + (X[:, 1] > 0.5).long()).numpy()
+    mon = Monitor(net, X, y, metrics=("collapse",))
+    mon.step()
+    H = torch.tanh(net[0](X)).detach().numpy()
+    W, b = net[2].weight.detach().numpy(), net[2].bias.detach().numpy()
+    expected = fl.learning.neural_collapse(H, y, W=W, b=b)["nc4"]
+    without_bias = fl.learning.neural_collapse(H, y, W=W)["nc4"]
+    assert expected != pytest.approx(without_bias)  # the bias matters in this setting
+    assert mon.series("nc4", "2")[1][-1] == pytest.approx(expected, abs=1e-12)
+
+
+def test_monitor_collapse_when_the_probe_misses_a_class():
+    # Labels {0, 2} of a 3-class head: W has 3 rows but only 2 classes are present. The monitor
+    # used to pass W anyway (3 == max label + 1) and neural_collapse raised on its shape.
+    net = _tanh_net(1)
+    gen = torch.Generator().manual_seed(2)
+    X = torch.randn(40, 5, generator=gen, dtype=torch.float64)
+    y = np.where(X[:, 0].numpy() > 0, 2, 0)
+    mon = Monitor(net, X, y, metrics=("collapse",))
+    mon.step()
+    H = torch.tanh(net[0](X)).detach().numpy()
+    assert mon.series("nc1", "2")[1][-1] == pytest.approx(fl.learning.neural_collapse(H, y)["nc1"], rel=1e-10)

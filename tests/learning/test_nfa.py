@@ -167,3 +167,16 @@ def test_errors_name_the_argument():
         nfa(torch.nn.Tanh(), X)
     with pytest.raises(ValueError, match="grouped convolution"):
         layer_agops(torch.nn.Sequential(torch.nn.Conv2d(2, 2, 3, groups=2)), torch.randn(2, 2, 5, 5), layers=["0"])
+
+
+def test_layer_agops_skips_grouped_convolutions_when_layers_is_none():
+    # A grouped convolution's weight (out, c/groups*kh*kw) does not match the full patch AGOP; with
+    # layers=None it used to be included with a silently wrong (c/groups*kh*kw) matrix.
+    torch.manual_seed(3)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(2, 4, 3, groups=2), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(4 * 3 * 3, 2)
+    ).double()
+    X = torch.randn(5, 2, 5, 5, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    A = layer_agops(net, X)
+    assert list(A) == ["3"]
+    assert list(fl.learning.nfa(net, X)) == ["3"]

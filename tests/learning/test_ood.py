@@ -145,3 +145,19 @@ def test_normalisation_catches_low_norm_ood():
     plain = MahalanobisOOD(normalize=False).fit(H, y)
     assert auroc(plus.score(test_in), plus.score(test_out)) > 0.95
     assert auroc(plain.score(test_in), plain.score(test_out)) < 0.6
+
+
+def test_mahalanobis_parameters_numpy_scalars_and_bad_batch_size():
+    from featurelens.learning import MahalanobisOOD
+
+    rng = np.random.default_rng(0)
+    H, y = rng.normal(size=(50, 4)), rng.integers(0, 3, 50)
+    # a numpy float ridge is a number like any other (it was refused)
+    a = MahalanobisOOD(ridge=np.float32(1e-3)).fit(H, y).score(H)
+    b = MahalanobisOOD(ridge=float(np.float32(1e-3))).fit(H, y).score(H)
+    np.testing.assert_allclose(a, b, rtol=1e-12)
+    # batch_size=0 and ridge=True were silently replaced by the defaults
+    with pytest.raises(ValueError, match="batch_size"):
+        MahalanobisOOD(batch_size=0).fit(H, y)
+    with pytest.raises(TypeError, match="ridge must be a finite number >= 0.0; got True"):
+        MahalanobisOOD(ridge=True).fit(H, y)
