@@ -19,7 +19,9 @@ memory, the memory available now (:func:`available_memory`, checked by :func:`ch
 Targets and baselines (the model is the reference: Captum's ``_select_targets`` and
 ``_format_baseline``): :func:`resolve_target` turns None / an int / one int per sample into one
 index per sample; :func:`resolve_baseline` turns None / a scalar / one input / a batch into a
-tensor shaped like the batch.
+tensor shaped like the batch. What None means is decided in one place, :func:`default_baseline`
+(the named policies :data:`BASELINE_DEFAULTS`; each explainer declares its own as
+``Explainer.default_baseline``), and a baseline is recorded one way, :func:`baseline_record`.
 """
 
 from __future__ import annotations
@@ -46,7 +48,10 @@ __all__ = [
     "check_executor",
     "executor_param",
     "resolve_target",
+    "BASELINE_DEFAULTS",
+    "default_baseline",
     "resolve_baseline",
+    "baseline_record",
     "relative_scale",
     "check_labels",
     "check_token_ids",
@@ -354,17 +359,82 @@ def resolve_target(target, n: int, n_outputs: int | None, name: str = "target") 
     return arr
 
 
-def resolve_baseline(baseline, x: torch.Tensor, name: str = "baseline") -> torch.Tensor:
+#: What ``baseline=None`` may mean: the named policies of :func:`default_baseline`. An explainer
+#: declares its own once, as ``Explainer.default_baseline`` (next to ``Explainer.requires``).
+BASELINE_DEFAULTS = ("zeros", "refuse_tabular", "feature_means")
+
+
+def _refuse_tabular(x, method: str | None) -> ValueError:
+    who = "this method" if method is None else method
+    return ValueError(
+        f"{who} on tabular data (one input of shape ({x.shape[1]},)) needs background= or baseline=: "
+        "removed features must be filled with something, and the default zero fill is meaningless on "
+        "unscaled features. Pass background=X_train (rows averaged over, as shap does), a summary "
+        "background=fl.games.summarize_background(X_train, k=50) (k-means, weighted), or baseline=0.0 "
+        "explicitly when a zero is meaningful (standardised features)"
+    )
+
+
+def default_baseline(policy: str, x, data=None, method: str | None = None):
+    """What ``baseline=None`` stands for under the named ``policy``, for the batch ``x``.
+
+    The one place a missing baseline is decided; :func:`resolve_baseline` applies it, and every
+    explainer names its policy once, as ``Explainer.default_baseline``. A baseline ``x'`` is the
+    reference input an attribution is measured against (integrated gradients'
+    ``a_i = (x_i - x'_i) int_0^1 ...``, Sundararajan et al. 2017, arXiv 1703.01365; the fill of
+    removed players in ``v(S) = f(x_S, x'_{not S})``), so its default is part of the method.
+
+    Parameters
+    ----------
+    policy
+        ``"zeros"``: 0 everywhere (the black image, the silent signal, the zero embedding; the
+        path methods, DeepLift and occlusion, as Captum). ``"refuse_tabular"``: 0 for images and
+        signals (one input with two or more axes), a ValueError naming ``method`` and the way out
+        (``background=``, ``baseline=``) for tabular rows (``x`` of shape ``(n, d)``), where a
+        zero lies anywhere on unscaled features, often far outside the data (the black-box
+        Shapley, LIME, SPEX and ablation explainers). ``"feature_means"``: the mean over the rows
+        of ``data`` (default ``x``) of each feature for tabular rows, ``mean_i = (1/N) sum_r
+        data_{r,i}`` in ``data``'s dtype, 0 for images and signals (the audit's fill).
+    x
+        The batch (array or tensor); only its number of axes is read.
+    data
+        Rows of the data set for ``"feature_means"`` (numpy or tensor, shape ``(N, d)``).
+    method
+        The explainer's name, for the refusal.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``0.0``, or the feature means shaped like one input.
+    """
+    policy = check_option(policy, "default_baseline", BASELINE_DEFAULTS)
+    if (x.ndim if hasattr(x, "ndim") else np.ndim(x)) != 2:  # images and signals
+        return 0.0
+    if policy == "refuse_tabular":
+        raise _refuse_tabular(x, method)
+    if policy == "feature_means":
+        rows = x if data is None else data
+        rows = rows.detach().cpu().numpy() if isinstance(rows, torch.Tensor) else np.asarray(rows)
+        return rows.mean(axis=0).astype(rows.dtype)
+    return 0.0
+
+
+def resolve_baseline(baseline, x: torch.Tensor, name: str = "baseline", default: str = "zeros",
+                     method: str | None = None, data=None) -> torch.Tensor:
     """A baseline shaped like the batch ``x`` (on its device and dtype).
 
-    ``baseline`` is None (zeros), a number (a Python or numpy scalar, or a 0-d array), an array or
+    ``baseline`` is None (what :func:`default_baseline` gives under the policy ``default``:
+    zeros unless told otherwise), a number (a Python or numpy scalar, or a 0-d array), an array or
     tensor shaped like one input ``x.shape[1:]`` (shared by every sample), one shaped like the
     batch ``x.shape``, or an Explanation-like object with ``.values``. Strings, non-numeric dtypes,
     NaN/inf and other shapes are refused with an error naming ``name``. The result may be a
-    broadcast view: do not write into it.
+    broadcast view: do not write into it. ``method`` names the explainer in a refusal, ``data``
+    the rows of ``"feature_means"``. How the baseline is recorded: :func:`baseline_record`.
     """
     if baseline is None:
-        return torch.zeros_like(x)
+        baseline = default_baseline(default, x, data=data, method=method)
+        if isinstance(baseline, float) and baseline == 0.0:
+            return torch.zeros_like(x)
     if isinstance(baseline, str) or isinstance(baseline, (bool, np.bool_)):
         raise TypeError(
             f"{name} must be None, a number or an array shaped like one input {tuple(x.shape[1:])} or "
@@ -395,6 +465,36 @@ def resolve_baseline(baseline, x: torch.Tensor, name: str = "baseline") -> torch
             f"{tuple(x.shape)}; got shape {tuple(b.shape)}"
         )
     return b
+
+
+def baseline_record(baseline, default: str = "zeros", x=None):
+    """How a baseline is recorded in ``Explanation.params["baseline"]`` (and in the audit's
+    settings): one form for every explainer.
+
+    - None: the name of what :func:`default_baseline` filled in, ``"zeros"`` (also under
+      ``"refuse_tabular"``, on the images and signals where it is not refused), or
+      ``"feature_means"`` (tabular ``x`` under ``"feature_means"``);
+    - a number (a Python or numpy scalar, a 0-d array or tensor): that number as a float;
+    - anything else (an array, tensor or Explanation shaped like one input or like the batch):
+      ``"array"``.
+
+    It never raises: a value :func:`resolve_baseline` would refuse is recorded by its kind (it is
+    refused when the explainer uses it).
+    """
+    if baseline is None:
+        if default == "feature_means" and x is not None and (x.ndim if hasattr(x, "ndim") else np.ndim(x)) == 2:
+            return "feature_means"
+        return "zeros"
+    if isinstance(baseline, (str, bytes, bool, np.bool_)):
+        return repr(baseline)
+    if isinstance(baseline, numbers.Real):
+        return float(baseline)
+    if isinstance(baseline, (np.ndarray, torch.Tensor)) and baseline.ndim == 0:
+        try:
+            return float(baseline)
+        except (TypeError, ValueError):
+            return "array"
+    return "array"
 
 
 def relative_scale(x: torch.Tensor) -> torch.Tensor:

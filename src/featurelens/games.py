@@ -396,6 +396,11 @@ class MaskedModel(Game):
         construction (for ``target``) is counted by ``model.calls`` only.
     """
 
+    #: What ``baseline=None`` means without a background (a policy of
+    #: :func:`featurelens._validation.default_baseline`): zeros. (The explainers that play this
+    #: game decide None themselves first, by their ``Explainer.default_baseline``.)
+    default_baseline = "zeros"
+
     def __init__(
         self,
         model,
@@ -482,8 +487,9 @@ class MaskedModel(Game):
             if bg_weights is not None:
                 self.weights = torch.from_numpy(bg_weights).to(self.model.device)  # float64, sums to 1
         else:
-            # The one baseline resolver: a scalar, one input, or a batch of one, shaped like x.
-            self.baseline = resolve_baseline(baseline, xt[None], "baseline")[0].contiguous()
+            # The one baseline resolver: None (the game's default_baseline), a scalar, one input,
+            # or a batch of one, shaped like x.
+            self.baseline = resolve_baseline(baseline, xt[None], "baseline", default=self.default_baseline)[0].contiguous()
             self._fill = self.baseline.reshape(1, numel)  # (1, D)
             n_background = 1
         self.n_background = n_background

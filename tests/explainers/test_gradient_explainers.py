@@ -347,7 +347,7 @@ def test_ig_constructor_baseline_with_several_targets_equals_separate_calls(smal
     for j in range(2):
         one = ex.explain(x, target=targets[:, j])
         np.testing.assert_allclose(both.values[:, j], one.values, rtol=1e-5, atol=1e-7)
-    assert both.params["baseline"] == "given"
+    assert both.params["baseline"] == "array"  # the one record (Explainer docstring)
 
 
 @pytest.mark.parametrize("variant", ["mean", "square", "var"])

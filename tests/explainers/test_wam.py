@@ -195,7 +195,7 @@ def test_wam_ig_of_a_linear_model_is_exact_with_a_baseline():
     e = fl.explainer("wam_ig", Fn(f), n_steps=2, levels=2, wavelet="haar").explain(x, target=0, baseline=base)
     want = ((x - base) * w).flatten(1).sum(1).numpy()
     np.testing.assert_allclose(e.extra["coefficients"].reshape(2, -1).sum(1), want, rtol=1e-5)
-    assert e.params["baseline"] == "given"
+    assert e.params["baseline"] == "array"  # the one record (Explainer docstring)
 
 
 @pytest.mark.parametrize("name", ["wam", "wam_smoothgrad", "wam_ig"])

@@ -18,12 +18,14 @@ from .. import _harness
 from .._random import numpy_rng, parse_seed, seed_record
 from .._validation import (
     as_numpy,
+    baseline_record,
     check_bool,
     check_executor,
     check_float,
     check_floating,
     check_int,
     check_optional_bool,
+    default_baseline,
     executor_param,
     resolve_baseline,
     resolve_target,
@@ -243,12 +245,13 @@ def _check_inputs(X, y, ground_truth, n_explain, seed, dtype=np.float32):
 
 
 def _baseline(baseline, X: np.ndarray):
-    """The fill of removed features: None gives 0 for images/signals (the usual black fill) and the
-    feature means for tabular rows, where a zero may lie far outside the data; a number stays a
+    """The fill of removed features: None is the policy ``"feature_means"`` of
+    :func:`featurelens._validation.default_baseline` (0 for images/signals, the usual black fill,
+    and the feature means for tabular rows, where a zero may lie far outside the data); a number stays a
     float; an array shaped like one sample takes X's dtype. Checked by
     :func:`featurelens._validation.resolve_baseline`."""
     if baseline is None:
-        return X.mean(axis=0).astype(X.dtype) if X.ndim == 2 else 0.0
+        return default_baseline("feature_means", X)
     full = resolve_baseline(baseline, torch.from_numpy(X[:1]))
     if np.ndim(baseline) == 0 and not isinstance(baseline, torch.Tensor):
         return float(full.reshape(-1)[0])
@@ -443,7 +446,7 @@ def audit(
         raise ValueError(f"X has samples of shape {X.shape[1:]}, and the model cannot take them: {err}") from err
     t = _targets(wrapped, x, None if y is None else y[idx], target, classes)
     masks = None if masks_all is None else masks_all[idx]
-    baseline = _baseline(baseline, X)
+    given_baseline, baseline = baseline, _baseline(baseline, X)
     chosen, skipped = choose_methods(wrapped, X.shape[1:], methods)
     notes: list[str] = []
     n_outputs = int(probe.shape[1])
@@ -520,7 +523,7 @@ def audit(
                      "run (metrics=): the table is in name order, the columns reported beside it.")
     _reasons(ranked)
     verdict = _verdict(ranked)
-    settings["baseline"] = baseline if isinstance(baseline, float) else "feature means" if X.ndim == 2 else "array"
+    settings["baseline"] = baseline_record(given_baseline, "feature_means", X)
     total = time.perf_counter() - start
     report_path = None
     if out is not None:

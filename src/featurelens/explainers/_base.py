@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from .._random import root_seed, row_rng, row_seed_sequence, seed_record
-from .._validation import as_numpy, check_executor, check_int, resolve_baseline
+from .._validation import as_numpy, baseline_record, check_executor, check_int, resolve_baseline
 from ..explanation import Explanation
 from ..models import Model
 
@@ -230,6 +230,27 @@ class Explainer:
     The factory :func:`explainer` takes it for every explainer (``explainer(name, model,
     output="probability")``); a class built directly takes a ``Model(..., output=...)``. It is
     recorded in ``params`` and in ``Explanation.output``.
+
+    Baselines: an explainer that takes a ``baseline`` (the reference input ``x'``: integrated
+    gradients' path start, DeepLift's reference, the fill of occluded or removed players) declares
+    what ``baseline=None`` means once, as :attr:`default_baseline`, next to :attr:`requires`:
+
+    - ``"zeros"`` (the default): ``x' = 0``, the black image or the silent signal (integrated
+      gradients, Sundararajan et al. 2017, arXiv 1703.01365; DeepLift, the layer and neuron path
+      methods, occlusion, as Captum);
+    - ``"refuse_tabular"``: ``x' = 0`` for images and signals, refused with a ValueError for tabular
+      rows (one input of shape ``(d,)``) unless a ``background`` is given, because a zero lies
+      anywhere on unscaled features (the black-box Shapley explainers, SPEX, LIME and feature
+      ablation).
+
+    :meth:`_resolve_baseline` (:func:`featurelens._validation.resolve_baseline`) applies it; a bad
+    baseline (a string, a bool, NaN or inf, a shape neither one input's nor the batch's) is refused
+    naming ``baseline``. Every explanation of such an explainer records the baseline it used one
+    way, ``params["baseline"]`` (:func:`featurelens._validation.baseline_record`): ``"zeros"`` when
+    None was given, the number as a float when a scalar was given, ``"array"`` when an array was
+    given (shaped like one input or like the batch). The baseline of one call
+    (``explain(x, baseline=...)``, where the explainer takes one) is the one recorded. An
+    explainer that fills with ``background`` rows instead records no ``"baseline"``.
     """
 
     name = "explainer"
@@ -239,6 +260,10 @@ class Explainer:
     #: (:mod:`featurelens._harness`) instead of inspecting signatures: any of "seed", "baseline",
     #: "groups", "data", "progress", "executor" (``batch_size`` every explainer takes).
     accepts: frozenset = frozenset()
+    #: What ``baseline=None`` means, for an explainer that takes a ``baseline`` (``"baseline"`` in
+    #: :attr:`accepts`): a policy of :func:`featurelens._validation.default_baseline`, applied by
+    #: :meth:`_resolve_baseline` (see the class docstring): ``"zeros"`` or ``"refuse_tabular"``.
+    default_baseline: str = "zeros"
 
     #: Whether :func:`featurelens.audit` runs it when ``methods=None`` (where it applies: gradient
     #: explainers on differentiable models, the others on models without gradients): True, or the
@@ -286,7 +311,22 @@ class Explainer:
     def params(self) -> dict:
         """The constructor parameters recorded in each explanation's provenance."""
         # None: automatic chunking (at most 1024 rows and 2**19 input elements per chunk).
-        return {"batch_size": None if self.model.auto_batch else self.model.batch_size, "output": self.model.output}
+        p = {"batch_size": None if self.model.auto_batch else self.model.batch_size, "output": self.model.output}
+        if self._uses_baseline():
+            p["baseline"] = baseline_record(getattr(self, "baseline", None), self.default_baseline)
+        return p
+
+    def _uses_baseline(self) -> bool:
+        """Whether this explainer fills with a baseline: it takes one (``"baseline"`` in
+        :attr:`accepts`) and has no ``background`` rows to fill with instead."""
+        return "baseline" in self.accepts and getattr(self, "background", None) is None
+
+    def _resolve_baseline(self, x: torch.Tensor, baseline=None) -> torch.Tensor:
+        """The baseline of this call shaped like the batch ``x``: ``baseline`` (given to
+        :meth:`explain`) or else the constructor's, None meaning what :attr:`default_baseline`
+        says (:func:`featurelens._validation.resolve_baseline`, refusals naming the method)."""
+        given = getattr(self, "baseline", None) if baseline is None else baseline
+        return resolve_baseline(given, x, "baseline", default=self.default_baseline, method=self.name)
 
     def explain(self, x, target=None, feature_names=None, group_names=None, executor=None, first_row: int = 0,
                 **kwargs) -> Explanation:
@@ -360,7 +400,9 @@ class Explainer:
                 # Each (sample, target) pair becomes a row: the explainers see a plain batch, and a
                 # batch-shaped baseline (given here or to the constructor) is repeated like x.
                 if "baseline" in inspect.signature(self._attribute).parameters:
-                    given = kwargs.get("baseline", getattr(self, "baseline", None))
+                    given = kwargs.get("baseline")
+                    if given is None:
+                        given = getattr(self, "baseline", None)
                     if given is not None:
                         kwargs["baseline"] = resolve_baseline(given, xt).repeat_interleave(per_sample, dim=0)
                 xt = xt.repeat_interleave(per_sample, dim=0)
@@ -411,6 +453,8 @@ class Explainer:
             target_np = target_np.reshape(-1, per_sample)
         params = dict(self.params())
         params.update(extra)
+        if self._uses_baseline() and given_kwargs.get("baseline") is not None:
+            params["baseline"] = baseline_record(given_kwargs["baseline"], self.default_baseline)
         categories = self.model.categories
         if categories:  # e.data holds codes for these columns: code k is categories[column][k]
             params["categories"] = categories

@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 from .._batching import chunks
-from .._validation import check_bool, check_float, check_option, resolve_baseline
+from .._validation import check_bool, check_float, check_option
 from ._base import Explainer, Requires, register
 from ._layer_hooks import LayerHook, NamedLayerRequires, resolve_layer
 
@@ -305,12 +305,11 @@ class _DeepLiftBase(Explainer):
         return torch.cat(parts), f_x, f_b
 
     @staticmethod
-    def _gap_params(total, f_x, f_b, fill: str) -> dict:
+    def _gap_params(total, f_x, f_b) -> dict:
         change = f_x - f_b
         gap = total - change
         relative = gap.abs() / change.abs().clamp_min(1e-12)
         return {
-            "baseline": fill,
             "completeness_gap": gap.cpu().tolist(),  # sum(a) - (f(x) - f(baseline)): summation-to-delta
             "max_abs_gap": float(gap.abs().max()),
             "max_relative_gap": float(relative.max()),
@@ -374,8 +373,7 @@ class DeepLift(_DeepLiftBase):
         self.baseline = baseline
 
     def _attribute(self, x, target, outputs, baseline=None):
-        given = self.baseline if baseline is None else baseline
-        base = resolve_baseline(given, x)
+        base = self._resolve_baseline(x, baseline)
         n = x.shape[0]
         shared = bool((base == base[:1]).all()) if n > 1 else True
         ident = lambda p: p
@@ -384,7 +382,7 @@ class DeepLift(_DeepLiftBase):
         else:
             values, f_x, f_b = self._pairs(x, target, n, ident, lambda p: base[p])
         total = values.flatten(1).double().sum(1)
-        return values, self._gap_params(total, f_x, f_b, "zeros" if given is None else "given")
+        return values, self._gap_params(total, f_x, f_b)
 
 
 @register("deeplift_shap")
@@ -451,7 +449,7 @@ class DeepLiftShap(_DeepLiftBase):
         f_x = f_x.view(n, b)[:, 0]
         f_b = (f_b.view(n, b) * w).sum(1)
         total = mean.flatten(1).double().sum(1)
-        return mean, self._gap_params(total, f_x, f_b, "background")
+        return mean, self._gap_params(total, f_x, f_b)
 
 
 class _LayerVariant:

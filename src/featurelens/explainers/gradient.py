@@ -21,7 +21,6 @@ from .._validation import (
     check_float,
     check_option,
     relative_scale,
-    resolve_baseline,
 )
 from ._base import CONV_TYPES, Explainer, Requires, register
 
@@ -150,7 +149,7 @@ class IntegratedGradients(Explainer):
     def _path_gradient(self, x, target, baseline=None):
         """``(base, delta, avg_grad)``: the baseline broadcast to ``x``, ``x - base`` and the
         quadrature of the gradient along the straight path (one expanded, chunked gradient pass)."""
-        base = resolve_baseline(self.baseline if baseline is None else baseline, x)
+        base = self._resolve_baseline(x, baseline)
         delta = x - base
         alphas = torch.as_tensor(self.alphas, device=x.device, dtype=x.dtype)
         weights = torch.as_tensor(self.weights, device=x.device, dtype=x.dtype)
@@ -179,7 +178,6 @@ class IntegratedGradients(Explainer):
         gap = total - change
         relative = gap.abs() / change.abs().clamp_min(1e-12)
         return {
-            "baseline": "zeros" if (self.baseline is None and baseline is None) else "given",
             "completeness_gap": gap.cpu().tolist(),
             "max_relative_gap": float(relative.max()),
             "base_values": f_b.gather(1, idx).squeeze(1).double().cpu().tolist(),  # f(baseline): Explanation.base_values

@@ -27,7 +27,7 @@ from __future__ import annotations
 import torch
 
 from .._batching import chunks, expansion_index
-from .._validation import check_bool, check_int, resolve_baseline
+from .._validation import check_bool, check_int
 from ._base import Explainer, register
 from ._layer_hooks import LayerHook, NamedLayerRequires, NeuronSelector, resolve_layer
 from .gradient import integration_rule
@@ -145,7 +145,7 @@ class LayerIntegratedGradients(_LayerExplainer, _PathIntegral):
         return {**super().params(), **self._path_params()}
 
     def _attribute(self, x, target, outputs, baseline=None):
-        base = resolve_baseline(self.baseline if baseline is None else baseline, x)
+        base = self._resolve_baseline(x, baseline)
         n = x.shape[0]
         alphas = torch.as_tensor(self.alphas, device=x.device, dtype=x.dtype)
         weights = torch.as_tensor(self.weights, device=x.device, dtype=x.dtype)
@@ -166,7 +166,6 @@ class LayerIntegratedGradients(_LayerExplainer, _PathIntegral):
         change = (f_x.gather(1, idx) - f_b.gather(1, idx)).squeeze(1).double()
         gap = attributions.flatten(1).double().sum(1) - change
         return attributions, {
-            "baseline": "zeros" if (self.baseline is None and baseline is None) else "given",
             "completeness_gap": gap.cpu().tolist(),
             "base_values": f_b.gather(1, idx).squeeze(1).double().cpu().tolist(),
         }
@@ -228,7 +227,7 @@ class LayerConductance(_LayerExplainer):
         return {**super().params(), "n_steps": self.n_steps, "method": self.method}
 
     def _attribute(self, x, target, outputs, baseline=None):
-        base = resolve_baseline(self.baseline if baseline is None else baseline, x)
+        base = self._resolve_baseline(x, baseline)
         delta = x - base
         alphas = torch.as_tensor(self.alphas, device=x.device, dtype=x.dtype)
         view = (-1,) + (1,) * (x.ndim - 1)
@@ -249,7 +248,7 @@ class LayerConductance(_LayerExplainer):
                         total.index_add_(0, s, (act[rows_c] - prev_act[s]) * prev_grad[s])
                     prev_act[s] = act[rows_c]
                     prev_grad[s] = grad[rows_c]
-        return total, {"baseline": "zeros" if (self.baseline is None and baseline is None) else "given"}
+        return total, {}
 
 
 class _NeuronExplainer(_LayerExplainer):
@@ -340,7 +339,7 @@ class NeuronIntegratedGradients(_NeuronExplainer, _PathIntegral):
         return {**super().params(), **self._path_params()}
 
     def _attribute(self, x, target, outputs, baseline=None):
-        base = resolve_baseline(self.baseline if baseline is None else baseline, x)
+        base = self._resolve_baseline(x, baseline)
         delta = x - base
         alphas = torch.as_tensor(self.alphas, device=x.device, dtype=x.dtype)
         weights = torch.as_tensor(self.weights, device=x.device, dtype=x.dtype)
@@ -352,4 +351,4 @@ class NeuronIntegratedGradients(_NeuronExplainer, _PathIntegral):
                 rows = base[sample_idx] + alphas[copy_idx].view(view) * delta[sample_idx]
                 grad = self._neuron_gradient(hook, rows)
                 total.index_add_(0, sample_idx, grad * weights[copy_idx].view(view))
-        return delta * total, {"baseline": "zeros" if (self.baseline is None and baseline is None) else "given"}
+        return delta * total, {}

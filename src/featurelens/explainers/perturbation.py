@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from .._batching import chunks
-from .._validation import as_numpy, check_executor, check_int, executor_param, resolve_baseline
+from .._validation import as_numpy, check_executor, check_int, executor_param
 from ._base import Explainer, Requires, register
 
 __all__ = ["Occlusion"]
@@ -106,8 +106,6 @@ class Occlusion(Explainer):
         else:
             p["window"] = self.window
             p["strides"] = self.strides
-        p["baseline"] = "zeros" if self.baseline is None else (
-            float(self.baseline) if np.ndim(self.baseline) == 0 else "array")
         p["executor"] = executor_param(self.executor)
         return p
 
@@ -142,7 +140,7 @@ class Occlusion(Explainer):
     def _attribute(self, x, target, outputs=None, baseline=None):
         masks_np = self.masks(tuple(x.shape[1:]))
         masks = torch.as_tensor(masks_np, device=x.device)
-        base = resolve_baseline(self.baseline if baseline is None else baseline, x)
+        base = self._resolve_baseline(x, baseline)
         n, n_windows = x.shape[0], masks.shape[0]
         f_x = outputs if outputs is not None else self.model.predict(x)
         start_values = f_x.gather(1, target[:, None]).squeeze(1)

@@ -156,13 +156,14 @@ def gaussian_blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
 def baseline_tensor(baseline, x: torch.Tensor, blur_sigma: float | None = None) -> torch.Tensor:
     """The replacement values, shaped like ``x``.
 
-    Anything :func:`featurelens._validation.resolve_baseline` takes (None or a number for a
-    constant, an array shaped like ``x`` or like one input), or one of the strings: ``"blur"``
-    (Gaussian blur of each image, sigma ``blur_sigma``, default max(1, min(h, w) / 8) pixels),
-    ``"mean"`` (each sample's mean), ``"min"`` (each sample's minimum, Quantus's "black").
+    Anything :func:`featurelens._validation.resolve_baseline` takes (a number for a constant,
+    an array shaped like ``x`` or like one input; None is its policy ``"zeros"``, the metrics'
+    one meaning of None), or one of the strings: ``"blur"`` (Gaussian blur of each image, sigma
+    ``blur_sigma``, default max(1, min(h, w) / 8) pixels), ``"mean"`` (each sample's mean),
+    ``"min"`` (each sample's minimum, Quantus's "black").
     """
     if not isinstance(baseline, str):
-        return resolve_baseline(baseline, x)
+        return resolve_baseline(baseline, x, "baseline", default="zeros")
     baseline = check_option(baseline, "baseline", BASELINE_STRINGS)
     if baseline == "blur":
         if x.ndim < 3:
