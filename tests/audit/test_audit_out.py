@@ -66,6 +66,12 @@ def test_the_audit_seed_takes_an_int_or_a_generator():
     # the audited subset is drawn from the seed: same Generator state, same subset and scores
     assert a[0]["status"] == b[0]["status"] == "ok"
     assert b[0]["insertion_minus_deletion"] == c[0]["insertion_minus_deletion"]
+    # the seeded metrics draw from the Generator itself (they failed on its record "generator")
+    full = dict(methods=["saliency"], robustness_samples=3, randomization=True)
+    b = _run(None, seed=np.random.default_rng(3), **full)
+    c = _run(None, seed=np.random.default_rng(3), **full)
+    for key in ("faithfulness_correlation", "avg_sensitivity", "max_sensitivity", "randomization_similarity"):
+        assert np.isfinite(b[0][key]) and b[0][key] == c[0][key], key
     with pytest.raises(ValueError, match="seed must be None, a non-negative int"):
         _run(None, seed=-1)
     with pytest.raises(TypeError, match="seed must be None, a non-negative int"):

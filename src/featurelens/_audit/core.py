@@ -505,8 +505,9 @@ def audit(
             )
         row["explain_seconds"] = float(e.seconds)
         row["model_calls"] = int(e.model_calls)
+        # the seed itself (a Generator is recorded as "generator" in settings, and drawn from here)
         scores, c = _score(name, ex, wrapped, x, a, np.asarray(e.values), t, masks, settings, notes, executor,
-                           run=run_metrics)
+                           run=run_metrics, seed=seed)
         row["seconds"] = time.perf_counter() - t0
         for key in columns:
             if key in scores:

@@ -201,7 +201,8 @@ def _finite(v) -> bool:
 # scoring
 
 
-def _score(name, ex, model, x, a, raw, t, masks, settings, notes, executor=None, run=None) -> tuple[dict, dict]:
+def _score(name, ex, model, x, a, raw, t, masks, settings, notes, executor=None, run=None,
+           seed=None) -> tuple[dict, dict]:
     """Per-sample metric arrays of one method, and its mean deletion/insertion curves. ``run``: the
     metric names to compute (those selected that apply, :func:`skip_reasons`; None: the default
     set). Each is its spec's :attr:`~featurelens.metrics.MetricSpec.score` on one
@@ -227,7 +228,8 @@ def _score(name, ex, model, x, a, raw, t, masks, settings, notes, executor=None,
         # The explainers of the randomised copies get the audited explainer's parameters, batch_size
         # included (it bounds their memory as it does the audited explainer's).
         explainer_params={k: v for k, v in settings["explainer_kwargs"][name].items() if k != "progress"},
-        module=module, masks=masks, baseline=settings["baseline"], seed=settings["seed"], steps=settings["steps"],
+        module=module, masks=masks, baseline=settings["baseline"], seed=settings["seed"] if seed is None else seed,
+        steps=settings["steps"],
         n_subsets=settings["n_subsets"], subset_size=settings["subset_size"], radius=settings["radius"],
         n_noise=settings["robustness_samples"], regions=_regions(tuple(x.shape[1:])), executor=executor,
     )
