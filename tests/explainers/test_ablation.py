@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import featurelens as fl
-from featurelens.explainers.ablation import FeaturePermutation, leave_one_out_masks
+from featurelens.approximators import leave_one_out_masks
+from featurelens.explainers.ablation import FeaturePermutation
 
 PATCHES = (np.arange(64).reshape(8, 8) // 2 % 4 + 4 * (np.arange(64).reshape(8, 8) // 16)).reshape(1, 8, 8)
 

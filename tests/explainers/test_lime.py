@@ -6,7 +6,7 @@ import torch
 
 import featurelens as fl
 from featurelens._random import row_rng
-from featurelens.explainers.surrogate import bernoulli_masks, exponential_kernel, fit_surrogate
+from featurelens.approximators.lime import bernoulli_masks, exponential_kernel, fit_surrogate
 
 GROUPS = np.array([0, 0, 1, 2, 2, 3])
 

@@ -221,7 +221,9 @@ def test_unknown_keywords_are_refused_at_construction():
         fl.explainer("kernel_shap", model, tokenizer=tok, decoder="soft")
     with pytest.raises(TypeError, match=r"'sampler'"):
         fl.explainer("feature_ablation", model, tokenizer=tok, sampler="lime_text")
-    assert set(method_options("lime")) == {"sampler", "surrogate", "alpha", "distance", "kernel_width"}
+    # the options are the approximator's own keywords (distance_space="input" needs a MaskedModel)
+    assert set(method_options("lime")) == {"sampler", "surrogate", "alpha", "distance", "kernel_width",
+                                           "distance_space"}
     assert method_options("exact_shapley") == ("max_players",)
     assert "n_estimators" in method_options("proxy_spex") or pytest.importorskip("sklearn") is None
     # each listed option reaches its estimator

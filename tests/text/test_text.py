@@ -167,9 +167,9 @@ def test_lime_planted_and_samplers(game):
     assert top == {"great", "love", "not", "bad"}
     again = explain(game, method="lime", budget=800, seed=0)
     np.testing.assert_array_equal(e.values, again.values)
-    from featurelens.text._explain import _lime_masks
+    from featurelens.approximators.lime import lime_masks
 
-    masks = _lime_masks(20000, 11, "lime_text", np.random.default_rng(0))
+    masks = lime_masks(20000, 11, "lime_text", np.random.default_rng(0))
     removed = 11 - masks.sum(axis=1)
     counts = np.bincount(removed, minlength=11)
     assert counts[0] == 0 and counts[11:].sum() == 0

@@ -22,43 +22,34 @@ player; times ``B`` with ``B`` background rows; plus one setup pass per row, as 
 sent in chunks of at most ``batch_size`` rows.
 The explanation's ``params["full_values"]`` holds ``f_t(x)`` per row; there is no base value
 (the drops do not add up to the output).
+
+Both are :func:`featurelens.approximators.leave_one_out` as a
+:class:`~featurelens.explainers.GameExplainer`; with a fill tensor (a baseline, the permuted rows)
+and no executor every row is ablated at once in batched passes, with the same values.
 """
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import torch
 
+from .. import approximators
 from .._random import numpy_rng, parse_seed
 from .._validation import resolve_baseline
-from ..games import MaskedModel
 from ._base import Requires, register
-from .shapley import _ShapleyExplainer
+from .game_explainer import GameExplainer
 
-__all__ = ["FeatureAblation", "FeaturePermutation", "leave_one_out_masks"]
-
-
-def leave_one_out_masks(n: int) -> np.ndarray:
-    """The ``(n + 1, n)`` coalitions of feature ablation: ``N`` first, then ``N minus {g}`` for
-    ``g = 0..n-1``."""
-    masks = np.ones((n + 1, n), dtype=bool)
-    masks[np.arange(1, n + 1), np.arange(n)] = False
-    return masks
+__all__ = ["FeatureAblation", "FeaturePermutation"]
 
 
-class _LeaveOneOut(_ShapleyExplainer):
-    """One MaskedModel game per row, evaluated on :func:`leave_one_out_masks`."""
+class _LeaveOneOut(GameExplainer):
+    """:func:`featurelens.approximators.leave_one_out` on one MaskedModel game per row, or on
+    every row at once through batched passes when the fill is a tensor like ``x``."""
 
+    approximator = staticmethod(approximators.leave_one_out)
     requires = Requires(gradients=False)
     row_params = frozenset({"full_values"})
-
-    def _fill(self, i: int) -> dict:
-        """The fill of row ``i``'s game: ``{"baseline": ...}`` or ``{"background": ...}``."""
-        if self.background is not None:
-            return {"background": self.background}
-        return {"baseline": self.baseline}
+    records = ("full_values",)  # the drops do not add up to the output: no base value
 
     def _batched_fill(self, x):
         """The fill of every row as a tensor like ``x`` when the whole batch can be ablated in
@@ -113,22 +104,7 @@ class _LeaveOneOut(_ShapleyExplainer):
         fill = self._batched_fill(x)
         if fill is not None:
             return self._batched_rows(x, target, fill)
-        from tqdm.auto import tqdm
-
-        show = sys.stderr.isatty() if self.progress is None else self.progress
-        maps, full = [], []
-        n_players = None
-        for i in tqdm(range(x.shape[0]), desc=self.name, disable=not show or x.shape[0] < 2, leave=False,
-                      unit="sample"):
-            game = MaskedModel(self.model, x[i], groups=self.groups, target=int(target[i]), executor=self.executor,
-                               **self._fill(i))
-            n_players = game.n_players
-            v = game(leave_one_out_masks(n_players))
-            phi = v[0] - v[1:]
-            maps.append(phi.reshape(game.input_shape) if game.groups is None else phi[game.groups])
-            full.append(float(v[0]))
-        values = np.stack(maps).reshape(x.shape)
-        return values, {"n_players": int(n_players), "full_values": full}
+        return super()._rows(x, target)
 
 
 @register("feature_ablation")
@@ -162,10 +138,6 @@ class FeatureAblation(_LeaveOneOut):
     """
 
     audit_default = "a Captum-family method, not audited by default; request it with methods="
-
-    def _attribute(self, x, target, outputs=None):
-        self._check_fill(x)
-        return self._rows(x, target)
 
 
 @register("feature_permutation")
@@ -252,8 +224,8 @@ class FeaturePermutation(_LeaveOneOut):
         finally:
             self._fills = None
 
-    def _fill(self, i: int) -> dict:
-        return {"baseline": self._fills[i]}
+    def fill(self, row: int) -> dict:
+        return {"baseline": self._fills[row]}
 
     def _batched_fill(self, x):
         return self._fills  # the permuted rows: always batched (no background, no executor)

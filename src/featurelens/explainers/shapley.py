@@ -1,7 +1,8 @@
 """Shapley values of black-box models: exact, KernelSHAP and antithetic permutation sampling.
 
-Every explainer here plays the game :class:`featurelens.games.MaskedModel` of one sample at a
-time: ``v(S)`` is the target output when only the players in ``S`` keep their values (dropped
+Every explainer here is a :class:`featurelens.explainers.GameExplainer` that runs a function of
+:mod:`featurelens.approximators` on the game :class:`featurelens.games.MaskedModel` of one sample at
+a time: ``v(S)`` is the target output when only the players in ``S`` keep their values (dropped
 players take the ``baseline``, or are averaged over ``background`` rows). The Shapley value of
 player ``i`` (Shapley 1953) is::
 
@@ -43,160 +44,22 @@ serial, row-split and parallel runs with the same int seed are bitwise equal.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
-import torch
 
 from .. import approximators
 from .._random import parse_seed
-from .._validation import (
-    check_budget,
-    check_executor,
-    check_int,
-    check_option,
-    check_optional_bool,
-    executor_param,
-)
+from .._validation import check_budget, check_int, check_option
 # Re-exported for callers of the old location; the samplers live in featurelens.approximators.
 from ..approximators import antithetic_permutations  # noqa: F401
 from ..approximators.permutation import STATISTICS, contribution_chunks
-from ..games import MaskedModel, _split_background
-from ._base import Explainer, Requires, register
+from ._base import Requires, register
+from .game_explainer import GameExplainer
 
 __all__ = ["ExactShapley", "KernelShap", "MinShap", "PermutationShap"]
 
 
-class _ShapleyExplainer(Explainer):
-    """Shared machinery: one MaskedModel game per sample, player values spread back to the input."""
-
-    requires = Requires(gradients=False)
-
-    accepts = frozenset({"baseline", "groups", "progress", "executor"})  # the harness options it takes (see Explainer.accepts)
-    #: Per-row entries of the extra params (joined over the parts of a row-parallel explain).
-    row_params = frozenset({"base_values", "full_values", "game_evaluations"})
-
-    def __init__(self, model, baseline=None, background=None, groups=None, batch_size: int | None = None,
-                 progress: bool | None = None, executor=None):
-        super().__init__(model, batch_size)
-        self.progress = check_optional_bool(progress, "progress")
-        self.executor = check_executor(executor)
-        if baseline is not None and background is not None:
-            raise ValueError(
-                "give either baseline (a fixed fill value) or background (rows to average over), not both; "
-                f"got baseline of type {type(baseline).__name__} and background of type {type(background).__name__}"
-            )
-        if background is not None:
-            _split_background(background)  # bad weights of a (rows, weights) pair are refused here
-        self.baseline = baseline
-        self.background = background
-        self.groups = groups
-
-    def params(self) -> dict:
-        p = dict(super().params())
-        p["fill"] = "background" if self.background is not None else "baseline"
-        if self.background is not None:
-            rows, weights = _split_background(self.background)
-            p["n_background"] = int(rows.shape[0] if hasattr(rows, "shape") else np.shape(rows)[0])
-            p["background_weighted"] = weights is not None
-        elif self.baseline is None or np.ndim(self.baseline) == 0:
-            p["baseline"] = 0.0 if self.baseline is None else float(self.baseline)
-        else:
-            p["baseline"] = "array"
-        p["groups"] = self.groups is not None
-        p["executor"] = executor_param(self.executor)
-        return p
-
-    def _game(self, x_row: torch.Tensor, target: int) -> MaskedModel:
-        return MaskedModel(
-            self.model, x_row, baseline=self.baseline, background=self.background, groups=self.groups, target=target,
-            executor=self.executor,
-        )
-
-    def _player_values(self, game: MaskedModel, rng) -> tuple:
-        """Return ``(phi (n,), v(empty), v(N), game evaluations)`` for one game, optionally followed
-        by a dict of further per-player arrays (they reach ``Explanation.extra``)."""
-        raise NotImplementedError  # pragma: no cover - abstract
-
-    def _rng(self, i: int):
-        """The random source of row ``i`` of the batch (None: the method draws nothing)."""
-        return None
-
-    def _check_groups_shape(self, x) -> None:
-        # Each sample x[i] is one input: groups must be shaped like it. (MaskedModel alone cannot
-        # tell a (1, 8, 8) input from a batch of one (8, 8) input, and would blame the model.)
-        if self.groups is None:
-            return
-        shape = tuple(np.shape(self.groups))
-        if shape != tuple(x.shape[1:]):
-            raise ValueError(
-                f"groups must be shaped like one input {tuple(x.shape[1:])} (an int player label per input "
-                f"element); got shape {shape}"
-            )
-
-    def _check_fill(self, x) -> None:
-        """Refuse tabular inputs (one input is a row, shape ``(d,)``) when neither ``background``
-        nor ``baseline`` was given: the zero fill that images and signals default to is a black
-        image or silence there, but on unscaled tabular features a zero lies anywhere, often far
-        outside the data, and the values would explain that arbitrary point."""
-        if self.background is None and self.baseline is None and x.ndim == 2:
-            raise ValueError(
-                f"{self.name} on tabular data (one input of shape ({x.shape[1]},)) needs background= or baseline=: "
-                "removed features must be filled with something, and the default zero fill is meaningless on "
-                "unscaled features. Pass background=X_train (rows averaged over, as shap does), a summary "
-                "background=fl.games.summarize_background(X_train, k=50) (k-means, weighted), or baseline=0.0 "
-                "explicitly when a zero is meaningful (standardised features)"
-            )
-
-    def _attribute(self, x, target, outputs=None):
-        self._check_fill(x)
-        self._check_groups_shape(x)
-        n_samples = x.shape[0]
-        maps, base, full, evals = [], [], [], []
-        side_maps: dict[str, list] = {}
-        n_players = None
-        from tqdm.auto import tqdm
-
-        show = sys.stderr.isatty() if self.progress is None else self.progress
-        for i in tqdm(range(n_samples), desc=self.name, disable=not show or n_samples < 2, leave=False, unit="sample"):
-            game = self._game(x[i], int(target[i]))
-            phi, v0, vn, used, *side = self._player_values(game, self._rng(i))
-            n_players = game.n_players
-            spread = (lambda v: v.reshape(game.input_shape)) if game.groups is None else (lambda v: v[game.groups])
-            maps.append(spread(phi))
-            # Optional per-player side results (a dict), spread over the input like phi.
-            for name, player_values in (side[0] if side else {}).items():
-                side_maps.setdefault(name, []).append(spread(player_values))
-            base.append(v0)
-            full.append(vn)
-            evals.append(used)
-        values = np.stack(maps).reshape(x.shape)
-        extra = {
-            "n_players": int(n_players),
-            "base_values": [float(b) for b in base],
-            "full_values": [float(f) for f in full],
-            "game_evaluations": [int(e) for e in evals],
-        }
-        if side_maps:
-            extra["arrays"] = {name: np.stack(m).reshape(x.shape) for name, m in side_maps.items()}
-        return values, extra
-
-    def explain_players(self, x, target=None, executor=None) -> np.ndarray:
-        """Per-player values, shape ``(n_samples, n_players)`` (``(n_samples, k, n_players)`` for
-        ``(n, k)`` targets): the Shapley value of each player once, not spread over its elements.
-        ``executor``: rows in parallel, as for :meth:`explain`."""
-        e = self.explain(x, target=target, executor=executor)
-        lead = e.values.ndim - (np.ndim(x) - 1)
-        flat = e.values.reshape(*e.values.shape[:lead], -1)
-        if self.groups is None:
-            return flat
-        groups = np.asarray(self.groups).reshape(-1)
-        first = np.unique(groups, return_index=True)[1]  # first element of each player
-        return flat[..., first]
-
-
 @register("exact_shapley")
-class ExactShapley(_ShapleyExplainer):
+class ExactShapley(GameExplainer):
     """Exact Shapley values from all ``2^n`` coalitions of each sample's game.
 
     ``phi_i = sum_{S subset N minus i} |S|!(n-|S|-1)!/n! (v(S + i) - v(S))`` (Shapley 1953), from
@@ -240,14 +103,13 @@ class ExactShapley(_ShapleyExplainer):
     def params(self):
         return {**super().params(), "max_players": self.max_players}
 
-    def _player_values(self, game, rng):
-        r = approximators.exact_shapley(game, max_players=self.max_players)
-        return r.values, r.base_value, r.full_value, r.game_evaluations
+    approximator = staticmethod(approximators.exact_shapley)
+
+    def approximator_options(self, row: int) -> dict:
+        return {"max_players": self.max_players}
 
 
-class _SampledShapley(_ShapleyExplainer):
-    _approximator = None  # the function of featurelens.approximators this explainer wraps
-
+class _SampledShapley(GameExplainer):
     accepts = frozenset({"baseline", "groups", "progress", "seed", "executor"})  # the harness options it takes (see Explainer.accepts)
 
     def __init__(self, model, baseline=None, background=None, groups=None, budget=None, seed=0, batch_size=None,
@@ -260,14 +122,10 @@ class _SampledShapley(_ShapleyExplainer):
     def params(self):
         return {**super().params(), "budget": self.budget, **self.seed_params()}
 
-    def _rng(self, i: int):
+    def approximator_options(self, row: int) -> dict:
         # One stream per row, SeedSequence(seed, spawn_key=(i,)) for row i of the batch: the same
         # seed gives the same values on every call, for each row alone, in parts or in parallel.
-        return self.row_rng(i)
-
-    def _player_values(self, game, rng):
-        r = type(self)._approximator(game, budget=self.budget, seed=rng)
-        return r.values, r.base_value, r.full_value, r.game_evaluations
+        return {"budget": self.budget, "seed": self.row_rng(row)}
 
 
 @register("kernel_shap")
@@ -308,7 +166,7 @@ class KernelShap(_SampledShapley):
     """
 
     audit_order = 1
-    _approximator = staticmethod(approximators.kernel_shap)
+    approximator = staticmethod(approximators.kernel_shap)
 
     def minimum_budget(self, n: int) -> int:
         return min(n + 2, 2**n)
@@ -349,7 +207,7 @@ class PermutationShap(_SampledShapley):
     """
 
     audit_order = 2
-    _approximator = staticmethod(approximators.permutation_shap)
+    approximator = staticmethod(approximators.permutation_shap)
 
     def minimum_budget(self, n: int) -> int:
         return 2 if n == 1 else 2 * n
@@ -411,6 +269,10 @@ class MinShap(PermutationShap):
     def params(self):
         return {**super().params(), "statistic": self.statistic}
 
-    def _player_values(self, game, rng):
-        r = approximators.minshap(game, budget=self.budget, seed=rng, statistic=self.statistic)
-        return r.values, r.base_value, r.full_value, r.game_evaluations, {"shapley": r.info["mean"], "max": r.info["max"]}
+    approximator = staticmethod(approximators.minshap)
+
+    def approximator_options(self, row: int) -> dict:
+        return {**super().approximator_options(row), "statistic": self.statistic}
+
+    def row_arrays(self, result) -> dict:
+        return {"shapley": result.info["mean"], "max": result.info["max"]}

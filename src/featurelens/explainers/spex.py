@@ -18,22 +18,20 @@ Shapley values and ``sum_i phi_i = v(N) - v(empty)`` holds for the game itself.
 
 from __future__ import annotations
 
-import numpy as np
-
+from .. import approximators
 from .._random import parse_seed
 from .._validation import check_budget, check_int, check_option
-# The per-sample MaskedModel loop of shapley.py, shared rather than copied.
-from .shapley import _ShapleyExplainer
-from ._base import Requires, register
+from ..approximators.sparse import INDICES
+from ._base import register
+from .game_explainer import GameExplainer
 
 __all__ = ["Spex"]
 
-_INDICES = ("shapley", "banzhaf")
 _DECODERS = ("soft", "hard")
 
 
 @register("spex")
-class Spex(_ShapleyExplainer):
+class Spex(GameExplainer):
     """Shapley or Banzhaf values from SPEX's sparse Fourier interactions of each sample's game.
 
     Parameters
@@ -84,48 +82,40 @@ class Spex(_ShapleyExplainer):
         self.budget = check_budget(budget, "budget", allow_none=True, unit="game evaluations", what="per input")
         self.max_order = check_int(max_order, "max_order", low=1)
         self.decoder = check_option(decoder, "decoder", _DECODERS)
-        self.index = check_option(index, "index", _INDICES)
+        self.index = check_option(index, "index", INDICES)
         self.seed = parse_seed(seed)
         self._interactions: list = []
-        self._info: list = []
 
     def params(self) -> dict:
         return {**super().params(), "budget": self.budget, "max_order": self.max_order, "decoder": self.decoder,
                 "index": self.index, **self.seed_params()}
 
-    def _rng(self, i: int):
+    approximator = staticmethod(approximators.spex)
+
+    def approximator_options(self, row: int) -> dict:
         # The same matrices for every row: the call's root (the int seed as it is; for a Generator
         # or None one draw per call), so the rows of one call never depend on each other.
-        return self._stream_root
+        return {"budget": self.budget, "max_order": self.max_order, "decoder": self.decoder, "index": self.index,
+                "seed": self._stream_root}
 
-    def _player_values(self, game, rng):
-        from ..interactions.spex import spex as _spex  # loaded on first use (interactions stay lazy)
+    def run(self, game, row: int):
+        res = super().run(game, row)
+        self._interactions.append(res.interactions)
+        return res
 
-        n = game.n_players
-        inter = _spex(game, budget=self.budget, max_order=self.max_order, decoder=self.decoder,
-                      seed=rng)
-        values = inter.to(self.index).terms
-        phi = np.array([values.get((i,), 0.0) for i in range(n)], dtype=np.float64)
-        ends = game(np.stack([np.zeros(n, dtype=bool), np.ones(n, dtype=bool)]))
-        self._interactions.append(inter)
-        p = inter.params
-        self._info.append({"spex_queries": inter.queries, "b": p["b"], "t": p["t"], "decoder": p["decoder"],
-                           "n_terms": p["n_terms"]})
-        return phi, float(ends[0]), float(ends[1]), inter.queries + 2
+    def row_record(self, result) -> dict:
+        return {key: result.info[key] for key in ("spex_queries", "b", "t", "decoder", "n_terms")}
 
     def _attribute(self, x, target, outputs=None):
         self._interactions = []
-        self._info = []
         values, extra = super()._attribute(x, target, outputs=outputs)
-        for key in ("spex_queries", "b", "t", "decoder", "n_terms"):
-            extra[key] = [info[key] for info in self._info]
         extra["interactions_index"] = "fourier"
         return values, extra
 
     def _worker_copy(self):
         # A worker's copy starts without the interactions of earlier calls (they would travel).
         ex = super()._worker_copy()
-        ex._interactions, ex._info = [], []
+        ex._interactions = []
         return ex
 
     def explain_interactions(self, x, target=None) -> list:

@@ -27,6 +27,11 @@ The values are the coefficients ``c_g`` (copied to every element of a group, Cap
 in the interpretable space (the LIME paper and the ``lime`` package); with
 ``distance_space="input"`` they are taken between ``x`` and the filled input instead (flattened),
 which is what Captum's default similarity function does.
+
+The explainer is :func:`featurelens.approximators.lime` as a
+:class:`~featurelens.explainers.GameExplainer` (the sampler, the kernel and the fit live there, in
+:class:`featurelens.approximators.LimeSettings`); with a baseline fill and no executor the model
+rows of all the rows of a batch go through one batched pass, with the same per-row samples and fits.
 """
 
 from __future__ import annotations
@@ -34,78 +39,18 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .. import approximators
 from .._random import parse_seed
-from .._validation import check_budget, check_float, check_int, check_option, resolve_baseline
-from ..games import MaskedModel
+from .._validation import check_budget, resolve_baseline
+from ..approximators.lime import LimeSettings
 from ._base import register
-from .shapley import _ShapleyExplainer
+from .game_explainer import GameExplainer
 
-__all__ = ["Lime", "bernoulli_masks", "exponential_kernel", "fit_surrogate"]
-
-
-def bernoulli_masks(n_samples: int, n_players: int, rng: np.random.Generator) -> np.ndarray:
-    """``(n_samples, n_players)`` bool coalitions, each player kept with probability 1/2 (one
-    ``rng.random((n_samples, n_players)) < 0.5`` draw)."""
-    return rng.random((n_samples, n_players)) < 0.5
-
-
-def _distances(masks: np.ndarray, distance: str, x_flat=None, fill_flat=None, element_player=None) -> np.ndarray:
-    """The distance of each sample from the all-kept point, in the interpretable space or (with
-    ``x_flat`` and ``fill_flat``) between ``x`` and the filled input."""
-    if x_flat is None:
-        z = masks.astype(np.float64)
-        kept = z.sum(axis=1)
-        n = masks.shape[1]
-        if distance == "euclidean":
-            return np.sqrt(n - kept)
-        return 1.0 - np.sqrt(kept / n)  # cos(z, 1) = |z| / (sqrt|z| sqrt n); 0 for the empty coalition
-    keep = masks if element_player is None else masks[:, element_player]
-    perturbed = np.where(keep, x_flat[None, :], fill_flat[None, :])
-    if distance == "euclidean":
-        return np.linalg.norm(perturbed - x_flat[None, :], axis=1)
-    norms = np.linalg.norm(perturbed, axis=1) * np.linalg.norm(x_flat)
-    dots = perturbed @ x_flat
-    cos = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
-    return 1.0 - cos
-
-
-def exponential_kernel(d: np.ndarray, kernel_width: float) -> np.ndarray:
-    """``exp(-d^2 / (2 kernel_width^2))``."""
-    return np.exp(-(np.asarray(d, dtype=np.float64) ** 2) / (2.0 * kernel_width**2))
-
-
-def fit_surrogate(z: np.ndarray, y: np.ndarray, w: np.ndarray, surrogate: str, alpha: float):
-    """The weighted linear surrogate ``y ~ b + z c``: ``(c (n,), b, weighted R^2)`` (see the module
-    docstring for the objectives)."""
-    z = np.asarray(z, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    w = np.asarray(w, dtype=np.float64)
-    if surrogate == "lasso":
-        from sklearn.linear_model import Lasso
-
-        model = Lasso(alpha=alpha).fit(z, y, sample_weight=w)
-        coef, intercept = np.asarray(model.coef_, dtype=np.float64), float(model.intercept_)
-    else:
-        total = w.sum()
-        z_mean = w @ z / total
-        y_mean = float(w @ y / total)
-        root = np.sqrt(w)[:, None]
-        a = root * (z - z_mean)
-        b = root[:, 0] * (y - y_mean)
-        if alpha > 0:
-            a = np.vstack([a, np.sqrt(alpha) * np.eye(z.shape[1])])
-            b = np.concatenate([b, np.zeros(z.shape[1])])
-        coef = np.linalg.lstsq(a, b, rcond=None)[0]
-        intercept = y_mean - float(z_mean @ coef)
-    resid = y - intercept - z @ coef
-    y_bar = w @ y / w.sum()
-    ss_tot = float(w @ (y - y_bar) ** 2)
-    r2 = 1.0 - float(w @ resid**2) / ss_tot if ss_tot > 0 else 1.0
-    return coef, intercept, r2
+__all__ = ["Lime"]
 
 
 @register("lime")
-class Lime(_ShapleyExplainer):
+class Lime(GameExplainer):
     """LIME: the coefficients of a kernel-weighted linear surrogate on random coalitions (see the
     module docstring for the formulas; Ribeiro, Singh & Guestrin 2016, arXiv 1602.04938).
 
@@ -137,7 +82,7 @@ class Lime(_ShapleyExplainer):
         baseline fill, not a background).
     seed
         Int, numpy Generator or None. Row ``i`` of a batch draws its coalitions from its own stream
-        ``SeedSequence(root, spawn_key=(i,))`` (:func:`bernoulli_masks`), so an int seed gives the
+        ``SeedSequence(root, spawn_key=(i,))`` (:func:`featurelens.approximators.lime.bernoulli_masks`), so an int seed gives the
         same values on every call, alone, in row splits or in parallel.
     batch_size, progress, executor
         As for ``kernel_shap``.
@@ -157,14 +102,11 @@ class Lime(_ShapleyExplainer):
         super().__init__(model, baseline=baseline, background=background, groups=groups, batch_size=batch_size,
                          progress=progress, executor=executor)
         self.n_samples = check_budget(n_samples, "n_samples", low=2, unit="model evaluations", what="per input")
-        self.surrogate = check_option(surrogate, "surrogate", ("ridge", "lasso"))
-        if alpha is None:
-            alpha = 1.0 if self.surrogate == "ridge" else 0.01
-        self.alpha = check_float(alpha, "alpha", low=0.0, low_inclusive=self.surrogate == "ridge")
-        self.distance = check_option(distance, "distance", ("cosine", "euclidean"))
-        self.kernel_width = check_float(kernel_width, "kernel_width", low=0.0, low_inclusive=False,
-                                        allow_none=True)
-        self.distance_space = check_option(distance_space, "distance_space", ("interpretable", "input"))
+        self.settings = LimeSettings(surrogate=surrogate, alpha=alpha, distance=distance, kernel_width=kernel_width,
+                                     distance_space=distance_space)
+        self.surrogate, self.alpha = self.settings.surrogate, self.settings.alpha
+        self.distance, self.kernel_width = self.settings.distance, self.settings.kernel_width
+        self.distance_space = self.settings.distance_space
         if self.distance_space == "input" and background is not None:
             raise ValueError("distance_space='input' measures the distance to the filled input, which needs a "
                              "baseline fill; got background= (use distance_space='interpretable')")
@@ -175,20 +117,27 @@ class Lime(_ShapleyExplainer):
                 "distance": self.distance, "kernel_width": self.kernel_width, "distance_space": self.distance_space,
                 **self.seed_params()}
 
+    approximator = staticmethod(approximators.lime)
+
     def width(self, n_players: int) -> float:
         """The kernel width used for ``n_players`` players."""
-        if self.kernel_width is not None:
-            return self.kernel_width
-        return 0.25 if self.distance == "cosine" else 0.75 * float(np.sqrt(n_players))
+        return self.settings.width(n_players)
 
-    def _rng(self, i: int):
-        return self.row_rng(i)
+    def approximator_options(self, row: int) -> dict:
+        # v(N) plus n_samples coalitions from row i's stream SeedSequence(root, spawn_key=(i,)).
+        return {"budget": self.n_samples + 1, "seed": self.row_rng(row), "surrogate": self.surrogate,
+                "alpha": self.alpha, "distance": self.distance, "kernel_width": self.kernel_width,
+                "distance_space": self.distance_space}
+
+    def row_record(self, result) -> dict:
+        return {"surrogate_r2": result.info["surrogate_r2"]}
 
     def _batched(self, x, target):
         """LIME of every row with a baseline fill: the same per-row samples (row ``i``'s stream)
-        and fits as the one-game-per-row path, but the model rows of all rows (``v(N)`` and the
-        ``n_samples`` masked copies each) go through :meth:`Model.expanded_forward` in batched
-        chunks, as Captum batches ``perturbations_per_eval`` rows."""
+        and fits as :func:`featurelens.approximators.lime` on each row's game, but the model rows
+        of all rows (``v(N)`` and the ``n_samples`` masked copies each) go through
+        :meth:`Model.expanded_forward` in batched chunks, as Captum batches
+        ``perturbations_per_eval`` rows."""
         self._check_fill(x)
         self._check_groups_shape(x)
         n = x.shape[0]
@@ -200,7 +149,7 @@ class Lime(_ShapleyExplainer):
         else:
             labels = np.asarray(self.groups).reshape(-1).astype(np.int64)
             n_players = int(labels.max()) + 1
-        masks = np.stack([bernoulli_masks(self.n_samples, n_players, self._rng(i)) for i in range(n)])
+        masks = np.stack([self.settings.masks(self.n_samples, n_players, self.row_rng(i)) for i in range(n)])
         keep_all = np.concatenate([np.ones((n, 1, n_players), dtype=bool), masks], axis=1)  # (n, S + 1, G)
         keep_t = torch.as_tensor(keep_all, device=x.device)
         player = torch.as_tensor(labels, device=x.device)
@@ -212,19 +161,14 @@ class Lime(_ShapleyExplainer):
         v = self.model.expanded_forward(x, self.n_samples + 1, make_rows, target=target,
                                         transform=lambda out, c, s: out.double())
         v = v.detach().cpu().numpy()  # (S + 1, n)
-        width = self.width(n_players)
         maps, base, r2s = [], [], []
         for i in range(n):
+            space = ()
             if self.distance_space == "input":
-                dist = _distances(masks[i], self.distance, flat[i].double().cpu().numpy(),
-                                  fill[i].double().cpu().numpy(), None if self.groups is None else labels)
-            else:
-                dist = _distances(masks[i], self.distance)
-            weights = exponential_kernel(dist, width)
-            if not weights.sum() > 0:
-                raise ValueError(f"kernel_width={width} gives every sample zero weight (distances from "
-                                 f"{dist.min():.3g} to {dist.max():.3g}); use a larger kernel_width")
-            coef, intercept, r2 = fit_surrogate(masks[i], v[1:, i], weights, self.surrogate, self.alpha)
+                space = (flat[i].double().cpu().numpy(), fill[i].double().cpu().numpy(),
+                         None if self.groups is None else labels)
+            weights = self.settings.weights(masks[i], *space)
+            coef, intercept, r2 = self.settings.fit(masks[i], v[1:, i], weights)
             maps.append(np.asarray(coef)[labels])
             base.append(float(intercept))
             r2s.append(r2)
@@ -238,32 +182,7 @@ class Lime(_ShapleyExplainer):
         }
         return values, extra
 
-    def _player_values(self, game: MaskedModel, rng):
-        n = game.n_players
-        masks = bernoulli_masks(self.n_samples, n, rng)
-        if self.distance_space == "input":
-            x_flat = game.x.reshape(-1).double().cpu().numpy()
-            fill_flat = game.baseline.reshape(-1).double().cpu().numpy()
-            element_player = None if game.groups is None else game.groups.reshape(-1)
-            d = _distances(masks, self.distance, x_flat, fill_flat, element_player)
-        else:
-            d = _distances(masks, self.distance)
-        weights = exponential_kernel(d, self.width(n))
-        if not weights.sum() > 0:
-            raise ValueError(f"kernel_width={self.width(n)} gives every sample zero weight (distances from "
-                             f"{d.min():.3g} to {d.max():.3g}); use a larger kernel_width")
-        values = game(np.vstack([np.ones((1, n), dtype=bool), masks]))
-        coef, intercept, r2 = fit_surrogate(masks, values[1:], weights, self.surrogate, self.alpha)
-        self._r2.append(r2)
-        return coef, intercept, float(values[0]), self.n_samples + 1
-
     def _attribute(self, x, target, outputs=None):
         if self.background is None and self.executor is None:
             return self._batched(x, target)
-        self._r2 = []
-        try:
-            values, extra = super()._attribute(x, target, outputs)
-            extra["surrogate_r2"] = list(self._r2)
-        finally:
-            self._r2 = []
-        return values, extra
+        return super()._attribute(x, target, outputs)

@@ -9,21 +9,24 @@ methods attribute through the model's input embeddings
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import torch
 
 from .._validation import check_budget, check_option, check_token_ids
-from ._explain import METHODS, check_lime_budget, explain
+from ._explain import METHODS, OWN, explain, method_keywords
 from ._gradients import GRADIENT_METHODS, check_ig_steps, embedding_attributions
 from ._games import OUTPUTS, ClassifierGame, GenerationGame, forward_ids, model_vocab_size
 from ._players import UNITS, Players, is_hf_tokenizer
 
 __all__ = ["TextExplainer", "TEXT_METHODS", "method_options"]
 
-#: Registry names that mean a method of :func:`explain` or of :func:`embedding_attributions` under
-#: another name ("layer_integrated_gradients": IG at the embedding layer, which is what
-#: ``integrated_gradients`` computes for a text model).
-_ALIASES = {"exact_shapley": "exact", "layer_integrated_gradients": "integrated_gradients"}
+#: Registry names that mean a method of :func:`embedding_attributions` under another name
+#: ("layer_integrated_gradients": IG at the embedding layer, which is what
+#: ``integrated_gradients`` computes for a text model). The black-box methods' names and aliases
+#: are those of :mod:`featurelens.approximators` (:data:`METHODS`).
+_ALIASES = {"layer_integrated_gradients": "integrated_gradients"}
 #: Every method name ``fl.explainer(name, model, tokenizer=...)`` takes.
 TEXT_METHODS = tuple(METHODS) + GRADIENT_METHODS + tuple(_ALIASES)
 #: Output units: a game's, plus the names of the image/tabular explainers' units.
@@ -41,22 +44,14 @@ def method_options(method: str) -> tuple[str, ...]:
     ``method`` (a name of :data:`TEXT_METHODS`): the keywords of the estimator it runs, less those
     the explainer passes itself (the game, ``budget``, ``seed``, ``max_order``); for ProxySPEX also
     the keywords of scikit-learn's ``GradientBoostingRegressor`` (where scikit-learn is installed)."""
-    import inspect
-
-    from .. import approximators, interactions
-    from ._explain import _lime
+    from .. import approximators
 
     method = _ALIASES.get(method, method)
     if method in _GRADIENT_OPTIONS:
         return _GRADIENT_OPTIONS[method]
-    if method == "feature_ablation":
-        return ()
-    fn = {"lime": _lime, "exact": approximators.exact_shapley, "spex": interactions.spex,
-          "proxy_spex": interactions.proxy_spex}.get(method) or getattr(approximators, method)
-    own = {"game", "n", "rng", "budget", "seed", "max_order"}
-    names = [p.name for p in inspect.signature(fn).parameters.values()
-             if p.name not in own and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
-    if method == "proxy_spex":
+    keywords, _ = method_keywords(method)
+    names = [k for k in keywords if k not in OWN]
+    if approximators.get(method) is approximators.proxy_spex:
         try:
             from sklearn.ensemble import GradientBoostingRegressor
         except ImportError:  # proxy_spex itself needs scikit-learn: it says so when run
@@ -189,9 +184,7 @@ class TextExplainer:
         self.output = check_option(_OUTPUT_ALIASES.get(output, output), "output", OUTPUTS)
         self.target, self.removal, self.continuation, self.reduce = target, removal, continuation, reduce
         # Sizes refused here, before any text is explained (featurelens._validation.check_budget).
-        if self.method == "lime":
-            check_lime_budget(budget)
-        elif self.method in ("kernel_shap", "permutation_shap", "spex", "proxy_spex"):
+        if not self.gradient and "budget" in method_keywords(self.method)[0]:
             check_budget(budget, "budget", allow_none=True, unit="game evaluations", what="per text")
         if self.method == "integrated_gradients" and "n_steps" in options:
             check_ig_steps(options["n_steps"])

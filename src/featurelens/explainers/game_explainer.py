@@ -1,0 +1,210 @@
+"""GameExplainer: any approximator of :mod:`featurelens.approximators` as an explainer.
+
+For each sample ``x`` (and its target ``t``) the explainer builds the game
+:class:`featurelens.games.MaskedModel`, ``v(S) = f_t(x_S, fill)``: the players in ``S`` keep their
+values and the others take the fill, a ``baseline`` (a scalar or an array shaped like one input)
+or the average over ``background`` rows; the players are the input's elements or the labels of
+``groups``. It runs the class's :attr:`GameExplainer.approximator` on that game and spreads the
+per-player values of the :class:`~featurelens.approximators.ApproximationResult` back over the
+input: every element carries its player's value, so with ``groups`` all elements of a group hold
+the same number (:meth:`GameExplainer.explain_players` returns one value per player).
+
+A new black-box explainer is a subclass that names its approximator and the options it passes::
+
+    @register("my_method")
+    class MyMethod(GameExplainer):
+        approximator = staticmethod(approximators.kernel_shap)
+
+        def approximator_options(self, i):
+            return {"budget": 1000, "seed": self.row_rng(i)}
+
+Recorded per row (``Explanation.params``): ``base_values`` (the result's ``base_value``),
+``full_values`` (``v(N)``) and ``game_evaluations``; :attr:`GameExplainer.records` says which of
+them a method keeps, :meth:`GameExplainer.row_record` adds the method's own per-row entries and
+:meth:`GameExplainer.row_arrays` further per-player arrays (``Explanation.extra``).
+
+Cost: one game per sample (one forward pass to set up the game), that sample's coalitions in
+batches; with ``B`` background rows each coalition costs ``B`` model rows. ``executor=``
+(constructor) evaluates each sample's coalitions on an executor's workers; ``explain(x,
+executor=...)`` explains the rows in parts on the workers.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import torch
+
+from .._validation import check_executor, check_optional_bool, executor_param
+from ..games import MaskedModel, _split_background
+from ._base import Explainer, Requires
+
+__all__ = ["GameExplainer"]
+
+
+class GameExplainer(Explainer):
+    """An approximator of :mod:`featurelens.approximators` run on one MaskedModel game per sample.
+
+    Parameters
+    ----------
+    model
+        A torch module or any callable the Model adapter wraps (forward passes only).
+    baseline, background, groups
+        The value function and the players, see :class:`featurelens.games.MaskedModel`; give
+        either ``baseline`` or ``background``, not both. On tabular data (one input of shape
+        ``(d,)``) one of the two is required (:meth:`explain` refuses otherwise); images and
+        signals default to ``baseline=0.0``.
+    batch_size
+        Most model rows per forward pass.
+    progress
+        A tqdm bar over the samples of a batch; None (default): only when stderr is a terminal.
+    executor
+        Where each sample's coalitions are evaluated (the game hook, :mod:`featurelens.parallel`);
+        ``explain(x, executor=...)`` spreads the rows instead. Values equal the serial path.
+    """
+
+    #: The function of :mod:`featurelens.approximators` this explainer runs (a staticmethod).
+    approximator = None
+    requires = Requires(gradients=False)
+    accepts = frozenset({"baseline", "groups", "progress", "executor"})  # the harness options it takes (see Explainer.accepts)
+    #: Per-row entries of the extra params (joined over the parts of a row-parallel explain).
+    row_params = frozenset({"base_values", "full_values", "game_evaluations"})
+    #: Which per-row results the explanation records: ``base_values``, ``full_values``,
+    #: ``game_evaluations`` (a method without a base value leaves ``base_values`` out).
+    records = ("base_values", "full_values", "game_evaluations")
+
+    def __init__(self, model, baseline=None, background=None, groups=None, batch_size: int | None = None,
+                 progress: bool | None = None, executor=None):
+        super().__init__(model, batch_size)
+        self.progress = check_optional_bool(progress, "progress")
+        self.executor = check_executor(executor)
+        if baseline is not None and background is not None:
+            raise ValueError(
+                "give either baseline (a fixed fill value) or background (rows to average over), not both; "
+                f"got baseline of type {type(baseline).__name__} and background of type {type(background).__name__}"
+            )
+        if background is not None:
+            _split_background(background)  # bad weights of a (rows, weights) pair are refused here
+        self.baseline = baseline
+        self.background = background
+        self.groups = groups
+
+    def params(self) -> dict:
+        p = dict(super().params())
+        p["fill"] = "background" if self.background is not None else "baseline"
+        if self.background is not None:
+            rows, weights = _split_background(self.background)
+            p["n_background"] = int(rows.shape[0] if hasattr(rows, "shape") else np.shape(rows)[0])
+            p["background_weighted"] = weights is not None
+        elif self.baseline is None or np.ndim(self.baseline) == 0:
+            p["baseline"] = 0.0 if self.baseline is None else float(self.baseline)
+        else:
+            p["baseline"] = "array"
+        p["groups"] = self.groups is not None
+        p["executor"] = executor_param(self.executor)
+        return p
+
+    # -- the game and the approximator of one row -------------------------------------------------
+
+    def fill(self, row: int) -> dict:
+        """The fill of row ``row``'s game, as keywords of MaskedModel (``baseline``, ``background``)."""
+        return {"baseline": self.baseline, "background": self.background}
+
+    def game(self, x_row: torch.Tensor, target: int, row: int = 0) -> MaskedModel:
+        """The MaskedModel game of one sample ``x_row`` (row ``row`` of the batch) for ``target``."""
+        return MaskedModel(self.model, x_row, groups=self.groups, target=target, executor=self.executor,
+                           **self.fill(row))
+
+    def approximator_options(self, row: int) -> dict:
+        """The keywords the approximator gets for row ``row`` (a budget, the row's seed, ...)."""
+        return {}
+
+    def run(self, game, row: int):
+        """The :class:`~featurelens.approximators.ApproximationResult` of row ``row``'s game."""
+        return type(self).approximator(game, **self.approximator_options(row))
+
+    def row_record(self, result) -> dict:
+        """Per-row entries of the method beyond :attr:`records` (each becomes a list over rows)."""
+        return {}
+
+    def row_arrays(self, result) -> dict:
+        """Per-player arrays of the method (spread over the input like the values; they reach
+        ``Explanation.extra``)."""
+        return {}
+
+    # -- checks and the loop over rows ------------------------------------------------------------
+
+    def _check_groups_shape(self, x) -> None:
+        # Each sample x[i] is one input: groups must be shaped like it. (MaskedModel alone cannot
+        # tell a (1, 8, 8) input from a batch of one (8, 8) input, and would blame the model.)
+        if self.groups is None:
+            return
+        shape = tuple(np.shape(self.groups))
+        if shape != tuple(x.shape[1:]):
+            raise ValueError(
+                f"groups must be shaped like one input {tuple(x.shape[1:])} (an int player label per input "
+                f"element); got shape {shape}"
+            )
+
+    def _check_fill(self, x) -> None:
+        """Refuse tabular inputs (one input is a row, shape ``(d,)``) when neither ``background``
+        nor ``baseline`` was given: the zero fill that images and signals default to is a black
+        image or silence there, but on unscaled tabular features a zero lies anywhere, often far
+        outside the data, and the values would explain that arbitrary point."""
+        if self.background is None and self.baseline is None and x.ndim == 2:
+            raise ValueError(
+                f"{self.name} on tabular data (one input of shape ({x.shape[1]},)) needs background= or baseline=: "
+                "removed features must be filled with something, and the default zero fill is meaningless on "
+                "unscaled features. Pass background=X_train (rows averaged over, as shap does), a summary "
+                "background=fl.games.summarize_background(X_train, k=50) (k-means, weighted), or baseline=0.0 "
+                "explicitly when a zero is meaningful (standardised features)"
+            )
+
+    def _rows(self, x, target):
+        """One game per row, the approximator on each: ``(values like x, extra params)``."""
+        self._check_groups_shape(x)
+        n_samples = x.shape[0]
+        maps = []
+        per_row: dict[str, list] = {name: [] for name in self.records}
+        side_maps: dict[str, list] = {}
+        n_players = None
+        from tqdm.auto import tqdm
+
+        show = sys.stderr.isatty() if self.progress is None else self.progress
+        for i in tqdm(range(n_samples), desc=self.name, disable=not show or n_samples < 2, leave=False, unit="sample"):
+            game = self.game(x[i], int(target[i]), row=i)
+            res = self.run(game, i)
+            n_players = game.n_players
+            spread = (lambda v: v.reshape(game.input_shape)) if game.groups is None else (lambda v: v[game.groups])
+            maps.append(spread(res.values))
+            for name, player_values in self.row_arrays(res).items():
+                side_maps.setdefault(name, []).append(spread(player_values))
+            row = {"base_values": float(res.base_value), "full_values": float(res.full_value),
+                   "game_evaluations": int(res.game_evaluations)}
+            for name in self.records:
+                per_row[name].append(row[name])
+            for name, value in self.row_record(res).items():
+                per_row.setdefault(name, []).append(value)
+        values = np.stack(maps).reshape(x.shape)
+        extra = {"n_players": int(n_players), **per_row}
+        if side_maps:
+            extra["arrays"] = {name: np.stack(m).reshape(x.shape) for name, m in side_maps.items()}
+        return values, extra
+
+    def _attribute(self, x, target, outputs=None):
+        self._check_fill(x)
+        return self._rows(x, target)
+
+    def explain_players(self, x, target=None, executor=None) -> np.ndarray:
+        """Per-player values, shape ``(n_samples, n_players)`` (``(n_samples, k, n_players)`` for
+        ``(n, k)`` targets): each player's value once, not spread over its elements.
+        ``executor``: rows in parallel, as for :meth:`explain`."""
+        e = self.explain(x, target=target, executor=executor)
+        lead = e.values.ndim - (np.ndim(x) - 1)
+        flat = e.values.reshape(*e.values.shape[:lead], -1)
+        if self.groups is None:
+            return flat
+        groups = np.asarray(self.groups).reshape(-1)
+        first = np.unique(groups, return_index=True)[1]  # first element of each player
+        return flat[..., first]
