@@ -35,7 +35,6 @@ import torch
 
 from .. import approximators
 from .._random import numpy_rng, parse_seed
-from .._validation import resolve_baseline
 from ._base import Requires, register
 from .game_explainer import GameExplainer
 
@@ -56,7 +55,7 @@ class _LeaveOneOut(GameExplainer):
         batched passes (a baseline, no background, no executor), else None (one game per row)."""
         if self.background is not None or self.executor is not None:
             return None
-        return resolve_baseline(0.0 if self.baseline is None else self.baseline, x, "baseline")
+        return self._resolve_baseline(x)
 
     def _batched_rows(self, x, target, fill):
         """Leave-one-out values of every row through :meth:`Model.expanded_forward`: copy 0 of

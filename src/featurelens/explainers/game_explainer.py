@@ -36,7 +36,7 @@ import sys
 import numpy as np
 import torch
 
-from .._validation import check_executor, check_optional_bool, executor_param
+from .._validation import check_executor, check_optional_bool, default_baseline, executor_param
 from ..games import MaskedModel, _split_background
 from ._base import Explainer, Requires
 
@@ -54,7 +54,9 @@ class GameExplainer(Explainer):
         The value function and the players, see :class:`featurelens.games.MaskedModel`; give
         either ``baseline`` or ``background``, not both. On tabular data (one input of shape
         ``(d,)``) one of the two is required (:meth:`explain` refuses otherwise); images and
-        signals default to ``baseline=0.0``.
+        signals default to zeros (:attr:`default_baseline` ``"refuse_tabular"``). Recorded as
+        ``params["baseline"]`` (``"zeros"``, the number, or ``"array"``) with ``params["fill"] =
+        "baseline"``, or ``params["fill"] = "background"`` and no ``"baseline"``.
     batch_size
         Most model rows per forward pass.
     progress
@@ -67,6 +69,9 @@ class GameExplainer(Explainer):
     #: The function of :mod:`featurelens.approximators` this explainer runs (a staticmethod).
     approximator = None
     requires = Requires(gradients=False)
+    #: None on tabular rows is refused (a zero lies anywhere on unscaled features); images and
+    #: signals get zeros (see :class:`~featurelens.explainers.Explainer`).
+    default_baseline = "refuse_tabular"
     accepts = frozenset({"baseline", "groups", "progress", "executor"})  # the harness options it takes (see Explainer.accepts)
     #: Per-row entries of the extra params (joined over the parts of a row-parallel explain).
     row_params = frozenset({"base_values", "full_values", "game_evaluations"})
@@ -97,10 +102,6 @@ class GameExplainer(Explainer):
             rows, weights = _split_background(self.background)
             p["n_background"] = int(rows.shape[0] if hasattr(rows, "shape") else np.shape(rows)[0])
             p["background_weighted"] = weights is not None
-        elif self.baseline is None or np.ndim(self.baseline) == 0:
-            p["baseline"] = 0.0 if self.baseline is None else float(self.baseline)
-        else:
-            p["baseline"] = "array"
         p["groups"] = self.groups is not None
         p["executor"] = executor_param(self.executor)
         return p
@@ -148,18 +149,14 @@ class GameExplainer(Explainer):
             )
 
     def _check_fill(self, x) -> None:
-        """Refuse tabular inputs (one input is a row, shape ``(d,)``) when neither ``background``
-        nor ``baseline`` was given: the zero fill that images and signals default to is a black
-        image or silence there, but on unscaled tabular features a zero lies anywhere, often far
-        outside the data, and the values would explain that arbitrary point."""
-        if self.background is None and self.baseline is None and x.ndim == 2:
-            raise ValueError(
-                f"{self.name} on tabular data (one input of shape ({x.shape[1]},)) needs background= or baseline=: "
-                "removed features must be filled with something, and the default zero fill is meaningless on "
-                "unscaled features. Pass background=X_train (rows averaged over, as shap does), a summary "
-                "background=fl.games.summarize_background(X_train, k=50) (k-means, weighted), or baseline=0.0 "
-                "explicitly when a zero is meaningful (standardised features)"
-            )
+        """Apply :attr:`default_baseline` (``"refuse_tabular"``,
+        :func:`featurelens._validation.default_baseline`) when neither ``background`` nor
+        ``baseline`` was given: tabular inputs (one input is a row, shape ``(d,)``) are refused,
+        because the zero fill that images and signals default to is a black image or silence
+        there, but on unscaled tabular features a zero lies anywhere, often far outside the data,
+        and the values would explain that arbitrary point."""
+        if self.background is None and self.baseline is None:
+            default_baseline(self.default_baseline, x, method=self.name)
 
     def _rows(self, x, target):
         """One game per row, the approximator on each: ``(values like x, extra params)``."""

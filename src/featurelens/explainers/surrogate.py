@@ -41,7 +41,7 @@ import torch
 
 from .. import approximators
 from .._random import parse_seed
-from .._validation import check_budget, resolve_baseline
+from .._validation import check_budget
 from ..approximators.lime import LimeSettings
 from ._base import register
 from .game_explainer import GameExplainer
@@ -143,7 +143,7 @@ class Lime(GameExplainer):
         n = x.shape[0]
         flat = x.reshape(n, -1)
         d = flat.shape[1]
-        fill = resolve_baseline(0.0 if self.baseline is None else self.baseline, x, "baseline").reshape(n, -1)
+        fill = self._resolve_baseline(x).reshape(n, -1)
         if self.groups is None:
             labels, n_players = np.arange(d), d
         else:
