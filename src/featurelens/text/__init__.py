@@ -10,14 +10,16 @@
   with any of these methods or with gradients through the input embeddings.
 * :func:`embedding_attributions`: saliency, input x gradient and integrated gradients through a
   torch model's input embeddings, per token and per player.
-* :func:`explain`: Shapley values (KernelSHAP, permutation, exact) or sparse interactions (SPEX,
-  ProxySPEX) of such a game; ``fl.plots.text`` colours the words by their values.
+* :func:`explain`: any approximator of :mod:`featurelens.approximators` on such a game, by name
+  (Shapley values, LIME, leave-one-out, or the sparse interactions of SPEX / ProxySPEX; a new
+  approximator in :data:`featurelens.approximators.APPROXIMATORS` is a text method too);
+  ``fl.plots.text`` colours the words by their values.
 """
 
-from ._explain import METHODS, SAMPLERS, explain
-from ._explainer import TEXT_METHODS, TextExplainer, method_options
+from ._explain import METHODS, SAMPLERS, explain, methods
+from ._explainer import TEXT_METHODS, TextExplainer, method_options, text_methods
 from ._gradients import EMBEDDING_BASELINES, GRADIENT_METHODS, embedding_attributions
 from ._games import OUTPUTS, REDUCES, ClassifierGame, GenerationGame
 from ._players import EMPTY_TOKENS, REMOVALS, UNITS, Players
 
-__all__ = ["EMPTY_TOKENS", "method_options", "EMBEDDING_BASELINES", "GRADIENT_METHODS", "embedding_attributions", "METHODS", "TEXT_METHODS", "TextExplainer", "OUTPUTS", "REDUCES", "REMOVALS", "SAMPLERS", "UNITS", "ClassifierGame", "GenerationGame", "Players", "explain"]
+__all__ = ["EMPTY_TOKENS", "method_options", "EMBEDDING_BASELINES", "GRADIENT_METHODS", "embedding_attributions", "METHODS", "methods", "TEXT_METHODS", "text_methods", "TextExplainer", "OUTPUTS", "REDUCES", "REMOVALS", "SAMPLERS", "UNITS", "ClassifierGame", "GenerationGame", "Players", "explain"]

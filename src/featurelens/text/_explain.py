@@ -13,11 +13,17 @@ from .._random import seed_record
 from .._validation import check_option
 from ..approximators.lime import SAMPLERS
 
-__all__ = ["explain", "METHODS", "SAMPLERS"]
+__all__ = ["explain", "methods", "METHODS", "SAMPLERS"]
 
-#: Methods of :func:`explain`: every approximator (:data:`featurelens.approximators.APPROXIMATORS`)
-#: and its other names (:data:`featurelens.approximators.ALIASES`).
-METHODS = tuple(approximators.APPROXIMATORS) + tuple(approximators.ALIASES)
+def methods() -> tuple[str, ...]:
+    """The methods of :func:`explain` now: every approximator of
+    :data:`featurelens.approximators.APPROXIMATORS` and its other names
+    (:data:`featurelens.approximators.ALIASES`), read at call time."""
+    return tuple(approximators.APPROXIMATORS) + tuple(approximators.ALIASES)
+
+
+#: The methods of :func:`explain` at import (:func:`methods` reads them at call time).
+METHODS = methods()
 #: The keywords :func:`explain` passes itself, where the approximator takes them.
 OWN = ("budget", "seed", "max_order")
 
@@ -80,7 +86,7 @@ def explain(game, method: str = "kernel_shap", budget=None, seed=0, max_order: i
     """
     from ..explanation import Explanation
 
-    method = check_option(method, "method", METHODS)
+    method = check_option(method, "method", methods())
     players = getattr(game, "players", None)
     n = getattr(game, "n_players", None)
     if not callable(game) or n is None:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from .._validation import check_budget, check_option, check_token_ids
-from ._explain import METHODS, OWN, explain, method_keywords
+from ._explain import OWN, explain, method_keywords, methods
 from ._gradients import GRADIENT_METHODS, check_ig_steps, embedding_attributions
 from ._games import OUTPUTS, ClassifierGame, GenerationGame, forward_ids, model_vocab_size
 from ._players import UNITS, Players, is_hf_tokenizer
@@ -25,10 +25,19 @@ __all__ = ["TextExplainer", "TEXT_METHODS", "method_options"]
 #: Registry names that mean a method of :func:`embedding_attributions` under another name
 #: ("layer_integrated_gradients": IG at the embedding layer, which is what
 #: ``integrated_gradients`` computes for a text model). The black-box methods' names and aliases
-#: are those of :mod:`featurelens.approximators` (:data:`METHODS`).
+#: are those of :mod:`featurelens.approximators` (:func:`featurelens.text.methods`).
 _ALIASES = {"layer_integrated_gradients": "integrated_gradients"}
-#: Every method name ``fl.explainer(name, model, tokenizer=...)`` takes.
-TEXT_METHODS = tuple(METHODS) + GRADIENT_METHODS + tuple(_ALIASES)
+
+
+def text_methods() -> tuple[str, ...]:
+    """Every method name ``fl.explainer(name, model, tokenizer=...)`` takes now: the
+    approximators' (:func:`featurelens.text.methods`) and the gradient methods."""
+    return methods() + GRADIENT_METHODS + tuple(_ALIASES)
+
+
+#: Every method name ``fl.explainer(name, model, tokenizer=...)`` takes, at import
+#: (:func:`text_methods` reads them at call time).
+TEXT_METHODS = text_methods()
 #: Output units: a game's, plus the names of the image/tabular explainers' units.
 _OUTPUT_ALIASES = {"probability": "softmax", "log_probability": "log_softmax"}
 #: The options (``**options``) of each gradient method, passed to :func:`embedding_attributions`.
@@ -154,7 +163,7 @@ class TextExplainer:
                  removal="delete", continuation=None, reduce: str = "sum", budget=None, seed=0, max_order: int = 3,
                  batch_size: int | None = None, inputs: str | None = None, bos_token_id: int | None = None,
                  empty_token_id: int | None = None, **options):
-        method = check_option(method, "name", TEXT_METHODS)
+        method = check_option(method, "name", text_methods())
         self.method = _ALIASES.get(method, method)
         accepted = method_options(method)
         unknown = [k for k in options if k not in accepted]
@@ -169,7 +178,7 @@ class TextExplainer:
         self.gradient = self.method in GRADIENT_METHODS
         if self.gradient and not isinstance(model, torch.nn.Module):
             raise TypeError(f"{self.method!r} differentiates through the model's input embeddings, so model must be a "
-                            f"torch.nn.Module; got {type(model).__name__} (use a black-box method: {', '.join(METHODS)})")
+                            f"torch.nn.Module; got {type(model).__name__} (use a black-box method: {', '.join(methods())})")
         if isinstance(tokenizer, str):
             if tokenizer != "whitespace":
                 raise ValueError(f"tokenizer must be a HuggingFace tokenizer, 'whitespace' or a callable; got {tokenizer!r}")
