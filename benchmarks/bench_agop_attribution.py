@@ -15,7 +15,7 @@ Here ``M = (1/n) sum_i g_i g_i^T``, ``g_i = d f_t(x_i) / d x`` with ``t`` the pr
 (Radhakrishnan et al., Science 2024, arXiv 2212.13881); the data are XAI-TRIS (Clark, Wilming &
 Haufe, Machine Learning 2024, arXiv 2306.12816; :func:`featurelens.datasets.xai_tris`) with the
 paper's SNRs, and the model is the XAI-TRIS CNN of that image size
-(:func:`featurelens.bench.models.build_model`: ``CNN8by8`` or the 64x64 ``CNN``).
+(:func:`featurelens.groundtruth.models.build_model`: ``CNN8by8`` or the 64x64 ``CNN``).
 
 Parts:
 
@@ -68,9 +68,9 @@ import torch
 from _common import environment, load_average, write_results
 
 import featurelens as fl
-from featurelens.bench.models import build_model
-from featurelens.bench.runner import default_methods
-from featurelens.bench.settings import DEFAULT_SETTINGS
+from featurelens.groundtruth.models import build_model
+from featurelens.groundtruth.runner import default_methods
+from featurelens.groundtruth.settings import DEFAULT_SETTINGS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METHODS = ["saliency", "input_x_gradient", "integrated_gradients", "smoothgrad", "gradcam", "agop_local",

@@ -1,6 +1,6 @@
 """Explanation-quality metrics, featurelens against Quantus 0.6, side by side in one run.
 
-Setting: the XAI-TRIS 8x8 CNN (``featurelens.bench.models.build_model("cnn", 8)``) trained briefly
+Setting: the XAI-TRIS 8x8 CNN (``featurelens.groundtruth.models.build_model("cnn", 8)``) trained briefly
 on the linear/white scenario (``featurelens.datasets.xai_tris``, 4,000 images), then 256 test images,
 their predicted classes as targets, and |saliency| maps as the attributions (featurelens
 ``saliency(abs=True)``; Quantus's own ``quantus.explain(method="Saliency")`` for the metrics that
@@ -63,7 +63,7 @@ import torch
 
 import featurelens as fl
 from _common import environment, load_average, write_results
-from featurelens.bench.models import build_model
+from featurelens.groundtruth.models import build_model
 from featurelens._training import train_model
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -1,7 +1,7 @@
 """WAM (wam, wam_smoothgrad, wam_ig) against the gradient methods, in three parts.
 
 (a) Localisation on the XAI-TRIS 64x64 scenarios (Clark, Wilming, Haufe 2024, arXiv 2306.12816):
-    the ``featurelens benchmark`` runner (:func:`featurelens.bench.run_benchmark`) with the 64x64
+    the ``featurelens benchmark`` runner (:func:`featurelens.groundtruth.run_benchmark`) with the 64x64
     XAI-TRIS CNN, one background, and the methods saliency, input_x_gradient,
     integrated_gradients, smoothgrad, wam, wam_smoothgrad, wam_ig and random; scores are
     precision@k and the EMD score against the planted masks (``featurelens.metrics``). Kept short
@@ -45,8 +45,8 @@ import torch
 
 import featurelens as fl
 from featurelens import _wavelets as wt
-from featurelens.bench import run_benchmark
-from featurelens.bench.models import build_model
+from featurelens.groundtruth import run_benchmark
+from featurelens.groundtruth.models import build_model
 from featurelens._training import train_model
 from _common import environment, load_average, write_results
 

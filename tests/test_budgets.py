@@ -341,7 +341,7 @@ def test_huge_cli_sizes_are_refused_in_process(tmp_path, case, value):
     import featurelens._audit.cli  # noqa: F401  (imports outside the timing)
     import featurelens._cli_executor  # noqa: F401
     import featurelens._explain_cli  # noqa: F401
-    import featurelens.bench.runner  # noqa: F401
+    import featurelens.groundtruth.runner  # noqa: F401
     import featurelens.learning._diagnose_cli  # noqa: F401
     import featurelens.selection._cli  # noqa: F401
 

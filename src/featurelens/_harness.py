@@ -1,5 +1,5 @@
 """The one "run the methods that apply and score them" harness, shared by the audit
-(:func:`featurelens.audit`) and the ground-truth benchmark (:func:`featurelens.bench.run_benchmark`).
+(:func:`featurelens.audit`) and the ground-truth benchmark (:func:`featurelens.groundtruth.run_benchmark`).
 
 - :func:`applicable` chooses the methods that apply by reading each explainer's declared
   :attr:`~featurelens.explainers.Explainer.requires` (gradients, a convolutional layer, a channel

@@ -6,7 +6,7 @@ Two formats are data, and load without running anything from the file:
 
 - **A torch state dict** (``torch.save(model.state_dict(), f)``): read with
   ``torch.load(weights_only=True)`` (tensors and plain containers only) into a built-in
-  architecture named by ``architecture`` (:data:`featurelens.bench.models.MODELS`).
+  architecture named by ``architecture`` (:data:`featurelens.groundtruth.models.MODELS`).
 - **skops** (``skops.io.dump``): ``skops.io.load`` with skops' default trusted types plus the
   types listed in ``trusted_types`` (``--trust-type NAME``); a file holding other types is refused
   unless ``trust=True``, and the refusal lists them.
@@ -129,7 +129,7 @@ def _state_dict(obj):
 
 
 def _build_architecture(path: str, state: dict, architecture: str, image_size: int | None):
-    from .bench.models import IMAGE_SIZES, MODELS, build_model
+    from .groundtruth.models import IMAGE_SIZES, MODELS, build_model
 
     name = architecture.lower()
     if name not in MODELS:

@@ -7,7 +7,7 @@ already in memory instead of going through a DataLoader, whose per-batch overhea
 XAI-TRIS (Clark et al. 2024, arXiv 2306.12816) trains with Adam (lr 5e-4, batch 512) for at most
 500 epochs with patience 400; the defaults here keep the 500 epochs but stop after 50 epochs
 without a better validation loss (:data:`DEFAULT_EPOCHS`, :data:`DEFAULT_PATIENCE`). The benchmark
-runner uses a larger learning rate (``featurelens.bench.runner.DEFAULT_SETTINGS``) so that its
+runner uses a larger learning rate (``featurelens.groundtruth.runner.DEFAULT_SETTINGS``) so that its
 models converge within that budget.
 """
 

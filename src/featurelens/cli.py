@@ -27,7 +27,7 @@ import sys
 
 from ._argtypes import Choices, fraction, non_negative_float, non_negative_int, output_target, positive_int, shape
 from ._version import __version__
-from .bench.settings import DEFAULT_SETTINGS, MODEL_NAMES, QUICK_SETTINGS
+from .groundtruth.settings import DEFAULT_SETTINGS, MODEL_NAMES, QUICK_SETTINGS
 
 __all__ = ["main", "build_parser"]
 
@@ -350,7 +350,7 @@ def _plus_minus() -> str:
 
 
 def _benchmark(args) -> int:
-    from .bench.runner import run_benchmark
+    from .groundtruth.runner import run_benchmark
 
     try:
         result = run_benchmark(

@@ -6,7 +6,7 @@ import torch
 
 from featurelens import _loading
 from featurelens._loading import LoadError, check_model_data, load_data, load_model
-from featurelens.bench.models import build_model
+from featurelens.groundtruth.models import build_model
 from featurelens.cli import main
 
 # The fixture writes a TorchScript file; torch 2.13 deprecates torch.jit.script but still runs it.

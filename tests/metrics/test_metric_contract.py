@@ -239,7 +239,7 @@ def test_the_audit_reads_the_tables_it_had_before_the_specs():
 
 
 def test_the_benchmark_reads_its_metrics_from_the_specs():
-    from featurelens.bench import runner
+    from featurelens.groundtruth import runner
 
     got = {k: (s.function, s.benchmark[1]) for k, s in runner._metrics().items()}
     assert got == {"precision": (fl.metrics.precision_at_k, "precision"), "iou": (fl.metrics.iou_at_k, "IoU"),

@@ -1,4 +1,4 @@
-"""The report of :func:`featurelens.bench.run_benchmark`: ``index.html`` (built with the shared
+"""The report of :func:`featurelens.groundtruth.run_benchmark`: ``index.html`` (built with the shared
 :class:`featurelens.report.HTMLReport`), ``results.csv``, ``results.json`` and the figures as PNG
 files, written through :func:`featurelens.report.report_folder` (built aside, moved into place)."""
 
@@ -228,7 +228,7 @@ _HOW_TO_READ = (
 
 def write_benchmark_report(result, out, overwrite: bool = False) -> str:
     """Write ``index.html``, ``results.csv``, ``results.json`` and the figures (PNG) of a
-    :class:`featurelens.bench.BenchmarkResult` into the folder ``out`` (see
+    :class:`featurelens.groundtruth.BenchmarkResult` into the folder ``out`` (see
     :func:`featurelens.report.report_folder` for when an existing folder is written over).
     Returns the path of ``index.html``."""
     with report_folder(out, "benchmark", overwrite) as tmp:

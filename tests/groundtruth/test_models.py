@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from featurelens._training import evaluate, train_model
-from featurelens.bench.models import CNN, LLR, MLP, build_model, count_parameters
+from featurelens.groundtruth.models import CNN, LLR, MLP, build_model, count_parameters
 
 # -- architectures -------------------------------------------------------------------------------
 

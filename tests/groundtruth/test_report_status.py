@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from featurelens import _harness
-from featurelens.bench import run_benchmark
-from featurelens.bench import runner as bench_runner
-from featurelens.bench.models import build_model
-from featurelens.bench.runner import BACKGROUND_ROWS, STATUSES, _background_rows, _method_kwargs, pooled_status
+from featurelens.groundtruth import run_benchmark
+from featurelens.groundtruth import runner as bench_runner
+from featurelens.groundtruth.models import build_model
+from featurelens.groundtruth.runner import BACKGROUND_ROWS, STATUSES, _background_rows, _method_kwargs, pooled_status
 
 METHODS = ["saliency", "gradcam", "deconvolution", "guided_backprop", "deeplift_shap", "gradient_shap",
            "layer_conductance", "sop", "input_x_gradient", "random"]

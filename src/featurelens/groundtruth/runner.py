@@ -3,7 +3,7 @@
 For every XAI-TRIS scenario x background (Clark, Wilming, Haufe 2024, arXiv 2306.12816):
 
 1. generate the data set (:func:`featurelens.datasets.xai_tris`) and split it 80/10/10;
-2. train each reference model (:mod:`featurelens.bench.models`; the LLR only on ``linear``, where a
+2. train each reference model (:mod:`featurelens.groundtruth.models`; the LLR only on ``linear``, where a
    linear model can solve the task) with early stopping (:func:`~featurelens._training.train_model`);
 3. keep the test samples that **all** models of the data set classify correctly (the XAI-TRIS
    "intersection"), at most ``n_explain`` of them;
@@ -28,9 +28,9 @@ of ``seed``.
 Deviations from XAI-TRIS, to fit the default run into a few minutes on two CPU cores: training
 stops after 50 epochs without a better validation loss and at most 250 epochs (XAI-TRIS: patience
 400 and 500 epochs), and Adam runs at lr 5e-3 instead of 5e-4, so that the models converge within
-that budget (:data:`~featurelens.bench.settings.DEFAULT_SETTINGS`);
+that budget (:data:`~featurelens.groundtruth.settings.DEFAULT_SETTINGS`);
 one run per data set instead of five; the models output logits (XAI-TRIS puts a softmax inside
-``forward``; see :mod:`featurelens.bench.models`). The data sets are independent, so they run in
+``forward``; see :mod:`featurelens.groundtruth.models`). The data sets are independent, so they run in
 parallel worker processes (``n_jobs``, one per core by default); the results do not depend on it.
 """
 
@@ -375,7 +375,7 @@ def run_benchmark(
         recorded in ``settings["seed_root"]``, so the run can be repeated exactly;
         ``settings["seed"]`` is then None or ``"generator"``: :func:`featurelens._random.seed_record`).
     out
-        A folder: write the HTML report, CSV, JSON and figures there (:mod:`featurelens.bench.report`).
+        A folder: write the HTML report, CSV, JSON and figures there (:mod:`featurelens.groundtruth.report`).
         Checked before any work; the report is built beside it and moved into place at the end.
     overwrite
         Write into ``out`` even when it holds files and is not an earlier benchmark report

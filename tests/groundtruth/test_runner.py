@@ -9,9 +9,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from featurelens.bench import run_benchmark
-from featurelens.bench.report import write_benchmark_report
-from featurelens.bench.runner import default_methods
+from featurelens.groundtruth import run_benchmark
+from featurelens.groundtruth.report import write_benchmark_report
+from featurelens.groundtruth.runner import default_methods
 from featurelens.report import HTMLReport
 
 TINY = dict(

@@ -16,5 +16,5 @@ DEFAULT_SETTINGS = {"n_samples": 10000, "n_explain": 250, "epochs": 250, "patien
 #: minutes). A smoke run: some hard data sets (e.g. translations_rotations/correlated) do not
 #: leave the loss plateau with so few samples, and their models stay near chance.
 QUICK_SETTINGS = {"n_samples": 2000, "n_explain": 100, "epochs": 150, "patience": 50, "lr": 5e-3}
-#: The reference architectures (:data:`featurelens.bench.models.MODELS` maps them to classes).
+#: The reference architectures (:data:`featurelens.groundtruth.models.MODELS` maps them to classes).
 MODEL_NAMES = ("llr", "mlp", "cnn")
