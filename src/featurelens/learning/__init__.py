@@ -9,6 +9,7 @@ from .agop import AGOPAccumulator, AGOPTracker, agop
 from .alignment import GrokAlign, JacobianAlignment, jacobian_alignment
 from .collapse import neural_collapse
 from .eigengap import EigengapDetector
+from .kernels import NeuralFeatureKernel
 from .gsnr import GSNRResult, InfiniteGSNRWarning, gsnr, gsnr_monitor_metric
 from .losses import SupConLoss, multiclass_bce
 from .manifolds import (
@@ -70,4 +71,5 @@ __all__ = [
     "gsnr_monitor_metric",
     "SupConLoss",
     "multiclass_bce",
+    "NeuralFeatureKernel",
 ]
