@@ -27,15 +27,17 @@ class NamedLayerRequires(Requires):
         return "needs a named layer (layer=...), which the audit and benchmark do not choose"
 
 
-def resolve_layer(module: torch.nn.Module | None, layer, method: str) -> tuple[str, torch.nn.Module]:
-    """``(name, module)`` of ``layer`` (a submodule name or a submodule), with an error listing the
-    valid names when it is missing or wrong."""
+def resolve_layer(module: torch.nn.Module | None, layer, method: str,
+                  argument: str = "layer") -> tuple[str, torch.nn.Module]:
+    """``(name, module)`` of ``layer`` (a submodule name, a unique dotted suffix of one, or a
+    submodule), with an error listing the valid names when it is missing or wrong; ``argument``
+    is the keyword the caller took it as (named in the errors)."""
     if module is None:
         raise TypeError(f"{method} needs model to be a torch.nn.Module (it hooks a named layer)")
     names = [n for n, _ in module.named_modules() if n]
     listing = ", ".join(repr(n) for n in names[:40]) + (", ..." if len(names) > 40 else "")
     if layer is None:
-        raise ValueError(f"{method} needs layer= (a submodule name of the model); valid names: {listing}")
+        raise ValueError(f"{method} needs {argument}= (a submodule name of the model); valid names: {listing}")
     if isinstance(layer, str):
         named = dict(module.named_modules())
         if layer and layer in named:
@@ -46,15 +48,15 @@ def resolve_layer(module: torch.nn.Module | None, layer, method: str) -> tuple[s
         if len(ends) == 1:
             return ends[0], named[ends[0]]
         if len(ends) > 1:
-            raise ValueError(f"layer {layer!r} is ambiguous: it ends {len(ends)} submodule names "
+            raise ValueError(f"{argument} {layer!r} is ambiguous: it ends {len(ends)} submodule names "
                              f"({', '.join(repr(n) for n in ends[:8])}); give the full name")
-        raise ValueError(f"layer {layer!r} is not a submodule name of the model; valid names: {listing}")
+        raise ValueError(f"{argument} {layer!r} is not a submodule name of the model; valid names: {listing}")
     if isinstance(layer, torch.nn.Module):
         found = [n for n, m in module.named_modules() if m is layer and n]
         if not found:
-            raise ValueError(f"layer must be a submodule of the model; valid names: {listing}")
+            raise ValueError(f"{argument} must be a submodule of the model; valid names: {listing}")
         return found[0], layer
-    raise TypeError(f"layer must be a submodule name (str) or a torch.nn.Module; got {type(layer).__name__}")
+    raise TypeError(f"{argument} must be a submodule name (str) or a torch.nn.Module; got {type(layer).__name__}")
 
 
 class _StopForward(Exception):

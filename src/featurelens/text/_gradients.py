@@ -3,7 +3,6 @@ integrated gradients, one value per token and per player of a :class:`Players`."
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 import numpy as np
@@ -11,7 +10,9 @@ import torch
 
 from .._batching import chunks, default_rows
 from .._validation import check_budget, check_int, check_option, check_token_ids
+from ..explainers._layer_hooks import resolve_layer
 from ..explainers.gradient import MAX_GAUSS_LEGENDRE_STEPS, integration_rule
+from ..models import Model
 from ._games import OUTPUTS, forward_ids
 from ._players import Players
 
@@ -25,20 +26,19 @@ _LM_REDUCES = ("sum", "mean")
 
 
 def resolve_embedding_layer(model: torch.nn.Module, layer=None) -> tuple[str, torch.nn.Module]:
-    """``(name, module)`` of the layer whose output is attributed: ``layer`` given as a module of
-    ``model`` or its dotted name; None: ``model.get_input_embeddings()`` when it exists, else the
-    model's single ``torch.nn.Embedding``."""
-    named = list(model.named_modules())
+    """``(name, module)`` of the layer whose output is attributed. None: ``model.get_input_embeddings()``
+    when it exists, else the model's single ``torch.nn.Embedding``; a module of ``model`` or its
+    dotted name (or a unique dotted suffix of it) is looked up as the layer explainers look up
+    ``layer=`` (:func:`featurelens.explainers._layer_hooks.resolve_layer`)."""
     if layer is None:
-        module = None
         getter = getattr(model, "get_input_embeddings", None)
         if callable(getter):
             try:
-                module = getter()
+                layer = getter()
             except NotImplementedError:
-                module = None
-        if module is None:
-            found = [(n, m) for n, m in named if isinstance(m, torch.nn.Embedding)]
+                layer = None
+        if layer is None:
+            found = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.Embedding)]
             if len(found) != 1:
                 listed = ", ".join(repr(n) for n, _ in found) or "none"
                 raise ValueError(
@@ -47,22 +47,7 @@ def resolve_embedding_layer(model: torch.nn.Module, layer=None) -> tuple[str, to
                     "Pass embedding_layer= a module name or the module"
                 )
             return found[0]
-        layer = module
-    if isinstance(layer, str):
-        lookup = dict(named)
-        if layer not in lookup or layer == "":
-            embs = [n for n, m in named if isinstance(m, torch.nn.Embedding)]
-            raise ValueError(
-                f"embedding_layer={layer!r} is not a submodule name of the model; its embeddings are "
-                f"{', '.join(repr(n) for n in embs) or 'none'}"
-            )
-        return layer, lookup[layer]
-    if isinstance(layer, torch.nn.Module):
-        for n, m in named:
-            if m is layer:
-                return n, m
-        raise ValueError(f"embedding_layer must be a submodule of the model; got a {type(layer).__name__} that is not")
-    raise TypeError(f"embedding_layer must be None, a module name (str) or a torch.nn.Module; got {type(layer).__name__}")
+    return resolve_layer(model, layer, "the embedding attributions", argument="embedding_layer")
 
 
 def check_ig_steps(n_steps) -> int:
@@ -94,17 +79,6 @@ class _Swap:
             raise ValueError(f"embedding_layer {self.name!r} outputs shape {tuple(out.shape)}; "
                              f"expected {tuple(self.replace.shape)} (m, L, dim)")
         return self.replace.to(out.dtype)
-
-
-@contextlib.contextmanager
-def _eval_mode(model: torch.nn.Module):
-    flags = [(m, m.training) for m in model.modules()]
-    model.eval()
-    try:
-        yield
-    finally:
-        for m, flag in flags:
-            m.training = flag
 
 
 def _baseline_id(baseline, players: Players, n_vocab: int | None):
@@ -329,7 +303,8 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
 
     handle = layer.register_forward_hook(swap)
     try:
-        with _eval_mode(model):
+        # Eval mode through the Model adapter: its lock, and every train flag restored after.
+        with Model(model).evaluating():
             fx, emb_x = run(seq[None, :])
             if emb_x.ndim != 3 or tuple(emb_x.shape[:2]) != (1, L):
                 raise ValueError(f"embedding_layer {layer_name!r} outputs shape {tuple(emb_x.shape)}; expected "
