@@ -16,6 +16,36 @@ from ._estimators import estimator_type, is_classifier_model
 
 #: The units a Model's outputs may be turned into (featurelens.explanation.OUTPUTS).
 OUTPUTS = ("raw", "probability", "log_odds")
+#: Every unit name featurelens uses for a model's output, and how labels (plots, reports) write it:
+#: the one vocabulary of a Model, an Explanation and the text games.
+UNIT_LABELS = {"raw": "raw output", "probability": "probability", "log_probability": "log-probability",
+               "log_odds": "log-odds", "margin": "margin"}
+#: The units of a classifier's class score on a text (featurelens.text.ClassifierGame and
+#: embedding_attributions): the output as it is, the softmax probability of the class, its log.
+CLASS_SCORE_UNITS = ("raw", "probability", "log_probability")
+#: Other spellings taken for those units (the softmax over classes and its logarithm).
+UNIT_SPELLINGS = {"softmax": "probability", "log_softmax": "log_probability"}
+
+
+def class_score_units(output, name: str = "output") -> str:
+    """``output`` as a name of :data:`CLASS_SCORE_UNITS` (``"softmax"`` / ``"log_softmax"`` are
+    read as ``"probability"`` / ``"log_probability"``); anything else is a ValueError naming
+    ``name`` and the units."""
+    if isinstance(output, str) and UNIT_SPELLINGS.get(output, output) in CLASS_SCORE_UNITS:
+        return UNIT_SPELLINGS.get(output, output)
+    listed = ", ".join(repr(u) for u in CLASS_SCORE_UNITS + tuple(UNIT_SPELLINGS))
+    raise ValueError(f"{name} must be one of {listed}; got {output!r}")
+
+
+def class_score(logits: np.ndarray, target: int, output: str) -> np.ndarray:
+    """The class score of ``target`` in ``output`` units (:data:`CLASS_SCORE_UNITS`) from a
+    ``(m, classes)`` float64 array: the column itself, ``softmax(z)_target`` or its log
+    (a stable log-softmax: the row maximum subtracted first)."""
+    if output == "raw":
+        return logits[:, target]
+    logp = logits - logits.max(axis=1, keepdims=True)
+    logp = logp[:, target] - np.log(np.exp(logp).sum(axis=1))
+    return logp if output == "log_probability" else np.exp(logp)
 
 
 def model_returns(estimator, method) -> str:

@@ -98,8 +98,9 @@ def _explained(obj) -> tuple[str | None, str]:
         if t is not None and np.size(t) == 1:
             target = int(np.asarray(t).reshape(-1)[0])
     output = params.get("output", getattr(obj, "output", "raw") if hasattr(obj, "method") else "raw")
-    units = {"softmax": "probability", "probability": "probability", "log_softmax": "log-probability",
-             "log_odds": "log-odds"}.get(output, "raw output")
+    from ..models._outputs import UNIT_LABELS, UNIT_SPELLINGS  # the one units vocabulary
+
+    units = UNIT_LABELS.get(UNIT_SPELLINGS.get(output, output), "raw output")
     what = None if target is None else f"class {target}"
     if what is not None:
         units = f"{units} of class {target}"

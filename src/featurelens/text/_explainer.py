@@ -17,7 +17,8 @@ import torch
 from .._validation import check_budget, check_option, check_token_ids
 from ._explain import OWN, explain, method_keywords, methods
 from ._gradients import GRADIENT_METHODS, check_ig_steps, embedding_attributions
-from ._games import OUTPUTS, ClassifierGame, GenerationGame, forward_ids, model_vocab_size
+from ..models._outputs import class_score_units
+from ._games import ClassifierGame, GenerationGame, forward_ids, model_vocab_size
 from ._players import UNITS, Players, is_hf_tokenizer
 
 __all__ = ["TextExplainer", "TEXT_METHODS", "method_options"]
@@ -38,8 +39,6 @@ def text_methods() -> tuple[str, ...]:
 #: Every method name ``fl.explainer(name, model, tokenizer=...)`` takes, at import
 #: (:func:`text_methods` reads them at call time).
 TEXT_METHODS = text_methods()
-#: Output units: a game's, plus the names of the image/tabular explainers' units.
-_OUTPUT_ALIASES = {"probability": "softmax", "log_probability": "log_softmax"}
 #: The options (``**options``) of each gradient method, passed to :func:`embedding_attributions`.
 _GRADIENT_OPTIONS = {"saliency": ("embedding_layer",), "input_x_gradient": ("embedding_layer",),
                      "integrated_gradients": ("baseline", "n_steps", "embedding_layer")}
@@ -127,7 +126,9 @@ class TextExplainer:
     target
         The class explained (None: the predicted class); :meth:`explain` may override it.
     output
-        ``"raw"`` (default), ``"softmax"`` / ``"probability"``, ``"log_softmax"``.
+        ``"raw"`` (default), ``"probability"`` or ``"log_probability"`` (the units of
+        :data:`featurelens.models._outputs.CLASS_SCORE_UNITS`; ``"softmax"`` / ``"log_softmax"``
+        are read as the last two).
     removal
         How the black-box methods remove a player: ``"delete"`` (default), ``"mask"``, ``"pad"``
         or a token id.
@@ -190,7 +191,7 @@ class TextExplainer:
             raise ValueError(f"{self.method!r} needs token ids: pass a HuggingFace tokenizer as tokenizer=")
         self.model, self.tokenizer = model, tokenizer
         self.unit = check_option(unit, "unit", UNITS)
-        self.output = check_option(_OUTPUT_ALIASES.get(output, output), "output", OUTPUTS)
+        self.output = class_score_units(output)
         self.target, self.removal, self.continuation, self.reduce = target, removal, continuation, reduce
         # Sizes refused here, before any text is explained (featurelens._validation.check_budget).
         if not self.gradient and "budget" in method_keywords(self.method)[0]:

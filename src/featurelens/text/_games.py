@@ -11,12 +11,15 @@ import torch
 from .._batching import DEFAULT_CHUNK_BYTES, rows_for_bytes
 from .._validation import as_numpy, check_int, check_memory, check_option, check_token_ids, format_bytes, format_count
 from ..games import Game
+from ..models._outputs import CLASS_SCORE_UNITS, class_score, class_score_units
 from ._players import Players, empty_token_id_of, is_hf_tokenizer, tokenizer_vocab_size
 
 __all__ = ["ClassifierGame", "GenerationGame", "OUTPUTS", "REDUCES", "forward_ids", "is_hf_model", "model_vocab_size"]
 
-#: How a classifier's outputs become the value: as they are, or a softmax / log-softmax over classes.
-OUTPUTS = ("raw", "softmax", "log_softmax")
+#: How a classifier's outputs become the value: as they are, or the softmax probability of the
+#: class / its log (the units vocabulary of featurelens.models._outputs; "softmax" and
+#: "log_softmax" are taken as spellings of the last two).
+OUTPUTS = CLASS_SCORE_UNITS
 #: How the continuation's token log-probabilities are combined.
 REDUCES = ("sum", "mean", "per_token")
 
@@ -83,8 +86,10 @@ class ClassifierGame(Game):
         for text), ``"pad"`` (the tokenizer's pad token) or an int token id (a baseline token).
     output
         ``"raw"`` (default): ``model_fn``'s number for ``target`` as it is (a probability if it
-        returns probabilities, a logit if it returns logits); ``"softmax"``: the probability of
-        ``target`` from logits, ``softmax(z)_target``; ``"log_softmax"``: its logarithm.
+        returns probabilities, a logit if it returns logits); ``"probability"``: the probability
+        of ``target`` from logits, ``softmax(z)_target``; ``"log_probability"``: its logarithm
+        (``"softmax"`` and ``"log_softmax"`` are read as those two; ``game.output`` holds the
+        name of :data:`featurelens.models._outputs.CLASS_SCORE_UNITS`).
     inputs
         ``"text"`` or ``"ids"``; None: ``"ids"`` for players with token ids, else ``"text"``.
     empty_token_id
@@ -112,7 +117,7 @@ class ClassifierGame(Game):
         self.players = _check_players(players)
         super().__init__(players.n, chunk_size=batch_size, executor=executor)
         self.model_fn = model_fn
-        self.output = check_option(output, "output", OUTPUTS)
+        self.output = class_score_units(output)
         if inputs is None:
             inputs = "ids" if players.has_ids else "text"
         self.inputs = check_option(inputs, "inputs", ("text", "ids"))
@@ -191,11 +196,7 @@ class ClassifierGame(Game):
         out = self._outputs(masks)
         if out.ndim == 1:
             return out
-        if self.output == "raw":
-            return out[:, self.target]
-        logp = out - out.max(axis=1, keepdims=True)
-        logp = logp[:, self.target] - np.log(np.exp(logp).sum(axis=1))
-        return logp if self.output == "log_softmax" else np.exp(logp)
+        return class_score(out, self.target, self.output)
 
 
 def _encoder(tokenizer) -> Callable[[str], list[int]]:

@@ -13,7 +13,8 @@ from .._validation import check_budget, check_int, check_option, check_token_ids
 from ..explainers._layer_hooks import resolve_layer
 from ..explainers.gradient import MAX_GAUSS_LEGENDRE_STEPS, integration_rule
 from ..models import Model
-from ._games import OUTPUTS, forward_ids
+from ..models._outputs import class_score_units
+from ._games import forward_ids
 from ._players import Players
 
 __all__ = ["EMBEDDING_BASELINES", "GRADIENT_METHODS", "embedding_attributions"]
@@ -157,8 +158,9 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
         None (``model.get_input_embeddings()``, else the single ``torch.nn.Embedding``), a dotted
         module name or the module.
     output
-        For a classifier, as in :class:`ClassifierGame`: ``"raw"`` (the logit), ``"softmax"``
-        (the probability) or ``"log_softmax"``.
+        For a classifier, as in :class:`ClassifierGame`: ``"raw"`` (the logit),
+        ``"probability"`` (the softmax probability) or ``"log_probability"`` (``"softmax"`` /
+        ``"log_softmax"`` are read as those two).
     batch_size
         The most rows per model call (the integrated gradients' path points go through in chunks of
         it); None: :func:`featurelens._batching.default_rows` of one row's embedding size.
@@ -190,7 +192,7 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
                          "these have none: pass tokenizer= to Players")
     method = check_option(method, "method", GRADIENT_METHODS)
     n_steps = check_ig_steps(n_steps) if method == "integrated_gradients" else check_int(n_steps, "n_steps", low=1)
-    output = check_option(output, "output", OUTPUTS)
+    output = class_score_units(output)
     reduce = check_option(reduce, "reduce", _LM_REDUCES)
     batch_size = check_int(batch_size, "batch_size", low=1, allow_none=True)
     layer_name, layer = resolve_embedding_layer(model, embedding_layer)
@@ -274,7 +276,7 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
         if output == "raw":
             return z[:, t]
         logp = z.log_softmax(1)[:, t]
-        return logp if output == "log_softmax" else logp.exp()
+        return logp if output == "log_probability" else logp.exp()
 
     swap = _Swap(layer_name)
 
@@ -359,6 +361,6 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
         values=values[None, :], method=method, params=params,
         target=None if lm else np.array([state["target"]]),
         model_calls=calls, seconds=time.perf_counter() - start, feature_names=list(players.names),
-        base_values=base_values, output="probability" if output == "softmax" else "raw",
+        base_values=base_values, output="probability" if output == "probability" else "raw",
         extra={"token_values": token[None, :], "input_ids": seq[None, :]},
     )
