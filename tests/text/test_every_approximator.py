@@ -102,6 +102,7 @@ def test_every_approximator_runs_on_a_text_game(name, kind):
         assert isinstance(out, fl.Interactions)
         assert out.terms == direct.interactions.terms and out.queries == direct.interactions.queries
         assert out.params["player_names"] == list(game.players.names)
+        assert game.calls - before == out.queries  # nothing evaluated beyond the method's queries
         return
     assert isinstance(out, fl.Explanation) and out.method == name
     assert out.values.shape == (1, game.n_players) and out.feature_names == list(game.players.names)

@@ -6,8 +6,9 @@ recover a sparse Fourier surrogate of the game; its Moebius coefficients ``a(T)`
 Shapley values ``SV_i = sum_{T ni i} a(T) / |T|`` or the Banzhaf values
 ``BV_i = sum_{T ni i} a(T) / 2^{|T|-1}`` (``index=``). The result carries the recovered
 :class:`~featurelens.interactions.Interactions` in ``interactions``; ``base_value`` and
-``full_value`` are the game's own ``v(empty)`` and ``v(N)`` (2 evaluations beyond the method's
-queries), so efficiency can be checked against the game.
+``full_value`` are the surrogate's values at ``empty`` and ``N`` (no evaluation beyond the method's
+queries; with the Shapley index ``base + sum_i values_i = full`` holds for the surrogate). The
+``spex`` explainer reports the game's own ``v(empty)`` and ``v(N)`` instead.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_option
-from ._common import ApproximationResult, check_game, ends, model_calls, result
+from ._common import ApproximationResult, check_game, model_calls, result
 
 __all__ = ["INDICES", "proxy_spex", "spex"]
 
@@ -26,8 +27,8 @@ INDICES = ("shapley", "banzhaf")
 def _from_interactions(game, n, inter, index, before, budget, **info) -> ApproximationResult:
     terms = inter.to(index).terms
     phi = np.array([terms.get((i,), 0.0) for i in range(n)], dtype=np.float64)
-    v0, vn = ends(game, n)
-    return result(game, phi, v0, vn, inter.queries + 2, before, budget, interactions=inter, index=index, **info)
+    v0, vn = inter.predict(np.stack([np.zeros(n, dtype=bool), np.ones(n, dtype=bool)]))
+    return result(game, phi, v0, vn, inter.queries, before, budget, interactions=inter, index=index, **info)
 
 
 def spex(game, budget: int | None = None, seed=0, max_order: int = 5, decoder: str = "soft",
@@ -47,7 +48,7 @@ def spex(game, budget: int | None = None, seed=0, max_order: int = 5, decoder: s
     Returns
     -------
     ApproximationResult
-        ``game_evaluations`` = SPEX's queries + 2; ``info``: ``spex_queries``, ``b``, ``t``,
+        ``game_evaluations`` = SPEX's queries; ``info``: ``spex_queries``, ``b``, ``t``,
         ``decoder``, ``n_terms`` (recovered Fourier terms, constant included), ``index``;
         ``interactions`` the Fourier :class:`~featurelens.interactions.Interactions`.
     """
@@ -78,7 +79,7 @@ def proxy_spex(game, budget: int | None = None, seed=0, max_order: int = 5, n_te
     Returns
     -------
     ApproximationResult
-        ``game_evaluations`` = ProxySPEX's queries + 2; ``info``: ``queries``, ``index``;
+        ``game_evaluations`` = ProxySPEX's queries; ``info``: ``queries``, ``index``;
         ``interactions`` the Fourier :class:`~featurelens.interactions.Interactions`.
     """
     from ..interactions.proxy_spex import proxy_spex as run_proxy_spex

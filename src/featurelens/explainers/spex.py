@@ -18,9 +18,12 @@ Shapley values and ``sum_i phi_i = v(N) - v(empty)`` holds for the game itself.
 
 from __future__ import annotations
 
+import dataclasses
+
 from .. import approximators
 from .._random import parse_seed
 from .._validation import check_budget, check_int, check_option
+from ..approximators._common import ends
 from ..approximators.sparse import INDICES
 from ._base import register
 from .game_explainer import GameExplainer
@@ -99,9 +102,12 @@ class Spex(GameExplainer):
                 "seed": self._stream_root}
 
     def run(self, game, row: int):
+        # The base and full values are the game's own v(empty) and v(N) (2 evaluations beyond
+        # SPEX's queries), as for the Shapley explainers, not the surrogate's.
         res = super().run(game, row)
         self._interactions.append(res.interactions)
-        return res
+        v0, vn = ends(game, game.n_players)
+        return dataclasses.replace(res, base_value=v0, full_value=vn, game_evaluations=res.game_evaluations + 2)
 
     def row_record(self, result) -> dict:
         return {key: result.info[key] for key in ("spex_queries", "b", "t", "decoder", "n_terms")}
