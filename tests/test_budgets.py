@@ -252,7 +252,7 @@ def test_counts_and_bytes_are_formatted_without_overflow():
 
 def test_diagnose_cli_refuses_a_huge_modulus_in_process(tmp_path):
     from featurelens import cli
-    import featurelens.learning._diagnose_cli  # noqa: F401  (imports outside the timing)
+    import featurelens.learning._grokking  # noqa: F401  (imports outside the timing)
 
     out = tmp_path / "report"
     err = io.StringIO()
@@ -311,9 +311,10 @@ def _cli_size_options():
     --background, may be one), read from the parser itself; options with fixed choices excluded."""
     import argparse
 
-    from featurelens import _argtypes, cli
+    from featurelens import cli
+    from featurelens.cli import explain, options
 
-    int_types = {int, _argtypes.positive_int, _argtypes.non_negative_int, _argtypes.shape, cli._background_spec}
+    int_types = {int, options.positive_int, options.non_negative_int, options.shape, explain.background_spec}
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     found = set()
@@ -338,12 +339,11 @@ def test_huge_cli_sizes_are_refused_in_process(tmp_path, case, value):
     import threading
 
     from featurelens import cli
-    import featurelens._audit.cli  # noqa: F401  (imports outside the timing)
-    import featurelens._cli_executor  # noqa: F401
-    import featurelens._explain_cli  # noqa: F401
+    import featurelens._audit.core  # noqa: F401  (imports outside the timing)
+    import featurelens._loading  # noqa: F401
     import featurelens.groundtruth.runner  # noqa: F401
-    import featurelens.learning._diagnose_cli  # noqa: F401
-    import featurelens.selection._cli  # noqa: F401
+    import featurelens.learning._grokking  # noqa: F401
+    import featurelens.selection  # noqa: F401
 
     command, before, option, expected = CLI_CASES[case]
     (tmp_path / "data.csv").write_text("a,b,y\n1,2,0\n3,4,1\n5,6,0\n")
@@ -370,7 +370,7 @@ def test_huge_cli_sizes_are_refused_in_process(tmp_path, case, value):
 def test_worker_bounds_follow_the_cores_and_legitimate_counts_pass():
     import argparse
 
-    from featurelens._cli_executor import ExecutorUsage, check_executor_flags, max_workers
+    from featurelens.cli.executor import ExecutorUsage, check_executor_flags, max_workers
 
     try:
         cores = len(os.sched_getaffinity(0))

@@ -63,7 +63,7 @@ def test_diagnose_writes_history_csv_without_pandas(tmp_path, monkeypatch):
     import csv
     import json
 
-    from featurelens.learning._diagnose_cli import diagnose
+    from featurelens.cli.diagnose import diagnose
 
     real_import = builtins.__import__
 

@@ -155,7 +155,7 @@ def test_tree_shap_refuses_units_the_trees_do_not_sum_to(files, tmp_path, capsys
 
 
 def test_format_parquet_without_a_writer_names_the_package_to_install(files, tmp_path, capsys, monkeypatch):
-    import featurelens._explain_cli as explain_cli
+    import featurelens.cli.explain as explain_cli
     import featurelens._loading as loading
 
     def no_loading(*a, **k):
@@ -173,14 +173,14 @@ def test_format_parquet_without_a_writer_names_the_package_to_install(files, tmp
 def test_parquet_engine_sees_what_is_installed():
     import importlib.util
 
-    from featurelens._explain_cli import parquet_engine
+    from featurelens.cli.explain_report import parquet_engine
 
     installed = [m for m in ("pyarrow", "fastparquet") if importlib.util.find_spec(m) is not None]
     assert parquet_engine() == (installed[0] if installed else None)
 
 
 def test_format_parquet_round_trip(files, tmp_path, capsys):
-    from featurelens._explain_cli import parquet_engine
+    from featurelens.cli.explain_report import parquet_engine
 
     if parquet_engine() is None:
         pytest.skip("neither pyarrow nor fastparquet is installed")

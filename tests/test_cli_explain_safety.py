@@ -30,7 +30,7 @@ def _args(folder, out):
 
 
 def test_values_csv_header_is_escaped_like_select(linear, capsys):
-    from featurelens.selection._cli import csv_text_cell
+    from featurelens.cli.select import csv_text_cell
 
     folder, names, model, X = linear
     assert main(_args(folder, folder / "rep")) == 0, capsys.readouterr().err

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import featurelens as fl
-from featurelens._explain_cli import (
+from featurelens.cli.explain_report import (
     EFFICIENCY_TOLERANCE, efficiency_gap, efficiency_text, explained_outputs, explained_units,
 )
 from featurelens.cli import main

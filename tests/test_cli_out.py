@@ -83,12 +83,18 @@ def test_import_featurelens_is_lazy_and_public_names_still_work():
 def test_help_names_equal_their_homes():
     from featurelens import datasets
     from featurelens.learning._grokking import DEFAULTS
-    from featurelens.selection._cli import METHODS
 
     assert HELP_NAMES["scenarios"] == tuple(datasets.SCENARIOS)
     assert HELP_NAMES["backgrounds"] == tuple(datasets.BACKGROUNDS)
     assert HELP_NAMES["grokking"] == DEFAULTS
-    assert HELP_NAMES["selectors"] == tuple(sorted(METHODS))
+
+
+def test_select_methods_name_selectors_of_the_package():
+    from featurelens import selection
+    from featurelens.cli.select import METHODS
+
+    for name, (cls_name, _, _) in METHODS.items():
+        assert isinstance(getattr(selection, cls_name), type), name
 
 
 def test_declared_harness_options_match_the_constructors():

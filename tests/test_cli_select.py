@@ -8,7 +8,7 @@ from sklearn.datasets import make_classification
 import featurelens.selection as selection
 from featurelens.cli import main
 from featurelens.selection import AGOPSelector
-from featurelens.selection._cli import METHODS
+from featurelens.cli.select import METHODS
 
 pd = pytest.importorskip("pandas")
 

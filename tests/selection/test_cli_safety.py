@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from featurelens.cli import main
-from featurelens.selection._cli import csv_text_cell
+from featurelens.cli.select import csv_text_cell
 
 pd = pytest.importorskip("pandas")
 

@@ -5,27 +5,58 @@ or Dask cluster started for the run is stopped; a Ray already initialised in thi
 cluster joined with ``--address``, is left running).
 
 ``--workers`` is bounded before anything starts (:func:`max_workers`): on this machine (threads,
-processes, a local Dask cluster) at most :data:`WORKERS_PER_CORE` per CPU core this process may use
-(threads: at least :data:`MIN_THREADS`, since threads mostly wait on a model behind an API); a local
+processes, a local Dask cluster) at most ``featurelens.parallel._base.WORKERS_PER_CORE`` (4) per CPU core this process may use
+(threads: at least ``MIN_THREADS`` (32), since threads mostly wait on a model behind an API); a local
 Ray cluster has one CPU per core and each actor reserves one, so at most ``os.cpu_count()``. A
 cluster joined with ``--address`` has the size it has: Ray refuses more workers than its CPUs when
 it is joined (before any actor starts), and a joined Dask cluster runs on its own workers, so
 ``--workers`` with ``--executor dask --address`` is refused.
 
-The flags themselves are defined in :mod:`featurelens.cli` (no torch import for ``--help``).
+The flags are defined by :func:`add_executor_flags`; nothing here imports torch until the flags
+are checked (``featurelens --help`` stays instant).
 """
 
 from __future__ import annotations
 
 import contextlib
 
-from .parallel._base import MIN_THREADS, WORKERS_PER_CORE, max_workers
+from .options import positive_int
 
-__all__ = ["ExecutorUsage", "check_executor_flags", "command_executor", "max_workers", "WORKERS_PER_CORE",
-           "MIN_THREADS"]
+__all__ = ["EXECUTORS", "add_executor_flags", "ExecutorUsage", "check_executor_flags", "command_executor",
+           "max_workers"]
+
+#: ``--executor`` choices (featurelens.parallel.make_executor's kinds, less "serial", the default).
+EXECUTORS = ("threads", "processes", "ray", "dask")
 
 #: The engine module and extra of each kind that needs one.
 _ENGINES = {"ray": ("ray", "ray", "RayExecutor"), "dask": ("distributed", "dask", "DaskExecutor")}
+
+
+def add_executor_flags(parser, what: str) -> None:
+    """``--executor/--workers/--address``: where ``what`` runs (checked by
+    :func:`check_executor_flags`, built and closed by :func:`command_executor`)."""
+    group = parser.add_argument_group("parallel execution (default: this process only)")
+    group.add_argument("--executor", choices=EXECUTORS, default=None,
+                       help="the parallel backend: threads (this process; for models behind an API or that "
+                            "release the GIL), processes (worker processes on this machine), ray (a Ray cluster: "
+                            "a local one started for this run, or --address), dask (a Dask cluster: a local one "
+                            f"started for this run, or --address). {what}. ray and dask need pip install "
+                            "featurelens[ray] or featurelens[dask]")
+    group.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                       help="number of threads, processes or cluster workers (default: 4 threads; one process "
+                            "per CPU core; ray: as many as the cluster's CPUs; a local dask cluster: one per "
+                            "CPU core); on this machine at most 4 per CPU core (threads: at least 32 allowed; a "
+                            "local ray cluster: one per core); a cluster joined with --address has its own size")
+    group.add_argument("--address", default=None, metavar="ADDR",
+                       help="the cluster to join instead of starting one: ray 'auto' (the cluster of this node) "
+                            "or ray://HOST:10001, dask tcp://HOST:8786; it is left running at the end")
+
+
+def max_workers(kind: str, address: str | None = None):
+    """:func:`featurelens.parallel.max_workers` (imported when called: it imports torch)."""
+    from ..parallel import max_workers as bound
+
+    return bound(kind, address)
 
 
 class ExecutorUsage(Exception):
@@ -50,7 +81,7 @@ def _check_workers(kind: str, workers, address) -> None:
     bound = max_workers(kind, address)
     if bound is None:
         return
-    from ._validation import check_budget
+    from .._validation import check_budget
 
     cap, why = bound
     try:
@@ -78,7 +109,7 @@ def check_executor_flags(args) -> None:
                             "runs on this machine")
     _check_workers(kind, workers, address)  # before the engine is imported: nothing starts
     if kind in _ENGINES:
-        from .parallel import _import_optional
+        from ..parallel import _import_optional
 
         module, extra, what = _ENGINES[kind]
         try:
@@ -97,7 +128,7 @@ def command_executor(args):
     if kind is None:
         yield None
         return
-    from .parallel import make_executor
+    from ..parallel import make_executor
 
     try:
         executor = make_executor(kind, workers=workers, address=address)

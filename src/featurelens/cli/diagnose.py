@@ -1,7 +1,8 @@
 """The ``featurelens diagnose`` command: grokking modular addition with the training monitor on.
 
-Its options are defined in :mod:`featurelens.cli` (no torch import for ``--help``); :func:`run`
-does the work and returns the exit code. The report folder is built aside and moved into place
+:func:`add_parser` defines its options (no torch import for ``--help``: the defaults it shows are
+:data:`GROKKING_DEFAULTS`, checked against ``featurelens.learning._grokking.DEFAULTS`` by a test);
+:func:`run` does the work and returns the exit code. The report folder is built aside and moved into place
 (:func:`featurelens.report.report_folder`).
 """
 
@@ -13,9 +14,53 @@ import os
 import sys
 
 from ..report import HTMLReport, OutError, check_out, report_folder, write_json
-from ._grokking import ALIGNMENT_SERIES, DEFAULTS
+from .options import add_overwrite, fraction, non_negative_float, non_negative_int, positive_int
+
+__all__ = ["add_parser", "run", "diagnose", "DEFAULT_OUT", "GROKKING_DEFAULTS"]
 
 DEFAULT_OUT = "featurelens-diagnose"
+
+#: The grokking run's defaults shown by --help (featurelens.learning._grokking.DEFAULTS, whose module
+#: imports torch; a test checks they are equal).
+GROKKING_DEFAULTS = dict(p=31, width=256, train_fraction=0.5, lr=3e-3, weight_decay=1.0, steps=3000)
+
+
+def add_parser(sub) -> None:
+    """The ``diagnose`` subcommand and its options."""
+    d = GROKKING_DEFAULTS
+    parser = sub.add_parser(
+        "diagnose",
+        help="train a small network on modular addition with the training monitor and write a report",
+        description="Train a two-layer network with quadratic activation, f(x) = V (W x)^2, on (a + b) mod p "
+        "(one-hot operands, full-batch AdamW, MSE on one-hot labels) on the CPU until it groks or the "
+        "step budget ends, with featurelens.learning.Monitor recording the NFA correlation, effective "
+        "ranks, neural collapse and the rolling-window spectrum of the weight updates, whose eigengap "
+        "detector announces grokking. Writes PNG curves, the first-layer Gram matrix W^T W and its "
+        "AGOP as images, results.json and index.html into --out, and prints a summary. "
+        f"Defaults: p={d['p']}, width {d['width']}, training fraction {d['train_fraction']}, lr {d['lr']}, "
+        f"weight decay {d['weight_decay']}, at most {d['steps']} steps (about 15 seconds on 2 cores).",
+    )
+    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"report folder (default: {DEFAULT_OUT})")
+    add_overwrite(parser, "an earlier diagnose report is always replaced")
+    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
+    parser.add_argument("--steps", type=positive_int, default=d["steps"], metavar="N",
+                        help=f"most training steps (default {d['steps']}; training stops "
+                        "300 steps after test accuracy reaches 99%%)")
+    parser.add_argument("--weight-decay", type=non_negative_float, default=d["weight_decay"], metavar="F",
+                        help=f"AdamW weight decay (default {d['weight_decay']}; 0 gives the no-grokking control)")
+    parser.add_argument("--p", type=positive_int, default=d["p"], metavar="P", help=f"the modulus (default {d['p']})")
+    parser.add_argument("--width", type=positive_int, default=d["width"], metavar="N",
+                        help=f"hidden units (default {d['width']})")
+    parser.add_argument("--train-fraction", type=fraction, default=d["train_fraction"], metavar="F",
+                        help=f"fraction of the p^2 pairs used for training (default {d['train_fraction']})")
+    parser.add_argument("--lr", type=non_negative_float, default=d["lr"], metavar="F",
+                        help=f"AdamW learning rate (default {d['lr']})")
+    parser.add_argument("--probe-every", type=positive_int, default=100, metavar="N",
+                        help="steps between AGOP/NFA/rank/collapse measurements (default 100)")
+    parser.add_argument("--grokalign", type=non_negative_float, default=None, metavar="WEIGHT",
+                        help="add the GrokAlign Jacobian penalty WEIGHT * mean ||df/dx||_F (Walker et al. 2025) to "
+                        "the training loss and record the Jacobian alignment (default: off; e.g. 0.01)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _png(fig) -> bytes:
@@ -26,6 +71,8 @@ def _png(fig) -> bytes:
 
 def _curves(monitor, summary):
     from matplotlib.figure import Figure
+
+    from ..learning._grokking import ALIGNMENT_SERIES
 
     panels = [
         ("accuracy", [("train_accuracy", "model", "train"), ("test_accuracy", "model", "test")], False),
@@ -75,7 +122,7 @@ def _matrices(model, X, p):
     import numpy as np
     from matplotlib.figure import Figure
 
-    from .nfa import layer_agops, matrix_power_psd
+    from ..learning.nfa import layer_agops, matrix_power_psd
 
     W = model[0].weight.detach().double().numpy()
     A = layer_agops(model, X, layers=["0"])["0"]
@@ -97,16 +144,19 @@ def _matrices(model, X, p):
     return fig, W, A
 
 
-def diagnose(out=DEFAULT_OUT, seed=0, steps=DEFAULTS["steps"], weight_decay=DEFAULTS["weight_decay"],
-             p=DEFAULTS["p"], width=DEFAULTS["width"], train_fraction=DEFAULTS["train_fraction"],
-             lr=DEFAULTS["lr"], probe_every=100, progress=None, overwrite=False, grokalign=None) -> dict:
+_D = GROKKING_DEFAULTS
+
+
+def diagnose(out=DEFAULT_OUT, seed=0, steps=_D["steps"], weight_decay=_D["weight_decay"], p=_D["p"],
+             width=_D["width"], train_fraction=_D["train_fraction"], lr=_D["lr"], probe_every=100,
+             progress=None, overwrite=False, grokalign=None) -> dict:
     """Run the grokking experiment with the monitor and write the report folder ``out``; returns
     the summary written to results.json. ``grokalign`` (None or a weight >= 0) adds the GrokAlign
     Jacobian penalty to the training loss and records the Jacobian alignment
     (:func:`featurelens.learning._grokking.run_grokking`; Walker et al. 2025, arXiv 2506.12284). ``out`` is checked before training: an existing file, an
     unwritable place, or a folder that holds files and is not an earlier diagnose report (unless
     ``overwrite=True``) raises :class:`featurelens.report.OutError` (a ValueError)."""
-    from ._grokking import run_grokking
+    from ..learning._grokking import run_grokking
 
     check_out(out, "diagnose", overwrite)
     monitor, model, (Xtr, ytr, Xte, yte), summary = run_grokking(
@@ -130,7 +180,7 @@ def _write(out, monitor, model, Xtr, summary, p, width, train_fraction, lr, weig
     for name, data in ((files["curves"], curves), (files["matrices"], mats), (files["monitor"], monitor_png)):
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
-    from .nfa import nfa_from_agop
+    from ..learning.nfa import nfa_from_agop
 
     summary["final_nfa"] = {}
     for layer in monitor.layers:
@@ -196,6 +246,8 @@ def _fmt(value, spec: str) -> str:
 
 def _alignment_rows(summary) -> list:
     """The report lines of a run with the Jacobian alignment recorded (none without it)."""
+    from ..learning._grokking import ALIGNMENT_SERIES
+
     rows = []
     if summary.get("grokalign") is not None:
         rows.append(("GrokAlign penalty weight / final penalty lambda mean ||J||_F",
@@ -210,6 +262,7 @@ def _alignment_rows(summary) -> list:
 
 
 def run(args) -> int:
+    """Train, write the report the options ask for and print its summary; the exit code."""
     try:  # before importing torch and training: a bad --out costs nothing
         check_out(args.out, "diagnose", args.overwrite, name="--out")
     except OutError as err:

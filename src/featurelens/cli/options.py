@@ -1,11 +1,14 @@
-"""argparse value types shared by the commands (``featurelens benchmark | diagnose | select | audit``):
-each raises ``argparse.ArgumentTypeError`` with a message saying what was expected and what was given."""
+"""What the commands' parsers share: the argparse value types (each raises
+``argparse.ArgumentTypeError`` with a message saying what was expected and what was given), the
+:class:`Choices` action, the ``--overwrite`` flag and the explainer names. Nothing here imports
+torch (``featurelens --help`` stays instant)."""
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["positive_int", "non_negative_int", "non_negative_float", "fraction", "Choices", "shape", "output_target"]
+__all__ = ["positive_int", "non_negative_int", "non_negative_float", "fraction", "Choices", "shape", "output_target",
+           "add_overwrite", "explainer_names"]
 
 
 def _number(parse, expected: str, ok):
@@ -76,3 +79,19 @@ def output_target(text: str):
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected an output index >= 0; got {text!r}")
     return value
+
+
+def add_overwrite(parser, what: str) -> None:
+    """``--overwrite``: write into ``--out`` even when it holds other files (``what`` says which
+    earlier report is always replaced)."""
+    parser.add_argument("--overwrite", action="store_true",
+                        help=f"write into --out even when it holds other files ({what}); without it such a "
+                             "place is refused before any work")
+
+
+def explainer_names():
+    """The registered explainer names (imports the explainers, hence torch: pass the function
+    itself to :class:`Choices`, which calls it only when the option is given)."""
+    from ..explainers import list_explainers
+
+    return list_explainers()

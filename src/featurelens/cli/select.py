@@ -12,18 +12,23 @@ missing or unreadable file, an unknown target column, non-numeric or missing fea
 engine), 1 when the selector itself fails (or a cluster does not start). ``--executor
 threads|processes|ray|dask`` (``--workers N``, ``--address ADDR``; minshap only) evaluates MinShap's
 coalitions on an executor (``MinShapSelector(executor=...)``: the serial selection, bitwise), built
-after the data are read and closed at the end. The options
-are defined in :mod:`featurelens.cli` (no torch import for ``--help``). ``--out`` is checked
+after the data are read and closed at the end. :func:`add_parser` defines the options (no torch
+import for ``--help``). ``--out`` is checked
 before any work: an existing file is replaced only when its first line is a header this command
 writes (an earlier selection), or with ``--overwrite``; the file is written aside and renamed
 into place. ``-k`` is bounded by the columns, read from the file's header before its rows;
-``--workers`` as for every command (:mod:`featurelens._cli_executor`).
+``--workers`` as for every command (:mod:`featurelens.cli.executor`).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+
+from .executor import add_executor_flags
+from .options import non_negative_int, positive_int
+
+__all__ = ["add_parser", "run", "METHODS", "EXECUTOR_METHODS", "OUT_HEADERS", "csv_text_cell", "make_selector"]
 
 #: The first line of a file ``--out`` wrote: an existing file that starts otherwise is not replaced
 #: without ``--overwrite``.
@@ -59,6 +64,32 @@ def csv_text_cell(text: str) -> str:
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
+def add_parser(sub) -> None:
+    """The ``select`` subcommand and its options."""
+    methods = tuple(sorted(METHODS))
+    parser = sub.add_parser(
+        "select",
+        help="select the columns of a CSV file that predict a target column",
+        description="Fit one of featurelens's feature selectors on the numeric columns of DATA.csv (all "
+        "but the target column), print the selected columns with their scores (higher = more "
+        "important) and ranks, and optionally write them to a CSV file.",
+    )
+    parser.add_argument("data", metavar="DATA.csv", help="a CSV file with a header row")
+    parser.add_argument("--target", required=True, metavar="COLUMN", help="the column to predict")
+    parser.add_argument("-k", type=positive_int, default=None, metavar="K",
+                        help="number of columns to select (default: the method's own rule; sand needs K)")
+    parser.add_argument("--method", required=True, choices=methods, metavar="NAME",
+                        help=f"the selector: {', '.join(methods)}")
+    parser.add_argument("--out", default=None, metavar="FILE",
+                        help="write column,score,rank of the selection here (an existing file is replaced only "
+                             "when an earlier select wrote it, or with --overwrite)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --out even when it is a file select did not write")
+    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
+    add_executor_flags(parser, "On it: minshap's coalitions (the fitted model's held-out predictions; --method "
+                          "minshap only); the selection and scores are the serial run's, bitwise")
+
+
 def _usage_error(message: str) -> int:
     print(f"featurelens select: error: {message}", file=sys.stderr)
     return 2
@@ -84,11 +115,12 @@ def make_selector(method: str, k, seed: int = 0, executor=None):
 
 
 def run(args) -> int:
+    """Fit the selector the options name on the CSV, print (and write) the selection; the exit code."""
     import numpy as np
     import pandas as pd
 
-    from .._cli_executor import ExecutorUsage, check_executor_flags, command_executor
     from ..report import OutError, check_out_file, replace_file
+    from .executor import ExecutorUsage, check_executor_flags, command_executor
 
     if args.out is not None:  # before reading and fitting: a bad --out costs nothing
         try:
@@ -150,7 +182,7 @@ def run(args) -> int:
 
     import warnings
 
-    from ._base import DegenerateDataWarning
+    from ..selection._base import DegenerateDataWarning
 
     X = X.astype(np.float64)
     try:

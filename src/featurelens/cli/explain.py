@@ -24,17 +24,18 @@ interventional TreeSHAP over the background rows, which the command always gives
 trees do not sum to, such as the log-odds of a tree's class fractions or the probability of a
 multi-class booster, are refused as a usage error naming ``--output``). The report's efficiency line compares ``base_value + sum(values)``
 with the model's ``f(x)`` in the explanation's units and calls it "holds" only within
-:data:`EFFICIENCY_TOLERANCE` (relative to ``max(1, |f(x)|)``); a larger gap is stated as it is.
+:data:`~featurelens.cli.explain_report.EFFICIENCY_TOLERANCE` (relative to ``max(1, |f(x)|)``); a larger gap is stated as it is.
 Data keep their precision: a CSV's float64 columns reach a scikit-learn or numpy model as float64,
 a torch model gets its own dtype. Skops files load with
-skops' default trusted types plus each ``--trust-type NAME``. The options are defined in :mod:`featurelens.cli` (no torch import for ``--help``).
+skops' default trusted types plus each ``--trust-type NAME``. :func:`add_parser` defines the options (no torch import for ``--help``); the report is written by
+:mod:`featurelens.cli.explain_report`.
 
 ``--executor threads|processes|ray|dask`` (with ``--workers N``, ``--address ADDR``): the rows are
 explained in parts on the executor (``explain(rows, executor=...)``: per-row random streams, so
 the values are the serial run's, bitwise for the Shapley explainers and SPEX, up to the last bit for
 gradient methods and occlusion, whose batches then hold other rows); with fewer rows than workers a
 black-box method that takes ``executor=`` gets it for its coalitions instead. The executor is built
-after loading and closed at the end (:mod:`featurelens._cli_executor`).
+after loading and closed at the end (:mod:`featurelens.cli.executor`).
 
 Exit codes: 0 success; 2 usage error (an unusable ``--out``, a missing flag, an untrusted pickle, an
 unknown or inapplicable method, a bad ``--target`` or ``--background``, executor flags that do not
@@ -44,117 +45,104 @@ explainer that fails, a cluster that does not start). Messages go to stderr.
 
 from __future__ import annotations
 
-import html
+import argparse
 import inspect
-import io
 import os
 import sys
 
 import numpy as np
 
-__all__ = ["run", "MAX_ROWS", "DEFAULT_BACKGROUND", "EFFICIENCY_TOLERANCE", "parquet_engine", "explained_units",
-           "explained_outputs", "efficiency_gap", "efficiency_text"]
+from .executor import add_executor_flags
+from .explain_report import (
+    beeswarm_groups, efficiency_gap, efficiency_text, explained_outputs, explained_units, parquet_engine, target_text,
+    write_report,
+)
+from .options import add_overwrite, explainer_names, non_negative_int, output_target, positive_int
 
+__all__ = ["add_parser", "run", "background_spec", "DEFAULT_OUT", "MAX_ROWS", "DEFAULT_BACKGROUND", "ROW_OPTIONS"]
+
+DEFAULT_OUT = "featurelens-explain"
 #: Rows explained when ``--rows`` is not given: all of them, up to this many.
 MAX_ROWS = 200
 #: Background rows sampled from the data for black-box methods when ``--background`` is not given.
 DEFAULT_BACKGROUND = 50
-#: Features listed in the report's table and the printed summary.
-TOP = 10
-#: How the report names each output unit.
-_UNITS = {"raw": "raw (the model's own outputs)", "probability": "probability",
-          "log_odds": "log_odds (log(p / (1 - p)))",
-          "margin": "margin (the classifier's per-class scores, its decision_function)",
-          "expected_path_length": "expected path length E[h(x)] (the mean depth of x over the trees; "
-                                  "decision_function = -2^(-E[h(x)] / c) - offset)"}
+
+#: The row counts bounded before any work (attribute, option, what one unit costs at least): every
+#: coalition of a background method averages the model over the background rows.
+ROW_OPTIONS = (("rows", "--rows", "(at least one per explained row)"),
+               ("background", "--background", "per coalition (the model on every background row)"))
 
 
-#: The largest gap between ``base + sum(values)`` and ``f(x)``, relative to ``max(1, |f(x)|)``,
-#: that the report calls "efficiency holds"; a larger gap is printed as it is.
-EFFICIENCY_TOLERANCE = 1e-6
+def background_spec(text: str):
+    """``--background``: a number of rows (int >= 1) or a data file."""
+    if text.strip().lstrip("+-").isdigit():
+        n = int(text)
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"expected a number of rows >= 1 or a data file, got {text!r}")
+        return n
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a number of rows or a data file, got ''")
+    return text
 
 
-def explained_units(e) -> str:
-    """The units of an explanation's values, as the explainer recorded them: ``e.output``, or a
-    unit in ``e.params["output"]`` (or ``"units"``) when the explainer recorded another one there
-    (tree_shap explains a binary gradient boosting classifier's log-odds margin while the Model it
-    was given returns predict_proba). Never assumed from the command line's ``--output``."""
-    from .explanation import OUTPUTS
-
-    units = getattr(e, "output", "raw") or "raw"
-    params = getattr(e, "params", None) or {}
-    for key in ("units", "output"):
-        recorded = params.get(key)
-        if isinstance(recorded, str) and recorded in OUTPUTS and recorded != units and units == "raw":
-            return recorded
-    return units
+def _explain_method(text: str) -> str:
+    names = explainer_names()
+    if text not in names:
+        raise argparse.ArgumentTypeError(f"unknown value {text!r}; valid choices: {', '.join(names)}")
+    return text
 
 
-def _margins(model, rows) -> np.ndarray | None:
-    """The classifier's own margins, float64: class 1's log-odds ``(n,)`` for a binary one, the
-    per-class scores ``(n, k)`` otherwise, computed by the estimator itself (``decision_function``;
-    LightGBM's ``predict(raw_score=True)``, XGBoost's ``predict(output_margin=True)``); None when it
-    has none (the log-odds read back from predict_proba lose digits where p is near 0 or 1)."""
-    est = model.estimator
-    classes = getattr(est, "classes_", None)
-    if est is None or classes is None or len(classes) < 2:
-        return None
-    try:
-        inputs = model.decode(model.to_tensor(rows))
-        package = type(est).__module__.split(".")[0]
-        if package == "lightgbm":
-            out = est.predict(inputs, raw_score=True)
-        elif package == "xgboost":
-            out = est.predict(inputs, output_margin=True)
-        elif callable(getattr(est, "decision_function", None)):
-            out = est.decision_function(inputs)
-        else:
-            return None
-    except Exception:  # a model that cannot give its margin: the probabilities' log-odds instead
-        return None
-    out = np.asarray(out, dtype=np.float64)
-    return out.reshape(-1) if out.ndim == 1 or out.shape[1:] == (1,) else out
-
-
-def explained_outputs(model, rows, targets, units: str) -> np.ndarray:
-    """``f(x)`` of each row's target in ``units`` (float64): the Model's outputs when it is in those
-    units already; for log-odds of a binary classifier and for ``"margin"`` (a multi-class
-    booster's per-class scores) the classifier's own margins (class 1's log-odds, negated for class
-    0); else the Model in those units (:meth:`~featurelens.models.Model.with_output`)."""
-    targets = np.asarray(targets, dtype=np.int64).reshape(-1)
-    n = len(targets)
-    if hasattr(model, "with_missing_values"):  # NaN cells: the model's own routing, as explained
-        model = model.with_missing_values()
-    if units != model.output and units in ("log_odds", "margin"):
-        margin = _margins(model, rows)
-        if margin is not None and margin.shape == (n,):
-            return np.where(targets == 1, margin, -margin)
-        if margin is not None and units == "margin" and margin.ndim == 2 and margin.shape[0] == n:
-            return margin[np.arange(n), targets]
-    wrapped = model if units == model.output else model.with_output(units)
-    outputs = wrapped.predict(rows).detach().cpu().numpy().astype(np.float64)
-    return outputs[np.arange(n), targets]
-
-
-def efficiency_gap(base, values, f_x) -> dict:
-    """``{"max": max_i |base_i + sum(values_i) - f(x_i)|, "relative": the same over max(1, |f(x_i)|)}``
-    (float64 sums; scaled so that a model whose outputs are 1e308 is judged like one of outputs 1)."""
-    base = np.asarray(base, dtype=np.float64)
-    f_x = np.asarray(f_x, dtype=np.float64)
-    scale = np.maximum(1.0, np.abs(f_x))
-    total = base / scale + (np.asarray(values, dtype=np.float64) / scale[:, None]).sum(axis=1)
-    rel = np.abs(total - f_x / scale)
-    return {"max": float(np.max(rel * scale)), "relative": float(np.max(rel))}
-
-
-def efficiency_text(gap: dict, units: str) -> str:
-    """How the report states the efficiency check: "holds" only for a relative gap of at most
-    :data:`EFFICIENCY_TOLERANCE`; otherwise the gap itself, never called efficiency."""
-    if gap["relative"] <= EFFICIENCY_TOLERANCE:
-        return (f"holds: base_value + sum(values) = f(x) ({units}) to {gap['max']:.3g} "
-                f"(max over the rows; relative {gap['relative']:.3g})")
-    return (f"does NOT hold: base_value + sum(values) differs from f(x) ({units}) by up to {gap['max']:.6g} "
-            f"(relative {gap['relative']:.3g}, more than {EFFICIENCY_TOLERANCE:g})")
+def add_parser(sub) -> None:
+    """The ``explain`` subcommand and its options."""
+    parser = sub.add_parser(
+        "explain",
+        help="explain a model's predictions on a data file and write values, plots and an HTML page",
+        description="Load a model (as for audit: skops; a TorchScript or joblib/pickle file only with "
+        "--trust-model-file, since they run code from the file) and data (.npy, .npz, .csv, .parquet), explain the first rows with one "
+        "explainer and write into --out: values.csv or .parquet (one row per explained row, one column "
+        "per feature, base_value, target, output units), explanation.npz, bar/beeswarm/waterfall PNGs "
+        "and index.html. Exit codes: 0 ok, 2 usage error, 1 failure.",
+    )
+    parser.add_argument("--model", required=True, metavar="FILE",
+                        help="skops (.skops), or TorchScript (.pt) or joblib/pickle (.joblib, .pkl), which "
+                             "need --trust-model-file")
+    parser.add_argument("--data", required=True, metavar="FILE", help="inputs: .npy, .npz, .csv or .parquet (rows = samples)")
+    parser.add_argument("--labels", default=None, metavar="FILE|COLUMN",
+                        help="labels: a column of the CSV/parquet data (left out of the features), an array "
+                             "name in the .npz, or a .npy/.csv file")
+    parser.add_argument("--method", type=_explain_method, default=None, metavar="NAME",
+                        help="the explainer (default: kernel_shap for black-box models such as scikit-learn "
+                             "estimators, integrated_gradients for torch models)")
+    parser.add_argument("--background", type=background_spec, default=None, metavar="FILE|N",
+                        help="rows that dropped features are averaged over (methods that take a background): "
+                             "a data file, or N rows sampled from the data with --seed (default 50; at most 10^8, "
+                             "the evaluation bound)")
+    parser.add_argument("--rows", type=positive_int, default=None, metavar="N",
+                        help="explain the first N rows (default: all, up to 200; at most 10^8, the evaluation "
+                             "bound)")
+    parser.add_argument("--target", type=output_target, default=None, metavar="INT|predicted",
+                        help="the explained output: an index, or the predicted class (default); "
+                             "'labels' explains each row's label (with --labels)")
+    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"report folder (default: {DEFAULT_OUT})")
+    add_overwrite(parser, "an earlier explain report is always replaced")
+    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
+    parser.add_argument("--trust-model-file", action="store_true",
+                        help="allow a TorchScript or pickle/joblib model file (both run code from the file at "
+                             "load: only for files you trust); for a skops file, trust every type in it")
+    parser.add_argument("--trust-type", action="append", default=[], metavar="NAME", dest="trust_type",
+                        help="for a skops file: trust the type NAME (e.g. sklearn.tree._tree.Tree) on top of "
+                             "skops' default trusted types; repeatable. A refused file prints the flags it needs")
+    parser.add_argument("--output", choices=("raw", "probability", "log_odds"), default=None,
+                        help="units of the explained output: raw (the model's own: predict_proba for "
+                             "classifiers, logits for torch models; the default), probability (softmax / "
+                             "predict_proba) or log_odds (log(p / (1 - p))); tree_shap: the trees' own sum by default (a binary booster's "
+                             "log-odds), probability for a binary booster or a tree's class fractions")
+    parser.add_argument("--format", choices=("csv", "parquet"), default="csv", dest="format",
+                        help="file format of the values table: csv (values.csv, default) or parquet "
+                             "(values.parquet; needs pyarrow or fastparquet)")
+    add_executor_flags(parser, "On it: the rows, in parts (with fewer rows than workers, a black-box method's "
+                          "coalitions); the values are the serial run's (a gradient method's up to the last "
+                          "bit: its batches differ)")
 
 
 def _error(message: str, code: int) -> int:
@@ -168,42 +156,11 @@ class _Usage(Exception):
         self.code = code
 
 
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    return buf.getvalue()
-
-
-def _figure(draw) -> bytes:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7.5, 4.8))
-    ax = fig.add_subplot(1, 1, 1)
-    draw(ax)
-    return _png(fig)
-
-
-def parquet_engine() -> str | None:
-    """The installed parquet writer pandas can use: "pyarrow", else "fastparquet", else None."""
-    import importlib.util
-
-    for name in ("pyarrow", "fastparquet"):
-        if importlib.util.find_spec(name) is not None:
-            return name
-    return None
-
-
-def _unique_column(name: str, taken: set) -> str:
-    while name in taken:
-        name = "_" + name
-    return name
-
-
 def _background(spec, X, names, labels, seed, model=None):
     """The background rows: ``spec`` an int N (N rows of ``X`` drawn without replacement with
     ``seed``; all rows when N >= len(X)) or a data file (its label column dropped when present)."""
-    from ._loading import load_data
-    from ._random import numpy_rng
+    from .._loading import load_data
+    from .._random import numpy_rng
 
     frame = _is_frame(X)
     if isinstance(spec, int):
@@ -247,7 +204,7 @@ class _printed_warnings:
     def __exit__(self, *exc):
         import warnings
 
-        from ._loading import LoadWarning
+        from .._loading import LoadWarning
 
         self._catch.__exit__(*exc)
         for w in self._seen:
@@ -269,7 +226,7 @@ def _target(target, y, model, X):
     if target == "labels":
         if y is None:
             raise _Usage("--target labels needs --labels")
-        from ._loading import whole_number_labels
+        from .._loading import whole_number_labels
 
         as_int = whole_number_labels(y)
         if as_int is None:
@@ -287,9 +244,9 @@ def _target(target, y, model, X):
 
 
 def run(args) -> int:
-    from ._cli_executor import ExecutorUsage, check_executor_flags
-    from ._loading import LoadError, check_model_data, load_data, load_model
-    from .report import OutError, check_out
+    from .._loading import LoadError, check_model_data, load_data, load_model
+    from ..report import OutError, check_out
+    from .executor import ExecutorUsage, check_executor_flags
 
     try:  # before loading anything: a bad --out or executor flag costs nothing
         check_out(args.out, "explain", args.overwrite, name="--out")
@@ -342,16 +299,16 @@ def _build_explainer(explainer, method, model, params, output):
 
 
 def _estimator_of(model):
-    from .models._estimators import estimator_method
+    from ..models._estimators import estimator_method
 
     return estimator_method(model)[0]
 
 
 def _explain(args, model, description, X, y, names) -> int:
-    from ._harness import why_not
-    from .explainers import explainer, list_explainers
-    from .explainers._base import explainer_class
-    from .models import Model
+    from .._harness import why_not
+    from ..explainers import explainer, list_explainers
+    from ..explainers._base import explainer_class
+    from ..models import Model
 
     output = getattr(args, "output", None)
     try:
@@ -397,7 +354,7 @@ def _explain(args, model, description, X, y, names) -> int:
 
     d = int(np.prod(rows.shape[1:]))
     feature_names = names if names is not None and rows.ndim == 2 else [f"x{i}" for i in range(d)]
-    from ._cli_executor import command_executor
+    from .executor import command_executor
 
     with command_executor(args) as executor:
         row_executor = executor
@@ -427,7 +384,7 @@ def _explain(args, model, description, X, y, names) -> int:
     data = np.asarray(e.data, dtype=np.float64).reshape(n_rows, d) if frame else rows.reshape(n_rows, d)
     first = rows.iloc[0].astype(object) if frame else data[0]
     classes = getattr(wrapped.estimator, "classes_", None)
-    _write(args, e, values, base, targets, f_x, gap, feature_names, data, description, method,
+    write_report(args, e, values, base, targets, f_x, gap, feature_names, data, description, method,
            len(X), units, first_row=first, classes=classes)
     mean_abs = np.abs(values).mean(axis=0)
     order = np.argsort(-mean_abs, kind="stable")[:5]
@@ -437,7 +394,7 @@ def _explain(args, model, description, X, y, names) -> int:
     print("top features (mean |value|): " + ", ".join(f"{feature_names[i]} {mean_abs[i]:.4g}" for i in order))
     groups = beeswarm_groups(targets, classes)
     if len(groups) > 1:
-        print(f"target: {_target_text(args.target, targets, classes)}; one beeswarm per class: "
+        print(f"target: {target_text(args.target, targets, classes)}; one beeswarm per class: "
               + ", ".join(f"{title} ({file})" for file, _, title, _ in groups))
     if gap is not None:
         print(f"efficiency: {efficiency_text(gap, units)}")
@@ -447,128 +404,3 @@ def _explain(args, model, description, X, y, names) -> int:
     return 0
 
 
-def class_label(t: int, classes) -> str:
-    """How the report names output ``t``: ``class <label>`` (the estimator's ``classes_[t]``), else
-    ``output <t>``."""
-    if classes is not None and 0 <= int(t) < len(classes):
-        return f"class {np.asarray(classes).tolist()[int(t)]}"
-    return f"output {int(t)}"
-
-
-def beeswarm_groups(targets, classes=None) -> list:
-    """The beeswarm figures: ``[(file, row indices, title, caption)]``. One beeswarm of every row
-    when they all explain the same output; else one per output present (``--target predicted`` on
-    a classifier explains each row's predicted class, and a class's values, e.g. class 0's
-    log-odds, the negatives of class 1's, must not share one plot), titled with the class, files
-    ``beeswarm_target_<t>.png``."""
-    targets = np.asarray(targets).reshape(-1)
-    present = np.unique(targets)
-    caption = "each explained row's value per feature, coloured by the feature's value"
-    if len(present) <= 1:
-        title = None if not len(present) else f"{class_label(present[0], classes)} (output {int(present[0])})"
-        return [("beeswarm.png", np.arange(len(targets)), title, caption)]
-    groups = []
-    for t in present:
-        rows = np.flatnonzero(targets == t)
-        name = class_label(t, classes)
-        groups.append((f"beeswarm_target_{int(t)}.png", rows, f"{name} (output {int(t)}): {len(rows)} rows",
-                       f"{name}: the {len(rows)} explained row(s) whose target is output {int(t)}; {caption}"))
-    return groups
-
-
-def _target_text(asked, targets, classes) -> str:
-    """The report's target line: what was asked and, per output explained, its class and rows."""
-    present, counts = np.unique(np.asarray(targets).reshape(-1), return_counts=True)
-    per = ", ".join(f"{class_label(t, classes)}: {int(c)} row{'s' if c > 1 else ''}" for t, c in zip(present, counts))
-    what = "predicted class" if asked in (None, "predicted") else str(asked)
-    return f"{what} ({per})"
-
-
-def _write(args, e, values, base, targets, f_x, gap, names, data, description, method, n_data, units,
-           first_row=None, classes=None) -> None:
-    import pandas as pd
-
-    from . import plots
-    from .report import HTMLReport, report_folder
-
-    taken = set(names)
-    base_col = _unique_column("base_value", taken)
-    target_col = _unique_column("target", taken | {base_col})
-    output_col = _unique_column("output", taken | {base_col, target_col})
-    table = pd.DataFrame(values, columns=names)
-    if base is not None:
-        table[base_col] = base
-    table[target_col] = targets
-    table[output_col] = units
-    values_file = "values.parquet" if getattr(args, "format", "csv") == "parquet" else "values.csv"
-
-    figures = {
-        "bar.png": (_figure(lambda ax: plots.bar(values, feature_names=names, ax=ax)),
-                    "mean |value| per feature over the explained rows"),
-    }
-    for file, rows, title, caption in beeswarm_groups(targets, classes):
-        def draw_beeswarm(ax, rows=rows, title=title):
-            plots.beeswarm(values[rows], data=data[rows], feature_names=names, ax=ax)
-            if title:
-                ax.set_title(title, fontsize=10)
-
-        figures[file] = (_figure(draw_beeswarm), caption)
-    if base is not None:
-        end = float(base[0] + values[0].sum())
-        if abs(end - f_x[0]) <= EFFICIENCY_TOLERANCE * max(1.0, abs(f_x[0])):
-            ends = f"to f(x) = {f_x[0]:.4g}, the model's own output ({_UNITS.get(units, units)})"
-        else:
-            ends = (f"to base + sum = {end:.6g}, while the model's own output is f(x) = {f_x[0]:.6g} "
-                    f"({_UNITS.get(units, units)}): a gap of {abs(end - f_x[0]):.3g}, efficiency does not hold")
-
-        def draw_waterfall(ax):
-            plots.waterfall(values[0], base_value=base[0], data_row=data[0] if first_row is None else first_row,
-                            feature_names=names, ax=ax)
-            ax.set_xlabel(f"{class_label(targets[0], classes)} (output {targets[0]}), "
-                          f"{_UNITS.get(units, units)}", fontsize=8)
-
-        figures["waterfall.png"] = (_figure(draw_waterfall),
-                                    f"row 0: from the base value {base[0]:.4g} {ends} "
-                                    f"({class_label(targets[0], classes)}, output {targets[0]})")
-
-    mean_abs = np.abs(values).mean(axis=0)
-    order = np.argsort(-mean_abs, kind="stable")[:TOP]
-    page = HTMLReport(f"featurelens explain: {method}",
-                      f"{description}; data {os.path.basename(args.data)}; {len(values)} of {n_data} rows")
-    settings = [("model", description), ("data", args.data), ("method", method), ("rows explained", len(values)),
-                ("target", _target_text(args.target, targets, classes)),
-                ("output units", _UNITS.get(units, units)), ("seed", args.seed)]
-    if "n_background" in e.params:
-        settings.append(("background rows", e.params["n_background"]))
-    if gap is not None:
-        settings.append(("efficiency", efficiency_text(gap, units)))
-        settings.append(("row 0", f"base {base[0]:.6g} + sum of values {values[0].sum():.6g} = "
-                                  f"{base[0] + values[0].sum():.6g}; f(x) = {f_x[0]:.6g}"))
-    page.add_definitions(settings)
-    page.add_heading("Top features")
-    page.add_table([["rank", "feature", "mean |value|", "mean value"]],
-                   [[str(r + 1), names[i], f"{mean_abs[i]:.4g}", f"{values[:, i].mean():.4g}"]
-                    for r, i in enumerate(order)])
-    page.add_heading("Figures")
-    for file, (png, caption) in figures.items():
-        page.add_image(png, alt=file, caption=caption)
-    page.add_heading("Files")
-    links = [values_file, "explanation.npz"] + list(figures)
-    page.add_html("<ul>" + "".join(f'<li><a href="{html.escape(f)}">{html.escape(f)}</a></li>' for f in links)
-                  + "</ul>")
-
-    with report_folder(args.out, "explain", args.overwrite) as tmp:
-        if values_file == "values.csv":
-            from .selection._cli import csv_text_cell
-
-            # a header cell such as "=HYPERLINK(...)" (a column name from the user's data) must be
-            # shown as text by a spreadsheet, never run as a formula: the same escaping as select's
-            table.to_csv(os.path.join(tmp, values_file), index=False,
-                         header=[csv_text_cell(c) for c in table.columns])
-        else:
-            table.to_parquet(os.path.join(tmp, values_file), index=False, engine=parquet_engine())
-        e.save(os.path.join(tmp, "explanation.npz"))
-        for file, (png, _) in figures.items():
-            with open(os.path.join(tmp, file), "wb") as f:
-                f.write(png)
-        page.save(os.path.join(tmp, "index.html"))
