@@ -72,9 +72,9 @@ CLAIMS: dict[tuple[str, str], tuple[str, ...]] = {
         ("explainers/test_tree_shap.py::test_interaction_values_match_shap",),
     ("featurelens.interactions._interactions.Interactions.r2", "scikit-learn"):
         ("test_docstring_claims.py::test_r2_of_a_constant_game_is_scikit_learns_r2_score",),
-    ("featurelens.metrics.axioms.non_sensitivity", "Quantus"):
+    ("featurelens.metrics.axiomatic.non_sensitivity", "Quantus"):
         ("metrics/test_axioms.py::test_quantus_non_sensitivity_parity",),
-    ("featurelens.metrics.pointing.focus", "Quantus"):
+    ("featurelens.metrics.localisation._pointing.focus", "Quantus"):
         ("metrics/test_pointing.py::test_quantus_focus_parity_on_our_mosaics",),
     ("featurelens.selection.minkowski.MinkowskiWeightedSelector", "scikit-learn"):
         ("selection/test_degenerate.py::test_minkowski_more_clusters_than_rows",
@@ -102,14 +102,14 @@ CLAIMS: dict[tuple[str, str], tuple[str, ...]] = {
         ("explainers/test_lrp.py::test_equals_captum_lrp_with_its_default_epsilon_rules",),
     ("featurelens.metrics.complexity", "Quantus"):
         ("metrics/test_quantus_parity.py::test_sparseness_and_complexity",),
-    ("featurelens.metrics.faithfulness.deletion_curve", "Quantus"):
+    ("featurelens.metrics.faithfulness._curves.deletion_curve", "Quantus"):
         ("metrics/test_quantus_parity.py::test_pixel_flipping_is_the_full_deletion_curve",
          "test_docstring_claims.py::test_quantus_default_softmax_is_output_probability"),
     ("featurelens.metrics.ood.auroc", "scikit-learn"):
         ("metrics/test_ood_metrics.py::test_auroc_equals_sklearn_with_ties",),
-    ("featurelens.metrics.pointing.top_k_intersection", "Quantus"):
+    ("featurelens.metrics.localisation._pointing.top_k_intersection", "Quantus"):
         ("metrics/test_pointing.py::test_quantus_localisation_parity",),
-    ("featurelens.metrics.randomization.model_randomization", "Quantus"):
+    ("featurelens.metrics.randomisation.model_randomization", "Quantus"):
         ("metrics/test_quantus_parity.py::test_mprt_layer_by_layer",),
 }
 

@@ -13,7 +13,7 @@ import torch
 import featurelens as fl
 from featurelens import _audit, _harness
 from featurelens._audit import core, scoring
-from featurelens.metrics.randomization import _cascade_score
+from featurelens.metrics.randomisation import _cascade_score
 from featurelens.groundtruth.models import build_model
 from featurelens.datasets import xai_tris
 from featurelens.models import Model

@@ -10,8 +10,8 @@ import torch
 
 import featurelens as fl
 from featurelens._audit import scoring
-from featurelens.metrics.stability import _continuity_steps
-from featurelens.metrics.subsets import _sizes
+from featurelens.metrics.robustness._stability import _continuity_steps
+from featurelens.metrics.faithfulness._subsets import _sizes
 from featurelens.cli import main
 
 # The CLI test writes a traced TorchScript file; torch 2.13 deprecates torch.jit.trace but still runs it.

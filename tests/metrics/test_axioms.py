@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import featurelens as fl
-from featurelens.metrics import axioms as A
+from featurelens.metrics import axiomatic as A
 from featurelens.models import Model
 
 N = 5

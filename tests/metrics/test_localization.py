@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from featurelens.metrics import emd_score, iou_at_k, localization, precision_at_k
+from featurelens.metrics import emd_score, iou_at_k, precision_at_k
+from featurelens.metrics.localisation import _overlap as localization
 
 UNION = [(1, 1), (2, 1), (3, 1), (2, 2), (4, 5), (5, 5), (6, 5), (6, 6)]  # XAI-TRIS 8x8 union mask
 NORM_8 = math.sqrt(128)

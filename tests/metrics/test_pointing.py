@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from featurelens.metrics import pointing as L
+from featurelens.metrics import localisation as L
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from scipy.stats import entropy, spearmanr
 
 import featurelens as fl
 from featurelens.metrics import _perturb
-from featurelens.metrics import randomization as R
+from featurelens.metrics import randomisation as R
 
 N = 6
 
@@ -59,7 +59,7 @@ def test_random_logit_of_a_linear_model_compares_weight_rows():
     w = lin.weight.detach().numpy()
     x = np.random.default_rng(0).normal(size=(5, 12))
     y = np.array([0, 1, 2, 3, 0])
-    got = fl.metrics.randomization.random_logit("saliency", x, target=y, seed=3, model=lin, similarity="pearson")
+    got = fl.metrics.randomisation.random_logit("saliency", x, target=y, seed=3, model=lin, similarity="pearson")
     j = np.random.default_rng(3).integers(0, 3, size=5)
     off = j + (j >= y)
     assert np.all(off != y)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from featurelens.metrics import _perturb as P
-from featurelens.metrics.removal import irof, region_perturbation, road, selectivity
+from featurelens.metrics.faithfulness import irof, region_perturbation, road, selectivity
 from featurelens.models import Model
 
 N = 6

@@ -9,7 +9,7 @@ import torch
 
 import featurelens as fl
 from featurelens.metrics import _perturb
-from featurelens.metrics import stability as S
+from featurelens.metrics.robustness import _stability as S
 
 N = 6
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from featurelens.metrics import _perturb
-from featurelens.metrics.subsets import (
+from featurelens.metrics.faithfulness._subsets import (
     monotonicity,
     monotonicity_correlation,
     sensitivity_n,

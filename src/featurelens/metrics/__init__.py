@@ -29,37 +29,43 @@ for the whole batch (times the subset sizes or regions), or for more memory than
 """
 
 from featurelens.metrics._spec import FAMILIES, REQUIREMENTS, MetricSpec, ScoreContext, list_metrics, spec
-from featurelens.metrics.axioms import completeness, input_invariance, non_sensitivity
+from featurelens.metrics.axiomatic import completeness, input_invariance, non_sensitivity
 from featurelens.metrics.complexity import complexity, effective_complexity, sparseness
 from featurelens.metrics.faithfulness import (
     deletion_curve,
     faithfulness_correlation,
     infidelity,
     insertion_curve,
+    irof,
+    monotonicity,
+    monotonicity_correlation,
+    region_perturbation,
+    road,
+    selectivity,
+    sensitivity_n,
+    sufficiency,
 )
-from featurelens.metrics.localization import (
+from featurelens.metrics.localisation import (
+    attribution_localisation,
+    auc,
     emd_score,
+    focus,
+    focus_mosaics,
     iou_at_k,
+    pointing_game,
     precision_at_k,
     relevance_mass,
     relevance_rank_accuracy,
-)
-from featurelens.metrics.ood import auroc, fpr_at_tpr
-from featurelens.metrics.pointing import (
-    attribution_localisation,
-    auc,
-    focus,
-    focus_mosaics,
-    pointing_game,
     top_k_intersection,
 )
-from featurelens.metrics.randomization import efficient_mprt, model_randomization, random_logit, smooth_mprt
-from featurelens.metrics.removal import irof, region_perturbation, road, selectivity
-from featurelens.metrics.subsets import monotonicity, monotonicity_correlation, sensitivity_n, sufficiency
-from featurelens.metrics.robustness import avg_sensitivity, local_lipschitz, max_sensitivity
-from featurelens.metrics.stability import (
+from featurelens.metrics.ood import auroc, fpr_at_tpr
+from featurelens.metrics.randomisation import efficient_mprt, model_randomization, random_logit, smooth_mprt
+from featurelens.metrics.robustness import (
+    avg_sensitivity,
     consistency,
     continuity,
+    local_lipschitz,
+    max_sensitivity,
     relative_input_stability,
     relative_output_stability,
     relative_representation_stability,

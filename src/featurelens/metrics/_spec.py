@@ -1,9 +1,10 @@
 """Every metric declares itself: :class:`MetricSpec`, the registry, :func:`list_metrics`, :func:`spec`.
 
 Each metric module declares the specs of its metrics in a module-level ``SPECS`` tuple right below
-the functions; the registry collects them from the modules of :mod:`featurelens.metrics` (any
-module with a ``SPECS`` tuple, in name order), then orders them by family (:data:`FAMILIES`),
-keeping the order of declaration within a family. The audit (:func:`featurelens.audit`) and the
+the functions (a family package, such as :mod:`featurelens.metrics.faithfulness`, joins the
+``SPECS`` of its parts in its ``__init__``); the registry collects them from the modules of
+:mod:`featurelens.metrics` (any module or package with a ``SPECS`` tuple, in name order), then
+orders them by family (:data:`FAMILIES`), keeping the order of declaration within a family. The audit (:func:`featurelens.audit`) and the
 ground-truth benchmark (``featurelens benchmark``) read everything they know about a metric from
 its spec: which way is better, what it needs, its table column, its one-line reason and how to
 call it (:attr:`MetricSpec.score`). Adding a metric therefore touches its module (the function and

@@ -1,4 +1,4 @@
-"""Localization metrics: how well an attribution map matches a ground-truth mask.
+"""Localisation by overlap: top-k precision and IoU, the EMD score (XAI-TRIS), relevance mass and rank.
 
 The definitions follow the XAI-TRIS benchmark: B. Clark, R. Wilming, S. Haufe, "XAI-TRIS: Non-linear
 image benchmarks to quantify false positive post-hoc attribution of feature importance", Machine
@@ -26,9 +26,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._validation import check_bool, check_int, check_option
+from ..._validation import check_bool, check_int, check_option
 
-__all__ = ["precision_at_k", "iou_at_k", "emd_score"]
+__all__ = ["precision_at_k", "iou_at_k", "emd_score", "relevance_mass", "relevance_rank_accuracy"]
 
 _EMD_BACKENDS = ("auto", "pot", "scipy")
 _POT_MAX_ITER = 10_000_000
@@ -404,7 +404,7 @@ def _on_masks(fn):
     return lambda ctx: fn(*_mask_layout(ctx.a, ctx.masks))
 
 
-from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+from .._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
 
 SPECS = (
     MetricSpec(

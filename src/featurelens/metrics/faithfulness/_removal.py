@@ -25,14 +25,14 @@ import math
 import numpy as np
 import torch
 
-from .._random import numpy_rng, parse_seed
-from .._validation import (
+from ..._random import numpy_rng, parse_seed
+from ..._validation import (
     as_numpy,
     check_float,
     check_int,
     check_option,
 )
-from . import _perturb as P
+from .. import _perturb as P
 
 __all__ = ["irof", "region_perturbation", "road", "selectivity"]
 
@@ -378,7 +378,7 @@ def _score_road(ctx):
                 **ctx.executor_kw())[1]
 
 
-from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+from .._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
 
 SPECS = (
     MetricSpec(

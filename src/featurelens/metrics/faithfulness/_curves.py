@@ -1,28 +1,6 @@
-"""Faithfulness metrics: does the model react to removing what the attribution calls relevant?
-
-All metrics take a model (``torch.nn.Module``, callable, or :class:`featurelens.models.Model`), a
-batch ``x`` with the samples first (images (n, c, h, w) or tabular rows (n, d)), attributions ``a``
-(array, tensor or :class:`featurelens.Explanation`) shaped like ``x`` (or, for images, like the
-spatial map (n, h, w) / (n, 1, h, w), spread over the channels), and ``target`` (None = the
-predicted class, an int, or one int per sample). ``f_t`` below is the model's ``target`` output in
-the units ``output=`` asks for (default: raw, the logit or whatever the model returns;
-``"probability"`` or ``"log_odds"``, see :class:`featurelens.models.Model`). Every perturbed copy of every sample goes through the model
-in chunked batches (the Model's batching), on the model's device. Scores come back as float64
-numpy arrays with one entry per sample.
-
-``groups`` (deletion/insertion and faithfulness correlation): an int array shaped like one input
-(or, for images, like the spatial map) that assigns elements to regions; regions are then removed
-whole and ranked by their summed attribution. Without groups every element is a region, except
-that an image batch explained by a spatial map is perturbed pixel by pixel (all channels at once).
-
-Units against Quantus 0.6: these metrics score the model's raw outputs by default (logits for a
-classifier module), while Quantus's ``PixelFlipping``, ``Selectivity``, ``RegionPerturbation``,
-``IROF``, ``SensitivityN``, ``Monotonicity``, ``MonotonicityCorrelation`` and ``NonSensitivity``
-apply a softmax first (their ``softmax=True`` default; ``FaithfulnessCorrelation`` and
-``Infidelity`` do not). Curves in the two units differ by as much as the logits do from
-probabilities; pass ``output="probability"`` to score what Quantus scores by default (or call
-Quantus with ``softmax=False`` to score the raw outputs). ROAD and Sufficiency use only the
-arg-max, which a softmax leaves as it is; IROF here defaults to ``"probability"``.
+"""Faithfulness along orderings and random subsets: deletion and insertion curves, faithfulness
+correlation, infidelity. The arguments, units and ``groups`` are those of
+:mod:`featurelens.metrics.faithfulness`.
 """
 
 from __future__ import annotations
@@ -30,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._random import numpy_rng, parse_seed
-from .._validation import (
+from ..._random import numpy_rng, parse_seed
+from ..._validation import (
     check_bool,
     check_budget,
     check_float,
@@ -39,7 +17,7 @@ from .._validation import (
     check_option,
     relative_scale,
 )
-from . import _perturb as P
+from .. import _perturb as P
 
 __all__ = ["deletion_curve", "insertion_curve", "faithfulness_correlation", "infidelity"]
 
@@ -278,7 +256,7 @@ def _score_faithfulness_correlation(ctx):
                                     executor=ctx.executor)
 
 
-from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+from .._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
 
 SPECS = (
     MetricSpec(

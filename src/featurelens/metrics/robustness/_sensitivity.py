@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._random import parse_seed
-from .._validation import check_bool, check_budget, check_executor, check_float
-from ..explainers._base import Explainer
-from . import _perturb as P
+from ..._random import parse_seed
+from ..._validation import check_bool, check_budget, check_executor, check_float
+from ...explainers._base import Explainer
+from .. import _perturb as P
 
 __all__ = ["max_sensitivity", "avg_sensitivity", "local_lipschitz"]
 
@@ -133,7 +133,7 @@ def _shared_sensitivities(ctx):
         ctx.explainer, ctx.x, ctx.target, ctx.radius, ctx.n_noise, ctx.seed, True, ctx.raw, ctx.executor))
 
 
-from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+from .._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
 
 SPECS = (
     MetricSpec(

@@ -27,16 +27,16 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
-from .._random import numpy_rng, parse_seed
-from .._validation import (
+from ..._random import numpy_rng, parse_seed
+from ..._validation import (
     check_bool,
     check_budget,
     check_float,
     check_int,
     check_option,
 )
-from ..models import Model
-from . import _perturb as P
+from ...models import Model
+from .. import _perturb as P
 
 __all__ = ["monotonicity", "monotonicity_correlation", "sensitivity_n", "sufficiency"]
 
@@ -395,7 +395,7 @@ def _score_sensitivity_n(ctx):
         return np.where(ok.any(1), np.where(ok, vals, 0.0).sum(1) / np.maximum(ok.sum(1), 1), np.nan)
 
 
-from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+from .._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
 
 SPECS = (
     MetricSpec(

@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import rankdata
 
-from .._random import numpy_rng
-from .._validation import as_numpy, check_bool, check_budget, check_float, check_int, check_option
-from ._perturb import attributions_array
-from .localization import _flat_pair
+from ..._random import numpy_rng
+from ..._validation import as_numpy, check_bool, check_budget, check_float, check_int, check_option
+from .._perturb import attributions_array
+from ._overlap import _flat_pair
 
 __all__ = [
     "attribution_localisation",
@@ -288,8 +288,8 @@ def _score_top_k(ctx):
     return top_k_intersection(a, masks, max(1, int(round(0.1 * d))))
 
 
-from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
-from .localization import _mask_layout, _on_masks  # noqa: E402
+from .._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+from ._overlap import _mask_layout, _on_masks  # noqa: E402
 
 SPECS = (
     MetricSpec(

@@ -19,9 +19,9 @@ import warnings
 import numpy as np
 import torch
 
-from .._batching import chunks
-from .._random import parse_seed
-from .._validation import (
+from ..._batching import chunks
+from ..._random import parse_seed
+from ..._validation import (
     check_bool,
     check_budget,
     check_executor,
@@ -29,8 +29,8 @@ from .._validation import (
     check_int,
     check_option,
 )
-from ..explainers._base import Explainer
-from . import _perturb as P
+from ...explainers._base import Explainer
+from .. import _perturb as P
 
 __all__ = [
     "continuity",
@@ -285,7 +285,7 @@ def _layer_outputs(m, layer, rows: torch.Tensor, with_outputs: bool = False):
     """The named layer's outputs for ``rows``, flattened, float64 (rows, k); chunked like the
     Model's forward passes. ``with_outputs``: also the model's outputs from the same passes
     (``(layer, outputs)``); otherwise each pass stops at the layer."""
-    from ..explainers._layer_hooks import LayerHook, resolve_layer
+    from ...explainers._layer_hooks import LayerHook, resolve_layer
 
     name, mod = resolve_layer(m.module, layer, _RRS)
     parts, outs = [], []
@@ -306,7 +306,7 @@ def _explain_reading_layer(ex, layer, rows: torch.Tensor, target: np.ndarray, ex
     one): the layer's outputs of those passes are the representation, and no second pass is needed. Otherwise (other
     explainers; an ``executor``, whose workers run the passes, and which may pickle the module, so
     no hook is set) None, and the caller runs its own pass."""
-    from ..explainers._layer_hooks import LayerHook, resolve_layer
+    from ...explainers._layer_hooks import LayerHook, resolve_layer
 
     if executor is not None:
         return ex.explain(rows, target=target, executor=executor), None
@@ -478,7 +478,7 @@ def _stability(fn):
                           seed=ctx.seed, attributions=ctx.raw, **ctx.executor_kw())
 
 
-from ._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
+from .._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
 
 SPECS = (
     MetricSpec(
