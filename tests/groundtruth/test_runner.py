@@ -109,6 +109,41 @@ def test_default_methods_are_gradient_and_agop_then_random():
         assert name in methods
 
 
+def test_default_methods_follow_the_class_declarations(monkeypatch):
+    """The defaults are read from the classes (benchmark_default, benchmark_order, requires), so a
+    new gradient explainer joins them, a declared reason keeps one out, and the declared places
+    come first; brute force over the registry, independent of the runner's sort."""
+    from featurelens.explainers import _base
+    from featurelens.explainers._base import Explainer, Requires, explainer_class
+
+    class NewGradient(Explainer):
+        requires = Requires(gradients=True)
+
+    class LeftOut(Explainer):
+        requires = Requires(gradients=True)
+        benchmark_default = "too slow for the benchmark"
+
+    class First(Explainer):
+        requires = Requires(gradients=False)
+        benchmark_default = True
+        benchmark_order = -1
+
+    registry = dict(_base._REGISTRY, zz_new_gradient=NewGradient, zz_left_out=LeftOut, zz_first=First)
+    monkeypatch.setattr(_base, "_REGISTRY", registry)
+    methods = default_methods()
+    assert methods[0] == "zz_first" and "zz_new_gradient" in methods and "zz_left_out" not in methods
+    assert methods[-1] == "random"
+    expected_set = {n for n in registry if n != "random" and (
+        registry[n].benchmark_default is True
+        or (registry[n].benchmark_default is None and registry[n].requires.gradients))}
+    assert set(methods[:-1]) == expected_set
+    placed = [n for n in methods[:-1] if explainer_class(n).benchmark_order is not None]
+    assert methods[:len(placed)] == placed  # the declared places first ...
+    assert [explainer_class(n).benchmark_order for n in placed] == sorted(
+        explainer_class(n).benchmark_order for n in placed)  # ... in their order ...
+    assert methods[len(placed):-1] == sorted(methods[len(placed):-1])  # ... then the others by name
+
+
 @pytest.mark.parametrize(
     "kwargs,match",
     [

@@ -274,6 +274,16 @@ class Explainer:
     #: draw from a Generator seed.
     audit_order: int | None = None
 
+    #: Whether the ground-truth benchmark (:func:`featurelens.groundtruth.run_benchmark`) runs it
+    #: when ``methods=None``: True, or the reason it is left out (it can still be requested with
+    #: ``methods=``). None: decided by :attr:`requires`: the explainers that need the model's
+    #: gradients run, the others (black-box methods, far slower on images and with their own
+    #: benchmark settings) do not. ``random`` is always run, last (the floor every method must beat).
+    benchmark_default: bool | str | None = None
+    #: Where a default explainer comes in the benchmark's run order and report (lower first; None:
+    #: after those with a place, in name order).
+    benchmark_order: int | None = None
+
     #: The output units it can explain in: those computed through the Model's forward passes get
     #: all three; an explainer that reads the model's structure instead (tree_shap) lists its own.
     outputs: tuple = ("raw", "probability", "log_odds")

@@ -26,6 +26,7 @@ class AGOPLocal(Explainer):
     2605.12816; identical to ``saliency``)."""
 
     audit_default = "identical to saliency (the signed per-sample gradient)"
+    benchmark_order = 5
 
     def _attribute(self, x, target, outputs):
         return self.model.gradient(x, target), {}
@@ -95,6 +96,8 @@ class AGOPGlobal(_AGOPDiagonalExplainer):
     model; with ``data=`` the model must be differentiable to compute M."""
 
     audit_order = 6
+    benchmark_default = True  # needs no gradient with agop=; the benchmark computes M from data
+    benchmark_order = 6
     requires = Requires(gradients=False, data=True)
 
     def _attribute(self, x, target, outputs):
@@ -107,6 +110,7 @@ class AGOPWeighted(_AGOPDiagonalExplainer):
     2605.12816): the local gradient filtered by the features the network learned globally."""
 
     audit_order = 5
+    benchmark_order = 7
     requires = Requires(gradients=True, data=True)
 
     def _attribute(self, x, target, outputs):

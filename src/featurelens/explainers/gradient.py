@@ -36,6 +36,7 @@ class Saliency(Explainer):
     """
 
     audit_order = 0
+    benchmark_order = 0
     target_in_pass = True  # its passes check the target (Model.pick): no one-row target pass
 
     def __init__(self, model, abs: bool = False, batch_size: int | None = None):
@@ -60,6 +61,7 @@ class InputXGradient(Explainer):
     """
 
     audit_order = 1
+    benchmark_order = 1
     target_in_pass = True
 
     def _attribute(self, x, target, outputs):
@@ -123,6 +125,7 @@ class IntegratedGradients(Explainer):
     """
 
     audit_order = 2
+    benchmark_order = 2
     accepts = frozenset({"baseline"})  # the harness options it takes (see Explainer.accepts)
     target_in_pass = True  # the path passes check the target (Model.pick) before the completeness pass
     # A row-parallel explain (explain(x, executor=...)) joins the parts' diagnostics.
@@ -218,6 +221,7 @@ class SmoothGrad(Explainer):
     """
 
     audit_order = 3
+    benchmark_order = 3
     accepts = frozenset({"seed"})  # the harness options it takes (see Explainer.accepts)
     target_in_pass = True
 
@@ -349,6 +353,7 @@ class GradCAM(Explainer):
     """
 
     audit_order = 4
+    benchmark_order = 4
     requires = Requires(gradients=True, conv_layer=True, hooks="layer")
     target_in_pass = True  # its pass checks the target (Model.pick)
 

@@ -152,6 +152,7 @@ class WAMSmoothGrad(_WaveletMixin, SmoothGrad):
     """
 
     audit_order = 8
+    benchmark_order = None  # not SmoothGrad's place: after the ordered ones, by name
 
     def __init__(
         self,
@@ -221,6 +222,7 @@ class WAMIntegratedGradients(_WaveletMixin, IntegratedGradients):
     """
 
     audit_order = 9
+    benchmark_order = None  # not IntegratedGradients's place: after the ordered ones, by name
 
     def __init__(
         self,

@@ -21,8 +21,6 @@ CSV_COLUMNS = (
     "precision_mean", "precision_std", "iou_mean", "iou_std", "emd_mean", "emd_std",
     "emd_undefined", "seconds", "note",
 )
-_METRICS = (("precision", "precision"), ("iou", "IoU"), ("emd", "EMD"))
-_METRIC_HEAD = "precision · IoU · EMD"
 _LEGEND = ", ".join(f"{short} = {name}" for name, short in SCENARIO_LABELS.items())
 
 #: Page styles of this report beyond the shared ones: cells that state a status and its reason
@@ -68,10 +66,22 @@ def _status_cell(status: str, reason: str, colspan: int = 1) -> Cell:
     return Cell(classes="status", colspan=colspan, html=body)
 
 
+def metric_labels() -> tuple:
+    """``((key, label), ...)`` of the benchmark's metrics, as their specs declare them
+    (:attr:`featurelens.metrics.MetricSpec.benchmark`, in registry order): precision, IoU, EMD."""
+    from ..metrics import list_metrics
+
+    return tuple(tuple(s.benchmark) for s in list_metrics() if s.benchmark is not None)
+
+
+def _metric_head() -> str:
+    return " · ".join(label for _, label in metric_labels())
+
+
 def _scores_cell(r: dict, best: dict) -> Cell:
     """precision · IoU · EMD means of a row (std in the tooltip); the best of a column in bold."""
     parts = []
-    for m, label in _METRICS:
+    for m, label in metric_labels():
         mean, std = r[f"{m}_mean"], r[f"{m}_std"]
         if not _finite(mean):
             parts.append(f'<span title="{label}: undefined">–</span>')
@@ -95,7 +105,7 @@ def _summary_table(page: HTMLReport, result) -> None:
     methods = [m for m in result.methods if any(r["method"] == m for r in result.summary)]
     header = [[Cell("method", "text")] + [Cell(s) for s in scenarios]]
     best = {
-        s: {m: _best([result.summary_row(meth, s)[f"{m}_mean"] for meth in methods]) for m, _ in _METRICS}
+        s: {m: _best([result.summary_row(meth, s)[f"{m}_mean"] for meth in methods]) for m, _ in metric_labels()}
         for s in scenarios
     }
     rows, notes = [], []
@@ -130,7 +140,7 @@ def _model_table(page: HTMLReport, result, model: str) -> None:
     lookup = {(r["scenario"], r["background"], r["method"]): r for r in result.rows if r["model"] == model}
     best = {
         d: {m: _best([lookup[(*d, meth)][f"{m}_mean"] for meth in methods if (*d, meth) in lookup and
-                      lookup[(*d, meth)]["status"] == "ok"]) for m, _ in _METRICS}
+                      lookup[(*d, meth)]["status"] == "ok"]) for m, _ in metric_labels()}
         for d in datasets
     }
     rows = []
@@ -256,7 +266,7 @@ def _write_report(result, out: str) -> None:
     page.add_html(_CSS)
     page.add_heading("Summary: method x scenario")
     page.add_paragraph(
-        f"{_METRIC_HEAD} (means over explained test samples, pooled over backgrounds and models).",
+        f"{_metric_head()} (means over explained test samples, pooled over backgrounds and models).",
         "small",
     )
     _summary_table(page, result)
@@ -264,7 +274,7 @@ def _write_report(result, out: str) -> None:
     for model in s.get("models", []):
         if any(r["model"] == model for r in result.rows):
             page.add_heading(f"model {model}", 3)
-            page.add_paragraph(f"{_METRIC_HEAD} per data set (scenario, background); {_LEGEND}.", "small")
+            page.add_paragraph(f"{_metric_head()} per data set (scenario, background); {_LEGEND}.", "small")
             _model_table(page, result, model)
     page.add_heading("Example maps")
     page.add_paragraph(

@@ -88,28 +88,25 @@ def _score_maps(values, masks, pool: int) -> dict:
     return _harness.score(calls)
 
 
-# Built-in order of the gradient and AGOP methods; "random" always comes last.
-_METHOD_ORDER = (
-    "saliency",
-    "input_x_gradient",
-    "integrated_gradients",
-    "smoothgrad",
-    "gradcam",
-    "agop_local",
-    "agop_global",
-    "agop_weighted",
-)
+def in_benchmark(cls) -> bool | str:
+    """Whether the explainer class runs in the benchmark by default: its declared
+    :attr:`~featurelens.explainers.Explainer.benchmark_default`, or, when that is None, True for
+    the explainers that need gradients and the reason for the others."""
+    declared = cls.benchmark_default
+    if declared is not None:
+        return declared
+    if cls.requires.gradients:
+        return True
+    return "a black-box method: far slower on images, with its own benchmark settings; request it with methods="
 
 
 def default_methods() -> list[str]:
-    """Registered gradient and AGOP explainers (those that need gradients, plus ``agop_global``),
-    then ``random``. Black-box explainers are left out: they are far slower and have their own
-    benchmark settings."""
+    """The registered explainers whose class declares them benchmark defaults (:func:`in_benchmark`:
+    the gradient and AGOP explainers), in their declared
+    :attr:`~featurelens.explainers.Explainer.benchmark_order`, then by name, then ``random``."""
     registered = list_explainers()
-    chosen = [m for m in _METHOD_ORDER if m in registered]
-    for name in registered:
-        if name not in chosen and name != "random" and explainer_class(name).requires.gradients:
-            chosen.append(name)
+    chosen = [m for m in registered if m != "random" and in_benchmark(explainer_class(m)) is True]
+    chosen.sort(key=lambda m: (explainer_class(m).benchmark_order is None, explainer_class(m).benchmark_order or 0))
     if "random" in registered:
         chosen.append("random")
     return chosen

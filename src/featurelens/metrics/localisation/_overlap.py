@@ -433,5 +433,5 @@ SPECS = (
         "emd_score", emd_score, "localisation", +1,
         "1 - the earth mover's distance between |a| and the mask, both normalised, over sqrt(2 D) "
         "(Clark et al. 2024); higher is better",
-        requires={"masks"}, score=_on_masks(emd_score), benchmark=("emd", "EMD score")),
+        requires={"masks"}, score=_on_masks(emd_score), benchmark=("emd", "EMD")),
 )
