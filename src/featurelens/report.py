@@ -31,7 +31,7 @@ from ._serialization import to_jsonable, usual_permissions
 
 __all__ = [
     "HTMLReport", "Cell", "jsonable", "write_json", "OutError", "check_out", "report_folder",
-    "check_out_file", "replace_file", "MARKER",
+    "check_out_file", "replace_file", "MARKER", "png_data_uri",
 ]
 
 _CSS = """
@@ -81,6 +81,12 @@ class Cell:
 
 def _as_cell(value) -> Cell:
     return value if isinstance(value, Cell) else Cell(str(value))
+
+
+def png_data_uri(png) -> str:
+    """PNG bytes as a ``data:image/png;base64,...`` URI, for an ``<img src=...>`` that keeps a page
+    self-contained (the bytes themselves: :func:`featurelens.plots._png.figure_png`)."""
+    return "data:image/png;base64," + base64.b64encode(bytes(png)).decode("ascii")
 
 
 class HTMLReport:
@@ -149,11 +155,8 @@ class HTMLReport:
         """Embed PNG bytes as a base64 data URI (the page stays self-contained)."""
         if not isinstance(png, (bytes, bytearray)) or not bytes(png[:8]) == b"\x89PNG\r\n\x1a\n":
             raise ValueError("png must be the bytes of a PNG image")
-        data = base64.b64encode(bytes(png)).decode("ascii")
         cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
-        self.parts.append(
-            f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">{cap}</figure>'
-        )
+        self.parts.append(f'<figure><img src="{png_data_uri(png)}" alt="{html.escape(alt)}">{cap}</figure>')
         self.n_images += 1
         return self
 

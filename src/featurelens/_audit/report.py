@@ -13,7 +13,6 @@ base values). Every audit has ``curves.png`` (deletion and insertion)."""
 from __future__ import annotations
 
 import csv
-import io
 import math
 import os
 import re
@@ -22,6 +21,7 @@ import numpy as np
 import torch
 
 from .._version import __version__
+from ..plots._png import figure_png
 from ..report import Cell, HTMLReport, report_folder, write_json
 from .scoring import RANKING_RULE, _clean_rows, _finite, _fmt, audit_columns, row_keys
 
@@ -31,12 +31,6 @@ __all__ = ["write_report", "describe_units"]
 TOP = 10
 #: The top features compared between each method and the method ranked first.
 AGREE_TOP = 5
-
-
-def _png(fig, tight: bool = False) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, **({"bbox_inches": "tight"} if tight else {}))
-    return buf.getvalue()
 
 
 def _maps_figure(x, masks, explanations, methods) -> bytes:
@@ -76,7 +70,7 @@ def _maps_figure(x, masks, explanations, methods) -> bytes:
                 ax.title.set_fontsize(7)
         axes[i, 0].set_ylabel(f"sample {i}", fontsize=7)
     fig.tight_layout()
-    return _png(fig)
+    return figure_png(fig)
 
 
 def _curves_figure(curves: dict) -> bytes:
@@ -96,7 +90,7 @@ def _curves_figure(curves: dict) -> bytes:
         ax.tick_params(labelsize=7)
     axes[1].legend(fontsize=7, loc="best")
     fig.tight_layout()
-    return _png(fig)
+    return figure_png(fig)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -260,7 +254,7 @@ def _tabular_section(page, figures: dict, clean, explanations, x, names, units, 
     )
     try:
         fig = ranking_figure(values, shown_names, units)
-        figures["ranking.png"] = _png(fig, tight=True)
+        figures["ranking.png"] = figure_png(fig, tight=True)
     except Exception as err:  # a figure that cannot be drawn must not lose the report
         notes.append(f"feature ranking figure failed ({type(err).__name__}: {err})")
     page.add_heading("Do the methods agree on the most important features?", 3)
@@ -307,7 +301,7 @@ def _tabular_section(page, figures: dict, clean, explanations, x, names, units, 
             base = float(np.asarray(e.base_values, dtype=np.float64).reshape(n)[0])
         try:
             figs = method_figures(m, v, x, shown_names, base)
-            pngs = {kind: _png(fig, tight=True) for kind, fig in figs.items()}
+            pngs = {kind: figure_png(fig, tight=True) for kind, fig in figs.items()}
         except Exception as err:  # a figure that cannot be drawn must not lose the report
             notes.append(f"tabular plots of {m} failed ({type(err).__name__}: {err})")
             continue

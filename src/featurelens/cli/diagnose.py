@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import csv
-import io
 import os
 import sys
 
@@ -61,12 +60,6 @@ def add_parser(sub) -> None:
                         help="add the GrokAlign Jacobian penalty WEIGHT * mean ||df/dx||_F (Walker et al. 2025) to "
                         "the training loss and record the Jacobian alignment (default: off; e.g. 0.01)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)  # no bbox/layout pass: a few seconds less per figure
-    return buf.getvalue()
 
 
 def _curves(monitor, summary):
@@ -169,13 +162,15 @@ def diagnose(out=DEFAULT_OUT, seed=0, steps=_D["steps"], weight_decay=_D["weight
 
 
 def _write(out, monitor, model, Xtr, summary, p, width, train_fraction, lr, weight_decay, seed) -> dict:
+    from ..plots._png import figure_png  # not tight: no layout pass, a few seconds less per figure
+
     files = {}
-    curves = _png(_curves(monitor, summary))
+    curves = figure_png(_curves(monitor, summary))
     files["curves"] = "curves.png"
     mats_fig, W, A = _matrices(model, Xtr, p)
-    mats = _png(mats_fig)
+    mats = figure_png(mats_fig)
     files["matrices"] = "gram_agop.png"
-    monitor_png = _png(monitor.plot())
+    monitor_png = figure_png(monitor.plot())
     files["monitor"] = "monitor.png"
     for name, data in ((files["curves"], curves), (files["matrices"], mats), (files["monitor"], monitor_png)):
         with open(os.path.join(out, name), "wb") as f:

@@ -8,7 +8,6 @@ the bar/beeswarm/waterfall figures and ``index.html``, with the efficiency check
 from __future__ import annotations
 
 import html
-import io
 import os
 
 import numpy as np
@@ -116,19 +115,15 @@ def efficiency_text(gap: dict, units: str) -> str:
             f"(relative {gap['relative']:.3g}, more than {EFFICIENCY_TOLERANCE:g})")
 
 
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    return buf.getvalue()
-
-
 def _figure(draw) -> bytes:
     from matplotlib.figure import Figure
+
+    from ..plots._png import figure_png
 
     fig = Figure(figsize=(7.5, 4.8))
     ax = fig.add_subplot(1, 1, 1)
     draw(ax)
-    return _png(fig)
+    return figure_png(fig, tight=True)
 
 
 def parquet_engine() -> str | None:

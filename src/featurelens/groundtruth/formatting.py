@@ -3,8 +3,6 @@ summaries, model accuracies)."""
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 
 __all__ = ["example_figure", "example_rows", "panel_png", "format_summary", "format_models", "SCENARIO_LABELS"]
@@ -47,14 +45,11 @@ def _rgb(image, kind: str) -> np.ndarray:
 def panel_png(image, kind: str = "map", width: int = 120) -> bytes:
     """PNG bytes of one example panel, upscaled by whole pixels (nearest) to at least ``width``
     pixels, so that the browser shows the map's pixels sharp at that size."""
-    from PIL import Image
+    from ..plots._png import image_png
 
     rgb = _rgb(image, kind)
     factor = max(1, -(-int(width) // rgb.shape[1]))
-    big = np.repeat(np.repeat(rgb, factor, axis=0), factor, axis=1)
-    buf = io.BytesIO()
-    Image.fromarray((big * 255).round().astype(np.uint8)).save(buf, format="PNG")
-    return buf.getvalue()
+    return image_png(np.repeat(np.repeat(rgb, factor, axis=0), factor, axis=1))
 
 
 def example_rows(examples: list, methods: list[str]) -> tuple[list, dict]:
@@ -77,6 +72,8 @@ def example_figure(examples: list, methods: list[str], dpi: int = 100, panel: in
     rows input, ground truth and each method with a map somewhere (a failed or not-applicable
     cell is grey and says so; methods with no map at all are left out: the report lists why)."""
     from matplotlib.figure import Figure
+
+    from ..plots._png import figure_png
 
     shown, _ = example_rows(examples, methods)
     labels = ["input", "ground truth"] + shown
@@ -123,9 +120,7 @@ def example_figure(examples: list, methods: list[str], dpi: int = 100, panel: in
         spine.set_visible(False)
     for x, y, text in texts:
         ax.text(x, y, text, ha="center", va="center", fontsize=7, color="#555")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return buf.getvalue()
+    return figure_png(fig, dpi=dpi)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -4,13 +4,12 @@ files, written through :func:`featurelens.report.report_folder` (built aside, mo
 
 from __future__ import annotations
 
-import base64
 import csv
 import html
 import math
 import os
 
-from ..report import Cell, HTMLReport, report_folder, write_json
+from ..report import Cell, HTMLReport, png_data_uri, report_folder, write_json
 from .formatting import SCENARIO_LABELS
 
 __all__ = ["write_benchmark_report", "CSV_COLUMNS"]
@@ -159,8 +158,7 @@ def _model_table(page: HTMLReport, result, model: str) -> None:
 
 
 def _panel(png: bytes, alt: str) -> str:
-    data = base64.b64encode(png).decode("ascii")
-    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}" width="120" height="120">'
+    return f'<img src="{png_data_uri(png)}" alt="{html.escape(alt)}" width="120" height="120">'
 
 
 def _example_grid(page: HTMLReport, result) -> None:
