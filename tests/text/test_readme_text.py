@@ -178,7 +178,7 @@ def test_readme_language_model_and_pieces(path, lm, clf):
     # --- README (as written) ---
     r = fl.explainer("spex", lm, tokenizer=tok, continuation=" Paris.").explain("The capital of France is")
     players = fl.text.Players(text, tok, unit="word")
-    game = fl.text.ClassifierGame(model_fn, players, target=1, removal="mask", output="log_softmax")
+    game = fl.text.ClassifierGame(model_fn, players, target=1, removal="mask", output="log_probability")
     clf_game = game
     game = fl.text.GenerationGame(lm, tok, players, " Paris.", reduce="sum")
     lime = fl.text.explain(game, "lime", budget=1000, sampler="lime_text")  # the lime package's text sampler
