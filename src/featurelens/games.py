@@ -122,7 +122,7 @@ def _check_weights(weights, n: int) -> np.ndarray:
     return w / w.sum()
 
 
-def _split_background(background):
+def split_background(background):
     """``(rows, weights or None)`` from a :class:`Background`, a ``(rows, weights)`` pair (rows a
     batch of ndim >= 2, weights 1-D with one entry per row) or plain rows."""
     if isinstance(background, Background):
@@ -422,7 +422,7 @@ class MaskedModel(Game):
         self.model = model if isinstance(model, Model) else Model.wrap(model, batch_size)
         xt = self._check_x(x)
         groups_arr = None if groups is None else as_numpy(groups, "groups")
-        bg_rows, bg_weights = _split_background(background)
+        bg_rows, bg_weights = split_background(background)
         bg = None if bg_rows is None else self.model.to_tensor(bg_rows, "background")
 
         # Decide whether a leading axis of size 1 is a batch axis, then run the target forward pass.
@@ -538,7 +538,7 @@ class MaskedModel(Game):
             values = super()._run_executor(masks)
         rows = masks.shape[0] * self.n_background
         self.model_calls += rows
-        self.model._count(rows)
+        self.model.count_calls(rows)
         return values
 
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:

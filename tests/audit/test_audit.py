@@ -174,14 +174,14 @@ def test_choose_methods():
 
 
 def test_patch_groups_cover_the_image_with_at_most_64_players():
-    g = core._patch_groups((3, 30, 30))
+    g = core.patch_groups((3, 30, 30))
     assert g.shape == (3, 30, 30)
     labels = np.unique(g)
     assert labels.size <= 64 and np.array_equal(labels, np.arange(labels.size))
     assert np.array_equal(g[0], g[2])  # channels share a patch
     # Each patch is a square block: pixels (0,0) and (3,3) share the first patch of side 4.
     assert g[0, 0, 0] == g[0, 3, 3] != g[0, 0, 4]
-    assert core._patch_groups((1, 8, 8)) is None
+    assert core.patch_groups((1, 8, 8)) is None
 
 
 def test_targets_map_labels_through_classes():
@@ -263,19 +263,19 @@ def test_ranking_rule_on_hand_made_scores():
 
     rows = [r("A", 0.5, 0.9, 0.3), r("B", 0.6, 0.8, 0.1), r("C", 0.1, 0.2, 0.0),
             r("random", 0.0, 0.0, 0.5), r("D", float("nan"), float("nan"), float("nan"), "failed")]
-    ranked = scoring._rank_rows(rows)
+    ranked = scoring.rank_rows(rows)
     # A and B both have mean faithfulness rank (2 + 1) / 2 = 1.5; B is more robust (0.1 < 0.3).
     assert [x["method"] for x in ranked] == ["B", "A", "C", "random", "D"]
     assert [x["rank"] for x in ranked] == [1, 2, 3, 4, None]
     assert ranked[0]["faithfulness_rank"] == ranked[1]["faithfulness_rank"] == 1.5
-    scoring._reasons(ranked)
-    assert scoring._verdict(ranked).startswith("Trust B most") and "3 of 3 methods beat" in scoring._verdict(ranked)
+    scoring.add_reasons(ranked)
+    assert scoring.verdict_text(ranked).startswith("Trust B most") and "3 of 3 methods beat" in scoring.verdict_text(ranked)
     rows = [r("A", 0.5, 0.9, 0.3), r("random", 0.9, 0.95, 0.5)]
-    ranked = scoring._rank_rows(rows)
-    scoring._reasons(ranked)
+    ranked = scoring.rank_rows(rows)
+    scoring.add_reasons(ranked)
     assert ranked[0]["method"] == "random"
     assert "Not more faithful than the random map" in ranked[1]["reason"]
-    assert scoring._verdict(ranked).startswith("No method beats the random map")
+    assert scoring.verdict_text(ranked).startswith("No method beats the random map")
 
 
 def test_sensitivity_pair_equals_the_public_metrics():
@@ -351,7 +351,7 @@ def test_numpy_scalar_baseline_is_a_number():
 def test_patch_groups_give_at_most_64_players_for_thin_inputs_too(shape):
     # The patch side was sized for square inputs: a (1, 1024) signal got 256 players and a
     # (3, 5, 1000) image 112, above the bound the black-box games are sized for.
-    groups = core._patch_groups(shape)
+    groups = core.patch_groups(shape)
     n = core._players(shape, groups)
     assert 1 < n <= 64
     assert groups.shape == shape and np.array_equal(np.unique(groups), np.arange(n))

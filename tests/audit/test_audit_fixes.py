@@ -22,9 +22,9 @@ def _three_way_tie(sens_k, sens_p, sens_o):
     # method's mean faithfulness rank is 2, so only robustness separates them.
     rows = [_row("occlusion", 0.7, 0.7, sens_o), _row("kernel_shap", 0.9, 0.5, sens_k),
             _row("permutation_shap", 0.8, 0.6, sens_p), _row("random", 0.0, 0.0, 9.0)]
-    ranked = scoring._rank_rows(rows)
-    scoring._reasons(ranked)
-    return ranked, scoring._verdict(ranked)
+    ranked = scoring.rank_rows(rows)
+    scoring.add_reasons(ranked)
+    return ranked, scoring.verdict_text(ranked)
 
 
 def test_verdict_names_a_tie_on_faithfulness_and_the_robustness_that_broke_it():
@@ -57,9 +57,9 @@ def test_verdict_calls_methods_within_the_tolerance_indistinguishable():
 
 def test_verdict_without_a_tie_keeps_its_wording():
     rows = [_row("a", 0.9, 0.9, 1.0), _row("b", 0.5, 0.5, 0.5), _row("random", 0.0, 0.0, 2.0)]
-    ranked = scoring._rank_rows(rows)
-    scoring._reasons(ranked)
-    verdict = scoring._verdict(ranked)
+    ranked = scoring.rank_rows(rows)
+    scoring.add_reasons(ranked)
+    verdict = scoring.verdict_text(ranked)
     assert verdict.startswith("Trust a most for this model and these inputs: it ranks first on faithfulness")
     assert "tie" not in verdict
 
@@ -174,23 +174,23 @@ def test_verdict_warns_when_the_trusted_method_fails_the_randomisation_check():
             _row("random", 0.0, 0.0, 9.0)]
     for row, sim in zip(rows, (0.91, 0.12, 0.05, 1.0)):
         row["randomization_similarity"] = sim
-    ranked = scoring._rank_rows(rows)
-    scoring._reasons(ranked)
-    verdict = scoring._verdict(ranked)
+    ranked = scoring.rank_rows(rows)
+    scoring.add_reasons(ranked)
+    verdict = scoring.verdict_text(ranked)
     assert verdict.startswith("Trust A most")
     assert "Caveat: the maps of A barely change when the weights are randomised (Spearman 0.91)" in verdict
     assert "the best-ranked method that passes that check is B (rank 2" in verdict
     # every method failing: no alternative is named
     for row in rows[:3]:
         row["randomization_similarity"] = 0.8
-    ranked = scoring._rank_rows(rows)
-    scoring._reasons(ranked)
-    assert "no method that beats the random map passes that check" in scoring._verdict(ranked)
+    ranked = scoring.rank_rows(rows)
+    scoring.add_reasons(ranked)
+    assert "no method that beats the random map passes that check" in scoring.verdict_text(ranked)
     # the trusted method passing: no caveat
     rows[0]["randomization_similarity"] = 0.2
-    ranked = scoring._rank_rows(rows)
-    scoring._reasons(ranked)
-    assert "Caveat" not in scoring._verdict(ranked)
+    ranked = scoring.rank_rows(rows)
+    scoring.add_reasons(ranked)
+    assert "Caveat" not in scoring.verdict_text(ranked)
 
 
 def test_a_method_that_raises_is_shown_failed_with_its_reason_and_never_ranked(tmp_path, monkeypatch):

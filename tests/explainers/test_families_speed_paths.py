@@ -16,7 +16,7 @@ import torch
 
 import featurelens as fl
 from featurelens._random import row_draws
-from featurelens.explainers.backprop import _ReLUBackprop
+from featurelens.explainers.backprop import ReLUBackprop
 
 
 def _cnn(inplace=False):
@@ -74,7 +74,7 @@ def test_guided_backprop_gradient_hook_equals_the_explicit_rule(make):
     target = torch.tensor([0, 1, 2, 1, 0])
     ex = fl.explainer("guided_backprop", net)
     fast = ex.explain(x, target=target).values
-    with _ReLUBackprop._hooked(ex):  # the explicit autograd rule, _GuidedReLU
+    with ReLUBackprop._hooked(ex):  # the explicit autograd rule, _GuidedReLU
         explicit = ex.model.gradient(x, target).numpy()
     np.testing.assert_array_equal(fast, explicit)
     assert np.abs(fast - fl.explainer("saliency", net).explain(x, target=target).values).max() > 1e-3

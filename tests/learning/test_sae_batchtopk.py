@@ -12,7 +12,7 @@ from sklearn.base import clone
 
 from featurelens.datasets.superposition import superposition
 from featurelens.learning._sae_training import aux_loss, default_dead_steps
-from featurelens.learning.sae import SPARSITIES, SparseAutoencoder, _batch_topk, dead_latents, dictionary_recovery
+from featurelens.learning.sae import SPARSITIES, SparseAutoencoder, batch_topk, dead_latents, dictionary_recovery
 
 
 def _brute_batch_topk(S, k):
@@ -37,19 +37,19 @@ def test_batch_topk_keeps_exactly_k_times_b_entries_as_a_brute_force_sort():
     rng = np.random.default_rng(0)
     S = rng.standard_normal((7, 9)) + 0.8  # distinct values, most positive
     for k in (1, 3, 9):
-        got = _batch_topk(torch.from_numpy(S), k).numpy()
+        got = batch_topk(torch.from_numpy(S), k).numpy()
         want = _brute_batch_topk(S, k)
         np.testing.assert_array_equal(got, want)
         assert np.count_nonzero(got) == min(k * 7, int((S > 0).sum()))
         nz = got != 0
         np.testing.assert_array_equal(got[nz], S[nz])  # kept entries are the scores themselves
     # rows get a variable L0 (mean k), unlike per-row TopK
-    L0 = np.count_nonzero(_batch_topk(torch.from_numpy(S), 3).numpy(), axis=1)
+    L0 = np.count_nonzero(batch_topk(torch.from_numpy(S), 3).numpy(), axis=1)
     assert L0.sum() == 21 and len(set(L0.tolist())) > 1
     # fewer than k * B positive scores: only the positive ones survive
     S2 = -np.abs(S)
     S2[0, 0], S2[3, 5] = 2.0, 1.0
-    got = _batch_topk(torch.from_numpy(S2), 4).numpy()
+    got = batch_topk(torch.from_numpy(S2), 4).numpy()
     np.testing.assert_array_equal(got, _brute_batch_topk(S2, 4))
     assert np.count_nonzero(got) == 2
 

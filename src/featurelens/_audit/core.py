@@ -35,8 +35,8 @@ from ..models import Model
 from ..report import check_out
 from ._torchscript import gradcam_reason, is_script
 from .scoring import (
-    RANKING_RULE, _clean_rows, _has_parameters, _mean, _patch_groups, _rank_rows, _reasons, _score, _verdict,
-    metric_columns, metric_reasons, resolve_metrics, row_keys, skip_reasons,
+    RANKING_RULE, add_reasons, clean_rows, finite_mean, model_has_parameters, patch_groups, rank_rows, score_method,
+    verdict_text, metric_columns, metric_reasons, resolve_metrics, row_keys, skip_reasons,
 )
 
 __all__ = ["audit", "AuditTable", "choose_methods", "RANKING_RULE"]
@@ -132,7 +132,7 @@ def choose_methods(model: Model, x_shape: tuple, methods=None):
 def _applicable(names, model: Model, x_shape: tuple):
     """The harness's choice by the declared requirements, with the audit's players (patches of
     at most 64) and its budget for exact methods."""
-    n = _players(x_shape, _patch_groups(x_shape))
+    n = _players(x_shape, patch_groups(x_shape))
     chosen, skipped = _harness.applicable(names, model, x_shape, n)
     if is_script(model.module):
         # Requires.why_not looks for torch.nn.Conv* instances; a TorchScript model's convolutions
@@ -159,7 +159,7 @@ def _explainer_kwargs(name: str, X: np.ndarray, baseline, seed, batch_size) -> d
         data = X
         if X.shape[0] > _AGOP_ROWS:
             data = X[np.sort(numpy_rng(seed).choice(X.shape[0], _AGOP_ROWS, replace=False))]
-    groups = _patch_groups(X.shape[1:]) if "groups" in accepts else None
+    groups = patch_groups(X.shape[1:]) if "groups" in accepts else None
     return _harness.explainer_kwargs(name, batch_size=batch_size, seed=seed, baseline=baseline, groups=groups,
                                      data=data, progress=False)
 
@@ -450,7 +450,7 @@ def audit(
     chosen, skipped = choose_methods(wrapped, X.shape[1:], methods)
     notes: list[str] = []
     n_outputs = int(probe.shape[1])
-    skipped_metrics = skip_reasons(selected, x.shape, n_outputs, _has_parameters(wrapped, {"randomization": randomization}),
+    skipped_metrics = skip_reasons(selected, x.shape, n_outputs, model_has_parameters(wrapped, {"randomization": randomization}),
                                    masks is not None, robustness_samples, randomization)
     if metrics is not None:  # the default set skips silently, as it did before metrics= existed
         notes.extend(f"{m}: not applicable ({why})" for m, why in skipped_metrics.items())
@@ -506,24 +506,24 @@ def audit(
         row["explain_seconds"] = float(e.seconds)
         row["model_calls"] = int(e.model_calls)
         # the seed itself (a Generator is recorded as "generator" in settings, and drawn from here)
-        scores, c = _score(name, ex, wrapped, x, a, np.asarray(e.values), t, masks, settings, notes, executor,
+        scores, c = score_method(name, ex, wrapped, x, a, np.asarray(e.values), t, masks, settings, notes, executor,
                            run=run_metrics, seed=seed)
         row["seconds"] = time.perf_counter() - t0
         for key in columns:
             if key in scores:
-                row[key] = _mean(scores[key])
+                row[key] = finite_mean(scores[key])
         per_sample[name] = {k: v.tolist() for k, v in scores.items()}
         curves[name] = c
         rows.append(row)
     for name, why in skipped.items():
         rows.append({"method": name, "status": "n/a", "reason": why})
 
-    ranked = _rank_rows(rows)
+    ranked = rank_rows(rows)
     if not ({"deletion", "insertion"} <= set(run_metrics) or "faithfulness_correlation" in run_metrics):
         notes.append("The ranking reads insertion - deletion and the faithfulness correlation, and neither was "
                      "run (metrics=): the table is in name order, the columns reported beside it.")
-    _reasons(ranked)
-    verdict = _verdict(ranked)
+    add_reasons(ranked)
+    verdict = verdict_text(ranked)
     settings["baseline"] = baseline_record(given_baseline, "feature_means", X)
     total = time.perf_counter() - start
     report_path = None
@@ -546,7 +546,7 @@ def audit(
 
 def _as_table(rows, verdict, report_path, explanations, as_frame, notes, columns=None, reasons=None, skipped=None):
     keys = row_keys(columns)
-    rows = _clean_rows(rows, keys)
+    rows = clean_rows(rows, keys)
     if as_frame is not False:
         try:
             import pandas as pd

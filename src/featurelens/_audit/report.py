@@ -23,7 +23,7 @@ import torch
 from .._version import __version__
 from ..plots._png import figure_png
 from ..report import Cell, HTMLReport, report_folder, write_json
-from .scoring import RANKING_RULE, _clean_rows, _finite, _fmt, audit_columns, row_keys
+from .scoring import RANKING_RULE, audit_columns, clean_rows, format_score, is_finite, row_keys
 
 __all__ = ["write_report", "describe_units"]
 
@@ -368,7 +368,7 @@ def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, 
            feature_names=None, units=None, f_x=None, rows_in_x=None, columns=None, metrics=None,
            skipped_metrics=None) -> None:
     keys = row_keys(columns)
-    clean = _clean_rows(rows, keys)
+    clean = clean_rows(rows, keys)
     with open(os.path.join(out, "results.csv"), "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(keys)
@@ -393,13 +393,13 @@ def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, 
     page.add_paragraph(verdict)
     page.add_heading("Ranking")
     page.add_paragraph(RANKING_RULE, "small")
-    present = [c for c in audit_columns() if c[0] in keys and any(_finite(r.get(c[0])) for r in clean)]
+    present = [c for c in audit_columns() if c[0] in keys and any(is_finite(r.get(c[0])) for r in clean)]
     header = [Cell("rank"), Cell("method", "text")] + [
         Cell(label + (" ↑" if d > 0 else " ↓" if d < 0 else "")) for _, label, d in present
     ] + [Cell("seconds")]
     best = {}
     for key, _, d in present:
-        vals = [r[key] for r in clean if r["status"] == "ok" and r["method"] != "random" and _finite(r.get(key))]
+        vals = [r[key] for r in clean if r["status"] == "ok" and r["method"] != "random" and is_finite(r.get(key))]
         if vals and d:
             best[key] = max(vals) if d > 0 else min(vals)
     body = []
@@ -411,11 +411,11 @@ def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, 
             v = r.get(key)
             if r["status"] != "ok":  # a method that failed: its reason where its scores would be
                 row.append(Cell(f"{r['status']}: {r.get('reason') or 'not run'}" if j == 0 else r["status"], "na"))
-            elif not _finite(v):
+            elif not is_finite(v):
                 row.append(Cell("n/a", "na"))
             else:
-                row.append(Cell(_fmt(v), "best" if key in best and v == best[key] and r["method"] != "random" else ""))
-        row.append(Cell(_fmt(r.get("seconds"), 2) if r["status"] == "ok" else "", ""))
+                row.append(Cell(format_score(v), "best" if key in best and v == best[key] and r["method"] != "random" else ""))
+        row.append(Cell(format_score(r.get("seconds"), 2) if r["status"] == "ok" else "", ""))
         body.append(row)
     page.add_table([header], body)
     page.add_paragraph(

@@ -164,7 +164,7 @@ ROBUSTNESS_TOLERANCE = 0.01
 _MAX_PLAYERS = 64  # black-box games on larger inputs use square patches as players
 
 
-def _patch_groups(shape: tuple) -> np.ndarray | None:
+def patch_groups(shape: tuple) -> np.ndarray | None:
     """Square patches (shared over channels) so that a black-box game has at most 64 players;
     None when every element can be a player."""
     if int(np.prod(shape)) <= _MAX_PLAYERS or len(shape) < 2:
@@ -187,13 +187,13 @@ def _patch_groups(shape: tuple) -> np.ndarray | None:
     return np.broadcast_to(idx, shape).copy() if len(shape) >= 3 else idx
 
 
-def _mean(v) -> float:
+def finite_mean(v) -> float:
     arr = np.asarray(v, dtype=np.float64).reshape(-1)
     arr = arr[np.isfinite(arr)]
     return float(arr.mean()) if arr.size else float("nan")
 
 
-def _finite(v) -> bool:
+def is_finite(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -201,7 +201,7 @@ def _finite(v) -> bool:
 # scoring
 
 
-def _score(name, ex, model, x, a, raw, t, masks, settings, notes, executor=None, run=None,
+def score_method(name, ex, model, x, a, raw, t, masks, settings, notes, executor=None, run=None,
            seed=None) -> tuple[dict, dict]:
     """Per-sample metric arrays of one method, and its mean deletion/insertion curves. ``run``: the
     metric names to compute (those selected that apply, :func:`skip_reasons`; None: the default
@@ -254,7 +254,7 @@ def _score(name, ex, model, x, a, raw, t, masks, settings, notes, executor=None,
     return scores, ctx.curves
 
 
-def _has_parameters(model, settings) -> bool:
+def model_has_parameters(model, settings) -> bool:
     return bool(settings["randomization"]) and model.module is not None and any(True for _ in model.module.parameters())
 
 
@@ -262,7 +262,7 @@ def _regions(shape: tuple):
     """The regions the region metrics remove whole: the audit's square patches (at most 64, shared
     over channels) on inputs of more than 64 elements, else every element."""
 
-    g = _patch_groups(shape)
+    g = patch_groups(shape)
     return np.arange(int(np.prod(shape))).reshape(shape) if g is None else g
 
 
@@ -273,7 +273,7 @@ def _regions(shape: tuple):
 def _ranks(values: list[float], direction: int) -> list[float]:
     """Average ranks (1 = best) of the finite values; NaN for the others."""
     out = [float("nan")] * len(values)
-    idx = [i for i, v in enumerate(values) if _finite(v)]
+    idx = [i for i, v in enumerate(values) if is_finite(v)]
     if not idx:
         return out
     keyed = sorted(idx, key=lambda i: -direction * values[i])
@@ -288,23 +288,23 @@ def _ranks(values: list[float], direction: int) -> list[float]:
     return out
 
 
-def _rank_rows(rows: list[dict]) -> list[dict]:
+def rank_rows(rows: list[dict]) -> list[dict]:
     ok = [r for r in rows if r["status"] == "ok"]
     ins = _ranks([r.get("insertion_minus_deletion", float("nan")) for r in ok], +1)
     cor = _ranks([r.get("faithfulness_correlation", float("nan")) for r in ok], +1)
     sens = [r.get("avg_sensitivity", float("nan")) for r in ok]
-    if not any(_finite(v) for v in sens):
+    if not any(is_finite(v) for v in sens):
         sens = [r.get("max_sensitivity", float("nan")) for r in ok]
     rob = _ranks(sens, -1)
     for r, a, b, c in zip(ok, ins, cor, rob):
-        parts = [v for v in (a, b) if _finite(v)]
+        parts = [v for v in (a, b) if is_finite(v)]
         r["faithfulness_rank"] = float(np.mean(parts)) if parts else float("nan")
         r["robustness_rank"] = c
 
     def key(r):
         f = r.get("faithfulness_rank", float("nan"))
         b = r.get("robustness_rank", float("nan"))
-        return (r["status"] != "ok", not _finite(f), f if _finite(f) else 0.0, b if _finite(b) else math.inf, r["method"])
+        return (r["status"] != "ok", not is_finite(f), f if is_finite(f) else 0.0, b if is_finite(b) else math.inf, r["method"])
 
     ranked = sorted(rows, key=key)
     for i, r in enumerate(ranked):
@@ -312,26 +312,26 @@ def _rank_rows(rows: list[dict]) -> list[dict]:
     return ranked
 
 
-def _fmt(v, digits: int = 3) -> str:
-    return f"{v:.{digits}f}" if _finite(v) else "n/a"
+def format_score(v, digits: int = 3) -> str:
+    return f"{v:.{digits}f}" if is_finite(v) else "n/a"
 
 
-def _reasons(rows: list[dict]) -> None:
+def add_reasons(rows: list[dict]) -> None:
     ok = [r for r in rows if r["status"] == "ok"]
     floor = next((r for r in ok if r["method"] == "random"), None)
     for r in rows:
         if r["status"] != "ok":
             r["reason"] = r.get("reason") or "not run"
             continue
-        faith = (f"insertion - deletion {_fmt(r.get('insertion_minus_deletion'))}, "
-                 f"faithfulness correlation {_fmt(r.get('faithfulness_correlation'))}")
+        faith = (f"insertion - deletion {format_score(r.get('insertion_minus_deletion'))}, "
+                 f"faithfulness correlation {format_score(r.get('faithfulness_correlation'))}")
         parts = [f"rank {r['rank']} of {len(ok)}: {faith}"]
-        if _finite(r.get("avg_sensitivity")):
-            parts.append(f"average sensitivity {_fmt(r['avg_sensitivity'])}")
+        if is_finite(r.get("avg_sensitivity")):
+            parts.append(f"average sensitivity {format_score(r['avg_sensitivity'])}")
         text = "; ".join(parts) + "."
         if r["method"] == "random":
             text += " The random map is the floor every method must beat."
-        elif floor is not None and _finite(r.get("faithfulness_rank")) and _finite(floor.get("faithfulness_rank")):
+        elif floor is not None and is_finite(r.get("faithfulness_rank")) and is_finite(floor.get("faithfulness_rank")):
             if r["faithfulness_rank"] >= floor["faithfulness_rank"]:
                 text += " Not more faithful than the random map: do not trust it for this model."
                 r["beats_random"] = False
@@ -340,7 +340,7 @@ def _reasons(rows: list[dict]) -> None:
         sim = r.get("randomization_similarity")
         if _fails_randomisation(r):
             text += (f" Fails the randomisation check: its maps barely change when the weights are "
-                     f"randomised (Spearman {_fmt(sim, 2)}), so they may show the input more than the model.")
+                     f"randomised (Spearman {format_score(sim, 2)}), so they may show the input more than the model.")
         r["reason"] = text
 
 
@@ -348,7 +348,7 @@ def _fails_randomisation(r: dict) -> bool:
     """The maps of ``r``'s method barely change when the weights are randomised (Adebayo et al.
     2018's sanity check; Spearman similarity above the flag)."""
     sim = r.get("randomization_similarity")
-    return r["method"] != "random" and _finite(sim) and sim > _RANDOMISATION_FLAG
+    return r["method"] != "random" and is_finite(sim) and sim > _RANDOMISATION_FLAG
 
 
 def _randomisation_caveat(best: dict, real: list[dict]) -> str:
@@ -357,15 +357,15 @@ def _randomisation_caveat(best: dict, real: list[dict]) -> str:
     if not _fails_randomisation(best):
         return ""
     text = (f" Caveat: the maps of {best['method']} barely change when the weights are randomised "
-            f"(Spearman {_fmt(best['randomization_similarity'], 2)}), so they may show the input more "
+            f"(Spearman {format_score(best['randomization_similarity'], 2)}), so they may show the input more "
             "than the model")
-    passing = [r for r in real if _finite(r.get("randomization_similarity")) and not _fails_randomisation(r)
+    passing = [r for r in real if is_finite(r.get("randomization_similarity")) and not _fails_randomisation(r)
                and r.get("beats_random", True)]
     if passing:
         alt = passing[0]
         text += (f"; the best-ranked method that passes that check is {alt['method']} (rank {alt['rank']}, "
-                 f"insertion - deletion {_fmt(alt.get('insertion_minus_deletion'))}, Spearman "
-                 f"{_fmt(alt['randomization_similarity'], 2)})")
+                 f"insertion - deletion {format_score(alt.get('insertion_minus_deletion'))}, Spearman "
+                 f"{format_score(alt['randomization_similarity'], 2)})")
     else:
         text += "; no method that beats the random map passes that check"
     return text + "."
@@ -379,17 +379,17 @@ def _names(names: list[str]) -> str:
 def _tie_text(best: dict, real: list[dict]) -> tuple[str, str]:
     """``(lead, detail)`` of the verdict: who is trusted, and why (naming a tie on faithfulness
     and what broke it). ``real`` is ranked best first."""
-    faith = (f"insertion - deletion {_fmt(best.get('insertion_minus_deletion'))}, faithfulness correlation "
-             f"{_fmt(best.get('faithfulness_correlation'))}")
+    faith = (f"insertion - deletion {format_score(best.get('insertion_minus_deletion'))}, faithfulness correlation "
+             f"{format_score(best.get('faithfulness_correlation'))}")
     f0 = best.get("faithfulness_rank")
-    tied = [r for r in real if _finite(f0) and _finite(r.get("faithfulness_rank"))
+    tied = [r for r in real if is_finite(f0) and is_finite(r.get("faithfulness_rank"))
             and math.isclose(r["faithfulness_rank"], f0, rel_tol=1e-9, abs_tol=1e-12)]
     if len(tied) < 2:
         return f"Trust {best['method']} most", f"it ranks first on faithfulness ({faith})"
     names = [r["method"] for r in tied]
     tie = f"{_names(names)} tie on faithfulness (mean rank {f0:g}; {best['method']}: {faith})"
     sens = [r.get("avg_sensitivity") for r in tied]
-    if not all(_finite(v) for v in sens):
+    if not all(is_finite(v) for v in sens):
         return (f"Trust {_names(names)} equally",
                 f"{tie}, and robustness was not measured for all of them, so nothing breaks the tie")
     a = float(sens[0])
@@ -398,7 +398,7 @@ def _tie_text(best: dict, real: list[dict]) -> tuple[str, str]:
         lo, hi = min(r["avg_sensitivity"] for r in close), max(r["avg_sensitivity"] for r in close)
         close_names = [r["method"] for r in close]
         text = (f"{tie}; {'they' if len(close) == len(tied) else _names(close_names)} are indistinguishable "
-                f"on robustness too (average sensitivity {_fmt(lo)} to {_fmt(hi)}, less than "
+                f"on robustness too (average sensitivity {format_score(lo)} to {format_score(hi)}, less than "
                 f"{ROBUSTNESS_TOLERANCE:.0%} apart)")
         rest = [r["method"] for r in tied if r not in close]
         if rest:
@@ -408,11 +408,11 @@ def _tie_text(best: dict, real: list[dict]) -> tuple[str, str]:
     b = float(second["avg_sensitivity"])
     pct = (b - a) / abs(b) if b else float("nan")
     return (f"Trust {best['method']} most",
-            f"{tie}; {best['method']} is the most robust (average sensitivity {_fmt(a)} against {_fmt(b)} "
+            f"{tie}; {best['method']} is the most robust (average sensitivity {format_score(a)} against {format_score(b)} "
             f"for {second['method']}, {pct:.1%} lower)")
 
 
-def _verdict(rows: list[dict]) -> str:
+def verdict_text(rows: list[dict]) -> str:
     ok = [r for r in rows if r["status"] == "ok"]
     if not ok:
         return "No explainer could be run on this model and data (see the notes)."
@@ -444,7 +444,7 @@ def row_keys(columns=None) -> tuple:
 _ROW_KEYS = row_keys()
 
 
-def _clean_rows(rows, keys=_ROW_KEYS):
+def clean_rows(rows, keys=_ROW_KEYS):
     out = []
     for r in rows:
         out.append({k: r.get(k, float("nan") if k not in ("rank", "method", "status", "reason") else None)

@@ -191,7 +191,7 @@ def _write(out, monitor, model, Xtr, summary, p, width, train_fraction, lr, weig
     except ValueError:
         pass
     summary["detector"] = {
-        "watches": f"update_gap of layer {monitor._detect_key()!r}",
+        "watches": f"update_gap of layer {monitor.detect_key()!r}",
         "window": monitor.window, "k": monitor.k,
         **{k: getattr(monitor.detector, k) for k in ("threshold", "patience", "warmup", "baseline", "direction", "min_scale")},
     }

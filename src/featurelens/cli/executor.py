@@ -109,11 +109,11 @@ def check_executor_flags(args) -> None:
                             "runs on this machine")
     _check_workers(kind, workers, address)  # before the engine is imported: nothing starts
     if kind in _ENGINES:
-        from ..parallel import _import_optional
+        from ..parallel import import_optional
 
         module, extra, what = _ENGINES[kind]
         try:
-            _import_optional(module, extra, what)
+            import_optional(module, extra, what)
         except ImportError as err:
             raise ExecutorUsage(" ".join(str(err).split())) from err
 

@@ -176,7 +176,7 @@ def explainer_class(name: str) -> type["Explainer"]:
 
 
 @functools.lru_cache(maxsize=None)
-def _constructor_parameters(cls) -> list:
+def constructor_parameters(cls) -> list:
     """The parameter names of an explainer class's constructor (but self and model), read once per
     class (``inspect.signature`` costs a twentieth of a small CNN's saliency call)."""
     return [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "model")]
@@ -196,7 +196,7 @@ def explainer(name: str, model, output: str | None = None, **params) -> "Explain
     >>> e = ex.explain(x, target=y)
     """
     cls = explainer_class(name)
-    allowed = _constructor_parameters(cls)
+    allowed = constructor_parameters(cls)
     unknown = [p for p in params if p not in allowed]
     if unknown:
         raise TypeError(
@@ -588,7 +588,7 @@ class Explainer:
         with self.model.evaluating():  # the module stays in eval mode while any worker runs
             parts = executor.map(_explain_part, items, shared=self._worker_copy())
         part_calls = sum(int(e.model_calls) for e in parts)
-        self.model._count(part_calls)
+        self.model.count_calls(part_calls)
         values = np.concatenate([np.asarray(e.values) for e in parts])
         names = list(parts[0].extra)
         arrays = {name: np.concatenate([np.asarray(e.extra[name]) for e in parts]) for name in names}

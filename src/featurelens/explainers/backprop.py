@@ -25,7 +25,7 @@ from .._validation import (
     check_option,
     relative_scale,
 )
-from ..games import _split_background
+from ..games import split_background
 from ._base import Explainer, Requires, register
 
 # --------------------------------------------------------------------------------------------------
@@ -58,7 +58,7 @@ class _DeconvReLU(torch.autograd.Function):
         return grad.clamp(min=0)
 
 
-class _ReLUBackprop(Explainer):
+class ReLUBackprop(Explainer):
     """Shared machinery: the gradient of the target output with every ``torch.nn.ReLU`` module's
     backward rule replaced by ``_rule`` for the duration of one call.
 
@@ -130,7 +130,7 @@ class _ReLUBackprop(Explainer):
 
 
 @register("guided_backprop")
-class GuidedBackprop(_ReLUBackprop):
+class GuidedBackprop(ReLUBackprop):
     """Guided backpropagation: the input gradient of ``f_t`` with each ReLU's backward rule
     ``g_in = g_out * 1[x > 0] * 1[g_out > 0]`` (only positive gradients through positive inputs).
 
@@ -171,7 +171,7 @@ class GuidedBackprop(_ReLUBackprop):
 
 
 @register("deconvolution")
-class Deconvolution(_ReLUBackprop):
+class Deconvolution(ReLUBackprop):
     """Deconvolution (DeconvNet): the input "gradient" of ``f_t`` with each ReLU's backward rule
     ``g_in = max(g_out, 0)``, ignoring the forward mask.
 
@@ -251,7 +251,7 @@ class GradientShap(Explainer):
         self.noise = check_option(noise, "noise", ("absolute", "relative"))
         self.seed = parse_seed(seed)
         self.background = background
-        self._bg_rows, self._bg_weights = (None, None) if background is None else _split_background(background)
+        self._bg_rows, self._bg_weights = (None, None) if background is None else split_background(background)
         # Validated now (NaN, dtype, emptiness), so a bad background fails at construction.
         self._bg = None if self._bg_rows is None else self.model.to_tensor(self._bg_rows, "background")
 

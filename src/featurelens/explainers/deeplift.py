@@ -417,9 +417,9 @@ class DeepLiftShap(_DeepLiftBase):
         if background is None:
             raise ValueError("deeplift_shap needs background= rows (a batch shaped like the inputs) to average "
                              "DeepLift over; got None (use deeplift for a single baseline)")
-        from ..games import _split_background
+        from ..games import split_background
 
-        rows, weights = _split_background(background)
+        rows, weights = split_background(background)
         self.background = background
         self._rows, self._weights = rows, weights
 

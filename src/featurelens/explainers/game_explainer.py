@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from .._validation import check_executor, check_optional_bool, default_baseline, executor_param
-from ..games import MaskedModel, _split_background
+from ..games import MaskedModel, split_background
 from ._base import Explainer, Requires
 
 __all__ = ["GameExplainer"]
@@ -90,7 +90,7 @@ class GameExplainer(Explainer):
                 f"got baseline of type {type(baseline).__name__} and background of type {type(background).__name__}"
             )
         if background is not None:
-            _split_background(background)  # bad weights of a (rows, weights) pair are refused here
+            split_background(background)  # bad weights of a (rows, weights) pair are refused here
         self.baseline = baseline
         self.background = background
         self.groups = groups
@@ -99,7 +99,7 @@ class GameExplainer(Explainer):
         p = dict(super().params())
         p["fill"] = "background" if self.background is not None else "baseline"
         if self.background is not None:
-            rows, weights = _split_background(self.background)
+            rows, weights = split_background(self.background)
             p["n_background"] = int(rows.shape[0] if hasattr(rows, "shape") else np.shape(rows)[0])
             p["background_weighted"] = weights is not None
         p["groups"] = self.groups is not None

@@ -155,7 +155,7 @@ class Occlusion(Explainer):
             # The same chunks on the executor's workers; the rows are counted here, not there.
             pairs = np.arange(n * n_windows, dtype=np.int64)[:, None]
             drops = torch.as_tensor(np.asarray(self.executor(task, pairs, rows), dtype=np.float64), device=x.device)
-            self.model._count(n * n_windows)
+            self.model.count_calls(n * n_windows)
         drops = drops.reshape(n, n_windows)
         m = masks.reshape(n_windows, -1).to(drops.dtype)
         # Mean drop over the windows covering each element (0 where none does: cannot happen with

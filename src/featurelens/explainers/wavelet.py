@@ -253,7 +253,7 @@ def plot_wam_scales(explanation, index: int = 0, inputs=None, cmap: str = "magma
     finest detail level first, then the approximation; the input first when ``inputs`` is given.
     2-D maps are heatmaps, 1-D maps line plots, 3-D maps their middle depth slice. Returns the
     matplotlib Figure."""
-    from ..plots.maps import _figure, show_map
+    from ..plots.maps import subplot_grid, show_map
 
     extra = getattr(explanation, "extra", None) or {}
     if "scales" not in extra:
@@ -272,7 +272,7 @@ def plot_wam_scales(explanation, index: int = 0, inputs=None, cmap: str = "magma
     if inputs is not None:
         x = as_numpy(inputs, "inputs")[int(index)]
         panels = [(x.sum(0) if x.ndim == maps.ndim else x, "input")] + panels
-    fig, axes = _figure(len(panels))
+    fig, axes = subplot_grid(len(panels))
     for ax, (m, title) in zip(axes[0], panels):
         m = np.asarray(m)
         if m.ndim == 3:

@@ -239,9 +239,9 @@ def _background_rows(train_X: np.ndarray, seed: int) -> np.ndarray:
 
 
 def _takes_background(name: str) -> bool:
-    from ..explainers._base import _constructor_parameters
+    from ..explainers._base import constructor_parameters
 
-    return "background" in _constructor_parameters(explainer_class(name))
+    return "background" in constructor_parameters(explainer_class(name))
 
 
 def _method_kwargs(name: str, seed: int, train_X: np.ndarray, background: np.ndarray | None = None) -> dict:
@@ -259,10 +259,10 @@ def _bench_why_not(name: str, module) -> str | None:
     """Why ``name`` does not apply to ``module`` beyond its declared requirements (None if it does):
     deconvolution and guided backpropagation change the backward rule of ``torch.nn.ReLU``
     modules, and without one their map is the plain gradient (saliency's), not their own."""
-    from ..explainers.backprop import _ReLUBackprop
+    from ..explainers.backprop import ReLUBackprop
 
     cls = explainer_class(name)
-    if issubclass(cls, _ReLUBackprop) and not any(isinstance(m, torch.nn.ReLU) for m in module.modules()):
+    if issubclass(cls, ReLUBackprop) and not any(isinstance(m, torch.nn.ReLU) for m in module.modules()):
         return ("the model has no ReLU (torch.nn.ReLU module), whose backward rule this method changes; "
                 "its map would be the plain gradient (see saliency)")
     return None

@@ -415,11 +415,11 @@ class Interactions:
     def plot_top(self, k: int = 20, ax=None):
         """Bar chart of the :meth:`top` ``k`` terms (labels like ``"3×7"``, red positive, blue
         negative); returns the matplotlib Figure."""
-        from ..plots.maps import _figure
+        from ..plots.maps import subplot_grid
 
         items = self.top(k)
         if ax is None:
-            _, axes = _figure(1, size=4.0)
+            _, axes = subplot_grid(1, size=4.0)
             ax = axes[0, 0]
         values = np.array([v for _, v in items], dtype=np.float64)
         ax.bar(np.arange(len(items)), values, color=np.where(values >= 0, "#c0392b", "#2e86c1"))
@@ -434,11 +434,11 @@ class Interactions:
         """The top ``k`` pairwise terms as a circular network: players are nodes on a circle (size
         by ``|order-1 value|`` when there are any), one line per pair with width proportional to
         ``|value|``, red positive and blue negative; returns the matplotlib Figure."""
-        from ..plots.maps import _figure
+        from ..plots.maps import subplot_grid
 
         pairs = self.top(k, order=2)
         if ax is None:
-            _, axes = _figure(1, size=5.0)
+            _, axes = subplot_grid(1, size=5.0)
             ax = axes[0, 0]
         n = self._n
         angle = np.pi / 2 - 2 * np.pi * np.arange(n) / n

@@ -32,7 +32,7 @@ from .._linalg import lstsq, normal_equations
 from .._random import numpy_rng, seed_record
 from .._validation import check_budget, check_int
 from ..approximators import CHUNK_ELEMENTS, check_memory
-from .spex import _fourier_design
+from .spex import fourier_design
 
 __all__ = ["proxy_spex", "proxy_fourier", "tree_fourier", "GBT_DEFAULTS", "ENERGY", "DEFAULT_BUDGET",
            "minimum_budget"]
@@ -234,7 +234,7 @@ def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, exec
     xtx = np.zeros((len(keys), len(keys)))
     xty = np.zeros(len(keys))
     for start in range(0, budget, rows):
-        block_xtx, block_xty = normal_equations(_fourier_design(masks[start : start + rows], keys),
+        block_xtx, block_xty = normal_equations(fourier_design(masks[start : start + rows], keys),
                                                 values[start : start + rows])
         xtx += block_xtx
         xty += block_xty

@@ -159,7 +159,7 @@ def _signatures(D: np.ndarray, K: np.ndarray) -> np.ndarray:
     return 1.0 - 2.0 * par
 
 
-def _fourier_design(masks: np.ndarray, keys: list) -> np.ndarray:
+def fourier_design(masks: np.ndarray, keys: list) -> np.ndarray:
     """Dense design ``X[q, k] = (-1)^{|K_k & S_q|}`` for ``masks`` ``(q, n)`` bool and tuples ``keys``."""
     q, n = masks.shape
     sizes = [len(k) for k in keys]
@@ -317,7 +317,7 @@ def _refit(M, D, rows, keys, values):
     xtx = np.zeros((k, k))
     xty = np.zeros(k)
     for c, r, l, masks in query_blocks(M, D, max(1, rows)):
-        block_xtx, block_xty = normal_equations(_fourier_design(masks, keys), values[c, r, l].reshape(-1))
+        block_xtx, block_xty = normal_equations(fourier_design(masks, keys), values[c, r, l].reshape(-1))
         xtx += block_xtx
         xty += block_xty
     return lstsq(xtx, xty)

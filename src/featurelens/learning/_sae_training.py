@@ -18,9 +18,9 @@ from .._validation import progress_bar
 
 #: Norms below this are clamped in the cosine/blend scores: a zero input has no direction, its score
 #: is the bias alone (w . 0 = 0) rather than NaN.
-_NORM_EPS = 1e-8
+NORM_EPS = 1e-8
 #: Rows scored to pick inputs for dead-latent resampling and to start the geometric median.
-_SAMPLE_ROWS = 4096
+SAMPLE_ROWS = 4096
 #: Gao et al. (2025) call a latent dead for AuxK when it has not fired on the last 10M tokens; the
 #: default ``dead_steps`` is that many rows or one epoch, whichever is shorter.
 _DEAD_TOKENS = 10_000_000
@@ -28,7 +28,7 @@ _DEAD_TOKENS = 10_000_000
 HISTORY_KEYS = ("loss", "reconstruction", "sparsity", "l1", "dead", "resampled", "blend", "aux", "threshold")
 
 
-def _geometric_median(X: torch.Tensor, iters: int = 30) -> torch.Tensor:
+def geometric_median(X: torch.Tensor, iters: int = 30) -> torch.Tensor:
     """Weiszfeld's iteration, started at the mean; robust to the many zero rows of sparse data."""
     m = X.mean(0)
     for _ in range(iters):
@@ -40,7 +40,7 @@ def _geometric_median(X: torch.Tensor, iters: int = 30) -> torch.Tensor:
     return m
 
 
-def _batch_topk(s: torch.Tensor, k: int) -> torch.Tensor:
+def batch_topk(s: torch.Tensor, k: int) -> torch.Tensor:
     """BatchTopK (Bussmann, Leask, Nanda 2024, arXiv 2412.06410): of the post-ReLU scores of the
     whole batch ``s`` (B, m), keep the ``k * B`` largest (ties broken by torch.topk), zero the rest.
     Rows get a variable number of active latents, ``k`` on average (fewer where fewer are > 0)."""
@@ -85,17 +85,17 @@ def train(sae, X: torch.Tensor) -> dict:
     m = int(sae.n_latents)
     gen = torch_generator(sae.seed)  # CPU generator: the same draws on every device
 
-    sample = X[torch.randperm(n, generator=gen)[:_SAMPLE_ROWS].to(dev)] if n > _SAMPLE_ROWS else X
-    b_pre = _geometric_median(sample) if sae.pre_bias else torch.zeros(d, device=dev)
+    sample = X[torch.randperm(n, generator=gen)[:SAMPLE_ROWS].to(dev)] if n > SAMPLE_ROWS else X
+    b_pre = geometric_median(sample) if sae.pre_bias else torch.zeros(d, device=dev)
     W_dec = torch.randn(d, m, generator=gen).to(dev)
     # Atoms start at centred data points (those with a direction), Gaussian directions where
     # there are too few: on sparse data many points lie near a single true atom.
     centred = sample - b_pre
-    cand = centred[centred.norm(dim=1) > _NORM_EPS]
+    cand = centred[centred.norm(dim=1) > NORM_EPS]
     take = min(m, cand.shape[0])
     if take:
         W_dec[:, :take] = cand[torch.randperm(cand.shape[0], generator=gen)[:take].to(dev)].T
-    W_dec /= W_dec.norm(dim=0, keepdim=True).clamp_min(_NORM_EPS)
+    W_dec /= W_dec.norm(dim=0, keepdim=True).clamp_min(NORM_EPS)
     W_enc = W_dec.T.clone()
     b_enc = torch.zeros(m, device=dev)
     theta = None
@@ -157,7 +157,7 @@ def train(sae, X: torch.Tensor) -> dict:
                     g -= (g * W_dec).sum(0, keepdim=True) * W_dec
                 opt.step()
                 with torch.no_grad():
-                    W_dec /= W_dec.norm(dim=0, keepdim=True).clamp_min(_NORM_EPS)
+                    W_dec /= W_dec.norm(dim=0, keepdim=True).clamp_min(NORM_EPS)
                     fd = f.detach()
                     active = fd > 0
                     now = active.any(0)
@@ -209,7 +209,7 @@ def _resample(sae, X, dead, W_enc, b_enc, W_dec, b_pre, theta, opt, gen) -> torc
     dev = X.device
     none = torch.zeros(0, dtype=torch.long, device=dev)
     with torch.no_grad():
-        idx = torch.randperm(n, generator=gen)[:_SAMPLE_ROWS].to(dev)
+        idx = torch.randperm(n, generator=gen)[:SAMPLE_ROWS].to(dev)
         x = X[idx]
         f = sae._activate(sae._scores(x, W_enc, b_enc, b_pre, theta), training=True)
         err = (x - (f @ W_dec.T + b_pre)).pow(2).sum(1)
@@ -220,7 +220,7 @@ def _resample(sae, X, dead, W_enc, b_enc, W_dec, b_pre, theta, opt, gen) -> torc
         pick = torch.multinomial(weights, dead_idx.numel(), replacement=True, generator=gen).to(dev)
         v = x[pick] - b_pre
         norms = v.norm(dim=1, keepdim=True)
-        ok = norms.flatten() > _NORM_EPS
+        ok = norms.flatten() > NORM_EPS
         dead_idx, v = dead_idx[ok], v[ok] / norms[ok]
         if dead_idx.numel() == 0:
             return none

@@ -34,7 +34,7 @@ from ..models import Model
 FULL_AGOP_MAX_DIM = 4096
 
 
-def _jacobian_rows(model: Model, x: torch.Tensor) -> torch.Tensor:
+def jacobian_rows(model: Model, x: torch.Tensor) -> torch.Tensor:
     """Per-sample Jacobians of all outputs, shaped (rows, outputs, d), by one batched VJP.
 
     ``torch.func.vmap`` over the output basis vectors (``is_grads_batched``) computes every row of
@@ -74,11 +74,11 @@ class _AGOPSums:
             for s in chunks(x.shape[0], self.model.chunk_rows(x)):
                 xb = x[s]
                 if isinstance(target, str):  # "all": J^T J
-                    g = _jacobian_rows(self.model, xb).double()  # (b, outputs, d)
+                    g = jacobian_rows(self.model, xb).double()  # (b, outputs, d)
                     g = g.reshape(-1, g.shape[-1])
                 else:
                     t = None if target is None else target[s]
-                    g, _ = self.model._target_gradient(xb, t)
+                    g, _ = self.model.target_gradient(xb, t)
                     g = g.flatten(1).double()
                 diag = (g * g).sum(0)
                 self.sum_diag = diag if self.sum_diag is None else self.sum_diag + diag
@@ -256,7 +256,7 @@ def _agop_shards(model, parts, executor, target, diag, batch_size, device) -> np
                 )
             states = executor.map(_agop_shard, parts, shared=template)
     merged = _tree_sum([AGOPAccumulator.from_state(s) for s in states])
-    m._count(merged.count)  # gradient rows, counted in the caller (tasks count on private copies)
+    m.count_calls(merged.count)  # gradient rows, counted in the caller (tasks count on private copies)
     return merged.result()
 
 
@@ -467,11 +467,11 @@ class AGOPAccumulator:
         the global accumulator, so ``result()`` gives the AGOP over all ranks' rows. Call it on
         every rank of ``group`` (default: the whole world). Raises RuntimeError when
         torch.distributed is not initialised."""
-        dist = _dist_module("AGOPAccumulator.all_reduce")
-        dev = _dist_device(dist, group)
+        dist = dist_module("AGOPAccumulator.all_reduce")
+        dev = dist_device(dist, group)
         header = np.array([float(self.diag), _target_code(self.target)])
-        _dist_agree(dist, header, True, group, dev, "target and diag", "AGOP accumulators")
-        d = _dist_agree(dist, np.array([float(self.d or 0)]), self.count > 0, group, dev, "d (input dimension)",
+        dist_agree(dist, header, True, group, dev, "target and diag", "AGOP accumulators")
+        d = dist_agree(dist, np.array([float(self.d or 0)]), self.count > 0, group, dev, "d (input dimension)",
                         "AGOP accumulators")
         if d is None:
             return self  # no rank has rows
@@ -511,7 +511,7 @@ def _state_array(value, name: str, shape: tuple, device) -> torch.Tensor:
 # -- torch.distributed helpers (shared with CKAAccumulator.all_reduce) ---------------------------
 
 
-def _dist_module(what: str):
+def dist_module(what: str):
     """``torch.distributed`` when a process group is initialised, else a clear RuntimeError."""
     import torch.distributed as dist
 
@@ -524,14 +524,14 @@ def _dist_module(what: str):
     return dist
 
 
-def _dist_device(dist, group) -> torch.device:
+def dist_device(dist, group) -> torch.device:
     """Where collective tensors live: the current CUDA device for NCCL, the CPU otherwise."""
     if dist.get_backend(group) == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
 
 
-def _dist_agree(dist, values: np.ndarray, known: bool, group, device, names: str, what: str):
+def dist_agree(dist, values: np.ndarray, known: bool, group, device, names: str, what: str):
     """Check that every rank that knows ``values`` holds the same numbers (one MAX and one MIN
     all_reduce); returns them, or None when no rank knows them. Every rank reaches the same
     verdict, so a mismatch raises on all ranks rather than hanging one of them."""

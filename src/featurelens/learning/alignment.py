@@ -22,7 +22,7 @@ from .._batching import chunks
 from .._random import parse_seed, torch_generator
 from .._validation import check_budget, check_float
 from ..models import Model
-from .agop import _jacobian_rows
+from .agop import jacobian_rows
 
 __all__ = ["GrokAlign", "JacobianAlignment", "jacobian_alignment"]
 
@@ -45,7 +45,7 @@ def _no_autograd(err: ValueError, m: Model, method: str) -> TypeError | None:
     if _NO_AUTOGRAD not in str(err):
         return None
     return TypeError(
-        f"{method} needs input gradients, but model {m._name()} returned outputs that do not "
+        f"{method} needs input gradients, but model {m.display_name()} returned outputs that do not "
         "depend on the input through autograd (detached, computed under torch.no_grad(), "
         "through numpy, or constant)"
     )
@@ -149,7 +149,7 @@ def jacobian_alignment(model, X, batch_size: int | None = None) -> JacobianAlign
         for s in chunks(x.shape[0], rows):
             xb = x[s]
             try:
-                jac = _jacobian_rows(m, xb).double()  # (b, k, d)
+                jac = jacobian_rows(m, xb).double()  # (b, k, d)
             except ValueError as err:
                 type_error = _no_autograd(err, m, "jacobian_alignment")
                 if type_error is not None:

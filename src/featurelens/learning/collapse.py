@@ -11,7 +11,7 @@ import numpy as np
 
 from .._batching import chunks, rows_for_bytes
 from .._validation import as_numpy, check_floating
-from .representation_stats import _class_stats, _features, _labels
+from .representation_stats import class_stats, feature_matrix, label_vector
 
 
 def _nearest_mean(H: np.ndarray, means: np.ndarray) -> np.ndarray:
@@ -65,14 +65,14 @@ def neural_collapse(H, y, W=None, b=None, predictions=None) -> dict:
     predictions : optional (n,) predicted labels of the network (same label values as ``y``);
         when given, NC4 uses them instead of argmax(W h + b).
     """
-    X = _features(H, "H")
+    X = feature_matrix(H, "H")
     n, d = X.shape
-    classes, codes = _labels(y, n)
+    classes, codes = label_vector(y, n)
     C = len(classes)
     if C < 2:
         raise ValueError(f"y must contain at least 2 classes for neural collapse; got {C} ({classes.tolist()})")
 
-    means, counts, resid = _class_stats(X, codes, C)
+    means, counts, resid = class_stats(X, codes, C)
     centred = means - means.mean(0)
 
     # NC1 in the span of the centred means: Sigma_B = V diag(s^2 / C) V^T from the SVD of M~, so

@@ -114,7 +114,7 @@ class EigengapDetector:
         return self.fired_step
 
 
-class _Window:
+class SpectrumWindow:
     """The last ``size`` flattened vectors (rows of a size x P matrix R) and their Gram matrix
     G = R R^T, kept up to date with one matrix-vector product per new row (float64). The singular
     values of R are sqrt(eigvalsh(G)): a size x size eigenproblem instead of an SVD of the
@@ -151,7 +151,7 @@ class _Window:
         return vals.flip(0).cpu().numpy()
 
 
-def _spectrum_record(sv: np.ndarray, k: int, prefix: str) -> dict:
+def spectrum_record(sv: np.ndarray, k: int, prefix: str) -> dict:
     """The metric rows of one window spectrum: sigma_1..sigma_{k+1}, the gap sigma_k/sigma_{k+1}
     and the spectral edge k* = argmax_j sigma_j/sigma_{j+1} (1-based)."""
     out = {f"{prefix}_sv{i + 1}": float(sv[i]) for i in range(min(len(sv), k + 1))}

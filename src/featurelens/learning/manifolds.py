@@ -26,7 +26,7 @@ import numpy as np
 
 from .._random import numpy_rng
 from .._validation import as_numpy, check_budget, check_float, check_floating, check_int
-from .representation_stats import _class_stats, _features, _labels
+from .representation_stats import class_stats, feature_matrix, label_vector
 
 __all__ = [
     "ManifoldCapacity",
@@ -108,7 +108,7 @@ class ManifoldGeometry:
 def _geometry_arrays(X: np.ndarray, codes: np.ndarray, C: int):
     """(counts, centred centres, rms radius, participation ratio) of each class of X."""
     X = X - X.mean(0)  # the global mean over all points
-    means, counts, resid = _class_stats(X, codes, C)
+    means, counts, resid = class_stats(X, codes, C)
     rms = np.empty(C)
     pr = np.empty(C)
     order = np.argsort(codes, kind="stable")
@@ -155,8 +155,8 @@ def manifold_geometry(H, y) -> ManifoldGeometry:
     -------
     :class:`ManifoldGeometry` (``.summary()`` gives the class means as a dict).
     """
-    X = _features(H, "H")
-    classes, codes = _labels(y, X.shape[0])
+    X = feature_matrix(H, "H")
+    classes, codes = label_vector(y, X.shape[0])
     C = len(classes)
     if C < 2:
         raise ValueError(
@@ -346,9 +346,9 @@ def manifold_capacity(
     seed : int, None or numpy Generator (dichotomies and projections).
     bias : allow an affine hyperplane (Cover's N becomes N + 1).
     """
-    X = _features(H, "H")
+    X = feature_matrix(H, "H")
     n, p = X.shape
-    classes, codes = _labels(y, n)
+    classes, codes = label_vector(y, n)
     P = len(classes)
     if P < 2:
         raise ValueError(
@@ -432,7 +432,7 @@ def _targets(Y, n: int) -> np.ndarray:
         if arr.dtype.kind == "f":
             check_floating(arr, "Y")
             return arr.astype(np.float64)[:, None]
-        classes, codes = _labels(arr, n, "Y")
+        classes, codes = label_vector(arr, n, "Y")
         out = np.zeros((n, len(classes)))
         out[np.arange(n), codes] = 1.0
         return out
@@ -472,7 +472,7 @@ def target_linearity(H, Y, ridge: float = 0.0) -> float:
         (one column) or an (n, k) target matrix.
     ridge : L2 penalty >= 0 on B (0: ordinary least squares, minimum-norm when rank-deficient).
     """
-    X = _features(H, "H", min_rows=2)
+    X = feature_matrix(H, "H", min_rows=2)
     n = X.shape[0]
     T = _targets(Y, n)
     ridge = check_float(ridge, "ridge", low=0.0)
@@ -524,8 +524,8 @@ def virtual_covariance(H, grad_H, lr: float) -> np.ndarray:
     ----------
     H : (n, p) features; grad_H : (n, p) gradients of the loss with respect to H; lr > 0.
     """
-    X = _features(H, "H")
-    G = _features(grad_H, "grad_H")
+    X = feature_matrix(H, "H")
+    G = feature_matrix(grad_H, "grad_H")
     if G.shape != X.shape:
         raise ValueError(f"grad_H must have the shape of H {X.shape}; got {G.shape}")
     lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
@@ -545,10 +545,10 @@ def monitor_metrics(H, y) -> dict:
 
     Returns ``{"manifold_radius", "manifold_dimension", "manifold_center_correlation",
     "target_linearity"}`` (floats)."""
-    X = _features(H, "H", min_rows=2)
+    X = feature_matrix(H, "H", min_rows=2)
     geo = manifold_geometry(X, y)
     labels = as_numpy(y, "y")
-    _, codes = _labels(labels, X.shape[0])
+    _, codes = label_vector(labels, X.shape[0])
     return {
         "manifold_radius": geo.mean_radius,
         "manifold_dimension": geo.mean_dimension,

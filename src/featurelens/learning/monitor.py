@@ -68,15 +68,15 @@ from .._validation import (
 )
 from .alignment import jacobian_alignment
 from .collapse import neural_collapse
-from .eigengap import EigengapDetector, _Window, _spectrum_record
+from .eigengap import EigengapDetector, SpectrumWindow, spectrum_record
 from .gsnr import gsnr_monitor_metric
 from .manifolds import manifold_capacity, target_linearity
 from .manifolds import monitor_metrics as manifold_metrics
 from .nfa import (
     MEASURES,
-    _layer_stats,
-    _module,
-    _select_layers,
+    layer_stats,
+    resolve_module,
+    select_layers,
     correlation,
     layer_weight,
     matrix_power_psd,
@@ -155,7 +155,7 @@ class Monitor:
         measure: str = "pearson",
         batch_size: int | None = None,
     ):
-        self._model, self.module = _module(model)
+        self._model, self.module = resolve_module(model)
         self._model.require_gradients("Monitor")
         every = check_int(every, "every", low=1)
         probe_every = every if probe_every is None else check_int(probe_every, "probe_every", low=1)
@@ -190,7 +190,7 @@ class Monitor:
         for needs_labels in ("manifold", "target_linearity", "manifold_capacity", "gsnr"):
             if needs_labels in metrics and y_probe is None:
                 raise ValueError(f"metrics includes {needs_labels!r}, which needs class labels; pass y_probe or drop it")
-        self.layers = _select_layers(self.module, layers)
+        self.layers = select_layers(self.module, layers)
         names = list(self.layers)
         if detect_layer is None:
             detect_layer = names[0]
@@ -213,8 +213,8 @@ class Monitor:
         self.last_agop: dict[str, np.ndarray] = {}
         self.n_calls = 0
         self._keys = names + (["all"] if len(names) > 1 else [])
-        self._updates = {k_: _Window(self.window) for k_ in self._keys}
-        self._grads = {k_: _Window(self.window) for k_ in self._keys}
+        self._updates = {k_: SpectrumWindow(self.window) for k_ in self._keys}
+        self._grads = {k_: SpectrumWindow(self.window) for k_ in self._keys}
         self._previous = self._weights()
         self._warned: set[str] = set()
 
@@ -266,16 +266,16 @@ class Monitor:
             if not store[name].full:
                 continue
             sv = store[name].singular_values()
-            rows = _spectrum_record(sv, self.k, prefix)
+            rows = spectrum_record(sv, self.k, prefix)
             self.spectra[f"{prefix}:{name}"].append((t, sv))
             for metric, value in rows.items():
                 self.log(t, metric, value, name)
-            if prefix == "update" and name == self._detect_key() and self.detector is not None:
+            if prefix == "update" and name == self.detect_key() and self.detector is not None:
                 gap = rows["update_gap"]
                 if math.isfinite(gap) and gap > 0:
                     self.detector.update(t, gap)
 
-    def _detect_key(self) -> str:
+    def detect_key(self) -> str:
         return self.detect_layer
 
     def _probe(self, t: int):
@@ -311,7 +311,7 @@ class Monitor:
         if not any(m in self.metrics for m in ("agop", "nfa", "rank", "collapse", "manifold", "target_linearity",
                                                "manifold_capacity")):
             return
-        agops, reps, _ = _layer_stats(
+        agops, reps, _ = layer_stats(
             self._model, self.X_probe, list(self.layers), self.batch_size,
             representations=want_rank or want_nc or want_manifold or want_linearity or want_capacity,
         )
@@ -487,7 +487,7 @@ def train_with_monitor(
 
     Returns the monitor.
     """
-    m, module = _module(model)
+    m, module = resolve_module(model)
     steps = check_int(steps, "steps", low=1)
     loss = check_option(loss, "loss", ("cross_entropy", "mse"))
     batch_size = check_int(batch_size, "batch_size", low=1, allow_none=True)

@@ -31,7 +31,7 @@ MEASURES = ("pearson", "cosine", "pearson_offdiag")
 _LAYER_TYPES = (torch.nn.Linear, torch.nn.Conv2d)
 
 
-def _module(model) -> tuple[Model, torch.nn.Module]:
+def resolve_module(model) -> tuple[Model, torch.nn.Module]:
     m = Model.wrap(model)
     if m.module is None:
         raise TypeError(
@@ -40,7 +40,7 @@ def _module(model) -> tuple[Model, torch.nn.Module]:
     return m, m.module
 
 
-def _select_layers(module: torch.nn.Module, layers) -> dict[str, torch.nn.Module]:
+def select_layers(module: torch.nn.Module, layers) -> dict[str, torch.nn.Module]:
     """The named Linear/Conv2d modules: those named in ``layers`` (in that order), or with ``layers``
     None every Linear and every Conv2d with ``groups=1``."""
     valid = {name: mod for name, mod in module.named_modules() if isinstance(mod, _LAYER_TYPES)}
@@ -135,12 +135,12 @@ def _batched_jacobians(out: torch.Tensor, tensors: list[torch.Tensor]) -> list[t
         ]
 
 
-def _layer_stats(model, X, layers=None, batch_size: int | None = None, representations: bool = False):
+def layer_stats(model, X, layers=None, batch_size: int | None = None, representations: bool = False):
     """Float64 sums of ``J^T J`` per layer (and optionally the layer outputs), one batched
     forward/backward per chunk of rows. Returns (agops, outputs, modules)."""
-    m, module = _module(model)
+    m, module = resolve_module(model)
     m.require_gradients("the layer AGOP")
-    chosen = _select_layers(module, layers)
+    chosen = select_layers(module, layers)
     batch_size = check_int(batch_size, "batch_size", low=1, allow_none=True)
     x = m.to_tensor(X, "X")
     n = x.shape[0]
@@ -220,7 +220,7 @@ def layer_agops(model, X, layers=None, batch_size: int | None = None) -> dict[st
     -------
     ``{layer_name: (d, d) float64 array}``; d = in_features, or c*kh*kw for a convolution.
     """
-    agops, _, _ = _layer_stats(model, X, layers, batch_size)
+    agops, _, _ = layer_stats(model, X, layers, batch_size)
     return agops
 
 
@@ -271,7 +271,7 @@ def nfa(model, X, layers=None, power: float = 0.5, measure: str = "pearson", bat
     """
     power = check_float(power, "power", low=0.0, low_inclusive=False)
     measure = check_option(measure, "measure", MEASURES)
-    agops, _, chosen = _layer_stats(model, X, layers, batch_size)
+    agops, _, chosen = layer_stats(model, X, layers, batch_size)
     return {k: nfa_from_agop(chosen[k], agops[k], power, measure) for k in chosen}
 
 

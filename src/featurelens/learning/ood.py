@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator
 
 from .._batching import chunks, rows_for_bytes
 from .._validation import check_bool, check_float, check_int
-from .representation_stats import _class_stats, _features, _labels
+from .representation_stats import class_stats, feature_matrix, label_vector
 
 
 def _l2_normalise(X: np.ndarray) -> np.ndarray:
@@ -63,11 +63,11 @@ class MahalanobisOOD(BaseEstimator):
         check_bool(self.normalize, "normalize")
         check_float(self.ridge, "ridge", low=0.0)  # numpy scalars such as np.float32(1e-3) too
         check_int(self.batch_size, "batch_size", low=1, allow_none=True)
-        X = _features(H, "H", min_rows=2)
+        X = feature_matrix(H, "H", min_rows=2)
         if self.normalize:
             X = _l2_normalise(X)
-        classes, codes = _labels(y, X.shape[0])
-        means, _, resid = _class_stats(X, codes, len(classes))
+        classes, codes = label_vector(y, X.shape[0])
+        means, _, resid = class_stats(X, codes, len(classes))
         n, d = X.shape
         cov = resid.T @ resid / n
         cov += (float(self.ridge) * np.trace(cov) / d) * np.eye(d)
@@ -94,7 +94,7 @@ class MahalanobisOOD(BaseEstimator):
     def distances(self, H) -> np.ndarray:
         """Squared Mahalanobis distances (n, C) of each row to each class mean."""
         self._check_fitted()
-        X = _features(H, "H")
+        X = feature_matrix(H, "H")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"H must have {self.n_features_in_} features (as in fit); got {X.shape[1]}")
         if self.normalize:

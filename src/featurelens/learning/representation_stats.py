@@ -30,10 +30,10 @@ from .._validation import (
 
 __all__ = ["compression_discrimination", "effective_rank", "linear_probe"]
 
-_RANK_METHODS = ("roy", "rankme")
+RANK_METHODS = ("roy", "rankme")
 
 
-def _features(a, name: str, min_rows: int = 1) -> np.ndarray:
+def feature_matrix(a, name: str, min_rows: int = 1) -> np.ndarray:
     """Validated float64 copy-or-view of a feature matrix, shaped (n, d)."""
     arr = as_numpy(a, name)
     check_floating(arr, name)
@@ -64,10 +64,10 @@ def effective_rank(A, method: str = "roy", center: bool = False, eps: float = 1e
     Garrido, Balestriero, Najman, LeCun, "RankMe: Assessing the downstream performance of pretrained
     self-supervised representations by their rank", ICML 2023, arXiv 2210.02885.
     """
-    method = check_option(method, "method", _RANK_METHODS)
+    method = check_option(method, "method", RANK_METHODS)
     center = check_bool(center, "center")
     eps = check_float(eps, "eps", low=0.0)
-    X = _features(A, "A")
+    X = feature_matrix(A, "A")
     if center:
         X = X - X.mean(0)
     import scipy.linalg
@@ -86,7 +86,7 @@ def effective_rank(A, method: str = "roy", center: bool = False, eps: float = 1e
     return float(np.exp(-np.sum(p * np.log(p))))
 
 
-def _labels(y, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
+def label_vector(y, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     """(classes, integer codes) of a label vector of length n."""
     arr = as_numpy(y, name)
     if arr.ndim != 1:
@@ -99,7 +99,7 @@ def _labels(y, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
     return classes, codes.reshape(-1)
 
 
-def _class_stats(H: np.ndarray, codes: np.ndarray, n_classes: int):
+def class_stats(H: np.ndarray, codes: np.ndarray, n_classes: int):
     """(class means (C, d), class counts, within-class residuals H - mu_{y_i}) in float64."""
     counts = np.bincount(codes, minlength=n_classes).astype(np.float64)
     import scipy.sparse
@@ -146,11 +146,11 @@ def compression_discrimination(features_by_layer, y) -> dict:
         raise ValueError("features_by_layer is empty; expected at least one layer")
     out = {}
     for name, feats in items:
-        H = _features(feats, f"features_by_layer[{name!r}]")
-        classes, codes = _labels(y, H.shape[0])
+        H = feature_matrix(feats, f"features_by_layer[{name!r}]")
+        classes, codes = label_vector(y, H.shape[0])
         if len(classes) < 2:
             raise ValueError(f"y must contain at least 2 classes; got {len(classes)}")
-        means, _, resid = _class_stats(H, codes, len(classes))
+        means, _, resid = class_stats(H, codes, len(classes))
         centred = means - means.mean(0)
         tr_w = float(np.einsum("ij,ij->", resid, resid)) / H.shape[0]
         tr_b = float(np.einsum("ij,ij->", centred, centred)) / len(classes)
@@ -190,8 +190,8 @@ def linear_probe(H, y, test_size: float = 0.25, seed=0, C: float = 1.0, max_iter
         seed = root_seed(seed, high=2**31 - 1)  # scikit-learn takes an int or a RandomState
     C = check_float(C, "C", low=0.0, low_inclusive=False)
     max_iter = check_int(max_iter, "max_iter", low=1)
-    X = _features(H, "H")
-    classes, codes = _labels(y, X.shape[0])
+    X = feature_matrix(H, "H")
+    classes, codes = label_vector(y, X.shape[0])
     if len(classes) < 2:
         raise ValueError(f"y must contain at least 2 classes; got {len(classes)}")
     counts = np.bincount(codes)

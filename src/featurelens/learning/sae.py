@@ -90,7 +90,7 @@ from .._validation import (
     format_count,
     numpy_to_tensor,
 )
-from ._sae_training import _NORM_EPS, _SAMPLE_ROWS, _batch_topk, _geometric_median, train  # noqa: F401
+from ._sae_training import NORM_EPS, SAMPLE_ROWS, batch_topk, geometric_median, train  # noqa: F401
 
 __all__ = ["SCORES", "SPARSITIES", "SparseAutoencoder", "dead_latents", "dictionary_recovery", "norm_detectors"]
 
@@ -356,7 +356,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         inner = xc @ W_enc.T
         if self.score == "inner":
             return inner + b_enc
-        norm = xc.norm(dim=1, keepdim=True).clamp_min(_NORM_EPS)
+        norm = xc.norm(dim=1, keepdim=True).clamp_min(NORM_EPS)
         if self.score == "cosine":
             return inner / norm + b_enc
         # ||w|| ||x||^a cos(w, x) = (w . x) ||x||^(a - 1)
@@ -367,7 +367,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         if self.sparsity == "l1":
             return torch.relu(s)
         if self.sparsity == "batchtopk":
-            return _batch_topk(s, int(self.k)) if training else s * (s > self.threshold_)
+            return batch_topk(s, int(self.k)) if training else s * (s > self.threshold_)
         top = torch.topk(s, int(self.k), dim=1)
         return torch.zeros_like(s).scatter(1, top.indices, torch.relu(top.values))
 

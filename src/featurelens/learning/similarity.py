@@ -26,8 +26,8 @@ from .._validation import (
     check_option,
     check_optional_bool,
 )
-from .representation_stats import _features
-from .representation_stats import _RANK_METHODS, _class_stats, _labels  # noqa: F401  (re-exported)
+from .representation_stats import feature_matrix
+from .representation_stats import RANK_METHODS, class_stats, label_vector  # noqa: F401  (re-exported)
 from .representation_stats import compression_discrimination, effective_rank, linear_probe
 
 __all__ = ["CKAAccumulator", "cka", "compression_discrimination", "effective_rank", "linear_probe"]
@@ -37,8 +37,8 @@ _LINEAR_METHODS = ("auto", "features", "gram")
 
 
 def _pair(A, B, min_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    A = _features(A, "A")
-    B = _features(B, "B")
+    A = feature_matrix(A, "A")
+    B = feature_matrix(B, "B")
     if A.shape[0] != B.shape[0]:
         raise ValueError(
             f"A and B must have the same number of rows (the same samples); got {A.shape[0]} and {B.shape[0]}"
@@ -383,20 +383,20 @@ class CKAAccumulator:
         the whole world). Raises RuntimeError when torch.distributed is not initialised."""
         import torch
 
-        from .agop import _dist_agree, _dist_device, _dist_module
+        from .agop import dist_agree, dist_device, dist_module
 
-        dist = _dist_module("CKAAccumulator.all_reduce")
-        dev = _dist_device(dist, group)
+        dist = dist_module("CKAAccumulator.all_reduce")
+        dev = dist_device(dist, group)
         what = "CKA accumulators"
-        _dist_agree(dist, np.array([float(self.debiased)]), True, group, dev, "debiased", what)
+        dist_agree(dist, np.array([float(self.debiased)]), True, group, dev, "debiased", what)
         known = self._shift is not None
         dims = np.array([float(self._shift[0].shape[0]), float(self._shift[1].shape[0])]) if known else np.zeros(2)
-        dims = _dist_agree(dist, dims, known, group, dev, "numbers of features (p, q)", what)
+        dims = dist_agree(dist, dims, known, group, dev, "numbers of features (p, q)", what)
         if dims is None:
             return self  # no rank has a shift, hence no rows
         p, q = int(dims[0]), int(dims[1])
         vec = np.concatenate(self._shift) if known else np.zeros(p + q)
-        shift = _dist_agree(dist, vec, known, group, dev, "shift (pass the same shift= on every rank)", what)
+        shift = dist_agree(dist, vec, known, group, dev, "shift (pass the same shift= on every rank)", what)
         stats = self._s if known else _zero_stats(p, q)
         flat = np.concatenate([[float(self.n_samples_)]] + [np.ravel(stats[k]) for k in _STAT_KEYS])
         t = torch.from_numpy(flat).to(dev)

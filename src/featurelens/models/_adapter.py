@@ -265,7 +265,7 @@ class Model(BatchedPasses):
         output = check_option(output, "output", OUTPUTS)
         if output != "raw" and self.returns == "regression":
             raise ValueError(
-                f"output={output!r} needs a classifier, and model {self._name()} is a regressor "
+                f"output={output!r} needs a classifier, and model {self.display_name()} is a regressor "
                 "(called through predict, no probabilities); use output='raw'"
             )
         return output
@@ -328,7 +328,10 @@ class Model(BatchedPasses):
             setattr(derived, name, value)
         return derived
 
-    def _count(self, rows: int) -> None:
+    def count_calls(self, rows: int) -> None:
+        """Add ``rows`` model evaluations to :attr:`calls` of this Model and of every Model it was
+        derived from (``with_output``, ``with_batch_size``, ...). Passes that evaluate the model
+        outside :meth:`predict` / :meth:`forward` (a copy on a worker, a merged chunk) count here."""
         model = self
         while model is not None:
             model.calls += rows
@@ -343,7 +346,7 @@ class Model(BatchedPasses):
             raise TypeError(
                 f"{method} needs gradients, so model must be a torch.nn.Module or a torch callable "
                 f"(Model(fn, accepts='torch')); got "
-                + (f"a scikit-learn-style estimator ({self._name()})" if self.estimator is not None
+                + (f"a scikit-learn-style estimator ({self.display_name()})" if self.estimator is not None
                    else f"a numpy callable ({type(self.function).__name__})")
                 + ". Use a black-box explainer instead (kernel_shap, permutation_shap, occlusion)"
                 + (f"; columns {list(self._frames.categories)[:10]} are categorical, which gradients "
@@ -455,7 +458,7 @@ class Model(BatchedPasses):
         """One forward pass of at most batch_size validated rows, as a (rows, classes) tensor.
 
         ``count=False``: the rows are not added to ``calls`` (a game evaluated by an executor
-        counts its rows in the calling process instead, :meth:`_count`).
+        counts its rows in the calling process instead, :meth:`count_calls`).
 
         Errors the model raises on the input are re-raised as a ValueError naming x's shape.
         Outputs are checked: integer outputs become floats (they carry no gradient: refused when
@@ -464,7 +467,7 @@ class Model(BatchedPasses):
         cheap sum per chunk; the elementwise check runs only when that sum is not finite).
         """
         if count:
-            self._count(x.shape[0])
+            self.count_calls(x.shape[0])
         needs_grad = x.requires_grad and torch.is_grad_enabled()
         # Decoded before the call: a value that is not a category code raises its own ValueError.
         inputs = x if self.accepts == "torch" else self._model_input(x.detach().cpu().numpy())
@@ -474,12 +477,14 @@ class Model(BatchedPasses):
             raise ValueError(
                 f"x has shape {tuple(x.shape)} (samples first), and the model failed on it: {err}"
             ) from err
-        out = checked_outputs(out, x, needs_grad, self.dtype or x.dtype, self._name)
+        out = checked_outputs(out, x, needs_grad, self.dtype or x.dtype, self.display_name)
         if self.output != "raw":
             out = to_units(out, self.returns, self.output)
         return out
 
-    def _name(self) -> str:
+    def display_name(self) -> str:
+        """How messages name the model: ``Estimator.method`` for an estimator, else the module's
+        class name or the function's name."""
         if self.estimator is not None:
             return f"{type(self.estimator).__name__}.{getattr(self.function, '__name__', 'predict')}"
         return type(self.function).__name__ if self.module is not None else getattr(
@@ -547,7 +552,7 @@ class Model(BatchedPasses):
         return out.gather(1, target[:, None])
 
     def __repr__(self) -> str:
-        kind = self._name() if self.estimator is not None else type(self.function).__name__
+        kind = self.display_name() if self.estimator is not None else type(self.function).__name__
         bs = "auto" if self.auto_batch else self.batch_size
         units = "" if self.output == "raw" else f", output={self.output!r}"
         return f"Model({kind}, device={self.device}, batch_size={bs}{units})"

@@ -20,10 +20,10 @@ from .._validation import check_int, check_option
 class BatchedPasses:
     """The chunked gradient and expanded passes of :class:`featurelens.models.Model`, one of its
     base classes. They read the adapter's ``forward``, ``pick``, ``chunk_rows``, ``evaluating``,
-    ``require_gradients`` and ``executor``, count rows with ``_count`` (in this Model and the ones
+    ``require_gradients`` and ``executor``, count rows with ``count_calls`` (in this Model and the ones
     it was derived from) and copy it with ``_derive``."""
 
-    def _target_gradient(self, rows: torch.Tensor, target: torch.Tensor | None):
+    def target_gradient(self, rows: torch.Tensor, target: torch.Tensor | None):
         """Gradient of out[i, target_i] w.r.t. each row, by one backward pass of their sum
         (``target=None``: each row's predicted class, taken from the same forward pass).
 
@@ -50,13 +50,13 @@ class BatchedPasses:
         bs = self.chunk_rows(x, batch_size)
         if bs >= x.shape[0]:  # one chunk: its gradient as it is, no copy into a preallocated tensor
             with self.evaluating():
-                grads, out = self._target_gradient(x, target)
+                grads, out = self.target_gradient(x, target)
             return (grads, out) if outputs else grads
         grads = torch.empty_like(x)
         outs = []
         with self.evaluating():
             for s in chunks(x.shape[0], bs):
-                grads[s], out = self._target_gradient(x[s], target[s])
+                grads[s], out = self.target_gradient(x[s], target[s])
                 if outputs:
                     outs.append(out)
         return (grads, torch.cat(outs)) if outputs else grads
@@ -96,7 +96,7 @@ class BatchedPasses:
                 for copies in chunks(n_expand, per_chunk):
                     first, k = copies.start, copies.stop - copies.start
                     copy_idx, sample_idx = expansion_index(slice(first * n, (first + k) * n), n, x.device)
-                    grad, _ = self._target_gradient(make_rows(copy_idx, sample_idx), target.repeat(k))
+                    grad, _ = self.target_gradient(make_rows(copy_idx, sample_idx), target.repeat(k))
                     if transform is not None:
                         grad = transform(grad)
                     grad = grad.view(k, n, *grad.shape[1:])
@@ -113,7 +113,7 @@ class BatchedPasses:
                     for s in chunks(n, size):
                         sample_idx = torch.arange(s.start, s.stop, device=x.device)
                         copy_idx = torch.full_like(sample_idx, copy_number)
-                        grad, _ = self._target_gradient(make_rows(copy_idx, sample_idx), target[s])
+                        grad, _ = self.target_gradient(make_rows(copy_idx, sample_idx), target[s])
                         if transform is not None:
                             grad = transform(grad)
                         if weights is not None:
@@ -232,7 +232,7 @@ class BatchedPasses:
                 batch.append((part, copy_idx, sample_idx, make_rows(copy_idx, sample_idx).cpu()))
             outs = executor.map(_forward_rows, [rows for *_, rows in batch], shared=plain)
             for (part, copy_idx, sample_idx, rows), out in zip(batch, outs):
-                self._count(rows.shape[0])
+                self.count_calls(rows.shape[0])
                 yield part, copy_idx, sample_idx, out.to(x.device)
 
 

@@ -57,7 +57,7 @@ import os
 from .._validation import check_int
 # _base: the Executor base, the errors and the shared helpers; _local: serial, threads, processes;
 # _ray: RayExecutor; _dask: DaskExecutor (ray and distributed are imported only inside them).
-from ._base import Executor, WorkerDiedError, WorkerError, _import_optional, check_workers, max_workers
+from ._base import Executor, WorkerDiedError, WorkerError, import_optional, check_workers, max_workers
 from ._dask import DaskExecutor
 from ._local import ProcessExecutor, SerialExecutor, ThreadExecutor
 from ._ray import RayExecutor
@@ -109,7 +109,7 @@ def make_executor(kind: str, workers: int | None = None, address: str | None = N
         return ProcessExecutor(workers)
     if kind == "ray":
         return RayExecutor(address=address, num_workers=workers)
-    distributed = _import_optional("distributed", "dask", "DaskExecutor")
+    distributed = import_optional("distributed", "dask", "DaskExecutor")
     if address is not None:
         return DaskExecutor(address)  # opens a Client to the scheduler and closes it on close()
     import logging

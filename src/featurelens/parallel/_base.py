@@ -174,7 +174,7 @@ _SHARED_LOCK = threading.Lock()
 _SHARED_KEEP = 4  # the last few calls' objects; older ones are dropped
 
 
-def _cached_shared(token: str, load: Callable[[], Any]) -> Any:
+def cached_shared(token: str, load: Callable[[], Any]) -> Any:
     with _SHARED_LOCK:
         if token in _SHARED:
             _SHARED.move_to_end(token)
@@ -188,7 +188,7 @@ def _cached_shared(token: str, load: Callable[[], Any]) -> Any:
     return value
 
 
-def _import_optional(module: str, extra: str, what: str):
+def import_optional(module: str, extra: str, what: str):
     try:
         return importlib.import_module(module)
     except ImportError as err:
@@ -198,7 +198,7 @@ def _import_optional(module: str, extra: str, what: str):
         ) from err
 
 
-def _unpicklable(err: BaseException, where: str, payload=None) -> TypeError:
+def unpicklable_error(err: BaseException, where: str, payload=None) -> TypeError:
     reason = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
     if payload is not None:  # the engines' own messages run over many lines: cloudpickle's is one
         import cloudpickle
@@ -215,7 +215,7 @@ def _unpicklable(err: BaseException, where: str, payload=None) -> TypeError:
     )
 
 
-def _worker_error(err: BaseException, where: str) -> WorkerError:
+def worker_error(err: BaseException, where: str) -> WorkerError:
     if isinstance(err, WorkerError):
         return WorkerError(err.worker_type, err.worker_message, where)
     return WorkerError(type(err).__name__, str(err), where)

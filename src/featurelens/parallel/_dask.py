@@ -8,7 +8,7 @@ import concurrent.futures
 import contextlib
 
 from .._validation import check_int
-from ._base import Executor, WorkerDiedError, _import_optional, _unpicklable, _worker_error
+from ._base import Executor, WorkerDiedError, import_optional, unpicklable_error, worker_error
 
 
 # -- worker side (module level: it pickles by reference) -------------------------------------------
@@ -53,7 +53,7 @@ class DaskExecutor(Executor):
 
     def __init__(self, client, max_retries: int = 3):
         self.max_retries = check_int(max_retries, "max_retries", low=0)
-        distributed = _import_optional("distributed", "dask", "DaskExecutor")
+        distributed = import_optional("distributed", "dask", "DaskExecutor")
         self._owns_client = False
         if isinstance(client, str):
             client = distributed.Client(client)
@@ -82,7 +82,7 @@ class DaskExecutor(Executor):
             try:
                 cloudpickle.dumps((fn, shared))
             except Exception:
-                raise _unpicklable(err, "Dask workers", (fn, shared)) from err
+                raise unpicklable_error(err, "Dask workers", (fn, shared)) from err
             raise RuntimeError(
                 f"the task's function and shared object pickle, but the Dask cluster did not take them "
                 f"({type(err).__name__}: {' '.join(str(err).split())[:300]}); its workers may have died or be "
@@ -97,7 +97,7 @@ class DaskExecutor(Executor):
 
     def map(self, fn, items, shared=None):
         self._check_open()
-        distributed = _import_optional("distributed", "dask", "DaskExecutor")
+        distributed = import_optional("distributed", "dask", "DaskExecutor")
         from distributed.scheduler import KilledWorker
 
         client = self._client
@@ -127,7 +127,7 @@ class DaskExecutor(Executor):
                     err = fut.exception() if fut.status == "error" else None
                     if err is not None and not isinstance(err, KilledWorker):
                         client.cancel(futures)
-                        raise _worker_error(err, "a Dask worker") from err
+                        raise worker_error(err, "a Dask worker") from err
                     lost.append(i)
                     killed = killed or (err and (i, err))
                 todo = lost
@@ -135,7 +135,7 @@ class DaskExecutor(Executor):
                     raise self._died(lost, killed, gathered, workers, len(items), attempt) from gathered
             except Exception as err:
                 client.cancel(futures)
-                raise _worker_error(err, "a Dask worker") from err
+                raise worker_error(err, "a Dask worker") from err
             finally:
                 del payload, futures
         raise AssertionError("unreachable")  # pragma: no cover

@@ -10,7 +10,7 @@ import os
 import uuid
 
 from .._validation import check_int
-from ._base import Executor, WorkerError, _cached_shared, _unpicklable, _worker_error, check_workers
+from ._base import Executor, WorkerError, cached_shared, unpicklable_error, worker_error, check_workers
 
 
 class SerialExecutor(Executor):
@@ -66,7 +66,7 @@ def _gather(futures: list, where: str) -> list:
         except Exception as err:
             for other in futures:
                 other.cancel()
-            raise _worker_error(err, where) from err
+            raise worker_error(err, where) from err
     return out
 
 
@@ -76,7 +76,7 @@ def _process_task(token: str, blob: bytes, item):
     unpickled once per worker process and call."""
     import cloudpickle
 
-    fn, shared = _cached_shared(token, lambda: cloudpickle.loads(blob))
+    fn, shared = cached_shared(token, lambda: cloudpickle.loads(blob))
     return fn(shared, item)
 
 
@@ -137,7 +137,7 @@ class ProcessExecutor(Executor):
         try:
             blob = cloudpickle.dumps((fn, shared))
         except Exception as err:
-            raise _unpicklable(err, "worker processes") from err
+            raise unpicklable_error(err, "worker processes") from err
         token = uuid.uuid4().hex
         pool = self._pool()
         futures = [pool.submit(_process_task, token, blob, item) for item in items]

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from .._validation import check_float, check_int
-from ._base import (Executor, WorkerDiedError, _cached_shared, _import_optional, _unpicklable, _worker_error,
+from ._base import (Executor, WorkerDiedError, cached_shared, import_optional, unpicklable_error, worker_error,
                     check_workers)
 
 
@@ -23,7 +23,7 @@ class _RayWorker:
         import ray
 
         ref = boxed_ref[0]  # boxed, so Ray hands over the reference and the actor caches the value
-        fn, shared = _cached_shared(ref.hex(), lambda: ray.get(ref))
+        fn, shared = cached_shared(ref.hex(), lambda: ray.get(ref))
         return fn(shared, item)
 
     def pid(self) -> int:
@@ -140,7 +140,7 @@ class RayExecutor(Executor):
         if self.num_cpus == 0 and self.num_gpus == 0 and num_workers is None:
             raise ValueError("num_cpus and num_gpus are both 0, so num_workers cannot be derived from the "
                              "cluster's resources; give num_workers")
-        ray = _import_optional("ray", "ray", "RayExecutor")
+        ray = import_optional("ray", "ray", "RayExecutor")
         self._ray = ray
         self._started_ray = False
         self._actors: list = []
@@ -220,7 +220,7 @@ class RayExecutor(Executor):
         try:
             ref = ray.put((fn, shared))
         except Exception as err:
-            raise _unpicklable(err, "Ray actors", (fn, shared)) from err
+            raise unpicklable_error(err, "Ray actors", (fn, shared)) from err
         dead = ray.exceptions.RayActorError  # ActorDiedError, ActorUnavailableError
         out: list = [None] * len(items)
         retries = [0] * len(items)
@@ -266,7 +266,7 @@ class RayExecutor(Executor):
         except Exception as err:
             self._drain(pending)
             cause = getattr(err, "cause", None)
-            raise _worker_error(cause if isinstance(cause, BaseException) else err, "a Ray actor") from err
+            raise worker_error(cause if isinstance(cause, BaseException) else err, "a Ray actor") from err
         return out
 
     def _drain(self, pending: dict) -> None:

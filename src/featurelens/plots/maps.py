@@ -8,7 +8,9 @@ import numpy as np
 from .._validation import as_numpy, check_int
 
 
-def _figure(ncols: int, nrows: int = 1, size: float = 2.2):
+def subplot_grid(ncols: int, nrows: int = 1, size: float = 2.2):
+    """A pyplot figure of ``nrows x ncols`` square panels ``size`` inches wide: ``(fig, axes)``,
+    ``axes`` always 2-D."""
     import matplotlib.pyplot as plt  # headless machines fall back to Agg on their own
 
     fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows), squeeze=False)
@@ -50,7 +52,7 @@ def plot_explanation(explanation, index=None, inputs=None, cmap="RdBu_r", ax=Non
     if values.ndim == 2:
         i = check_int(0 if index is None else index, "index", low=0, high=len(values) - 1)
         if ax is None:
-            fig, axes = _figure(1, size=4.0)
+            fig, axes = subplot_grid(1, size=4.0)
             ax = axes[0, 0]
         fig = ax.figure
         row = values[i]
@@ -70,7 +72,7 @@ def plot_explanation(explanation, index=None, inputs=None, cmap="RdBu_r", ax=Non
     else:
         picks = [check_int(i, "index", low=0, high=len(maps) - 1) for i in np.atleast_1d(index).tolist()]
     rows = 2 if inputs is not None else 1
-    fig, axes = _figure(len(picks), rows)
+    fig, axes = subplot_grid(len(picks), rows)
     for col, i in enumerate(picks):
         show_map(axes[-1, col], maps[i], cmap, f"{explanation.method} #{i}")
         if inputs is not None:

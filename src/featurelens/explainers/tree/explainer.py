@@ -9,7 +9,7 @@ import numpy as np
 
 from featurelens._validation import check_bool, check_option
 
-from ...games import _split_background
+from ...games import split_background
 from .._base import Explainer, Requires, register
 from .engine import interaction_values, shap_values
 from .ensemble import build_ensemble, supported_tree_models
@@ -141,7 +141,7 @@ class TreeShap(Explainer):
             self.background = None
         else:
             # weighted rows (summarize_background's centres, or a (rows, weights) pair)
-            background, weights = _split_background(background)
+            background, weights = split_background(background)
             if weights is not None and not np.allclose(weights, weights[0], rtol=0, atol=1e-15):
                 self.background_weights = np.asarray(weights, dtype=np.float64)
             bg = self.model.to_tensor(background, "background")
@@ -194,7 +194,7 @@ class TreeShap(Explainer):
         params["output"] = self._units
         params["feature_perturbation"] = self.feature_perturbation
         bg = self._pipeline_background if self._pipeline is not None else self.background
-        params["background_rows"] = None if bg is None else int(np.shape(_split_background(bg)[0])[0])
+        params["background_rows"] = None if bg is None else int(np.shape(split_background(bg)[0])[0])
         params["background_weighted"] = self.background_weights is not None
         params["interactions"] = self.interactions
         if self._ensemble.explained is not None:  # what "raw" is here (an IsolationForest)
