@@ -11,21 +11,21 @@ import numpy as np
 
 from .._validation import as_numpy, check_floating, check_int, check_option
 
-_POS = "#ff0051"  # pushes the output up (shap's red)
-_NEG = "#008bfb"  # pushes the output down (shap's blue)
-_OTHER = "#9a9a9a"
-_MISSING = (0.6, 0.6, 0.6, 1.0)
+POS_COLOUR = "#ff0051"  # pushes the output up (shap's red)
+NEG_COLOUR = "#008bfb"  # pushes the output down (shap's blue)
+OTHER_COLOUR = "#9a9a9a"
+MISSING_COLOUR = (0.6, 0.6, 0.6, 1.0)
 
 
-def _is_frame(x) -> bool:
+def is_frame(x) -> bool:
     return hasattr(x, "columns") and hasattr(x, "iloc") and hasattr(x, "to_numpy")
 
 
-def _is_series(x) -> bool:
+def is_series(x) -> bool:
     return getattr(x, "ndim", None) == 1 and hasattr(x, "index") and hasattr(x, "iloc") and hasattr(x, "to_numpy")
 
 
-def _frame_to_float(frame, name: str) -> np.ndarray:
+def frame_to_float(frame, name: str) -> np.ndarray:
     """A DataFrame's columns as float64: numbers and bools as they are, categoricals by their codes
     (missing -> NaN); any other column is refused, naming it."""
     cols = []
@@ -49,10 +49,10 @@ def _frame_to_float(frame, name: str) -> np.ndarray:
     return np.column_stack(cols)
 
 
-def _float_array(a, name: str, *, allow_nan: bool) -> np.ndarray:
-    if _is_frame(a):
-        arr = _frame_to_float(a, name)
-    elif _is_series(a):
+def float_array(a, name: str, *, allow_nan: bool) -> np.ndarray:
+    if is_frame(a):
+        arr = frame_to_float(a, name)
+    elif is_series(a):
         try:
             arr = a.to_numpy(dtype=np.float64, na_value=np.nan)
         except (TypeError, ValueError):
@@ -72,11 +72,11 @@ def _float_array(a, name: str, *, allow_nan: bool) -> np.ndarray:
     return arr
 
 
-def _values(values, name: str = "values", *, allow_row: bool = True) -> np.ndarray:
+def check_values(values, name: str = "values", *, allow_row: bool = True) -> np.ndarray:
     """Attribution values as a float64 (n, d) array."""
     if values is None:
         raise TypeError(f"{name} must be an (n, d) array of attributions or an Explanation; got None")
-    v = _float_array(values, name, allow_nan=False)
+    v = float_array(values, name, allow_nan=False)
     if v.ndim == 1 and allow_row:
         v = v[None, :]
     if v.ndim == 3 and not isinstance(values, np.ndarray) and hasattr(values, "method"):
@@ -96,9 +96,9 @@ def _values(values, name: str = "values", *, allow_row: bool = True) -> np.ndarr
     return v
 
 
-def _row(values_row, name: str) -> np.ndarray:
+def check_row(values_row, name: str) -> np.ndarray:
     """One row of attributions (d,): a 1-d array or a 2-d array with a single row."""
-    v = _values(values_row, name)
+    v = check_values(values_row, name)
     if v.shape[0] != 1:
         raise ValueError(
             f"{name} must be one row of attributions, shape (d,) or (1, d); got shape {v.shape}. "
@@ -107,9 +107,9 @@ def _row(values_row, name: str) -> np.ndarray:
     return v[0]
 
 
-def _data(data, shape: tuple, name: str) -> np.ndarray:
+def check_data(data, shape: tuple, name: str) -> np.ndarray:
     """Feature values shaped like the attributions (NaN allowed)."""
-    x = _float_array(data, name, allow_nan=True)
+    x = float_array(data, name, allow_nan=True)
     if len(shape) == 1 and x.ndim == 2 and x.shape[0] == 1:
         x = x[0]
     if x.shape != tuple(shape):
@@ -117,7 +117,7 @@ def _data(data, shape: tuple, name: str) -> np.ndarray:
     return x
 
 
-def _attached(values, attr: str):
+def attached(values, attr: str):
     """An attribute an Explanation may carry (``data``, ``feature_names``, ``base_values``)."""
     if isinstance(values, np.ndarray):
         return None
@@ -125,18 +125,18 @@ def _attached(values, attr: str):
     return None if callable(out) else out
 
 
-def _feature_names(feature_names, d: int, *sources) -> list[str]:
+def resolve_feature_names(feature_names, d: int, *sources) -> list[str]:
     if feature_names is None:
         for s in sources:
             if s is None:
                 continue
-            if _is_frame(s):
+            if is_frame(s):
                 feature_names = list(s.columns)
                 break
-            if _is_series(s):
+            if is_series(s):
                 feature_names = list(s.index)
                 break
-            fn = _attached(s, "feature_names")
+            fn = attached(s, "feature_names")
             if fn is not None:
                 feature_names = fn
                 break
@@ -152,11 +152,11 @@ def _feature_names(feature_names, d: int, *sources) -> list[str]:
     return names
 
 
-def _max_display(max_display) -> int:
+def check_max_display(max_display) -> int:
     return check_int(max_display, "max_display", low=1)
 
 
-def _axes(ax, size):
+def axes_for(ax, size):
     from matplotlib.axes import Axes
 
     if ax is None:
@@ -169,7 +169,7 @@ def _axes(ax, size):
     return ax
 
 
-def _rank(mean_abs: np.ndarray, max_display: int):
+def rank_features(mean_abs: np.ndarray, max_display: int):
     """Features by decreasing importance (ties by index); the shown ones and the grouped rest."""
     order = np.argsort(-mean_abs, kind="stable")
     if len(order) <= max_display:
@@ -177,22 +177,22 @@ def _rank(mean_abs: np.ndarray, max_display: int):
     return order[: max_display - 1], order[max_display - 1 :]
 
 
-def _other_label(k: int) -> str:
+def other_label(k: int) -> str:
     return f"Sum of {k} other features"
 
 
-def _fmt(x: float) -> str:
+def format_value(x: float) -> str:
     if not np.isfinite(x):
         return "nan"
     return f"{x:.4g}"
 
 
-def _span(lo: float, hi: float) -> float:
+def axis_span(lo: float, hi: float) -> float:
     """The width of an axis range; a visible width when every value is the same."""
     return hi - lo if hi > lo else max(abs(lo), 1.0) * 0.1
 
 
-def _feature_index(feature, names: list[str], name: str) -> int:
+def feature_index(feature, names: list[str], name: str) -> int:
     d = len(names)
     if isinstance(feature, str):
         return names.index(check_option(feature, name, names))
@@ -201,10 +201,10 @@ def _feature_index(feature, names: list[str], name: str) -> int:
     raise TypeError(f"{name} must be a feature name or an index in [0, {d - 1}]; got {feature!r}")
 
 
-def _colours(x: np.ndarray, cmap) -> np.ndarray:
+def value_colours(x: np.ndarray, cmap) -> np.ndarray:
     """RGBA colours for feature values: scaled between their 5th and 95th percentiles (so that an
     outlier does not wash out the rest), NaN grey."""
-    out = np.tile(np.array(_MISSING), (len(x), 1))
+    out = np.tile(np.array(MISSING_COLOUR), (len(x), 1))
     ok = np.isfinite(x)
     if ok.any():
         lo, hi = np.percentile(x[ok], [5, 95])
@@ -215,7 +215,7 @@ def _colours(x: np.ndarray, cmap) -> np.ndarray:
     return out
 
 
-def _colorbar(ax, cmap, label: str, low_high: bool = True):
+def add_colorbar(ax, cmap, label: str, low_high: bool = True):
     import matplotlib as mpl
 
     sm = mpl.cm.ScalarMappable(cmap=cmap, norm=mpl.colors.Normalize(0, 1))
@@ -228,7 +228,7 @@ def _colorbar(ax, cmap, label: str, low_high: bool = True):
     return cb
 
 
-def _cmap(cmap):
+def resolve_cmap(cmap):
     import matplotlib as mpl
 
     if isinstance(cmap, str):

@@ -15,18 +15,18 @@ import numpy as np
 
 from .._validation import check_float, check_int
 from ._tabular_inputs import (
-    _NEG,
-    _POS,
-    _attached,
-    _axes,
-    _cmap,
-    _colorbar,
-    _colours,
-    _data,
-    _feature_index,
-    _feature_names,
-    _float_array,
-    _values,
+    NEG_COLOUR,
+    POS_COLOUR,
+    attached,
+    axes_for,
+    resolve_cmap,
+    add_colorbar,
+    value_colours,
+    check_data,
+    feature_index,
+    resolve_feature_names,
+    float_array,
+    check_values,
 )
 
 __all__ = ["interaction_scores", "dependence", "interaction_heatmap", "interaction_network"]
@@ -51,11 +51,11 @@ def interaction_scores(feature, values, data, feature_names=None, n_bins=None) -
     2020). Rows missing (NaN) either value are left out. Returns ``(d,)`` scores, NaN for the
     feature itself.
     """
-    v = _values(values, allow_row=False)
+    v = check_values(values, allow_row=False)
     n, d = v.shape
-    x = _data(data, (n, d), "data")
-    names = _feature_names(feature_names, d, data, values)
-    j = _feature_index(feature, names, "feature")
+    x = check_data(data, (n, d), "data")
+    names = resolve_feature_names(feature_names, d, data, values)
+    j = feature_index(feature, names, "feature")
     keep = np.nonzero(np.isfinite(x[:, j]))[0]
     idx = keep[np.argsort(x[keep, j], kind="stable")]
     n_bins = check_int(n_bins, "n_bins", low=1, allow_none=True)
@@ -94,15 +94,15 @@ def dependence(feature, values, data=None, feature_names=None, interaction_index
     (numpy or a DataFrame); an Explanation's ``data`` is used when None. The colour bar is labelled
     with the colouring feature's name. Returns the Axes.
     """
-    v = _values(values, allow_row=False)
+    v = check_values(values, allow_row=False)
     n, d = v.shape
     if data is None:
-        data = _attached(values, "data")
+        data = attached(values, "data")
     if data is None:
         raise TypeError("data is required: the feature values (n, d) the attributions were computed for")
-    x = _data(data, (n, d), "data")
-    names = _feature_names(feature_names, d, data, values)
-    j = _feature_index(feature, names, "feature")
+    x = check_data(data, (n, d), "data")
+    names = resolve_feature_names(feature_names, d, data, values)
+    j = feature_index(feature, names, "feature")
     k = None
     if isinstance(interaction_index, str) and interaction_index == "auto":
         if d > 1:
@@ -110,16 +110,16 @@ def dependence(feature, values, data=None, feature_names=None, interaction_index
             scores[j] = -np.inf
             k = int(np.argmax(scores))
     elif interaction_index is not None:
-        k = _feature_index(interaction_index, names, "interaction_index")
-    cm = _cmap(cmap)
-    ax = _axes(ax, (6.0, 4.5))
-    colour = "#1e88e5" if k is None else _colours(x[:, k], cm)
+        k = feature_index(interaction_index, names, "interaction_index")
+    cm = resolve_cmap(cmap)
+    ax = axes_for(ax, (6.0, 4.5))
+    colour = "#1e88e5" if k is None else value_colours(x[:, k], cm)
     ax.scatter(x[:, j], v[:, j], s=14, c=colour, linewidths=0, alpha=0.9, rasterized=n > 500)
     ax.axhline(0.0, color="#999999", lw=0.6, zorder=0)
     ax.set_xlabel(names[j])
     ax.set_ylabel(f"attribution of {names[j]}")
     if k is not None:
-        _colorbar(ax, cm, names[k])
+        add_colorbar(ax, cm, names[k])
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return ax
@@ -132,7 +132,7 @@ def dependence(feature, values, data=None, feature_names=None, interaction_index
 def _matrix(matrix) -> np.ndarray:
     if matrix is not None and not isinstance(matrix, np.ndarray) and callable(getattr(matrix, "dense", None)):
         matrix = matrix.dense(order=2)  # an Interactions object
-    m = _float_array(matrix, "matrix", allow_nan=False)
+    m = float_array(matrix, "matrix", allow_nan=False)
     if m.ndim != 2 or m.shape[0] != m.shape[1] or m.shape[0] == 0:
         hint = " (one matrix per row: average first, e.g. np.abs(m).mean(0))" if m.ndim == 3 else ""
         raise ValueError(f"matrix must be a square (d, d) pairwise interaction matrix; got shape {m.shape}{hint}")
@@ -145,10 +145,10 @@ def interaction_heatmap(matrix, feature_names=None, ax=None, cmap="RdBu_r"):
     symmetric around 0. Returns the Axes."""
     m = _matrix(matrix)
     d = m.shape[0]
-    names = _feature_names(feature_names, d, matrix)
-    ax = _axes(ax, (0.35 * d + 3.0, 0.35 * d + 2.4))
+    names = resolve_feature_names(feature_names, d, matrix)
+    ax = axes_for(ax, (0.35 * d + 3.0, 0.35 * d + 2.4))
     top = float(np.abs(m).max()) or 1.0
-    im = ax.imshow(m, cmap=_cmap(cmap), vmin=-top, vmax=top, interpolation="nearest")
+    im = ax.imshow(m, cmap=resolve_cmap(cmap), vmin=-top, vmax=top, interpolation="nearest")
     ax.set_xticks(np.arange(d), names, rotation=90)
     ax.set_yticks(np.arange(d), names)
     cb = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
@@ -166,13 +166,13 @@ def interaction_network(matrix, feature_names=None, threshold=None, ax=None):
     Returns the Axes."""
     m = _matrix(matrix)
     d = m.shape[0]
-    names = _feature_names(feature_names, d, matrix)
+    names = resolve_feature_names(feature_names, d, matrix)
     threshold = check_float(threshold, "threshold", low=0.0, allow_none=True)
     threshold = 0.0 if threshold is None else threshold
     asym = float(np.abs(m - m.T).max())
     if asym > 1e-9 * max(float(np.abs(m).max()), 1e-300):
         raise ValueError(f"matrix must be symmetric for a network; max |matrix - matrix.T| = {asym:.3g}")
-    ax = _axes(ax, (6.5, 6.5))
+    ax = axes_for(ax, (6.5, 6.5))
     angle = np.pi / 2 - 2 * np.pi * np.arange(d) / d
     px, py = np.cos(angle), np.sin(angle)
     iu, ju = np.triu_indices(d, k=1)
@@ -181,7 +181,7 @@ def interaction_network(matrix, feature_names=None, threshold=None, ax=None):
     wmax = float(np.abs(w[keep]).max()) if keep.any() else 1.0
     for i, j, val in zip(iu[keep], ju[keep], w[keep]):
         s = abs(val) / wmax
-        ax.plot([px[i], px[j]], [py[i], py[j]], color=_POS if val > 0 else _NEG, lw=0.5 + 5.0 * s,
+        ax.plot([px[i], px[j]], [py[i], py[j]], color=POS_COLOUR if val > 0 else NEG_COLOUR, lw=0.5 + 5.0 * s,
                 alpha=0.25 + 0.65 * s, solid_capstyle="round", zorder=1, gid=f"edge:{i}-{j}")
     diag = np.abs(np.diag(m))
     sizes = 150 + 650 * diag / diag.max() if diag.max() > 0 else np.full(d, 300.0)

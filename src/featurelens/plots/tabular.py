@@ -39,23 +39,23 @@ import numpy as np
 
 from .._random import numpy_rng
 from .._validation import as_numpy, check_option
-from ._tabular_inputs import (  # noqa: F401  (_MISSING, _NEG: read by the tests through this module)
-    _MISSING,
-    _NEG,
-    _OTHER,
-    _POS,
-    _attached,
-    _axes,
-    _cmap,
-    _colorbar,
-    _colours,
-    _data,
-    _feature_names,
-    _fmt,
-    _max_display,
-    _other_label,
-    _rank,
-    _values,
+from ._tabular_inputs import (  # noqa: F401  (MISSING_COLOUR, NEG_COLOUR, POS_COLOUR: read by the tests here)
+    MISSING_COLOUR,
+    NEG_COLOUR,
+    OTHER_COLOUR,
+    POS_COLOUR,
+    attached,
+    axes_for,
+    resolve_cmap,
+    add_colorbar,
+    value_colours,
+    check_data,
+    resolve_feature_names,
+    format_value,
+    check_max_display,
+    other_label,
+    rank_features,
+    check_values,
 )
 from .feature_dependence import (  # noqa: F401  (re-exported: moved out of this module)
     dependence,
@@ -93,27 +93,27 @@ def bar(values, feature_names=None, max_display: int = 10, ax=None):
     "Sum of N other features", is the sum of the remaining features' means.
     Returns the Axes.
     """
-    v = _values(values)
-    max_display = _max_display(max_display)
+    v = check_values(values)
+    max_display = check_max_display(max_display)
     d = v.shape[1]
-    names = _feature_names(feature_names, d, values)
+    names = resolve_feature_names(feature_names, d, values)
     mean_abs = np.abs(v).mean(axis=0)
-    shown, rest = _rank(mean_abs, max_display)
+    shown, rest = rank_features(mean_abs, max_display)
     heights = [float(mean_abs[i]) for i in shown]
     labels = [names[i] for i in shown]
-    colours = [_POS] * len(shown)
+    colours = [POS_COLOUR] * len(shown)
     if len(rest):
         heights.append(float(mean_abs[rest].sum()))
-        labels.append(_other_label(len(rest)))
-        colours.append(_OTHER)
-    ax = _axes(ax, (6.5, 0.45 * len(heights) + 1.3))
+        labels.append(other_label(len(rest)))
+        colours.append(OTHER_COLOUR)
+    ax = axes_for(ax, (6.5, 0.45 * len(heights) + 1.3))
     y = np.arange(len(heights))
     ax.barh(y, heights, height=0.7, color=colours)
     ax.set_yticks(y, labels)
     ax.set_ylim(len(heights) - 0.5, -0.5)  # the first (largest) bar on top
     top = max(heights) or 1.0
     for yi, h in zip(y, heights):
-        ax.text(h + 0.01 * top, yi, f"+{_fmt(h)}", va="center", fontsize=8, color=_POS if h else _OTHER)
+        ax.text(h + 0.01 * top, yi, f"+{format_value(h)}", va="center", fontsize=8, color=POS_COLOUR if h else OTHER_COLOUR)
     ax.set_xlim(0, top * 1.15)
     ax.set_xlabel("mean(|attribution|)")
     for side in ("top", "right"):
@@ -151,28 +151,28 @@ def beeswarm(values, data=None, feature_names=None, max_display: int = 10, ax=No
     remaining features (grey). ``data`` ``(n, d)``, numpy or a DataFrame (whose columns name the
     features); an Explanation's ``data`` is used when ``data`` is None. Returns the Axes.
     """
-    v = _values(values, allow_row=False)
-    max_display = _max_display(max_display)
+    v = check_values(values, allow_row=False)
+    max_display = check_max_display(max_display)
     n, d = v.shape
     if data is None:
-        data = _attached(values, "data")
-    x = None if data is None else _data(data, (n, d), "data")
-    names = _feature_names(feature_names, d, data, values)
-    cm = _cmap(cmap)
-    shown, rest = _rank(np.abs(v).mean(axis=0), max_display)
+        data = attached(values, "data")
+    x = None if data is None else check_data(data, (n, d), "data")
+    names = resolve_feature_names(feature_names, d, data, values)
+    cm = resolve_cmap(cmap)
+    shown, rest = rank_features(np.abs(v).mean(axis=0), max_display)
     rows = [(names[i], v[:, i], None if x is None else x[:, i]) for i in shown]
     if len(rest):
-        rows.append((_other_label(len(rest)), v[:, rest].sum(axis=1), None))
+        rows.append((other_label(len(rest)), v[:, rest].sum(axis=1), None))
     k = len(rows)
-    ax = _axes(ax, (7.0, 0.5 * k + 1.5))
+    ax = axes_for(ax, (7.0, 0.5 * k + 1.5))
     ax.axvline(0.0, color="#999999", lw=0.8, zorder=0)
     for r, (label, vals, xs) in enumerate(rows):
         yc = k - 1 - r
         ax.axhline(yc, color="#cccccc", lw=0.5, ls=":", zorder=0)
         if xs is not None:
-            colour = _colours(xs, cm)
+            colour = value_colours(xs, cm)
         else:  # no data: one colour; the grouped rest grey
-            colour = "#1e88e5" if r < len(shown) else _OTHER
+            colour = "#1e88e5" if r < len(shown) else OTHER_COLOUR
         ax.scatter(vals, yc + 0.4 * _swarm_offsets(vals), s=12, c=colour, linewidths=0, alpha=0.9,
                    zorder=2, rasterized=n > 500, label=label)
     ax.set_yticks([k - 1 - r for r in range(k)], [row[0] for row in rows])
@@ -182,7 +182,7 @@ def beeswarm(values, data=None, feature_names=None, max_display: int = 10, ax=No
         ax.spines[side].set_visible(False)
     ax.tick_params(axis="y", length=0)
     if x is not None:
-        _colorbar(ax, cm, "Feature value")
+        add_colorbar(ax, cm, "Feature value")
     return ax
 
 
@@ -197,10 +197,10 @@ def heatmap(values, feature_names=None, max_display: int = 10, order="hclust", a
     None keeps the given order; or a permutation of ``range(n)``. The colour scale is symmetric
     around 0. Returns the Axes.
     """
-    v = _values(values, allow_row=False)
-    max_display = _max_display(max_display)
+    v = check_values(values, allow_row=False)
+    max_display = check_max_display(max_display)
     n, d = v.shape
-    names = _feature_names(feature_names, d, values)
+    names = resolve_feature_names(feature_names, d, values)
     if isinstance(order, str):
         order = check_option(order, "order", ("hclust",))
         if n > _HCLUST_LIMIT:
@@ -223,17 +223,17 @@ def heatmap(values, feature_names=None, max_display: int = 10, order="hclust", a
             np.sort(row_order), np.arange(n)
         ):
             raise ValueError(f"order must be 'hclust', None or a permutation of range({n}); got {order!r}")
-    shown, rest = _rank(np.abs(v).mean(axis=0), max_display)
+    shown, rest = rank_features(np.abs(v).mean(axis=0), max_display)
     cols = [v[:, i] for i in shown]
     labels = [names[i] for i in shown]
     if len(rest):
         cols.append(v[:, rest].sum(axis=1))
-        labels.append(_other_label(len(rest)))
+        labels.append(other_label(len(rest)))
     image = np.column_stack(cols)[row_order].T
     k = len(labels)
-    ax = _axes(ax, (8.0, 0.4 * k + 1.6))
+    ax = axes_for(ax, (8.0, 0.4 * k + 1.6))
     top = float(np.abs(image).max()) or 1.0
-    im = ax.imshow(image, aspect="auto", cmap=_cmap(cmap), vmin=-top, vmax=top, interpolation="nearest")
+    im = ax.imshow(image, aspect="auto", cmap=resolve_cmap(cmap), vmin=-top, vmax=top, interpolation="nearest")
     ax.set_yticks(np.arange(k), labels)
     ax.set_xlabel("rows" + (" (clustered)" if isinstance(order, str) else ""))
     cb = ax.figure.colorbar(im, ax=ax, aspect=40, pad=0.02)
