@@ -1,4 +1,4 @@
-"""Backgrounds on tabular data (issue 11, item 2): weighted backgrounds in MaskedModel, the
+"""Backgrounds on tabular data: weighted backgrounds in MaskedModel, the
 k-means / sample summary, and the refusal of a silent zero fill on tabular inputs."""
 
 import numpy as np

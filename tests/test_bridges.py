@@ -1,4 +1,4 @@
-"""Bridges to shap and shapiq (issue 11, item 6): Explanation.to_shap/from_shap and
+"""Bridges to shap and shapiq: Explanation.to_shap/from_shap and
 Interactions.to_shapiq/from_shapiq keep values, base values, data, names, every term and the index;
 shap's plots accept the converted object; shap's and shapiq's own exact computations, brought over
 by the bridges, equal featurelens's exact values (an independent reference for the layouts)."""

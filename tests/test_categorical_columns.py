@@ -1,4 +1,4 @@
-"""Non-numeric DataFrame columns through a pipeline's own encoder (issue 11 item 1, Acceptance 2):
+"""Non-numeric DataFrame columns through a pipeline's own encoder:
 the Model codes them as integers, decodes them before each call, and every original column is one
 player of the black-box explainers."""
 

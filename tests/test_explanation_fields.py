@@ -1,4 +1,4 @@
-"""The Explanation knows its features (issue 11, item 2): feature names, the explained rows, the
+"""The Explanation knows its features: feature names, the explained rows, the
 base values the attributions add up from, the output units and one value per group, all saved and
 loaded through the schema check.
 
@@ -88,7 +88,7 @@ def test_several_targets_per_sample_give_base_values_per_pair():
 
 
 def test_groups_carry_one_value_per_group_with_names():
-    # Before issue 11 a grouped explanation only repeated each group's value over its columns, so
+    # A grouped explanation used to repeat only each group's value over its columns, so
     # summing values counted a two-column group twice; group_values holds it once.
     net = _linear()
     groups = np.array([1, 1, 0, 2])
@@ -134,7 +134,7 @@ def test_all_fields_round_trip_through_a_saved_file(tmp_path):
 
 
 def test_files_without_the_new_fields_still_load(tmp_path):
-    # A file as written before issue 11: meta without feature_names/output/groups, no new arrays.
+    # A file as written by older versions: meta without feature_names/output/groups, no new arrays.
     meta = {"format": "featurelens.explanation/1", "method": "saliency", "params": {}, "model_calls": 3,
             "seconds": 0.1}
     path = tmp_path / "old.npz"

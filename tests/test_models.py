@@ -57,7 +57,7 @@ def test_inputs_follow_the_model_dtype_and_device():
     assert t.dtype == torch.float64 and t.device == next(net.parameters()).device
 
 
-# -- issue 10: one rule for rows per chunk, owned by the Model; fail-safe outputs -------------
+# -- one rule for rows per chunk, owned by the Model; fail-safe outputs ----------------------
 
 
 def _counting_linear(d=4, k=3, seed=0):

@@ -1,4 +1,4 @@
-"""scikit-learn estimators and pipelines as models (issue 11 item 1): the Model adapter calls them
+"""scikit-learn estimators and pipelines as models: the Model adapter calls them
 through predict_proba / decision_function / predict, with a DataFrame of their fitted columns
 (no feature-name warnings), in float64 for float64 inputs."""
 

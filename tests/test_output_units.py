@@ -1,4 +1,4 @@
-"""Output units (issue 11 item 3): ``Model(..., output="raw"|"probability"|"log_odds")`` is the one
+"""Output units: ``Model(..., output="raw"|"probability"|"log_odds")`` is the one
 place outputs become units; explainers and the model-calling metrics take ``output=`` and the
 Explanation records it. Expected values are analytic (softmax, its Jacobian, the linear log-odds of
 logistic regression), never outputs of the code under test."""

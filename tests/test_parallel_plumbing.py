@@ -1,6 +1,5 @@
 """executor= through MinShapSelector, the audit, the robustness and randomisation metrics and the
-command line (``--executor/--workers/--address``), and the row-parallel explainers on Ray and Dask
-(issue 12, item 2 and Acceptance 1).
+command line (``--executor/--workers/--address``), and the row-parallel explainers on Ray and Dask.
 
 The reference of every executor is the serial path (no executor), which the existing tests check
 against brute force and planted truth; here each parallel run must reproduce it bitwise (the

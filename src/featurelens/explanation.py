@@ -126,9 +126,6 @@ def _feature_index(key, d: int, names):
     return cols
 
 
-#: Kept for modules that imported it from here; the one JSON conversion lives in _serialization.
-
-
 @dataclass
 class Explanation:
     """Attribution values with their provenance.

@@ -276,3 +276,30 @@ def test_fractional_labels_are_refused_not_truncated(files, capsys, tmp_path):
     rc = main(["audit", "--model", str(d / "llr_script.pt"), "--trust-model-file", "--data", str(d / "images.npy"), "--labels",
                str(tmp_path / "y_frac.npy"), "--n-explain", "4", "--out", str(tmp_path / "r2"), "--no-progress"])
     assert rc == 1 and "integer class indices" in capsys.readouterr().err
+
+def test_forgotten_labels_column_gets_the_hint(tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    import joblib
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 4))
+    y = (X[:, 0] > 0).astype(np.int64)
+    joblib.dump(LogisticRegression().fit(X, y), tmp_path / "clf.joblib")
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    frame["diagnosis"] = y
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    args = ["audit", "--model", str(tmp_path / "clf.joblib"), "--data", str(tmp_path / "data.csv"),
+            "--trust-model-file", "--no-progress", "--out", str(tmp_path / "report")]
+    rc = main(args)
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "expects 4 features" in err and "has 5" in err
+    assert "if one column is the label, pass --labels NAME" in err
+    assert "'diagnosis' looks like labels" in err
+    # Two columns too many: no label hint (one label column cannot explain it).
+    frame["extra"] = 1.5
+    frame.to_csv(tmp_path / "data2.csv", index=False)
+    rc = main(args[:4] + [str(tmp_path / "data2.csv")] + args[5:])
+    err = capsys.readouterr().err
+    assert rc == 1 and "has 6" in err and "--labels" not in err

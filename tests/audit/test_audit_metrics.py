@@ -1,4 +1,4 @@
-"""fl.audit(metrics=...): the metric families of issue 16 in the audit, their columns, reasons and
+"""fl.audit(metrics=...): every metric family in the audit, their columns, reasons and
 skip reasons, parity with the public metrics, and `featurelens audit --metrics`."""
 
 import html

@@ -56,13 +56,13 @@ SETTINGS = {
     "minshap": {"groups": PATCHES, "budget": 64},
     "spex": {"groups": PATCHES, "max_order": 2, "budget": 600},
     "tree_shap": {},
-    # issue 13 (each helper edits only its own lines)
+    # the DeepLift, layer and neuron families
     "deeplift": {}, "deeplift_shap": {"background": "DATA"}, "layer_deeplift": {"layer": "4"}, "layer_deeplift_shap": {"layer": "4", "background": "DATA"},
     "guided_backprop": {}, "deconvolution": {}, "gradient_shap": {"background": "DATA", "n_samples": 3, "stdevs": 0.1},
     "lrp": {"composite": "epsilon_plus_flat"},
     "feature_ablation": {}, "feature_permutation": {"groups": PATCHES}, "lime": {"groups": PATCHES, "n_samples": 40},
     "layer_integrated_gradients": {"layer": "4", "n_steps": 6}, "layer_gradient_x_activation": {"layer": "4"}, "layer_conductance": {"layer": "4", "n_steps": 5}, "neuron_gradient": {"layer": "4", "neuron": (1, 2, 3)}, "neuron_integrated_gradients": {"layer": "4", "neuron": (1, 2, 3), "n_steps": 6},
-    "sop": {},  # issue 15 (helper U1): runs on SopCase, a SumOfParts around the CNN
+    "sop": {},  # runs on SopCase, a SumOfParts around the CNN
 }
 
 BATCH_SIZE = 4

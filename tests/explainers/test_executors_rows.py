@@ -1,5 +1,5 @@
 """executor= on the black-box explainers and interaction functions, row-parallel explain
-(``explain(x, executor=...)``) and per-row random streams (issue 12, items 2 and 4).
+(``explain(x, executor=...)``) and per-row random streams.
 
 References are built independently of the explainers: each row's game played by the approximator
 itself with the generator ``SeedSequence(seed).spawn(n)[i]``; the serial path (no executor) is the
@@ -90,7 +90,7 @@ def test_row_split_and_executors_equal_serial_bitwise(name, net, X, background, 
 
 
 def test_row_split_changed_values_before_per_row_streams(net, X, background):
-    """Regression (issue 12): one generator shared by all rows made row 3 of explain(X) depend on
+    """Regression: one generator shared by all rows made row 3 of explain(X) depend on
     rows 0-2 (a 2-way split differed by up to 4.5e-3). Now row i alone, with its index, is row i."""
     ex = _build("kernel_shap", net, background, seed=7)
     full = ex.explain(X, target=0).values

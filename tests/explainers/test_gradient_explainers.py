@@ -235,7 +235,7 @@ def test_several_targets_with_a_per_sample_baseline(small_cnn):
     np.testing.assert_allclose(both.values[:, 1], one.values, rtol=1e-5, atol=1e-7)
 
 
-# -- issue 10: fail safe ----------------------------------------------------------------------
+# -- fail safe: bad inputs and outputs refused ------------------------------------------------
 
 GRADIENT_METHODS = {
     "saliency": {},

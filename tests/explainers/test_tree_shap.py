@@ -638,7 +638,7 @@ def test_explainer_interactions_option_selects_the_target_matrix(data):
 
 
 # --------------------------------------------------------------------------------------------------
-# a Pipeline's final step on the transformed features (issue 11, Acceptance 2)
+# a Pipeline's final step on the transformed features
 
 
 @pytest.fixture(scope="module")
@@ -728,7 +728,7 @@ def test_pipeline_final_step_multiclass_layout_and_refusals(data):
 
 
 # --------------------------------------------------------------------------------------------------
-# where shap 0.51 is wrong: interventional TreeSHAP on HistGradientBoosting (issue 11, Acceptance 1)
+# where shap 0.51 is wrong: interventional TreeSHAP on HistGradientBoosting
 
 
 @pytest.mark.parametrize("kind", ["reg", "clf"])

@@ -1,4 +1,4 @@
-"""Mergeable AGOP and CKA accumulators (issue 12, item 5) against closed forms and the one-shot
+"""Mergeable AGOP and CKA accumulators against closed forms and the one-shot
 functions: any partition of the rows, merged in any tree, gives the one-shot value; states travel
 as plain dicts (pickle, JSON); settings that would make the sums meaningless are refused; shards
 through an executor equal the serial path bit for bit; all_reduce over torch.distributed."""

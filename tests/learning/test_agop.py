@@ -102,7 +102,7 @@ def test_agop_rejects_bad_target_and_numpy_callable():
         fl.learning.agop(lambda a: a.sum(1), X.numpy())
 
 
-# -- issue 10: a Model's batch size is read, never changed ------------------------------------
+# -- a Model's batch size is read, never changed ----------------------------------------------
 
 
 def _counted(net):

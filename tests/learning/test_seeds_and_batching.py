@@ -1,4 +1,4 @@
-"""Issue 10 regressions for the learning tools: seeds through the validation home (None, an int or
+"""Seeds and batching of the learning tools: seeds through the validation home (None, an int or
 a numpy Generator), parameter checks naming the argument, the one data-chunking rule
 (featurelens._batching.rows_for_bytes), and the Model's batch size read, never changed."""
 

@@ -1,4 +1,4 @@
-"""Issue 10 regressions for the metrics: seeds through the validation home (None, an int or a
+"""Seeds and batching of the metrics: seeds through the validation home (None, an int or a
 numpy Generator; "seed must be an int" was the defect), the relative radius of a constant input,
 the Model's batch size read and never changed, and NaN model outputs refused."""
 

@@ -8,7 +8,7 @@ from sklearn.datasets import make_classification, make_friedman1
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from featurelens.explainers.shapley import antithetic_permutations as _antithetic_permutations
+from featurelens.approximators import antithetic_permutations as _antithetic_permutations
 from featurelens.selection import MinShapSelector
 from featurelens.selection.minshap import (
     _one_sided_paired_pvalues,

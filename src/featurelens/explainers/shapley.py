@@ -49,8 +49,6 @@ import numpy as np
 from .. import approximators
 from .._random import parse_seed
 from .._validation import check_budget, check_int, check_option
-# Re-exported for callers of the old location; the samplers live in featurelens.approximators.
-from ..approximators import antithetic_permutations  # noqa: F401
 from ..approximators.permutation import STATISTICS, contribution_chunks
 from ._base import Requires, register
 from .game_explainer import GameExplainer
