@@ -231,7 +231,7 @@ def main() -> None:
 
     add("MPRT (model randomisation)",
         lambda: quantus.MPRT(seed=42, disable_warnings=True)(a_batch=a.copy(), **qkw, **q_explain),
-        lambda: M.model_randomization("saliency", model, x, target=y, seed=42,
+        lambda: M.model_randomization("saliency", x, model=model, target=y, seed=42,
                                       explainer_params={"abs": True}, attributions=a),
         mprt_compare, "top-down cascading, seed 42, Saliency", grad_rows=5 * n)
 
@@ -257,7 +257,7 @@ def main() -> None:
 
     k, xk, yk, ak, _, _, qk = sub(args.n_slow)
     add("ROAD", lambda: quantus.ROAD(noise=0.01, disable_warnings=True)(a_batch=ak.copy(), **qk),
-        lambda: M.road(model, xk, ak, target=yk, noise=0.01, seed=0),
+        lambda: M.road(model, xk, ak, target=yk, noise_std=0.01, seed=0),
         lambda vq, vf: f"mean curves {np.mean([vq[p] for p in vq]):.4f} / {np.mean(vf[0]):.4f}",
         f"{k} images; 50 percentages (1, 3, ..., 99), noisy linear imputation, noise 0.01", model_rows=50 * k)
 
@@ -334,7 +334,7 @@ def main() -> None:
     add("Continuity",
         lambda: quantus.Continuity(nr_steps=8, normalise=False, disable_warnings=True)(
             a_batch=a.copy(), **qkw, **q_explain),
-        lambda: M.continuity(ex, x, target=y, n_steps=8, normalise=False),
+        lambda: M.continuity(ex, x, target=y, steps=8, normalise=False),
         maxdiff, "8 translation steps in x, 'black', Saliency", grad_rows=9 * n)
 
     from quantus.functions import discretise_func as D
@@ -358,7 +358,7 @@ def main() -> None:
     add("RelativeRepresentationStability",
         lambda: quantus.RelativeRepresentationStability(layer_names=["features.5"], **rs_kw)(
             a_batch=a.copy(), **qkw, **q_explain),
-        lambda: M.relative_representation_stability(ex, x, "features.5", **fl_rs),
+        lambda: M.relative_representation_stability(ex, x, layer="features.5", **fl_rs),
         nanmedians, "10 draws U(-0.2, 0.2), layer features.5, Saliency", grad_rows=10 * n)
     add("RandomLogit",
         lambda: quantus.RandomLogit(num_classes=2, normalise=False, disable_warnings=True)(
@@ -372,7 +372,7 @@ def main() -> None:
     add("EfficientMPRT",
         lambda: quantus.EfficientMPRT(seed=42, disable_warnings=True)(
             a_batch=a.copy(), **dict(qkw, softmax=True), **q_explain),
-        lambda: M.efficient_mprt("saliency", model, x, target=y, seed=42, explainer_params={"abs": True},
+        lambda: M.efficient_mprt("saliency", x, model=model, target=y, seed=42, explainer_params={"abs": True},
                                  attributions=a),
         emprt_compare, "all layers at once, seed 42, Saliency", grad_rows=n)
     k, xk, yk, ak, _, _, qk = sub(args.n_slow)
@@ -383,7 +383,7 @@ def main() -> None:
 
     add("SmoothMPRT",
         lambda: quantus.SmoothMPRT(seed=42, nr_samples=10, disable_warnings=True)(a_batch=None, **qk, **q_explain),
-        lambda: M.smooth_mprt("saliency", model, xk, target=yk, seed=42, n_samples=10,
+        lambda: M.smooth_mprt("saliency", xk, model=model, target=yk, seed=42, n_samples=10,
                               explainer_params={"abs": True}),
         smprt_compare, f"{k} images; 10 noisy copies (noise 0.1), bottom-up, Saliency", grad_rows=10 * 6 * k)
     add("PointingGame", lambda: quantus.PointingGame(disable_warnings=True)(a_batch=a1.copy(), s_batch=s, **qkw),
@@ -393,10 +393,10 @@ def main() -> None:
         lambda: M.attribution_localisation(a1, s, mode="abs"), maxdiff, "defaults (abs)")
     add("TopKIntersection",
         lambda: quantus.TopKIntersection(k=16, disable_warnings=True)(a_batch=a1.copy(), s_batch=s, **qkw),
-        lambda: M.top_k_intersection(a1, s, 16), maxdiff, "k = 16")
+        lambda: M.top_k_intersection(a1, s, k=16), maxdiff, "k = 16")
     add("AUC", lambda: quantus.AUC(disable_warnings=True)(a_batch=a1.copy(), s_batch=s, **qkw),
         lambda: M.auc(a1, s), maxdiff, "defaults")
-    mos = M.focus_mosaics(x, y, n, seed=0)
+    mos = M.focus_mosaics(x, y, n_mosaics=n, seed=0)
     a_mos = np.abs(mos["mosaics"]).astype(np.float64)  # the 8x8 CNN takes no 16x16 mosaic: |input| maps
     add("Focus",
         lambda: quantus.Focus(disable_warnings=True)(

@@ -279,9 +279,9 @@ def test_model_randomization_keeps_the_models_units():
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3)).double()
     x = _x(6, 4, seed=7)
-    via_model = fl.metrics.model_randomization("saliency", Model(net, output="probability"), x, target=0)
-    via_params = fl.metrics.model_randomization("saliency", net, x, target=0,
+    via_model = fl.metrics.model_randomization("saliency", x, model=Model(net, output="probability"), target=0)
+    via_params = fl.metrics.model_randomization("saliency", x, model=net, target=0,
                                                 explainer_params={"output": "probability"})
-    raw = fl.metrics.model_randomization("saliency", net, x, target=0)
+    raw = fl.metrics.model_randomization("saliency", x, model=net, target=0)
     np.testing.assert_allclose(via_model["similarity"], via_params["similarity"], atol=1e-12)
     assert not np.allclose(via_model["similarity"], raw["similarity"])

@@ -233,8 +233,8 @@ def test_robustness_metrics_with_an_executor_bitwise_equal(net, X, background, t
 
 def test_model_randomization_with_an_executor_bitwise_equal(net, X, background, threads):
     params = dict(background=background, seed=3, budget=24)
-    serial = metrics.model_randomization("kernel_shap", net, X, target=1, explainer_params=params)
-    par = metrics.model_randomization("kernel_shap", net, X, target=1, explainer_params=params, executor=threads)
+    serial = metrics.model_randomization("kernel_shap", X, model=net, target=1, explainer_params=params)
+    par = metrics.model_randomization("kernel_shap", X, model=net, target=1, explainer_params=params, executor=threads)
     assert par["layers"] == serial["layers"]
     np.testing.assert_array_equal(par["similarity"], serial["similarity"])
 

@@ -317,9 +317,9 @@ def test_randomization_explainers_get_the_audited_batch_size():
     x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
     seen = {}
 
-    def fake(name, module, x, target=None, seed=0, *, explainer_params=None, attributions=None):
+    def fake(name, x, target=None, *, model=None, seed=0, explainer_params=None, attributions=None):
         seen.update(explainer_params)
-        return fl.metrics.model_randomization(name, module, x, target=target, seed=seed,
+        return fl.metrics.model_randomization(name, x, model=model, target=target, seed=seed,
                                               explainer_params=explainer_params, attributions=attributions)
 
     model = fl.models.Model(net)
@@ -328,7 +328,7 @@ def test_randomization_explainers_get_the_audited_batch_size():
                                   explainer_params={"seed": 4, "batch_size": 3})
     got = _cascade_score(fake, ctx)
     assert seen == {"seed": 4, "batch_size": 3}
-    ref = fl.metrics.model_randomization("smoothgrad", net, x, target=t, seed=0,
+    ref = fl.metrics.model_randomization("smoothgrad", x, model=net, target=t, seed=0,
                                          explainer_params={"seed": 4, "batch_size": 3})["last"]
     np.testing.assert_allclose(got, ref)
 

@@ -301,7 +301,7 @@ def test_re_explaining_and_subset_columns_equal_the_public_metrics():
     groups = np.arange(36).reshape(1, 6, 6)  # 36 elements <= 64: every element is a region
     sn = fl.metrics.sensitivity_n(net, X, a, target=t, ns=[4, 11, 18], n_subsets=4, seed=0, baseline=0.0, groups=groups)
     assert r["sensitivity_n"] == pytest.approx(np.nanmean(np.nanmean(sn, axis=1)), rel=1e-9)
-    assert r["continuity"] == pytest.approx(fl.metrics.continuity(ex, X, target=t, n_steps=3).mean(), rel=1e-6)
+    assert r["continuity"] == pytest.approx(fl.metrics.continuity(ex, X, target=t, steps=3).mean(), rel=1e-6)
     ris = fl.metrics.relative_input_stability(ex, X, target=t, radius=0.1, n_samples=2, seed=0)
     assert r["relative_input_stability"] == pytest.approx(np.nanmean(ris), rel=1e-6)
     assert r["random_logit"] == pytest.approx(fl.metrics.random_logit(ex, X, target=t, seed=0).mean(), rel=1e-6)

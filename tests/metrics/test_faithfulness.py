@@ -141,25 +141,25 @@ def test_faithfulness_correlation_equals_naive_on_same_subsets(images):
                                                                 subset_size=size, seed=5, baseline="mean"))
 
 
-def _naive_infidelity(model, x, a, t, noise, normalize):
+def _naive_infidelity(model, x, a, t, noise, normalise):
     out = np.zeros(x.shape[0])
     for i in range(x.shape[0]):
         f0 = _f(model, x[i], t[i])
         dots = np.array([(noise[j, i] * a[i]).sum() for j in range(noise.shape[0])])
         drops = np.array([f0 - _f(model, (x[i] - noise[j, i]).astype(np.float32), t[i]) for j in range(noise.shape[0])])
-        if normalize:
+        if normalise:
             dots = dots * (dots * drops).mean() / (dots * dots).mean()
         out[i] = ((dots - drops) ** 2).mean()
     return out
 
 
-@pytest.mark.parametrize("normalize", [False, True])
-def test_infidelity_equals_naive_on_same_noise(images, normalize):
+@pytest.mark.parametrize("normalise", [False, True])
+def test_infidelity_equals_naive_on_same_noise(images, normalise):
     model, x, a, t = images
-    inf = M.infidelity(model, x, a, target=t, n_perturbations=8, noise_std=0.2, seed=3, normalize=normalize)
+    inf = M.infidelity(model, x, a, target=t, n_perturbations=8, noise_std=0.2, seed=3, normalise=normalise)
     span = x.reshape(4, -1).max(1) - x.reshape(4, -1).min(1)
     noise = np.stack(list(_perturb.gaussian_draws(3, 8, x.shape, 0.2 * span)))
-    ref = _naive_infidelity(model, x, a, t, noise, normalize)
+    ref = _naive_infidelity(model, x, a, t, noise, normalise)
     np.testing.assert_allclose(inf, ref, rtol=1e-4, atol=1e-7)
 
 
@@ -218,8 +218,8 @@ def test_chunking_and_model_kinds_do_not_change_values(images):
     c, auc = M.deletion_curve(small, x, a, target=t, steps=5)
     # float32 model: its kernels may depend on the batch size (oneDNN), so chunks differ by rounding
     np.testing.assert_allclose(c, ref_c, rtol=1e-5, atol=1e-6)
-    r1 = M.faithfulness_correlation(model, x, a, 6, 9, 1, target=t)
-    r2 = M.faithfulness_correlation(small, x, a, 6, 9, 1, target=t)
+    r1 = M.faithfulness_correlation(model, x, a, n_subsets=6, subset_size=9, seed=1, target=t)
+    r2 = M.faithfulness_correlation(small, x, a, n_subsets=6, subset_size=9, seed=1, target=t)
     np.testing.assert_allclose(r1, r2, rtol=1e-5, atol=1e-6)
     # A numpy callable (black box) gives the same curve as the module.
     def numpy_model(z):

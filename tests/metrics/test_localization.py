@@ -182,22 +182,22 @@ def test_multichannel_attributions_sum_absolute_values(metric):
 @pytest.mark.parametrize("metric", [precision_at_k, iou_at_k, emd_score])
 def test_invalid_inputs_raise(metric):
     a, m = _random_case()
-    with pytest.raises(ValueError, match=r"attributions.*ground_truth.*\(6, 8, 8\).*\(6, 7, 8\)"):
+    with pytest.raises(ValueError, match=r"^a and masks must have the same shape.*\(6, 8, 8\).*\(6, 7, 8\)"):
         metric(a, m[:, :7])
     bad = a.copy()
     bad[2, 3, 3] = np.nan
-    with pytest.raises(ValueError, match="attributions.*NaN"):
+    with pytest.raises(ValueError, match="^a contains NaN"):
         metric(bad, m)
     bad[2, 3, 3] = np.inf
-    with pytest.raises(ValueError, match="attributions"):
+    with pytest.raises(ValueError, match="^a contains NaN or inf"):
         metric(bad, m)
-    with pytest.raises(ValueError, match="ground_truth"):
+    with pytest.raises(ValueError, match="^masks must be boolean"):
         metric(a, m * 2)
-    with pytest.raises(ValueError, match="ground_truth"):
+    with pytest.raises(ValueError, match="^masks must be boolean"):
         metric(a, m * 0.5)
-    with pytest.raises(ValueError, match="attributions"):
+    with pytest.raises(ValueError, match=r"^a must have shape \(N, H, W\)"):
         metric(a[0], m[0])
-    with pytest.raises(ValueError, match="ground_truth"):
+    with pytest.raises(ValueError, match=r"^masks must have shape \(N, H, W\) or \(N, 1, H, W\)"):
         metric(a, np.repeat(m[:, None], 2, axis=1))
 
 

@@ -86,15 +86,15 @@ def test_attribution_localisation_brute_force_and_weighting(maps):
 def test_top_k_intersection_brute_force(maps):
     a, s = maps
     for k in (1, 10, 64):
-        got = L.top_k_intersection(a, s, k)
-        got_ci = L.top_k_intersection(a, s, k, concept_influence=True)
-        got_abs = L.top_k_intersection(a, s, k, abs=True)
+        got = L.top_k_intersection(a, s, k=k)
+        got_ci = L.top_k_intersection(a, s, k=k, concept_influence=True)
+        got_abs = L.top_k_intersection(a, s, k=k, abs=True)
         for i in range(a.shape[0]):
             v, m = a[i].ravel(), s[i].ravel() > 0
             assert got[i] == pytest.approx(m[np.argsort(-v)[:k]].mean())
             assert got_abs[i] == pytest.approx(m[np.argsort(-np.abs(v))[:k]].mean())
             assert got_ci[i] == pytest.approx(got[i] * v.size / m.sum())
-    np.testing.assert_allclose(L.top_k_intersection(a, s, 64), s.reshape(6, -1).mean(1))  # k = D: the mask share
+    np.testing.assert_allclose(L.top_k_intersection(a, s, k=64), s.reshape(6, -1).mean(1))  # k = D: the mask share
 
 
 def test_auc_against_sklearn_with_ties(maps):
@@ -118,7 +118,7 @@ def test_focus_mosaics_layout_and_tiles():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(9, 2, 3, 4)).astype(np.float32)
     y = np.array([0, 0, 0, 1, 1, 2, 2, 2, 1])
-    d = L.focus_mosaics(x, y, 20, seed=3)
+    d = L.focus_mosaics(x, y, n_mosaics=20, seed=3)
     assert d["mosaics"].shape == (20, 2, 6, 8) and d["mosaics"].dtype == np.float32
     assert (d["layout"].sum(1) == 2).all()  # two target images, two others, per mosaic
     np.testing.assert_array_equal(d["layout"], y[d["indices"]] == d["target"][:, None])
@@ -129,7 +129,7 @@ def test_focus_mosaics_layout_and_tiles():
             np.testing.assert_array_equal(tiles[q], x[d["indices"][j, q]])
         target_idx = d["indices"][j][d["layout"][j]]
         assert target_idx[0] != target_idx[1]  # distinct images of the target class
-    again = L.focus_mosaics(x, y, 20, seed=np.random.default_rng(3))
+    again = L.focus_mosaics(x, y, n_mosaics=20, seed=np.random.default_rng(3))
     np.testing.assert_array_equal(again["indices"], d["indices"])
 
 
@@ -149,7 +149,7 @@ def test_focus_planted_values():
 
 
 @pytest.mark.parametrize("fn", [L.pointing_game, L.attribution_localisation, L.auc,
-                                lambda a, s: L.top_k_intersection(a, s, 3)])
+                                lambda a, s: L.top_k_intersection(a, s, k=3)])
 def test_bad_maps_and_masks(fn, maps):
     a, s = maps
     with pytest.raises(ValueError, match="masks must have the shape"):
@@ -167,7 +167,7 @@ def test_bad_maps_and_masks(fn, maps):
 def test_bad_options(maps):
     a, s = maps
     with pytest.raises(ValueError, match="k must be"):
-        L.top_k_intersection(a, s, 65)
+        L.top_k_intersection(a, s, k=65)
     with pytest.raises(ValueError, match="tolerance"):
         L.pointing_game(a, s, tolerance=-1.0)
     with pytest.raises(ValueError, match="two spatial axes"):
@@ -181,9 +181,9 @@ def test_bad_options(maps):
     with pytest.raises(ValueError, match="NaN"):
         L.focus(np.full((1, 4, 4), np.nan), np.ones((1, 4), bool))
     with pytest.raises(ValueError, match="two classes"):
-        L.focus_mosaics(np.ones((3, 1, 2, 2)), np.zeros(3, int), 2)
+        L.focus_mosaics(np.ones((3, 1, 2, 2)), np.zeros(3, int), n_mosaics=2)
     with pytest.raises(ValueError, match="one int label per image"):
-        L.focus_mosaics(np.ones((3, 1, 2, 2)), np.zeros(2, int), 2)
+        L.focus_mosaics(np.ones((3, 1, 2, 2)), np.zeros(2, int), n_mosaics=2)
 
 
 # -- Quantus 0.6 ----------------------------------------------------------------------------------
@@ -214,7 +214,7 @@ def test_quantus_localisation_parity(quantus, maps):
     np.testing.assert_allclose(L.attribution_localisation(a, s), q, atol=1e-6)
     for k, ci in ((10, False), (20, True)):
         q = _q(quantus.TopKIntersection(k=k, concept_influence=ci, disable_warnings=True), a, s)
-        np.testing.assert_allclose(L.top_k_intersection(a, s, k, concept_influence=ci), q, atol=1e-6)
+        np.testing.assert_allclose(L.top_k_intersection(a, s, k=k, concept_influence=ci), q, atol=1e-6)
     q = _q(quantus.AUC(disable_warnings=True), a, s)
     np.testing.assert_allclose(L.auc(a, s), q, atol=1e-6)
     q = _q(quantus.AUC(abs=True, disable_warnings=True), a, s)
@@ -224,7 +224,7 @@ def test_quantus_localisation_parity(quantus, maps):
 def test_quantus_focus_parity_on_our_mosaics(quantus):
     rng = np.random.default_rng(2)
     x = rng.normal(size=(10, 1, 4, 4)).astype(np.float32)
-    d = L.focus_mosaics(x, np.arange(10) % 3, 6, seed=0)
+    d = L.focus_mosaics(x, np.arange(10) % 3, n_mosaics=6, seed=0)
     a = rng.normal(size=(6, 1, 8, 8))
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 3))  # Focus asks for one
     q = np.asarray(quantus.Focus(disable_warnings=True)(

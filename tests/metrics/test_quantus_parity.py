@@ -130,7 +130,7 @@ def test_mprt_layer_by_layer(batch):
     model, x, y, _, _ = batch
     q = quantus.MPRT(seed=42, disable_warnings=True)(
         model=model, x_batch=x, y_batch=y, a_batch=None, device="cpu", explain_func=_saliency_func)
-    ours = M.model_randomization("saliency", model, x, target=y, seed=42)
+    ours = M.model_randomization("saliency", x, model=model, target=y, seed=42)
     layers = [k for k in q if k != "original"]
     assert layers == ours["layers"]
     np.testing.assert_allclose(ours["similarity"], np.array([q[k] for k in layers], dtype=np.float64), atol=1e-6)

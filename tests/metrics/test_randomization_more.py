@@ -68,10 +68,10 @@ def test_random_logit_of_a_linear_model_compares_weight_rows():
 
 def test_efficient_mprt_of_a_weight_free_explainer_is_zero(small_cnn):
     x = np.random.default_rng(1).normal(size=(3, 1, 8, 8)).astype(np.float32)
-    r = R.efficient_mprt("random", small_cnn, x, explainer_params={"seed": 0})
+    r = R.efficient_mprt("random", x, model=small_cnn, explainer_params={"seed": 0})
     np.testing.assert_allclose(r["score"], 0.0)
     assert r["layers"] == ["6"] and r["complexity"].shape == (2, 3)
-    r = R.efficient_mprt("random", small_cnn, x, explainer_params={"seed": 0}, every_layer=True,
+    r = R.efficient_mprt("random", x, model=small_cnn, explainer_params={"seed": 0}, every_layer=True,
                          layer_order="top_down")
     assert r["layers"] == ["6", "2", "0"] and r["complexity"].shape == (4, 3)
 
@@ -79,7 +79,7 @@ def test_efficient_mprt_of_a_weight_free_explainer_is_zero(small_cnn):
 def test_efficient_mprt_brute_force_and_model_untouched(batch):
     model, x, y = batch
     before = copy.deepcopy(model.state_dict())
-    r = R.efficient_mprt("saliency", model, x, target=y, seed=5, n_bins=20)
+    r = R.efficient_mprt("saliency", x, model=model, target=y, seed=5, n_bins=20)
     for k, v in model.state_dict().items():
         assert torch.equal(v, before[k])
     ref = copy.deepcopy(model)
@@ -93,14 +93,14 @@ def test_efficient_mprt_brute_force_and_model_untouched(batch):
     np.testing.assert_allclose(r["complexity"], [h0, h1], atol=1e-9)
     np.testing.assert_allclose(r["score"], (np.array(h1) - h0) / h0, atol=1e-9)
     # an Explainer gives the same as its name
-    r2 = R.efficient_mprt(fl.explainer("saliency", model), None, x, target=y, seed=5, n_bins=20)
+    r2 = R.efficient_mprt(fl.explainer("saliency", model), x, target=y, seed=5, n_bins=20)
     np.testing.assert_allclose(r2["score"], r["score"])
 
 
 def test_smooth_mprt_brute_force(batch):
     model, x, y = batch
     n_s = 3
-    r = R.smooth_mprt("saliency", model, x, target=y, seed=4, n_samples=n_s, layer_order="top_down")
+    r = R.smooth_mprt("saliency", x, model=model, target=y, seed=4, n_samples=n_s, layer_order="top_down")
     std = 0.1 * (x.reshape(N, -1).max(1) - x.reshape(N, -1).min(1))
     draws = list(_perturb.gaussian_draws(4, n_s - 1, x.shape, std)) + [np.zeros(x.shape)]
 
@@ -120,8 +120,8 @@ def test_smooth_mprt_brute_force(batch):
     np.testing.assert_allclose(r["similarity"], rows, atol=1e-6)
     assert r["layers"] == ["6", "2", "0"]
     # one sample: sMPRT is MPRT on the clean input
-    one = R.smooth_mprt("saliency", model, x, target=y, seed=4, n_samples=1, layer_order="top_down")
-    mprt = fl.metrics.model_randomization("saliency", model, x, target=y, seed=4)
+    one = R.smooth_mprt("saliency", x, model=model, target=y, seed=4, n_samples=1, layer_order="top_down")
+    mprt = fl.metrics.model_randomization("saliency", x, model=model, target=y, seed=4)
     np.testing.assert_allclose(one["similarity"], mprt["similarity"], atol=1e-12)
 
 
@@ -129,21 +129,21 @@ def test_errors(batch):
     model, x, _ = batch
     ex = fl.explainer("saliency", model)
     with pytest.raises(ValueError, match="unknown explainer name"):
-        R.efficient_mprt("salincy", model, x)
+        R.efficient_mprt("salincy", x, model=model)
     with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
-        R.smooth_mprt("saliency", lambda z: z, x)
-    with pytest.raises(ValueError, match="model must be None"):
-        R.smooth_mprt(ex, model, x)
+        R.smooth_mprt("saliency", x, model=lambda z: z)
+    with pytest.raises(ValueError, match="model must be None or the explainer's own model"):
+        R.smooth_mprt(ex, x, model=copy.deepcopy(model))
     with pytest.raises(TypeError, match="explainer must be a registered explainer name or a featurelens Explainer"):
-        R.efficient_mprt(3, model, x)
+        R.efficient_mprt(3, x, model=model)
     with pytest.raises(ValueError, match="layer_order must be one of"):
-        R.efficient_mprt("saliency", model, x, layer_order="sideways")
+        R.efficient_mprt("saliency", x, model=model, layer_order="sideways")
     with pytest.raises(ValueError, match="n_bins must be"):
-        R.efficient_mprt("saliency", model, x, n_bins=0)
-    with pytest.raises(ValueError, match="noise must be"):
-        R.smooth_mprt("saliency", model, x, noise=-1.0)
+        R.efficient_mprt("saliency", x, model=model, n_bins=0)
+    with pytest.raises(ValueError, match="noise_std must be"):
+        R.smooth_mprt("saliency", x, model=model, noise_std=-1.0)
     with pytest.raises(ValueError, match="n_samples must be"):
-        R.smooth_mprt("saliency", model, x, n_samples=0)
+        R.smooth_mprt("saliency", x, model=model, n_samples=0)
     with pytest.raises(ValueError, match="similarity must be one of"):
         R.random_logit(ex, x, similarity="cosine")
     with pytest.raises(ValueError, match="attributions must hold one map per sample"):
@@ -151,7 +151,7 @@ def test_errors(batch):
     with pytest.raises(ValueError, match="NaN"):
         R.random_logit(ex, x, attributions=np.full(x.shape, np.nan))
     with pytest.raises(ValueError, match="NaN"):
-        R.efficient_mprt("saliency", model, x, attributions=np.full(x.shape, np.nan))
+        R.efficient_mprt("saliency", x, model=model, attributions=np.full(x.shape, np.nan))
     with pytest.raises(ValueError, match="at least 2 outputs"):
         R.random_logit("saliency", x, model=torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 1)))
     with pytest.raises(ValueError, match="ssim' needs maps of at least 7"):
@@ -202,14 +202,14 @@ def test_efficient_mprt_matches_quantus(batch, quantus):
     model, x, y = batch
     metric = quantus.EfficientMPRT(seed=42, disable_warnings=True)
     q = metric(model=model, x_batch=x, y_batch=y, a_batch=None, device="cpu", explain_func=_saliency_func)
-    ours = R.efficient_mprt("saliency", model, x, target=y, seed=42)
+    ours = R.efficient_mprt("saliency", x, model=model, target=y, seed=42)
     np.testing.assert_allclose(ours["score"], np.asarray(q, np.float64), atol=1e-6)
     by_layer = list(metric.explanation_scores_by_layer.values())
     np.testing.assert_allclose(ours["complexity"], np.array(by_layer, np.float64), atol=1e-6)
     # layer by layer, bottom up
     metric = quantus.EfficientMPRT(seed=42, skip_layers=False, disable_warnings=True)
     metric(model=model, x_batch=x, y_batch=y, a_batch=None, device="cpu", explain_func=_saliency_func)
-    ours = R.efficient_mprt("saliency", model, x, target=y, seed=42, every_layer=True)
+    ours = R.efficient_mprt("saliency", x, model=model, target=y, seed=42, every_layer=True)
     assert ours["layers"] == [k for k in metric.explanation_scores_by_layer if k != "orig"]
     np.testing.assert_allclose(ours["complexity"], np.array(list(metric.explanation_scores_by_layer.values())),
                                atol=1e-6)
@@ -229,7 +229,7 @@ def test_smooth_mprt_matches_quantus_on_the_same_noise(batch, quantus, monkeypat
     monkeypatch.setattr(np.random, "randn", randn)
     # Quantus's SmoothMPRT explains the noisy copies with quantus.explain, not explain_func
     monkeypatch.setattr(quantus, "explain", lambda model, inputs, targets, **kw: _saliency_func(model, inputs, targets))
-    ours = R.smooth_mprt("saliency", model, x, target=y, seed=11, n_samples=n_s)
+    ours = R.smooth_mprt("saliency", x, model=model, target=y, seed=11, n_samples=n_s)
     a0 = np.abs(np.mean([fl.explainer("saliency", model).explain((x + d * (0.1 * np.ptp(x.reshape(N, -1), 1))[
         :, None, None, None]).astype(np.float32), target=y).values for d in z + [np.zeros(x.shape)]], axis=0))
     metric = quantus.SmoothMPRT(seed=11, nr_samples=n_s, disable_warnings=True)
@@ -251,17 +251,17 @@ def test_an_explainer_instance_is_randomised_through_its_deep_copy(batch):
     # randomised copy's layer, so the instance route equals the name route (rebuilt per layer).
     model, x, y = batch
     for name in ("saliency", "gradcam"):
-        by_name = fl.metrics.model_randomization(name, model, x, target=y, seed=2)
-        by_instance = fl.metrics.model_randomization(fl.explainer(name, model), None, x, target=y, seed=2)
+        by_name = fl.metrics.model_randomization(name, x, model=model, target=y, seed=2)
+        by_instance = fl.metrics.model_randomization(fl.explainer(name, model), x, target=y, seed=2)
         assert by_instance["layers"] == by_name["layers"]
         np.testing.assert_allclose(by_instance["similarity"], by_name["similarity"], atol=1e-12)
-        e1 = R.efficient_mprt(name, model, x, target=y, seed=2, every_layer=True)
-        e2 = R.efficient_mprt(fl.explainer(name, model), None, x, target=y, seed=2, every_layer=True)
+        e1 = R.efficient_mprt(name, x, model=model, target=y, seed=2, every_layer=True)
+        e2 = R.efficient_mprt(fl.explainer(name, model), x, target=y, seed=2, every_layer=True)
         np.testing.assert_allclose(e1["complexity"], e2["complexity"], atol=1e-12)
     # the instance's own model is left alone
     ex = fl.explainer("saliency", model)
     before = ex.explain(x, target=y).values
-    R.smooth_mprt(ex, None, x, target=y, n_samples=2)
+    R.smooth_mprt(ex, x, target=y, n_samples=2)
     np.testing.assert_array_equal(ex.explain(x, target=y).values, before)
 
 
@@ -270,31 +270,35 @@ def test_an_explainer_brings_its_model_to_every_mprt(batch):
     # model; its own is randomised, and the scores equal those of the name route.
     model, x, y = batch
     ex = fl.explainer("saliency", model)
-    e_name = R.efficient_mprt("saliency", model, x, target=y, seed=5, n_bins=20)
+    e_name = R.efficient_mprt("saliency", x, model=model, target=y, seed=5, n_bins=20)
     e_inst = R.efficient_mprt(ex, x=x, target=y, seed=5, n_bins=20)
     assert e_inst["layers"] == e_name["layers"]
     np.testing.assert_allclose(e_inst["complexity"], e_name["complexity"], atol=1e-12)
-    s_name = R.smooth_mprt("saliency", model, x, target=y, seed=4, n_samples=2)
+    s_name = R.smooth_mprt("saliency", x, model=model, target=y, seed=4, n_samples=2)
     s_inst = R.smooth_mprt(ex, x=x, target=y, seed=4, n_samples=2)
     np.testing.assert_allclose(s_inst["similarity"], s_name["similarity"], atol=1e-12)
     m_inst = fl.metrics.model_randomization(ex, x=x, target=y, seed=2)
-    m_name = fl.metrics.model_randomization("saliency", model, x, target=y, seed=2)
+    m_name = fl.metrics.model_randomization("saliency", x, model=model, target=y, seed=2)
     np.testing.assert_allclose(m_inst["similarity"], m_name["similarity"], atol=1e-12)
 
 
 def test_mprt_calls_that_mix_up_model_and_x_say_so(batch):
+    # The order is (explainer, x, target=None, *, model=None, ...); the old (explainer, model, x)
+    # order lands a model (or None) where the batch goes, and says so.
     model, x, y = batch
     ex = fl.explainer("saliency", model)
-    with pytest.raises(TypeError, match=r"efficient_mprt: model got a ndarray of shape \(6, 1, 8, 8\), not a model; "
-                                        r"with an Explainer .* efficient_mprt\(explainer, x=x, \.\.\.\)"):
-        R.efficient_mprt(ex, x)
-    with pytest.raises(ValueError, match=r"model must be None when explainer is an Explainer \(it explains its own"):
-        R.efficient_mprt(ex, torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 3)), x)
-    with pytest.raises(ValueError, match="explainer_params must be empty"):
-        R.smooth_mprt(ex, x=x, explainer_params={"abs": False})
+    with pytest.raises(TypeError, match=r"efficient_mprt: x must be the batch to explain; got None\. The call is "
+                                        r"efficient_mprt\(explainer, x, target=None, \*, model=None"):
+        R.efficient_mprt(ex, None, x)
+    with pytest.raises(TypeError, match=r"model_randomization: x must be the batch to explain; got a model "
+                                        r"\(Sequential\).*model_randomization\('saliency', x, model=net\)"):
+        fl.metrics.model_randomization(ex, model, x)
     with pytest.raises(ValueError, match=r"explainer='saliency' is a name: pass model="):
-        R.smooth_mprt("saliency", x=x)
-    with pytest.raises(TypeError, match=r"smooth_mprt needs x, the batch to explain"):
+        R.smooth_mprt("saliency", model, x)  # a name with the old order: model= is missing
+    with pytest.raises(ValueError, match=r"model must be None or the explainer's own model when explainer is an "
+                                         r"Explainer \(it explains its own"):
+        R.efficient_mprt(ex, x, model=torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 3)))
+    with pytest.raises(ValueError, match="explainer_params must be empty"):
+        R.smooth_mprt(ex, x, explainer_params={"abs": False})
+    with pytest.raises(TypeError, match=r"missing 1 required positional argument: 'x'"):
         R.smooth_mprt(ex)
-    with pytest.raises(TypeError, match=r"model_randomization needs x"):
-        fl.metrics.model_randomization(ex)

@@ -147,7 +147,7 @@ def test_errors(batch):
     with pytest.raises(ValueError, match="percentages"):
         road(model, x, a, percentages=[])
     with pytest.raises(ValueError, match="noise"):
-        road(model, x, a, noise=-1.0)
+        road(model, x, a, noise_std=-1.0)
     with pytest.raises(ValueError, match="order"):
         road(model, x, a, order="sideways")
     with pytest.raises(ValueError, match="images"):
@@ -199,7 +199,7 @@ def test_road_matches_quantus_on_the_same_noise(batch, quantus, monkeypatch):
     monkeypatch.setattr(np.random, "randn", lambda *shape: next(feed))
     q = _q(quantus.ROAD(percentages=pct, noise=sigma, normalise=False, disable_warnings=True), model, x, y, a)
     monkeypatch.undo()
-    curves, _ = road(model, x, a, target=y, percentages=pct, noise=sigma, seed=7)
+    curves, _ = road(model, x, a, target=y, percentages=pct, noise_std=sigma, seed=7)
     np.testing.assert_allclose(curves.mean(0), [q[p] for p in pct], atol=1e-6)
 
 

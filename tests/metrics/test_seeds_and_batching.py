@@ -68,12 +68,12 @@ def test_model_randomization_seed_kinds():
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3))
     x = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
-    a = M.model_randomization("saliency", net, x, target=1, seed=np.random.default_rng(5))
-    b = M.model_randomization("saliency", net, x, target=1, seed=np.random.default_rng(5))
+    a = M.model_randomization("saliency", x, model=net, target=1, seed=np.random.default_rng(5))
+    b = M.model_randomization("saliency", x, model=net, target=1, seed=np.random.default_rng(5))
     np.testing.assert_array_equal(a["similarity"], b["similarity"])  # reproducible from a Generator
     for seed, err, match in SEED_ERRORS:
         with pytest.raises(err, match=match):
-            M.model_randomization("saliency", net, x, seed=seed)
+            M.model_randomization("saliency", x, model=net, seed=seed)
 
 
 def test_draws_take_a_generator_and_stay_bit_identical_for_an_int():
@@ -134,7 +134,7 @@ def _model_metric_calls(m, x, a):
         "max_sensitivity": lambda: M.max_sensitivity(ex, x, target=1, n_samples=3),
         "avg_sensitivity": lambda: M.avg_sensitivity(ex, x, target=None, n_samples=2),
         "local_lipschitz": lambda: M.local_lipschitz(ex, x, n_samples=2),
-        "model_randomization": lambda: M.model_randomization("saliency", m, x, target=1),
+        "model_randomization": lambda: M.model_randomization("saliency", x, model=m, target=1),
     }
 
 

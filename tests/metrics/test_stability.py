@@ -72,7 +72,7 @@ def test_continuity_brute_force_and_translation(setup):
     assert torch.all(moved[..., :2] == -9.0)
     moved = S._translate(xt, torch.full_like(xt, -9.0), -3, 2)
     np.testing.assert_array_equal(moved[:, :, :5].numpy(), x[:, :, 3:])
-    got = S.continuity(ex, x, n_steps=4, normalise=False, abs=False)
+    got = S.continuity(ex, x, steps=4, normalise=False, abs=False)
     # n_steps=4 on width 8: dx = 17 // 4 = 4, shifts -4, 0, 4, 8
     t = ex.model.resolve_target(None, xt).numpy()
     a = ex.explain(x, target=t).values.reshape(N, -1).astype(np.float64)
@@ -115,7 +115,7 @@ def test_representation_stability_of_the_input_layer_equals_input_stability(setu
                               torch.nn.Linear(2, 2))
     ex = fl.explainer("saliency", net)
     kw = {"n_samples": 3, "seed": 1, "same_prediction": False}
-    np.testing.assert_allclose(S.relative_representation_stability(ex, x, "0", **kw),
+    np.testing.assert_allclose(S.relative_representation_stability(ex, x, layer="0", **kw),
                                S.relative_input_stability(ex, x, **kw), rtol=1e-10)
 
 
@@ -131,22 +131,24 @@ def test_same_prediction_drops_changed_draws(setup):
 
 def test_names_and_model_are_accepted(setup):
     model, ex, x = setup
-    np.testing.assert_allclose(S.continuity("saliency", x, model=model, n_steps=3), S.continuity(ex, x, n_steps=3))
+    np.testing.assert_allclose(S.continuity("saliency", x, model=model, steps=3), S.continuity(ex, x, steps=3))
 
 
 # -- errors --------------------------------------------------------------------------------------------
 
 
 def test_errors(setup):
+    import copy
+
     model, ex, x = setup
     with pytest.raises(ValueError, match="pass model="):
         S.continuity("saliency", x)
     with pytest.raises(TypeError, match="explainer must be a featurelens Explainer"):
         S.consistency(3, x)
-    with pytest.raises(ValueError, match="model must be None"):
-        S.consistency(ex, x, model=model)
-    with pytest.raises(ValueError, match="n_steps must be at most 2 \\* 8 \\+ 1 = 17"):
-        S.continuity(ex, x, n_steps=28)
+    with pytest.raises(ValueError, match="model must be None or the explainer's own model"):
+        S.consistency(ex, x, model=copy.deepcopy(model))
+    with pytest.raises(ValueError, match="steps must be at most 2 \\* 8 \\+ 1 = 17"):
+        S.continuity(ex, x, steps=28)
     with pytest.raises(ValueError, match="x must be a batch of images"):
         S.continuity(fl.explainer("saliency", _linear()), np.zeros((2, 6)))
     with pytest.raises(ValueError, match="baseline must be one of"):
@@ -164,7 +166,7 @@ def test_errors(setup):
     with pytest.raises(ValueError, match="eps_min must be"):
         S.relative_output_stability(ex, x, eps_min=-1.0)
     with pytest.raises(ValueError, match="not a submodule name"):
-        S.relative_representation_stability(ex, x, "nope")
+        S.relative_representation_stability(ex, x, layer="nope")
     with pytest.raises(ValueError, match="x contains NaN|NaN"):
         S.relative_input_stability(ex, np.full(x.shape, np.nan, np.float32))
 
@@ -172,7 +174,7 @@ def test_errors(setup):
         return z.reshape(z.shape[0], -1)[:, :2]
 
     with pytest.raises(TypeError, match="torch.nn.Module"):
-        S.relative_representation_stability(fl.explainer("occlusion", f), np.ones((2, 4)), "0")
+        S.relative_representation_stability(fl.explainer("occlusion", f), np.ones((2, 4)), layer="0")
 
 
 # -- parity with Quantus 0.6 -----------------------------------------------------------------------------
@@ -256,7 +258,7 @@ def test_relative_stability_matches_quantus_on_the_same_noise(setup, quantus, gr
     ours_f = {"RelativeInputStability": S.relative_input_stability,
               "RelativeOutputStability": S.relative_output_stability,
               "RelativeRepresentationStability": lambda *a, **k: S.relative_representation_stability(
-                  a[0], a[1], "net.3", **k)}[name]
+                  a[0], a[1], layer="net.3", **k)}[name]
     kw = {"target": y, "radius": radius, "n_samples": n_s, "seed": 5, "relative": False}
     a = ex.explain(x, target=y).values
 
@@ -335,18 +337,18 @@ def test_continuity_matches_quantus(setup, quantus):
     for steps in (4, 6):
         q = quantus.Continuity(nr_steps=steps, normalise=False, abs=True, disable_warnings=True)(
             model=model, x_batch=x, y_batch=y, a_batch=None, device="cpu", explain_func=_saliency64)
-        ours = S.continuity(ex, x, target=y, n_steps=steps, normalise=False)
+        ours = S.continuity(ex, x, target=y, steps=steps, normalise=False)
         np.testing.assert_allclose(ours, np.asarray(q, np.float64), rtol=1e-9)
     # normalise=True: Quantus divides by the batch maximum; per sample with batches of one
     q = [quantus.Continuity(nr_steps=5, disable_warnings=True)(
         model=model, x_batch=x[i:i + 1], y_batch=y[i:i + 1], a_batch=None, device="cpu",
         explain_func=_saliency64)[0] for i in range(N)]
-    np.testing.assert_allclose(S.continuity(ex, x, target=y, n_steps=5), q, rtol=1e-9)
+    np.testing.assert_allclose(S.continuity(ex, x, target=y, steps=5), q, rtol=1e-9)
     # the everyday float32 case differs by float32 rounding only
     net, ex32, x32 = setup
     q = quantus.Continuity(nr_steps=4, normalise=False, disable_warnings=True)(
         model=net, x_batch=x32, y_batch=y, a_batch=None, device="cpu", explain_func=_saliency_func)
-    np.testing.assert_allclose(S.continuity(ex32, x32, target=y, n_steps=4, normalise=False), q, rtol=1e-4)
+    np.testing.assert_allclose(S.continuity(ex32, x32, target=y, steps=4, normalise=False), q, rtol=1e-4)
 
 
 def test_consistency_matches_quantus(setup, quantus):
@@ -394,15 +396,15 @@ def test_continuity_class_rule_brute_force():
         changed += int((~same).sum())
         ref = np.where(same, np.fmax(ref, r), ref)
     assert 0 < changed < 4 * N
-    got = S.continuity(ex, x, n_steps=4, normalise=False, abs=False, same_prediction=True)
+    got = S.continuity(ex, x, steps=4, normalise=False, abs=False, same_prediction=True)
     np.testing.assert_allclose(got, ref, rtol=1e-5)
 
 
 def test_continuity_same_prediction_and_consistency_callable():
     net, x = _boundary_model()
     ex = fl.explainer("saliency", net)
-    loose = S.continuity(ex, x, n_steps=4)
-    strict = S.continuity(ex, x, n_steps=4, same_prediction=True)
+    loose = S.continuity(ex, x, steps=4)
+    strict = S.continuity(ex, x, steps=4, same_prediction=True)
     ok = ~np.isnan(strict)
     assert ok.any() and np.all(strict[ok] <= loose[ok] + 1e-12)
     # a callable discretisation: every map one label -> the share of equal predictions
@@ -425,11 +427,11 @@ def test_every_pass_respects_the_models_batch_size():
     x = np.random.default_rng(0).normal(size=(5, 1, 4, 4)).astype(np.float32)
     rows = _counting(net)
     ex = fl.explainer("saliency", fl.models.Model(net, batch_size=2))
-    S.continuity(ex, x, n_steps=3, same_prediction=True)
+    S.continuity(ex, x, steps=3, same_prediction=True)
     S.consistency(ex, x)
     S.relative_input_stability(ex, x, n_samples=3)
     S.relative_output_stability(ex, x, n_samples=3)
-    S.relative_representation_stability(ex, x, "2", n_samples=3)
+    S.relative_representation_stability(ex, x, layer="2", n_samples=3)
     assert rows and max(rows) <= 2
 
 
@@ -446,8 +448,8 @@ def test_executor_gives_the_serial_scores(setup):
         # the representation on threads: the explainer's passes run on the workers, so the
         # metric reads the layer in a pass of its own (the serial call reads the explainer's)
         for f in (lambda **k: S.relative_input_stability(ex, x, n_samples=3, **k),
-                  lambda **k: S.relative_representation_stability(ex, x, "3", n_samples=3, **k),
-                  lambda **k: S.continuity(ex, x, n_steps=3, **k)):
+                  lambda **k: S.relative_representation_stability(ex, x, layer="3", n_samples=3, **k),
+                  lambda **k: S.continuity(ex, x, steps=3, **k)):
             np.testing.assert_allclose(f(executor=pool), f(), rtol=1e-9)
 
 
@@ -480,7 +482,7 @@ def test_relative_stabilities_reuse_the_explainers_outputs_exactly(setup):
     np.testing.assert_array_equal(e.extra["outputs"], net(torch.from_numpy(x)).detach().numpy())
     assert "outputs" not in plain.explain(x).extra
     for f in (S.relative_input_stability, S.relative_output_stability,
-              lambda *a, **k: S.relative_representation_stability(a[0], a[1], "3", **k)):
+              lambda *a, **k: S.relative_representation_stability(a[0], a[1], layer="3", **k)):
         for rule in (False, True):
             got, rows = [], []
             for ex in (kept, plain):

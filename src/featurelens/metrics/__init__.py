@@ -1,18 +1,41 @@
-"""Metrics for explanations and representations.
+"""Metrics for explanations and representations, one module per family.
 
-- localization against planted ground truth: precision_at_k, iou_at_k, emd_score, relevance_mass,
-  relevance_rank_accuracy
-- faithfulness: deletion_curve, insertion_curve, faithfulness_correlation, infidelity; by removal
-  road, irof, selectivity, region_perturbation; by subsets sensitivity_n, monotonicity,
-  monotonicity_correlation, sufficiency
-- robustness: max_sensitivity, avg_sensitivity, local_lipschitz, continuity, consistency,
-  relative_input_stability, relative_output_stability, relative_representation_stability
-- localisation on masks: pointing_game, attribution_localisation, top_k_intersection, auc,
+- :mod:`~featurelens.metrics.faithfulness`: deletion_curve, insertion_curve,
+  faithfulness_correlation, infidelity, road, irof, selectivity, region_perturbation,
+  sensitivity_n, monotonicity, monotonicity_correlation, sufficiency
+- :mod:`~featurelens.metrics.robustness`: max_sensitivity, avg_sensitivity, local_lipschitz,
+  continuity, consistency, relative_input_stability, relative_output_stability,
+  relative_representation_stability
+- :mod:`~featurelens.metrics.randomisation`: model_randomization, efficient_mprt, smooth_mprt,
+  random_logit
+- :mod:`~featurelens.metrics.complexity`: sparseness, complexity, effective_complexity
+- :mod:`~featurelens.metrics.axiomatic`: completeness, non_sensitivity, input_invariance
+- :mod:`~featurelens.metrics.localisation`: precision_at_k, iou_at_k, emd_score, relevance_mass,
+  relevance_rank_accuracy, pointing_game, attribution_localisation, top_k_intersection, auc,
   focus (on focus_mosaics)
-- axiomatic: completeness, non_sensitivity, input_invariance
-- complexity: sparseness, complexity, effective_complexity
-- randomisation: model_randomization, efficient_mprt, smooth_mprt, random_logit
-- OOD detection scores: auroc, fpr_at_tpr
+- :mod:`~featurelens.metrics.ood` (OOD detection scores): auroc, fpr_at_tpr
+
+One calling convention, by what a metric needs (everything after the named positional arguments
+is keyword-only):
+
+- maps and masks (localisation): ``name(a, masks, *, ...)``; complexity takes only the maps,
+  ``name(a, *, ...)``. ``focus(a, layout)`` scores mosaics: its ground truth is the quadrant
+  layout of :func:`focus_mosaics`.
+- the model on perturbed copies (faithfulness, completeness, non-sensitivity):
+  ``name(model, x, a, target=None, *, ...)``.
+- re-explaining (robustness, randomisation, input invariance): ``name(explainer, x, target=None,
+  *, model=None, explainer_params=None, ...)``. ``explainer`` is a featurelens Explainer (then
+  ``model=`` is None or the explainer's own model: its Model, or the module, function or
+  estimator that Model wraps; ``explainer_params`` is empty) or a registered explainer name, and
+  then ``model=`` is required. ``attributions=`` (optional) are given maps of the clean ``x``.
+
+``target`` is None (the predicted class), an int, or one int per sample; sufficiency, which
+compares predicted classes, takes only None. The options shared by several metrics are spelled one
+way: ``baseline`` (the replacement value), ``groups`` (regions removed whole), ``seed`` (None, an
+int or a numpy Generator), ``steps``, ``n_samples`` / ``n_subsets`` / ``n_perturbations``,
+``noise_std`` (a standard deviation), ``radius``, ``normalise`` (British, as the rest),
+``abs``, ``output`` (the model's units), ``executor``; the batch size is the Model's
+(``fl.Model(model, batch_size=...)``, or the explainer's ``batch_size``).
 
 Every per-explanation metric declares itself with a :class:`MetricSpec` next to its function
 (name, family, which direction is better, what it needs, whether it re-explains, its Quantus

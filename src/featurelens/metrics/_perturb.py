@@ -409,16 +409,35 @@ def row_spearman(u, v) -> np.ndarray:
 # the explainer of a metric that re-explains
 
 
+def own_model(ex, model) -> bool:
+    """Whether ``model`` is the Explainer ``ex``'s own model: its :class:`featurelens.models.Model`
+    itself, or the module, function or estimator that Model wraps."""
+    m = ex.model
+    if model is m:
+        return True
+    from ..models import Model
+
+    if isinstance(model, Model):
+        return False
+    return any(model is own for own in (m.module, m.function, m.estimator) if own is not None)
+
+
 def as_explainer(explainer, model=None, explainer_params=None):
-    """The Explainer a re-explaining metric uses: ``explainer`` itself (``model`` and
-    ``explainer_params`` must then be empty: it explains its own model) or the registered name
-    ``explainer`` built on ``model`` with ``explainer_params``."""
+    """The Explainer a re-explaining metric uses: ``explainer`` itself (``model`` then None or the
+    explainer's own model, :func:`own_model`; ``explainer_params`` empty: it is built already) or
+    the registered name ``explainer`` built on ``model`` with ``explainer_params``."""
     from ..explainers._base import Explainer
     from ..explainers._base import explainer as make_explainer
 
     if isinstance(explainer, Explainer):
-        if model is not None:
-            raise ValueError("model must be None when explainer is an Explainer (it explains its own model)")
+        if model is not None and not own_model(explainer, model):
+            shape = getattr(model, "shape", None)
+            got = f"a {type(model).__name__}" + ("" if shape is None else f" of shape {tuple(shape)}")
+            raise ValueError(
+                f"model must be None or the explainer's own model when explainer is an Explainer (it explains "
+                f"its own model, {type(explainer.model.module or explainer.model.function).__name__}); got "
+                f"{got}, another model. Pass x as the second argument: name(explainer, x, target, ...)"
+            )
         if explainer_params:
             raise ValueError("explainer_params must be empty when explainer is an Explainer (it is built already)")
         return explainer

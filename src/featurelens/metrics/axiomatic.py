@@ -6,12 +6,13 @@
 - :func:`input_invariance` (Kindermans et al. 2017): is the explanation unchanged when the input is
   shifted by a constant that the first layer's bias absorbs?
 
-The first two call the model like :func:`featurelens.metrics.faithfulness_correlation`:
-``(model, x, a, target=None, ..., output=None, executor=None)``, with ``f_t`` the model's ``target``
-output in the units ``output=`` asks for (raw by default), every perturbed copy sent through the
-model in chunks bounded by the Model's ``batch_size``. ``input_invariance`` re-explains, like
-:func:`featurelens.metrics.max_sensitivity`, and takes an explainer (an Explainer, or a registered
-name with ``model=``). Scores are float64 arrays with one entry per sample.
+The first two call the model like :func:`featurelens.metrics.faithfulness_correlation`,
+``name(model, x, a, target=None, *, baseline=0.0, ..., output=None, executor=None)``, with ``f_t``
+the model's ``target`` output in the units ``output=`` asks for (raw by default), every perturbed
+copy sent through the model in chunks bounded by the Model's ``batch_size``.
+``input_invariance`` re-explains, like :func:`featurelens.metrics.max_sensitivity`:
+``input_invariance(explainer, x, target=None, *, model=None, ...)`` with an Explainer (``model=``
+None or its own model) or a registered name with ``model=``. Scores are float64 arrays with one entry per sample.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from . import _perturb as P
 __all__ = ["completeness", "input_invariance", "non_sensitivity"]
 
 
-def completeness(model, x, a, target=None, baseline=0.0, *, blur_sigma=None, output=None, executor=None):
+def completeness(model, x, a, target=None, *, baseline=0.0, blur_sigma=None, output=None, executor=None):
     """Completeness gap (Sundararajan, Taly & Yan 2017, "Axiomatic Attribution for Deep Networks",
     ICML, arXiv:1703.01365): an attribution is complete when it sums to the change of the output
     from the baseline to the input. Returns the signed gap per sample,
@@ -60,8 +61,8 @@ def non_sensitivity(
     x,
     a,
     target=None,
-    baseline=0.0,
     *,
+    baseline=0.0,
     eps: float = 1e-5,
     atol: float = 1e-5,
     count: str = "zero_attribution",
@@ -209,9 +210,9 @@ def input_invariance(
     explainer,
     x,
     target=None,
-    shift: float = -1.0,
     *,
     model=None,
+    shift: float = -1.0,
     explainer_params=None,
     atol: float = 1e-4,
     score: str = "match",
@@ -234,8 +235,9 @@ def input_invariance(
     borders see part of the shift) is an error.
 
     Args:
-        explainer: a featurelens Explainer on a ``torch.nn.Module``, or a registered name with
-            ``model=`` (and ``explainer_params=``, keyword arguments of ``fl.explainer``).
+        explainer: a featurelens Explainer on a ``torch.nn.Module`` (``model=`` None or its own
+            model), or a registered name with ``model=`` (and ``explainer_params=``, keyword
+            arguments of ``fl.explainer``).
         target: None (the predicted class of ``f1`` on ``x``, kept for ``f2``), an int or one per
             sample.
         shift: the constant ``m`` added to every input element (Quantus's ``input_shift=-1``).

@@ -47,13 +47,13 @@ def _layers(module: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
 
 
 def model_randomization(
-    explainer_name,
-    model=None,
-    x=None,
+    explainer,
+    x,
     target=None,
-    seed=0,
     *,
+    model=None,
     explainer_params=None,
+    seed=0,
     layer_order="top_down",
     abs=True,
     attributions=None,
@@ -76,13 +76,14 @@ def model_randomization(
     when ``target`` is None).
 
     Args:
-        explainer_name: a registered explainer name (``fl.list_explainers()``), or a featurelens
-            Explainer (then ``model`` is None and ``explainer_params`` empty, as for every metric
-            that re-explains: ``model_randomization(ex, x=x)``; the Explainer is deep-copied once
-            and its copy's module randomised).
-        model: a ``torch.nn.Module`` (or a featurelens Model around one, whose batch size and
-            device the explainers of the trained and randomised copies use).
-        explainer_params: keyword arguments for ``fl.explainer(explainer_name, model, ...)``.
+        explainer: a featurelens Explainer (``model`` None or its own model, ``explainer_params``
+            empty, as for every metric that re-explains: ``model_randomization(ex, x)``; the
+            Explainer is deep-copied once and its copy's module randomised), or a registered
+            explainer name (``fl.list_explainers()``) with ``model=``:
+            ``model_randomization("saliency", x, model=net)``.
+        model: with a name, a ``torch.nn.Module`` (or a featurelens Model around one, whose batch
+            size and device the explainers of the trained and randomised copies use).
+        explainer_params: keyword arguments for ``fl.explainer(explainer, model, ...)``.
         attributions: optional maps of the trained model (default: computed).
         executor: None, or a :mod:`featurelens.parallel` executor: every explain call (the trained
             model's maps and each randomised copy's) explains its rows in parts on its workers
@@ -102,7 +103,7 @@ def model_randomization(
     # One int seeds everything below (drawn once from a Generator, fresh for None), so the call
     # stays reproducible from a Generator; below 2**62, as layer re-initialisation seeds seed + 1.
     seed = root_seed(seed, high=2**62)
-    R = _Randomiser(explainer_name, model, explainer_params, x, "model_randomization")
+    R = _Randomiser(explainer, model, explainer_params, "model_randomization")
     m, xt, n, t, a0 = _start(R, x, target, executor, attributions)
     if abs:
         a0 = np.abs(a0)
@@ -125,26 +126,22 @@ class _Randomiser:
     """The explainer of the trained model and, layer after layer, explainers of a randomised deep
     copy. ``explainer``: a registered name (built on ``model`` with ``explainer_params``, rebuilt on
     each randomised copy, a featurelens Model's batch size, device and units kept) or an Explainer
-    (``model`` None; deep-copied once, so every reference it holds into its module follows the
-    copy)."""
+    (``model`` None or its own; deep-copied once, so every reference it holds into its module
+    follows the copy)."""
 
-    def __init__(self, explainer, model, explainer_params, x, fn: str):
+    def __init__(self, explainer, model, explainer_params, fn: str):
+        self.fn = fn
         if isinstance(explainer, Explainer):
-            if model is not None and not (isinstance(model, (torch.nn.Module, Model)) or callable(model)):
-                shape = getattr(model, "shape", None)
-                raise TypeError(
-                    f"{fn}: model got a {type(model).__name__}{'' if shape is None else f' of shape {tuple(shape)}'}, "
-                    f"not a model; with an Explainer the model is the Explainer's own: pass the batch as x, "
-                    f"{fn}(explainer, x=x, ...) (or {fn}(explainer, None, x, ...))"
-                )
-            # The rule of every metric that re-explains: an Explainer brings its model and parameters.
+            # The rule of every metric that re-explains: an Explainer brings its model (model= may
+            # only repeat it) and its parameters.
             self.name, self.params, self.base = None, {}, as_explainer(explainer, model, explainer_params)
+            model = None
             module = explainer.model.module
         elif isinstance(explainer, str):
             explainer_class(explainer)  # unknown names fail before any copying
             if model is None:
                 raise ValueError(f"explainer={explainer!r} is a name: pass model= (the model to explain) too, "
-                                 f"{fn}({explainer!r}, model, x, ...)")
+                                 f"{fn}({explainer!r}, x, model=model, ...)")
             self.name, self.params = explainer, dict(explainer_params or {})
             module = model.module if isinstance(model, Model) else model
             self.base = None
@@ -157,9 +154,6 @@ class _Randomiser:
             raise TypeError(
                 f"model must be a torch.nn.Module (its layers are re-initialised); got {type(module).__name__}"
             )
-        if x is None:
-            raise TypeError(f"{fn} needs x, the batch to explain: {fn}(explainer, x=x, ...) with an Explainer, "
-                            f"{fn}('saliency', model, x, ...) with a registered name")
         self.model, self.module = model, module
         if self.base is None:
             self.base = make_explainer(self.name, self._wrap(module), **self.params)
@@ -203,6 +197,12 @@ class _Randomiser:
 def _start(R: "_Randomiser", x, target, executor, attributions=None, explain: bool = True):
     """The common start of the randomisation tests: the batch as a tensor on the model, its targets,
     and the original model's flattened explanations (given, or computed when ``explain``)."""
+    if x is None or isinstance(x, (torch.nn.Module, Model)):
+        got = "None" if x is None else f"a model ({type(x).__name__})"
+        raise TypeError(
+            f"{R.fn}: x must be the batch to explain; got {got}. The call is {R.fn}(explainer, x, target=None, "
+            f"*, model=None, ...): {R.fn}(ex, x) with an Explainer, {R.fn}('saliency', x, model=net) with a name"
+        )
     m = R.base.model
     xt = m.to_tensor(x, "x")
     n = xt.shape[0]
@@ -248,12 +248,12 @@ def discrete_entropy(a: np.ndarray, n_bins: int = 100) -> np.ndarray:
 
 def efficient_mprt(
     explainer,
-    model=None,
-    x=None,
+    x,
     target=None,
-    seed=0,
     *,
+    model=None,
     explainer_params=None,
+    seed=0,
     n_bins=100,
     layer_order="bottom_up",
     every_layer=False,
@@ -275,11 +275,12 @@ def efficient_mprt(
     ``"top_down"``; ``"independent"``: one layer at a time), each under ``seed + 1``, so the fully
     randomised model does not depend on the cumulative order. ``every_layer=True`` also explains
     every intermediate copy (Quantus's ``skip_layers=False``). ``abs``: entropies of |a|.
-    ``explainer``: a registered name (with ``model`` and ``explainer_params``) or an Explainer,
-    which brings its own model: ``efficient_mprt(ex, x=x)`` (``model`` None, as for every metric
-    that re-explains). ``attributions`` (optional) replaces the trained model's maps. Targets are
-    fixed on the trained model (the predicted class when ``target`` is None). ``executor``: the
-    explain calls' rows in parts on its workers.
+    ``explainer``: an Explainer, which brings its own model (``efficient_mprt(ex, x)``; ``model``
+    None or its own, as for every metric that re-explains), or a registered name with ``model=``
+    (and ``explainer_params=``): ``efficient_mprt("saliency", x, model=net)``. ``attributions``
+    (optional) replaces the trained model's maps. Targets are fixed on the trained model (the
+    predicted class when ``target`` is None). ``executor``: the explain calls' rows in parts on its
+    workers.
 
     Returns:
         dict with ``"layers"`` (the layers after whose re-initialisation the maps were scored),
@@ -295,7 +296,7 @@ def efficient_mprt(
     # One int seeds everything below (drawn once from a Generator, fresh for None), so the call
     # stays reproducible from a Generator; below 2**62, as layer re-initialisation seeds seed + 1.
     seed = root_seed(seed, high=2**62)
-    R = _Randomiser(explainer, model, explainer_params, x, "efficient_mprt")
+    R = _Randomiser(explainer, model, explainer_params, "efficient_mprt")
     m, xt, n, t, a0 = _start(R, x, target, executor, attributions)
     prep = np.abs if abs_ else (lambda v: v)
     names, rows = [], [discrete_entropy(prep(a0), n_bins)]
@@ -310,14 +311,14 @@ def efficient_mprt(
 
 def smooth_mprt(
     explainer,
-    model=None,
-    x=None,
+    x,
     target=None,
-    seed=0,
     *,
+    model=None,
     explainer_params=None,
+    seed=0,
     n_samples=50,
-    noise=0.1,
+    noise_std=0.1,
     layer_order="bottom_up",
     abs=True,
     executor=None,
@@ -326,16 +327,16 @@ def smooth_mprt(
 
     The MPRT of :func:`model_randomization` on noise-averaged explanations, which removes the
     shattered-gradient noise that makes plain MPRT over-optimistic:
-    ``a_s(x) = (1/N) sum_{j<N} a(x + eps_j)``, ``eps_j ~ N(0, (noise * (max x - min x))^2)`` per
+    ``a_s(x) = (1/N) sum_{j<N} a(x + eps_j)``, ``eps_j ~ N(0, (noise_std * (max x - min x))^2)`` per
     sample, ``eps_{N-1} = 0`` (the clean input is one of the ``N = n_samples``, as in Quantus), and
     ``rho_l(x) = Spearman(|a_s(x)|, |a_s^l(x)|)`` after re-initialising layer ``l`` (cumulatively in
     ``layer_order``, ``"bottom_up"`` by default as Quantus's sMPRT; lower is better). The same noise
     draws (:func:`featurelens.metrics._perturb.gaussian_draws` of ``seed``) serve the trained and
     every randomised model (common random numbers: the similarities compare models, not noise);
     Quantus draws afresh for each. The N copies of the batch are explained in one call.
-    ``explainer``: a registered name (with ``model``, ``explainer_params``) or an Explainer, which
-    brings its own model: ``smooth_mprt(ex, x=x)`` (``model`` None, as for every metric that
-    re-explains). ``abs=False``: signed maps.
+    ``explainer``: an Explainer, which brings its own model (``smooth_mprt(ex, x)``; ``model``
+    None or its own, as for every metric that re-explains), or a registered name with ``model=``
+    (and ``explainer_params=``). ``abs=False``: signed maps.
 
     Quantus 0.6's ``SmoothMPRT`` calls ``quantus.explain`` for the noisy copies, ignoring the
     ``explain_func`` it is given, and its ``return_average_correlation`` averages in the
@@ -349,19 +350,19 @@ def smooth_mprt(
     from ._perturb import gaussian_draws
 
     n_samples = check_budget(n_samples, "n_samples", unit="explained inputs", what="per input and layer")
-    noise = check_float(noise, "noise", low=0.0)
+    noise_std = check_float(noise_std, "noise_std", low=0.0)
     layer_order = check_option(layer_order, "layer_order", _ALL_ORDERS)
     abs_ = check_bool(abs, "abs")
     executor = check_executor(executor, "executor", rows=True)
     # One int seeds everything below (drawn once from a Generator, fresh for None), so the call
     # stays reproducible from a Generator; below 2**62, as layer re-initialisation seeds seed + 1.
     seed = root_seed(seed, high=2**62)
-    R = _Randomiser(explainer, model, explainer_params, x, "smooth_mprt")
+    R = _Randomiser(explainer, model, explainer_params, "smooth_mprt")
     m, xt, n, t, _ = _start(R, x, target, executor, explain=False)
     check_budget(n_samples, "n_samples", per=n, unit="explained inputs", what=f"for {n} inputs, per layer",
                  nbytes=lambda v: 24 * v * xt[:1].numel() * n, hint="lower n_samples, or pass fewer inputs per call")
     flat = xt.reshape(n, -1).double()
-    std = (noise * (flat.max(1).values - flat.min(1).values)).cpu().numpy()
+    std = (noise_std * (flat.max(1).values - flat.min(1).values)).cpu().numpy()
     draws = list(gaussian_draws(numpy_rng(seed), n_samples - 1, tuple(xt.shape), std))
     eps = torch.as_tensor(np.stack(draws + [np.zeros(tuple(xt.shape))]), device=xt.device).to(xt.dtype)
     rows = (xt.unsqueeze(0) + eps).reshape(n_samples * n, *xt.shape[1:])
@@ -417,14 +418,14 @@ def random_logit(
     explainer,
     x,
     target=None,
-    seed=0,
     *,
+    model=None,
+    explainer_params=None,
+    seed=0,
     similarity="ssim",
     normalise=True,
     abs=False,
     attributions=None,
-    model=None,
-    explainer_params=None,
     executor=None,
 ):
     """Random logit test (Sixt, Granz & Landgraf 2020, "When Explanations Lie: Why Many Modified BP
@@ -438,8 +439,8 @@ def random_logit(
     see :func:`_ssim_1d`), ``"spearman"`` or ``"pearson"``. Maps are divided by their largest |value|
     per sample first (``normalise``; Quantus divides the batch by one maximum, the same for a batch
     of one) and made absolute with ``abs=True``. ``C`` is the number of the model's outputs (at
-    least 2). ``explainer``: an Explainer, or a registered name with ``model=`` and
-    ``explainer_params=``. ``attributions`` (optional) replaces ``a_y(x)``. Returns float64 (n,).
+    least 2). ``explainer``: an Explainer (``model=`` None or its own model), or a registered name
+    with ``model=`` and ``explainer_params=``. ``attributions`` (optional) replaces ``a_y(x)``. Returns float64 (n,).
     """
 
     ex = as_explainer(explainer, model, explainer_params)
@@ -484,7 +485,7 @@ def _cascade_score(fn, ctx, key="last", attributions=True, **kw):
     extra = ctx.executor_kw()
     if attributions:
         extra["attributions"] = ctx.raw
-    res = fn(ctx.explainer_name, module, ctx.x, target=ctx.target, seed=ctx.seed,
+    res = fn(ctx.explainer_name, ctx.x, target=ctx.target, model=module, seed=ctx.seed,
              explainer_params=dict(ctx.explainer_params), **extra, **kw)
     return np.asarray(res[key], dtype=np.float64).reshape(-1)
 

@@ -48,7 +48,7 @@ def _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert: boo
     return curves, auc
 
 
-def deletion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=None, blur_sigma=None, output=None,
+def deletion_curve(model, x, a, target=None, *, steps=20, baseline=0.0, groups=None, blur_sigma=None, output=None,
                    executor=None):
     """Deletion (pixel-flipping) curve: the target output as the most relevant features are removed.
 
@@ -83,7 +83,7 @@ def deletion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=N
                   executor=executor)
 
 
-def insertion_curve(model, x, a, target=None, steps=20, baseline=0.0, *, groups=None, blur_sigma=None, output=None,
+def insertion_curve(model, x, a, target=None, *, steps=20, baseline=0.0, groups=None, blur_sigma=None, output=None,
                     executor=None):
     """Insertion curve: start from the baseline and insert the most relevant regions first.
 
@@ -104,12 +104,12 @@ def faithfulness_correlation(
     model,
     x,
     a,
+    target=None,
+    *,
     n_subsets=100,
     subset_size=None,
     seed=0,
     baseline=0.0,
-    *,
-    target=None,
     groups=None,
     blur_sigma=None,
     output=None,
@@ -130,13 +130,11 @@ def faithfulness_correlation(
 
     Args:
         subset_size: regions per subset; None means a quarter of the regions (at least one).
-        target: keyword-only (the contract's positional order is ``n_subsets, subset_size, seed,
-            baseline``); None = the predicted class, an int, or one int per sample.
         seed: None, an int or a ``numpy.random.Generator``; the subsets are
             :func:`featurelens.metrics._perturb.subset_draws` of ``seed`` (a Generator built from
             an int gives the same subsets as the int; a Generator is advanced by the call).
         baseline, groups, blur_sigma, output, executor: see :func:`deletion_curve`.
-        similarity: keyword-only; ``"pearson"`` (default) or ``"spearman"``.
+        similarity: ``"pearson"`` (default) or ``"spearman"``.
 
     Returns:
         float64 array (n,).
@@ -177,12 +175,12 @@ def infidelity(
     x,
     a,
     target=None,
+    *,
     n_perturbations=50,
     noise_std=0.1,
     seed=0,
-    *,
     relative=True,
-    normalize=False,
+    normalise=False,
     output=None,
     executor=None,
 ):
@@ -192,7 +190,7 @@ def infidelity(
     ``n_perturbations`` draws of Gaussian noise ``I ~ N(0, sigma^2 Id)`` per sample, with
     ``sigma = noise_std * (max x_i - min x_i)`` (``relative=True``, default; a constant sample,
     whose range is 0, gets the unit range 1) or ``sigma = noise_std`` (``relative=False``). Lower
-    is better. ``normalize=True`` first rescales the attribution by the optimal
+    is better. ``normalise=True`` first rescales the attribution by the optimal
     ``beta = E[(I.a) Delta] / E[(I.a)^2]`` (Yeh et al.'s scale-free variant; Captum's
     ``normalize=True``), i.e. ``E[(beta I.a - Delta)^2]``. The perturbations are
     :func:`featurelens.metrics._perturb.gaussian_draws` of ``seed`` (None, an int or a numpy
@@ -209,7 +207,7 @@ def infidelity(
     noise_std = check_float(noise_std, "noise_std", low=0.0, low_inclusive=False)
     seed = parse_seed(seed)
     relative = check_bool(relative, "relative")
-    normalize = check_bool(normalize, "normalize")
+    normalise = check_bool(normalise, "normalise")
     m, xt, at, t, f0 = P.prepare(model, x, a, target, output=output, executor=executor)
     scale = noise_std * (relative_scale(xt) if relative else torch.ones(xt.shape[0], device=xt.device))
     n = xt.shape[0]
@@ -226,7 +224,7 @@ def infidelity(
 
     outs = P.forward_copies(m, xt, t, n_perturbations, block)
     drops = f0.unsqueeze(0) - outs  # (N, n)
-    if normalize:
+    if normalise:
         den = (dots * dots).mean(0)
         beta = torch.where(den > 0, (dots * drops).mean(0) / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(den))
         dots = dots * beta

@@ -92,10 +92,10 @@ def road(
     x,
     a,
     target=None,
-    percentages=None,
-    noise=0.01,
-    seed=0,
     *,
+    percentages=None,
+    noise_std=0.01,
+    seed=0,
     order="morf",
     groups=None,
     output=None,
@@ -107,7 +107,7 @@ def road(
     summed attribution (``order="morf"``; lowest first with ``"lerf"``) are removed and filled by
     noisy linear imputation: each removed pixel takes, per channel, the weighted mean of its
     8-neighbours (weights 1/6 direct, 1/12 diagonal; removed neighbours are imputed jointly, a sparse
-    linear system) plus ``N(0, noise^2)``, which hides the shape of the removed set from the model.
+    linear system) plus ``N(0, noise_std^2)``, which hides the shape of the removed set from the model.
     ``curves[i, j] = 1[argmax_k f_k(x_i^(p_j)) == target_i]``; ``score_i = mean_j curves[i, j]``
     (MoRF: low is faithful; LeRF: high is faithful). Quantus's ``ROAD`` is ``order="morf"`` with
     pixels, its value per percentage being ``curves.mean(0)`` (tested to 1e-6 on the same noise).
@@ -117,9 +117,9 @@ def road(
             default ``1, 3, ..., 99`` (Quantus's). Percent, not fractions; a percentage above 0 that
             removes no pixel (``floor(G p / 100) = 0`` for ``G`` pixels or regions, e.g. 1.5 on an
             8x8 image) is refused rather than scored as the untouched input.
-        noise: standard deviation of the imputation noise, absolute units of ``x``; >= 0.
+        noise_std: standard deviation of the imputation noise, absolute units of ``x``; >= 0.
         seed: None, an int or a numpy Generator; copy j's noise is the j-th array of
-            :func:`featurelens.metrics._perturb.gaussian_draws` (shape of ``x``, scale ``noise``),
+            :func:`featurelens.metrics._perturb.gaussian_draws` (shape of ``x``, scale ``noise_std``),
             read at the removed pixels.
         order: ``"morf"`` (most relevant first) or ``"lerf"`` (least relevant first).
         groups: optional int map (h, w) / (1, h, w) of regions removed whole; default pixels.
@@ -132,7 +132,7 @@ def road(
     pct = np.asarray(as_numpy(percentages, "percentages"), dtype=np.float64).reshape(-1)
     if pct.size == 0 or not np.all(np.isfinite(pct)) or np.any(pct < 0) or np.any(pct >= 100):
         raise ValueError(f"percentages must be a non-empty list of numbers in [0, 100); got {percentages!r}")
-    noise = check_float(noise, "noise", low=0.0)
+    noise_std = check_float(noise_std, "noise_std", low=0.0)
     seed = parse_seed(seed)
     order = check_option(order, "order", _ORDERS)
     m, xt, at, t, _, _ = _setup(model, x, a, target, output, executor)
@@ -164,7 +164,7 @@ def road(
                          f"each percentage must be 0 (the untouched input) or at least 100 / {n_regions} = "
                          f"{100 / n_regions:.6g} for these {n_regions} {unit}.{hint}")
     x64 = xt.detach().double().cpu().numpy().reshape(img_shape)
-    draws = P.gaussian_draws(numpy_rng(seed), len(ks), img_shape, np.full(n, noise))
+    draws = P.gaussian_draws(numpy_rng(seed), len(ks), img_shape, np.full(n, noise_std))
 
     def block(s):
         idx = range(s.start, s.stop)
@@ -210,8 +210,8 @@ def irof(
     x,
     a,
     target=None,
-    baseline="mean",
     *,
+    baseline="mean",
     groups=None,
     patch_size=None,
     blur_sigma=None,
@@ -280,9 +280,9 @@ def selectivity(
     x,
     a,
     target=None,
+    *,
     patch_size=8,
     baseline="min",
-    *,
     groups=None,
     blur_sigma=None,
     output=None,
@@ -321,10 +321,10 @@ def region_perturbation(
     x,
     a,
     target=None,
+    *,
     patch_size=8,
     steps=100,
     baseline="min",
-    *,
     order="morf",
     seed=0,
     groups=None,

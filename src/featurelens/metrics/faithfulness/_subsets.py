@@ -72,11 +72,11 @@ def sensitivity_n(
     x,
     a,
     target=None,
+    *,
     ns=None,
     n_subsets=100,
     seed=0,
     baseline=0.0,
-    *,
     groups=None,
     blur_sigma=None,
     output=None,
@@ -149,9 +149,9 @@ def monotonicity(
     x,
     a,
     target=None,
+    *,
     steps=None,
     baseline=0.0,
-    *,
     abs=True,
     groups=None,
     blur_sigma=None,
@@ -216,10 +216,10 @@ def monotonicity_correlation(
     x,
     a,
     target=None,
+    *,
     n_samples=100,
     seed=0,
     baseline="uniform",
-    *,
     low=0.0,
     high=1.0,
     abs=True,
@@ -294,7 +294,7 @@ def monotonicity_correlation(
 SUFFICIENCY_DISTANCES = ("seuclidean", "euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
 
 
-def sufficiency(model, x, a, threshold=0.6, distance="seuclidean", *, abs=True, output=None):
+def sufficiency(model, x, a, target=None, *, threshold=0.6, distance="seuclidean", abs=True, output=None):
     """Sufficiency (Dasgupta, Frost & Moshkovitz 2022, ICML, arXiv:2202.00734).
 
     Local sufficiency of an explanation at x is the probability that another point to which the same
@@ -315,6 +315,9 @@ def sufficiency(model, x, a, threshold=0.6, distance="seuclidean", *, abs=True, 
     When all explanations coincide (every distance 0) every pair is close.
 
     Args:
+        target: must be None: the score compares the samples' predicted classes (the argmax of the
+            outputs), whatever class the maps explain; the argument is there so that every
+            model metric is called ``name(model, x, a, target, ...)``.
         threshold: the normalised distance under which two explanations count as the same, in
             [0, 1] (Quantus's default 0.6).
         distance: one of ``SUFFICIENCY_DISTANCES``.
@@ -324,6 +327,11 @@ def sufficiency(model, x, a, threshold=0.6, distance="seuclidean", *, abs=True, 
     Returns:
         float64 array (n,); needs n >= 2 samples and a model with at least two outputs.
     """
+    if target is not None:
+        raise ValueError(
+            "target must be None for sufficiency: it compares the samples' predicted classes (argmax of the "
+            f"outputs), not a target class; got {target!r}"
+        )
     threshold = check_float(threshold, "threshold", low=0.0, high=1.0)
     distance = check_option(distance, "distance", SUFFICIENCY_DISTANCES)
     use_abs = check_bool(abs, "abs")

@@ -4,12 +4,13 @@ The definitions follow the XAI-TRIS benchmark: B. Clark, R. Wilming, S. Haufe, "
 image benchmarks to quantify false positive post-hoc attribution of feature importance", Machine
 Learning 113 (2024), arXiv:2306.12816.
 
-All metrics take ``attributions`` and ``ground_truth`` shaped (N, H, W) or (N, 1, H, W) (numpy arrays,
-torch tensors, or objects with a ``.values`` array such as :class:`featurelens.Explanation`) and return a
-float64 numpy array with one score per sample. Attributions with several channels, (N, C, H, W), are
-reduced to ``sum_c |a_c|``. Scores use ``|a|``; the sign of an attribution does not matter.
+The top-k and EMD metrics are called ``name(a, masks, *, ...)`` with the maps ``a`` and the
+masks shaped (N, H, W) or (N, 1, H, W) (numpy arrays, torch tensors, or objects with a ``.values``
+array such as :class:`featurelens.Explanation`) and return a float64 numpy array with one score
+per sample. Maps with several channels, (N, C, H, W), are reduced to ``sum_c |a_c|``. Scores use
+``|a|``; the sign of an attribution does not matter.
 
-Conventions shared by all metrics:
+Conventions shared by the top-k and EMD metrics:
 
 * A sample whose mask is empty gets ``NaN`` (there is nothing to localise).
 * ``k`` is the number of ground-truth pixels of the sample. The "top-k" set holds the ``k`` pixels with
@@ -36,14 +37,14 @@ _POT_MAX_ITER = 10_000_000
 _SCIPY_SLOW_VARIABLES = 200_000
 
 
-def precision_at_k(attributions, ground_truth) -> np.ndarray:
+def precision_at_k(a, masks) -> np.ndarray:
     """Top-k precision: the share of the ``k`` largest ``|a|`` pixels that lie in the mask.
 
     ``precision = |topk(|a|) ∩ GT| / k`` with ``k = |GT|`` (Clark et al. 2024, arXiv:2306.12816).
     The top-k set is defined in the module docstring (non-zero pixels only, stable tie-breaking).
     Returns a float64 array (N,); ``NaN`` where the mask is empty.
     """
-    a, m = _prepare(attributions, ground_truth)
+    a, m = _prepare(a, masks)
     inter, _, k = _topk_counts(a, m)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = inter / k
@@ -51,7 +52,7 @@ def precision_at_k(attributions, ground_truth) -> np.ndarray:
     return out
 
 
-def iou_at_k(attributions, ground_truth) -> np.ndarray:
+def iou_at_k(a, masks) -> np.ndarray:
     """Intersection over union of the top-k pixels of ``|a|`` (``k = |GT|``) with the mask.
 
     ``IoU = |S ∩ GT| / |S ∪ GT|`` with ``S`` the top-k set of the module docstring. When the map has at
@@ -59,7 +60,7 @@ def iou_at_k(attributions, ground_truth) -> np.ndarray:
     :func:`precision_at_k`, a monotone transform (XAI-TRIS reports only ``p``). Returns a float64 array
     (N,); ``NaN`` where the mask is empty.
     """
-    a, m = _prepare(attributions, ground_truth)
+    a, m = _prepare(a, masks)
     inter, selected, k = _topk_counts(a, m)
     union = selected + k - inter
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -68,7 +69,7 @@ def iou_at_k(attributions, ground_truth) -> np.ndarray:
     return out
 
 
-def emd_score(attributions, ground_truth, *, backend: str = "auto", pool: int = 1) -> np.ndarray:
+def emd_score(a, masks, *, backend: str = "auto", pool: int = 1) -> np.ndarray:
     """Earth mover's distance score between ``|a|`` and the mask, as in XAI-TRIS.
 
     Both ``|a|`` and the mask are normalised to sum 1 and compared with the exact optimal transport
@@ -81,7 +82,7 @@ def emd_score(attributions, ground_truth, *, backend: str = "auto", pool: int = 
     ``NaN`` for a sample whose mask is empty or whose attribution map is all zero (no mass to move).
 
     Args:
-        attributions, ground_truth: see the module docstring.
+        a, masks: see the module docstring.
         backend: ``"pot"`` uses POT's network simplex (``ot.emd2``, an optional dependency; about
             0.1 ms for an 8x8 map, 0.3 to 3 s for a dense 64x64 map). ``"scipy"`` solves the
             transportation linear program with ``scipy.optimize.linprog(method="highs")`` (always
@@ -103,7 +104,7 @@ def emd_score(attributions, ground_truth, *, backend: str = "auto", pool: int = 
     """
     backend = check_option(backend, "backend", _EMD_BACKENDS)
     pool = check_int(pool, "pool", low=1)
-    a, m = _prepare(attributions, ground_truth)
+    a, m = _prepare(a, masks)
     norm = np.sqrt(2.0 * a.shape[1] * a.shape[2])  # of the original image, whatever the pooling
     if pool > 1:
         n, h, w = a.shape
@@ -182,24 +183,24 @@ def _squeeze_channels(arr: np.ndarray, name: str, reduce_channels: bool) -> np.n
     raise ValueError(f"{name} must have shape (N, H, W) or (N, C, H, W); got {arr.shape}")
 
 
-def _prepare(attributions, ground_truth) -> tuple[np.ndarray, np.ndarray]:
+def _prepare(a, masks) -> tuple[np.ndarray, np.ndarray]:
     """Return (|a| as float64 (N, H, W), mask as bool (N, H, W)), validated."""
-    a_raw = _to_numpy(attributions, "attributions")
-    m_raw = _to_numpy(ground_truth, "ground_truth")
-    a = _squeeze_channels(a_raw, "attributions", reduce_channels=True)
-    m = _squeeze_channels(m_raw, "ground_truth", reduce_channels=False)
+    a_raw = _to_numpy(a, "a")
+    m_raw = _to_numpy(masks, "masks")
+    a = _squeeze_channels(a_raw, "a", reduce_channels=True)
+    m = _squeeze_channels(m_raw, "masks", reduce_channels=False)
     if a.shape != m.shape:
         raise ValueError(
-            f"attributions and ground_truth must have the same shape (after dropping a singleton "
-            f"channel axis); got attributions {a_raw.shape} and ground_truth {m_raw.shape}"
+            f"a and masks must have the same shape (after dropping a singleton channel axis); got a "
+            f"{a_raw.shape} and masks {m_raw.shape}"
         )
     a = np.abs(a.astype(np.float64, copy=False))
     if not np.all(np.isfinite(a)):
-        raise ValueError("attributions contains NaN or inf values; expected finite numbers")
+        raise ValueError("a contains NaN or inf values; expected finite numbers")
     if m.dtype != bool:
         if not np.all((m == 0) | (m == 1)):
             raise ValueError(
-                f"ground_truth must be a boolean mask or hold only 0 and 1; got values such as "
+                f"masks must be boolean or hold only 0 and 1; got values such as "
                 f"{m[(m != 0) & (m != 1)].flat[0]!r}"
             )
         m = m.astype(bool)

@@ -1,15 +1,16 @@
 """Localisation metrics of the Quantus family: pointing game, attribution localisation, top-k
 intersection, ROC AUC against the mask, and Focus on 2x2 mosaics.
 
-Every metric takes attributions ``a`` (numpy array, torch tensor or
-:class:`featurelens.Explanation`) with the samples first and a ground-truth mask of the same shape
+Every metric is called ``name(a, masks, *, ...)``: attributions ``a`` (numpy array, torch tensor
+or :class:`featurelens.Explanation`) with the samples first and a ground-truth mask of the same shape
 (for images (n, c, h, w) also the spatial mask (n, h, w) / (n, 1, h, w), spread over the channels),
 like :func:`featurelens.metrics.relevance_mass`, and returns a float64 array with one score per
 sample. A sample whose mask is empty gets NaN (there is nothing to localise); a batch in which every
 mask is empty is an error. Maps with NaN or inf are errors.
 
 Focus takes mosaics instead of masks: :func:`focus_mosaics` builds 2x2 mosaics from a labelled image
-batch and returns which quadrants hold the target class; :func:`focus` scores maps of those mosaics.
+batch and returns which quadrants hold the target class (its ``"layout"``); ``focus(a, layout)``
+scores maps of those mosaics.
 """
 
 from __future__ import annotations
@@ -118,15 +119,16 @@ def attribution_localisation(a, masks, *, mode: str = "positive", weighted: bool
     return out
 
 
-def top_k_intersection(a, masks, k: int, *, abs: bool = False, concept_influence: bool = False) -> np.ndarray:
+def top_k_intersection(a, masks, *, k: int, abs: bool = False, concept_influence: bool = False) -> np.ndarray:
     """Top-k intersection (Theiner, Müller-Budack & Ewerth 2021, "Interpretable Semantic Photo
     Geolocation", WACV 2022, arXiv:2104.14995).
 
     The share of the ``k`` highest-attributed elements that lie in the mask,
     ``TKI = |top_k(a) ∩ GT| / k`` (ranked by the signed ``a``, by ``|a|`` with ``abs=True``; ties go
     to the smaller flat index). ``concept_influence=True`` divides by the mask's share of the input,
-    ``TKI * D / |GT|`` (1 = no better than chance), as Quantus's ``TopKIntersection``. ``k`` is at
-    most the number of elements per sample. NaN where the mask is empty. Returns float64 (n,).
+    ``TKI * D / |GT|`` (1 = no better than chance), as Quantus's ``TopKIntersection``. ``k``
+    (keyword-only, required; Quantus's default is 1000) is at most the number of elements per
+    sample. NaN where the mask is empty. Returns float64 (n,).
     """
     abs = check_bool(abs, "abs")
     concept_influence = check_bool(concept_influence, "concept_influence")
@@ -173,7 +175,7 @@ def auc(a, masks, *, abs: bool = False) -> np.ndarray:
 # Focus on mosaics
 
 
-def focus_mosaics(x, y, n_mosaics: int, seed=0) -> dict:
+def focus_mosaics(x, y, *, n_mosaics: int, seed=0) -> dict:
     """Build 2x2 mosaics from a labelled image batch, for :func:`focus` (Arias-Duart, Parés,
     Garcia-Gasulla & Giménez-Ábalos 2022, "Focus! Rating XAI Methods and Finding Biases",
     FUZZ-IEEE, arXiv:2109.15035).
@@ -285,7 +287,7 @@ def focus(a, layout) -> np.ndarray:
 def _score_top_k(ctx):
     a, masks = _mask_layout(ctx.a, ctx.masks)
     d = int(np.prod(np.shape(a)[1:]))
-    return top_k_intersection(a, masks, max(1, int(round(0.1 * d))))
+    return top_k_intersection(a, masks, k=max(1, int(round(0.1 * d))))
 
 
 from .._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)

@@ -1,8 +1,10 @@
 """Robustness metrics: does the explanation stay put when the input moves a little?
 
-Each metric takes a featurelens explainer (``fl.explainer(name, model, ...)``), a batch ``x``
-(samples first) and ``target`` (None = the predicted class of the clean input, kept for the noisy
-copies; an int; or one int per sample). The ``n_samples`` noisy copies of every sample are
+Each metric is called ``name(explainer, x, target=None, *, model=None, ...)``: a featurelens
+Explainer (``fl.explainer(name, model, ...)``; ``model=`` None or its own model) or a registered
+explainer name with ``model=`` (and ``explainer_params=``), a batch ``x`` (samples first) and
+``target`` (None = the predicted class of the clean input, kept for the noisy copies; an int; or
+one int per sample). The ``n_samples`` noisy copies of every sample are
 explained in ONE batched ``explain`` call on the expanded batch (n_samples * n rows,
 copy-major), which the explainer chunks through the Model's batching.
 
@@ -29,18 +31,14 @@ import numpy as np
 
 from ..._random import parse_seed
 from ..._validation import check_bool, check_budget, check_executor, check_float
-from ...explainers._base import Explainer
 from .. import _perturb as P
 
 __all__ = ["max_sensitivity", "avg_sensitivity", "local_lipschitz"]
 
 
-def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions, executor=None):
-    if not isinstance(explainer, Explainer):
-        raise TypeError(
-            "explainer must be a featurelens Explainer, e.g. fl.explainer('saliency', model); "
-            f"got {type(explainer).__name__}"
-        )
+def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions, executor=None,
+                        model=None, explainer_params=None):
+    explainer = P.as_explainer(explainer, model, explainer_params)
     radius = check_float(radius, "radius", low=0.0, low_inclusive=False)
     n_samples = check_budget(n_samples, "n_samples", unit="explained inputs", what="per input")
     seed = parse_seed(seed)
@@ -70,9 +68,10 @@ def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative,
     return a, a_noisy, noise.reshape(n_samples, n, -1)
 
 
-def _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions, executor=None):
+def _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions, executor=None,
+                   model=None, explainer_params=None):
     a, a_noisy, _ = _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions,
-                                        executor)
+                                        executor, model, explainer_params)
     num = np.linalg.norm(a_noisy - a[None], axis=2)  # (n_samples, n)
     den = np.linalg.norm(a, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -80,7 +79,8 @@ def _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attr
 
 
 def max_sensitivity(
-    explainer, x, target=None, radius=0.1, n_samples=10, seed=0, *, relative=True, attributions=None, executor=None
+    explainer, x, target=None, *, model=None, explainer_params=None, radius=0.1, n_samples=10, seed=0, relative=True,
+    attributions=None, executor=None,
 ):
     """Max-sensitivity (Yeh, Hsieh, Suggala, Inouye & Ravikumar 2019, NeurIPS, arXiv:1901.09392).
 
@@ -91,21 +91,25 @@ def max_sensitivity(
     NaN for an all-zero map. ``executor``: the explain calls' rows in parts on its workers (see the
     module docstring). Returns float64 (n,).
     """
-    return _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions, executor).max(0)
+    return _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions, executor, model,
+                          explainer_params).max(0)
 
 
 def avg_sensitivity(
-    explainer, x, target=None, radius=0.1, n_samples=10, seed=0, *, relative=True, attributions=None, executor=None
+    explainer, x, target=None, *, model=None, explainer_params=None, radius=0.1, n_samples=10, seed=0, relative=True,
+    attributions=None, executor=None,
 ):
     """Average sensitivity (Yeh et al. 2019, arXiv:1901.09392): as :func:`max_sensitivity` with the
     mean over the noise draws instead of the maximum,
     ``SENS_avg(x) = mean_j ||a(x + u_j) - a(x)||_2 / ||a(x)||_2``. ``executor``: see the module
     docstring. Returns float64 (n,)."""
-    return _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions, executor).mean(0)
+    return _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions, executor, model,
+                          explainer_params).mean(0)
 
 
 def local_lipschitz(
-    explainer, x, target=None, radius=0.1, n_samples=10, seed=0, *, relative=True, attributions=None, executor=None
+    explainer, x, target=None, *, model=None, explainer_params=None, radius=0.1, n_samples=10, seed=0, relative=True,
+    attributions=None, executor=None,
 ):
     """Local Lipschitz estimate (Alvarez-Melis & Jaakkola 2018, arXiv:1806.08049).
 
@@ -116,7 +120,7 @@ def local_lipschitz(
     robust. ``executor``: see the module docstring. Returns float64 (n,).
     """
     a, a_noisy, noise = _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions,
-                                            executor)
+                                            executor, model, explainer_params)
     num = np.linalg.norm(a_noisy - a[None], axis=2)
     return (num / np.linalg.norm(noise, axis=2)).max(0)
 

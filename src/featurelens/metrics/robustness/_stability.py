@@ -1,8 +1,9 @@
 """Stability metrics that re-explain moved inputs: continuity, consistency and the relative
 stabilities (input, output, representation).
 
-Every metric takes an ``explainer``: a featurelens Explainer (``fl.explainer(name, model, ...)``)
-or a registered name together with ``model=`` (and optional ``explainer_params=``). ``x`` holds
+Every metric is called ``name(explainer, x, target=None, *, model=None, ...)``: ``explainer`` a
+featurelens Explainer (``fl.explainer(name, model, ...)``; ``model=`` None or its own model) or a
+registered name together with ``model=`` (and optional ``explainer_params=``). ``x`` holds
 the samples along the first axis; ``target`` is None (the predicted class of the clean input,
 kept for every moved copy), an int or one int per sample. The moved copies of the whole batch
 are explained in ONE batched ``explain`` call (copies * n rows, copy-major), which the explainer
@@ -95,29 +96,29 @@ def continuity(
     explainer,
     x,
     target=None,
-    n_steps=8,
     *,
+    model=None,
+    explainer_params=None,
+    steps=8,
     direction="x",
     baseline="min",
     normalise=True,
     abs=True,
     same_prediction=False,
-    model=None,
-    explainer_params=None,
     executor=None,
 ):
     """Continuity (Montavon, Samek & Mueller 2018, "Methods for interpreting and understanding deep
     neural networks", Digital Signal Processing 73, arXiv:1706.07979), as Quantus 0.6 defines it.
 
     An explanation is continuous when nearby inputs get nearby explanations:
-    ``C(x) = max_k ||a(x) - a(x_k)||_1 / (||x - x_k||_2 + 1e-9)`` over ``n_steps`` translations
+    ``C(x) = max_k ||a(x) - a(x_k)||_1 / (||x - x_k||_2 + 1e-9)`` over ``steps`` translations
     ``x_k`` of the image (lower is more continuous; the paper's ``max_{x != x'} ||R(x) - R(x')||_1 /
     ||x - x'||_2`` restricted to translates). The translations move the image by
-    ``s_k = -L + (k + 1) * dx`` pixels, ``k = 0..n_steps-1``, ``dx = (2L + 1) // n_steps``, ``L`` the
+    ``s_k = -L + (k + 1) * dx`` pixels, ``k = 0..steps-1``, ``dx = (2L + 1) // steps``, ``L`` the
     width (``direction="x"``, last axis) or height (``"y"``, axis -2); vacated pixels take
     ``baseline`` (``"min"``: each sample's minimum, Quantus's "black"; ``"mean"``; or a number).
     Quantus 0.6's grid with its default ``nr_steps=28`` on images narrower than 14 pixels has
-    ``dx = 0`` (every step the same full shift); here ``n_steps > 2L + 1`` is an error instead.
+    ``dx = 0`` (every step the same full shift); here ``steps > 2L + 1`` is an error instead.
     Maps are divided by their largest |value| per sample (``normalise``; Quantus divides the whole
     batch by one maximum, the same for a batch of one) and then made absolute (``abs``).
     ``same_prediction=True``: translates whose predicted class differs from the clean input's are
@@ -127,7 +128,7 @@ def continuity(
     Returns float64 (n,).
     """
     ex = P.as_explainer(explainer, model, explainer_params)
-    n_steps = check_int(n_steps, "n_steps", low=1)
+    steps = check_int(steps, "steps", low=1)
     direction = check_option(direction, "direction", ("x", "y"))
     normalise = check_bool(normalise, "normalise")
     abs_ = check_bool(abs, "abs")
@@ -146,34 +147,34 @@ def continuity(
     fill = P.baseline_tensor(baseline, xt)
     axis = xt.ndim - 1 if direction == "x" else xt.ndim - 2
     length = xt.shape[axis]
-    if n_steps > 2 * length + 1:
+    if steps > 2 * length + 1:
         raise ValueError(
-            f"n_steps must be at most 2 * {length} + 1 = {2 * length + 1} (the translation grid has step "
-            f"(2L + 1) // n_steps, which would be 0); got {n_steps}"
+            f"steps must be at most 2 * {length} + 1 = {2 * length + 1} (the translation grid has step "
+            f"(2L + 1) // steps, which would be 0); got {steps}"
         )
-    dx = (2 * length + 1) // n_steps
-    shifts = [-length + (k + 1) * dx for k in range(n_steps)]
+    dx = (2 * length + 1) // steps
+    shifts = [-length + (k + 1) * dx for k in range(steps)]
     n = xt.shape[0]
     outputs = m.predict(xt)
     t = m.resolve_target(target, xt, outputs)
-    moved = torch.stack([_translate(xt, fill, s, axis) for s in shifts])  # (n_steps, n, ...)
-    rows = moved.reshape(n_steps * n, *xt.shape[1:])
+    moved = torch.stack([_translate(xt, fill, s, axis) for s in shifts])  # (steps, n, ...)
+    rows = moved.reshape(steps * n, *xt.shape[1:])
     a = _maps(ex, xt, t.cpu().numpy(), executor, n)
-    e_k = ex.explain(rows, target=t.repeat(n_steps).cpu().numpy(), executor=executor)
-    a_k = np.asarray(e_k.values, dtype=np.float64).reshape(n_steps, n, -1)
+    e_k = ex.explain(rows, target=t.repeat(steps).cpu().numpy(), executor=executor)
+    a_k = np.asarray(e_k.values, dtype=np.float64).reshape(steps, n, -1)
     if normalise:
         a = _normalise_by_max(a)
-        a_k = _normalise_by_max(a_k.reshape(n_steps * n, -1)).reshape(n_steps, n, -1)
+        a_k = _normalise_by_max(a_k.reshape(steps * n, -1)).reshape(steps, n, -1)
     if abs_:
         a, a_k = np.abs(a), np.abs(a_k)
     num = np.abs(a_k - a[None]).sum(2)
-    diff = (moved.double() - xt.double()[None]).reshape(n_steps, n, -1)
+    diff = (moved.double() - xt.double()[None]).reshape(steps, n, -1)
     den = torch.linalg.vector_norm(diff, dim=2).cpu().numpy() + 1e-9
     ratio = num / den
     if same_prediction:
         # the translated copies' classes: from the explainer's own pass where it keeps its outputs
         out_k = e_k.extra["outputs"] if "outputs" in e_k.extra else m.predict(rows).cpu().numpy()
-        changed = np.asarray(out_k).argmax(1).reshape(n_steps, n) != outputs.argmax(1).cpu().numpy()[None]
+        changed = np.asarray(out_k).argmax(1).reshape(steps, n) != outputs.argmax(1).cpu().numpy()[None]
         ratio[changed] = np.nan
         return _nanmax(ratio, 0)
     return ratio.max(0)
@@ -215,14 +216,14 @@ def consistency(
     x,
     target=None,
     *,
+    model=None,
+    explainer_params=None,
     discretise="top_k",
     k=5,
     decimals=2,
     abs=True,
     normalise=True,
     attributions=None,
-    model=None,
-    explainer_params=None,
     executor=None,
 ):
     """Consistency (Dasgupta, Frost & Moshkovitz 2022, "Framework for Evaluating Faithfulness of
@@ -411,24 +412,24 @@ _STABILITY_DOC = """
 
 
 def relative_input_stability(
-    explainer, x, target=None, radius=0.1, n_samples=20, seed=0, *, relative=True, eps_min=1e-6,
-    same_prediction=True, attributions=None, model=None, explainer_params=None, executor=None,
+    explainer, x, target=None, *, model=None, explainer_params=None, radius=0.1, n_samples=20, seed=0, relative=True,
+    eps_min=1e-6, same_prediction=True, attributions=None, executor=None,
 ):
     return _relative_stability("input", explainer, x, target, radius, n_samples, seed, relative, eps_min,
                                same_prediction, attributions, None, model, explainer_params, executor)
 
 
 def relative_output_stability(
-    explainer, x, target=None, radius=0.1, n_samples=20, seed=0, *, relative=True, eps_min=1e-6,
-    same_prediction=True, attributions=None, model=None, explainer_params=None, executor=None,
+    explainer, x, target=None, *, model=None, explainer_params=None, radius=0.1, n_samples=20, seed=0, relative=True,
+    eps_min=1e-6, same_prediction=True, attributions=None, executor=None,
 ):
     return _relative_stability("output", explainer, x, target, radius, n_samples, seed, relative, eps_min,
                                same_prediction, attributions, None, model, explainer_params, executor)
 
 
 def relative_representation_stability(
-    explainer, x, layer, target=None, radius=0.1, n_samples=20, seed=0, *, relative=True, eps_min=1e-6,
-    same_prediction=True, attributions=None, model=None, explainer_params=None, executor=None,
+    explainer, x, target=None, *, layer, model=None, explainer_params=None, radius=0.1, n_samples=20, seed=0,
+    relative=True, eps_min=1e-6, same_prediction=True, attributions=None, executor=None,
 ):
     return _relative_stability("representation", explainer, x, target, radius, n_samples, seed, relative, eps_min,
                                same_prediction, attributions, layer, model, explainer_params, executor)
@@ -453,9 +454,10 @@ relative_representation_stability.__doc__ = """Relative representation stability
     2022, arXiv:2203.06877).
 
     ``RRS(x) = max_{x'} ||(e_x - e_x') / e_x||_2 / max(||(L(x) - L(x')) / L(x)||_2, eps_min)`` over
-    noisy neighbours with the same predicted class, ``L`` the output of the model's ``layer`` (a
-    submodule name from ``model.named_modules()``, a unique dotted suffix of one, or the submodule;
-    it must run once per forward pass), flattened. Needs a torch module.""" + _STABILITY_DOC
+    noisy neighbours with the same predicted class, ``L`` the output of the model's ``layer``
+    (keyword-only and required: a submodule name from ``model.named_modules()``, a unique dotted
+    suffix of one, or the submodule; it must run once per forward pass), flattened. Needs a torch
+    module.""" + _STABILITY_DOC
 
 
 # ------------------------------------------------------------------------------------------------
@@ -488,7 +490,7 @@ SPECS = (
         requires={"explainer", "translations"}, reexplains=True, quantus="Continuity",
         column="continuity", label="continuity",
         score=lambda ctx: continuity(ctx.explainer, ctx.x, target=ctx.target,
-                                     n_steps=_continuity_steps(ctx.x.shape[-1]), **ctx.executor_kw())),
+                                     steps=_continuity_steps(ctx.x.shape[-1]), **ctx.executor_kw())),
     MetricSpec(
         "consistency", consistency, "robustness", +1,
         "share of the samples with the same discretised map (top-5 features) that get the "
@@ -514,6 +516,6 @@ SPECS = (
         "under noise that keeps the prediction (Agarwal et al. 2022); lower is better",
         requires={"explainer", "noise", "layer"}, reexplains=True,
         score=lambda ctx: relative_representation_stability(
-            ctx.explainer, ctx.x, ctx.layer, target=ctx.target, radius=ctx.radius, n_samples=ctx.n_noise,
+            ctx.explainer, ctx.x, target=ctx.target, layer=ctx.layer, radius=ctx.radius, n_samples=ctx.n_noise,
             seed=ctx.seed, attributions=ctx.raw, **ctx.executor_kw())),
 )
