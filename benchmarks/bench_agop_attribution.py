@@ -69,7 +69,7 @@ from _common import environment, load_average, write_results
 
 import featurelens as fl
 from featurelens.groundtruth.models import build_model
-from featurelens.groundtruth.runner import default_methods
+from featurelens.groundtruth.methods import default_methods
 from featurelens.groundtruth.settings import DEFAULT_SETTINGS
 
 RESULTS = Path(__file__).resolve().parent / "results"

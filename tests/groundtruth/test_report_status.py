@@ -17,7 +17,7 @@ from featurelens import _harness
 from featurelens.groundtruth import run_benchmark
 from featurelens.groundtruth import runner as bench_runner
 from featurelens.groundtruth.models import build_model
-from featurelens.groundtruth.runner import BACKGROUND_ROWS, STATUSES, _background_rows, _method_kwargs, pooled_status
+from featurelens.groundtruth.methods import BACKGROUND_ROWS, STATUSES, background_rows, method_kwargs, pooled_status
 
 METHODS = ["saliency", "gradcam", "deconvolution", "guided_backprop", "deeplift_shap", "gradient_shap",
            "layer_conductance", "sop", "input_x_gradient", "random"]
@@ -105,11 +105,11 @@ def test_deeplift_shap_on_the_llr_is_its_weights_times_the_distance_to_the_backg
     x = rng.normal(size=(5, 1, 8, 8)).astype(np.float32)
     y = np.array([0, 1, 1, 0, 1])
     model = build_model("llr", 8, seed=1)
-    kwargs = _method_kwargs("deeplift_shap", 0, train_X)
+    kwargs = method_kwargs("deeplift_shap", 0, train_X)
     bg = kwargs["background"]
     assert bg.shape == (BACKGROUND_ROWS, 1, 8, 8)
-    np.testing.assert_array_equal(bg, _background_rows(train_X, 0))  # a function of the seed
-    assert not np.array_equal(bg, _background_rows(train_X, 1))
+    np.testing.assert_array_equal(bg, background_rows(train_X, 0))  # a function of the seed
+    assert not np.array_equal(bg, background_rows(train_X, 1))
     run = _harness.run_method("deeplift_shap", model, x, y, kwargs)
     assert run.status == "ok", run.error
     w = model.linear.weight.detach().numpy().reshape(2, 1, 8, 8)

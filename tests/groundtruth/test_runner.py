@@ -11,7 +11,7 @@ import pytest
 
 from featurelens.groundtruth import run_benchmark
 from featurelens.groundtruth.report import write_benchmark_report
-from featurelens.groundtruth.runner import default_methods
+from featurelens.groundtruth.methods import default_methods
 from featurelens.report import HTMLReport
 
 TINY = dict(

@@ -239,13 +239,13 @@ def test_the_audit_reads_the_tables_it_had_before_the_specs():
 
 
 def test_the_benchmark_reads_its_metrics_from_the_specs():
-    from featurelens.groundtruth import runner
+    from featurelens.groundtruth import methods
 
-    got = {k: (s.function, s.benchmark[1]) for k, s in runner._metrics().items()}
+    got = {k: (s.function, s.benchmark[1]) for k, s in methods.benchmark_metrics().items()}
     assert got == {"precision": (fl.metrics.precision_at_k, "precision"), "iou": (fl.metrics.iou_at_k, "IoU"),
                    "emd": (fl.metrics.emd_score, "EMD")}
     values, masks = maps((3, 1, 8, 8)), MASKS[:3]
-    scores = runner._score_maps(values, masks, pool=2)
+    scores = methods.score_maps(values, masks, pool=2)
     np.testing.assert_array_equal(scores["precision"], fl.metrics.precision_at_k(values, masks))
     np.testing.assert_array_equal(scores["emd"], fl.metrics.emd_score(values, masks, pool=2))
 

@@ -9,7 +9,7 @@ import importlib
 _LAZY = {
     "LLR": ".models", "MLP": ".models", "CNN": ".models", "build_model": ".models",
     "count_parameters": ".models", "train_model": ".._training", "run_benchmark": ".runner",
-    "BenchmarkResult": ".runner", "default_methods": ".runner",
+    "BenchmarkResult": ".runner", "default_methods": ".methods",
 }
 
 __all__ = list(_LAZY)

@@ -36,7 +36,6 @@ parallel worker processes (``n_jobs``, one per core by default); the results do 
 
 from __future__ import annotations
 
-import inspect
 import platform
 import sys
 import time
@@ -46,18 +45,22 @@ import numpy as np
 import torch
 
 from .. import _harness
-from .._random import keyed_rng, parse_seed, root_seed, seed_record
+from .._random import parse_seed, root_seed, seed_record
 from .._validation import check_bool, check_budget, check_float, check_int, check_optional_bool
 from .._version import __version__
 from ..datasets import BACKGROUNDS, SCENARIOS, xai_tris
 from ..datasets.xai_tris import check_xai_tris_size
-from ..explainers import explainer_class, list_explainers
-from ..metrics import list_metrics
+from ..explainers import list_explainers
 from ..models import Model
 from .._serialization import to_jsonable
 from ..report import check_out
 from .models import MODELS, build_model
 from .formatting import SCENARIO_LABELS, example_figure, format_models, format_summary
+from .methods import (
+    FAILED, NOT_APPLICABLE, OK, background_rows, benchmark_metrics, default_methods, empty_row, method_kwargs,
+    pooled_status,
+    run_quietly, score_maps, score_row, why_not_here,
+)
 from .settings import DEFAULT_SETTINGS, QUICK_SETTINGS
 from .._training import as_tensors, available_cores, limited_threads, train_model
 
@@ -69,47 +72,6 @@ __all__ = [
     "QUICK_SETTINGS",
     "SCENARIO_LABELS",
 ]
-
-
-def _metrics() -> dict:
-    """``{key: MetricSpec}`` of the benchmark's metrics, those whose spec declares a ``benchmark``
-    column (``precision`` -> ``precision_mean``), in the registry's order; each function takes
-    ``(maps, masks)`` and returns one float per sample."""
-    return {s.benchmark[0]: s for s in list_metrics() if s.benchmark is not None}
-
-
-def _score_maps(values, masks, pool: int) -> dict:
-    """``{key: one value per sample}`` of every benchmark metric; a function that takes ``pool``
-    (the EMD's pooling) gets the task's."""
-    calls = {}
-    for key, spec in _metrics().items():
-        kw = {"pool": pool} if "pool" in inspect.signature(spec.function).parameters else {}
-        calls[key] = lambda fn=spec.function, kw=kw: fn(values, masks, **kw)
-    return _harness.score(calls)
-
-
-def in_benchmark(cls) -> bool | str:
-    """Whether the explainer class runs in the benchmark by default: its declared
-    :attr:`~featurelens.explainers.Explainer.benchmark_default`, or, when that is None, True for
-    the explainers that need gradients and the reason for the others."""
-    declared = cls.benchmark_default
-    if declared is not None:
-        return declared
-    if cls.requires.gradients:
-        return True
-    return "a black-box method: far slower on images, with its own benchmark settings; request it with methods="
-
-
-def default_methods() -> list[str]:
-    """The registered explainers whose class declares them benchmark defaults (:func:`in_benchmark`:
-    the gradient and AGOP explainers), in their declared
-    :attr:`~featurelens.explainers.Explainer.benchmark_order`, then by name, then ``random``."""
-    registered = list_explainers()
-    chosen = [m for m in registered if m != "random" and in_benchmark(explainer_class(m)) is True]
-    chosen.sort(key=lambda m: (explainer_class(m).benchmark_order is None, explainer_class(m).benchmark_order or 0))
-    if "random" in registered:
-        chosen.append("random")
-    return chosen
 
 
 @dataclass
@@ -217,111 +179,6 @@ def _check_names(option: str, given, valid) -> list[str]:
 
 def _setting(value, name: str, default, minimum: int = 1):
     return default if value is None else check_int(value, name, low=minimum)
-
-
-#: Row statuses: scores, an explainer that does not apply to the model (decided before running),
-#: and one that raised (the exception is the reason).
-OK, NOT_APPLICABLE, FAILED = "ok", "not applicable", "failed"
-STATUSES = (OK, NOT_APPLICABLE, FAILED)
-
-#: Reference rows handed to explainers that take ``background=`` (DeepLiftSHAP, GradientSHAP):
-#: drawn without replacement from the data set's training split. DeepLiftSHAP's cost grows with
-#: rows x background (one hooked pass per pair), and 16 references already average the DeepLift
-#: maps well on 8x8 images (Lundberg & Lee 2017, arXiv 1705.07874, use a background sample too).
-BACKGROUND_ROWS = 16
-
-
-def _background_rows(train_X: np.ndarray, seed: int) -> np.ndarray:
-    """:data:`BACKGROUND_ROWS` training rows, a deterministic function of ``seed``."""
-    n = min(BACKGROUND_ROWS, len(train_X))
-    pick = np.sort(keyed_rng(seed, 1).choice(len(train_X), size=n, replace=False))
-    return np.ascontiguousarray(train_X[pick])
-
-
-def _takes_background(name: str) -> bool:
-    from ..explainers._base import constructor_parameters
-
-    return "background" in constructor_parameters(explainer_class(name))
-
-
-def _method_kwargs(name: str, seed: int, train_X: np.ndarray, background: np.ndarray | None = None) -> dict:
-    """Constructor arguments of a method in the benchmark: those it declares in ``accepts`` (the
-    training inputs for explainers that summarise data, the AGOP diagonal; the run's seed), and
-    ``background=`` reference rows for the explainers whose constructor takes them (DeepLiftSHAP
-    cannot run without; GradientSHAP would otherwise use one all-zero baseline)."""
-    kwargs = _harness.explainer_kwargs(name, seed=seed, data=train_X)
-    if _takes_background(name):
-        kwargs["background"] = _background_rows(train_X, seed) if background is None else background
-    return kwargs
-
-
-def _bench_why_not(name: str, module) -> str | None:
-    """Why ``name`` does not apply to ``module`` beyond its declared requirements (None if it does):
-    deconvolution and guided backpropagation change the backward rule of ``torch.nn.ReLU``
-    modules, and without one their map is the plain gradient (saliency's), not their own."""
-    from ..explainers.backprop import ReLUBackprop
-
-    cls = explainer_class(name)
-    if issubclass(cls, ReLUBackprop) and not any(isinstance(m, torch.nn.ReLU) for m in module.modules()):
-        return ("the model has no ReLU (torch.nn.ReLU module), whose backward rule this method changes; "
-                "its map would be the plain gradient (see saliency)")
-    return None
-
-
-def _run_quietly(method: str, model, x, y, kwargs: dict):
-    """``_harness.run_method`` with the method's warnings recorded instead of printed: returns the
-    run and the distinct warning messages."""
-    import warnings
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        run = _harness.run_method(method, model, x, y, kwargs)
-    messages = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
-    return run, messages
-
-
-def pooled_status(rows: list) -> tuple[str, str, str]:
-    """``(status, reason, note)`` of a group of rows (one method on one scenario, pooled over
-    backgrounds and models): "ok" when any row has scores (``note`` then lists the rows left out
-    and why), else "failed" when any row failed, else "not applicable"; ``reason`` gathers the
-    distinct reasons of the rows with that status."""
-    if not rows:
-        return NOT_APPLICABLE, "nothing was run (no data set of this scenario)", ""
-
-    ok = [r for r in rows if r["status"] == OK]
-    if ok:
-        left_out: dict = {}  # (status, reason) -> where
-        for r in rows:
-            if r["status"] != OK:
-                left_out.setdefault((r["status"], r["reason"]), []).append(f"{r['model']}/{r['background']}")
-        note = "; ".join(f"{st} for {', '.join(w)}: {reason}" for (st, reason), w in left_out.items())
-        return OK, "", note
-    status = FAILED if any(r["status"] == FAILED for r in rows) else NOT_APPLICABLE
-    reasons = list(dict.fromkeys(r["reason"] for r in rows if r["status"] == status))
-    heads = {r.rpartition("; ")[0] for r in reasons}
-    if len(reasons) > 1 and len(heads) == 1 and "" not in heads:  # "...; the model is a MLP" per model
-        return status, f"{heads.pop()}; " + " / ".join(r.rpartition("; ")[2] for r in reasons), ""
-    return status, "; ".join(reasons), ""
-
-
-def _score_row(base: dict, scores: dict) -> dict:
-    row = dict(base)
-    for metric in _metrics():
-        mean, std, undefined = _harness.stats(scores[metric])
-        row[f"{metric}_mean"] = mean
-        row[f"{metric}_std"] = std
-        if metric == "emd":
-            row["emd_undefined"] = undefined
-    return row
-
-
-def _empty_row(base: dict) -> dict:
-    row = dict(base)
-    for metric in _metrics():
-        row[f"{metric}_mean"] = float("nan")
-        row[f"{metric}_std"] = float("nan")
-    row["emd_undefined"] = 0
-    return row
 
 
 # ------------------------------------------------------------------------------------------------
@@ -507,8 +364,8 @@ def run_benchmark(
         dataset_timings.append(output["timings"])
         result.examples.append(output["example"])
         for method, scores in output["scores"].items():
-            bucket = pooled.setdefault((method, task["scenario"]), {m: [] for m in _metrics()})
-            for metric in _metrics():
+            bucket = pooled.setdefault((method, task["scenario"]), {m: [] for m in benchmark_metrics()})
+            for metric in benchmark_metrics():
                 bucket[metric].append(scores[metric])
     t0 = time.perf_counter()
     result.figures["example_maps.png"] = example_figure(result.examples, methods)
@@ -523,10 +380,10 @@ def run_benchmark(
             st, reason, note = pooled_status(group)
             base = {"method": method, "scenario": scenario, "status": st, "reason": reason, "note": note}
             if bucket is None:
-                result.summary.append(_empty_row({**base, "n": 0}))
+                result.summary.append(empty_row({**base, "n": 0}))
                 continue
             scores = {m: np.concatenate(v) for m, v in bucket.items()}
-            result.summary.append(_score_row({**base, "n": int(scores["precision"].size)}, scores))
+            result.summary.append(score_row({**base, "n": int(scores["precision"].size)}, scores))
 
     result.timings = {
         "total_seconds": time.perf_counter() - start,
@@ -615,25 +472,25 @@ def _run_dataset(task: dict, bar=None) -> dict:
         if idx.size:
             example.update(x=np.array(x[0, 0]), mask=np.array(masks[0]), label=int(y[0]))
         t_explain = t_score = 0.0
-        background_rows = _background_rows(train.X, seed)
+        references = background_rows(train.X, seed)
         for name, model in trained.items():
             # What applies is each explainer's declared requirements, read by the shared harness.
             _, not_applicable = _harness.applicable(methods, Model(model), tuple(x.shape[1:]))
             for method in methods:
                 status(f"{name} {method}")
                 base = {"scenario": scenario, "background": background, "model": name, "method": method}
-                reason = not_applicable.get(method) or _bench_why_not(method, model)
+                reason = not_applicable.get(method) or why_not_here(method, model)
                 kind = NOT_APPLICABLE
                 if reason is None and idx.size == 0:
                     reason, kind = "no test sample is classified correctly by every model of the data set", FAILED
                 if reason is not None:
                     row = {**base, "status": kind, "reason": reason, "n": 0, "seconds": 0.0, "note": ""}
-                    out["rows"].append(_empty_row(row))
+                    out["rows"].append(empty_row(row))
                     if name == fig_model:
                         example["status"][method] = (kind, reason)
                     continue
-                kwargs = _method_kwargs(method, seed, train.X, background_rows)
-                run, warned = _run_quietly(method, model, x, y, kwargs)
+                kwargs = method_kwargs(method, seed, train.X, references)
+                run, warned = run_quietly(method, model, x, y, kwargs)
                 values, seconds = run.values, run.seconds
                 t_explain += seconds
                 note = "; ".join(warned)
@@ -642,17 +499,17 @@ def _run_dataset(task: dict, bar=None) -> dict:
                                            f"{x.shape[1:]}, so they cannot be scored against the pattern")
                     kind = FAILED if run.error else NOT_APPLICABLE
                     row = {**base, "status": kind, "reason": reason, "n": 0, "seconds": seconds, "note": note}
-                    out["rows"].append(_empty_row(row))
+                    out["rows"].append(empty_row(row))
                     if name == fig_model:
                         example["status"][method] = (kind, reason)
                     continue
                 t0 = time.perf_counter()
-                scores = _score_maps(values, masks, task["emd_pool"])
+                scores = score_maps(values, masks, task["emd_pool"])
                 t_score += time.perf_counter() - t0
                 row = {**base, "status": OK, "reason": "", "n": int(idx.size), "seconds": seconds, "note": note}
-                out["rows"].append(_score_row(row, scores))
-                bucket = out["scores"].setdefault(method, {m: [] for m in _metrics()})
-                for metric in _metrics():
+                out["rows"].append(score_row(row, scores))
+                bucket = out["scores"].setdefault(method, {m: [] for m in benchmark_metrics()})
+                for metric in benchmark_metrics():
                     bucket[metric].append(scores[metric])
                 if name == fig_model:
                     example["maps"][method] = values[0].sum(axis=0)
