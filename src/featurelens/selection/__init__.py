@@ -7,6 +7,7 @@ selection the data cannot support (all features tied, constant columns selected)
 
 from ._base import DegenerateDataWarning
 from .agop import AGOPSelector
+from .dynamic import HyperDFS
 from .iif_learn import IIFLearn
 from .minkowski import MinkowskiWeightedSelector
 from .minshap import MinShapSelector
@@ -25,5 +26,6 @@ __all__ = [
     "AGOPSelector",
     "IIFLearn",
     "stability",
+    "HyperDFS",
     "DegenerateDataWarning",
 ]
