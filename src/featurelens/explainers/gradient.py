@@ -22,7 +22,8 @@ from .._validation import (
     check_option,
     relative_scale,
 )
-from ._base import CONV_TYPES, Explainer, Requires, register
+from ._base import Explainer, Requires, register
+from ._requires import CONV_TYPES
 
 
 @register("saliency")
