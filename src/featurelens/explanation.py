@@ -9,7 +9,6 @@ against its schema (:func:`load_explanation`).
 from __future__ import annotations
 
 import copy
-import difflib
 import os
 from dataclasses import dataclass, field
 
@@ -17,6 +16,7 @@ import numpy as np
 
 from . import _serialization as _ser
 from ._serialization import SavedFileError, to_jsonable
+from ._indexing import feature_index, row_index
 from ._validation import check_bool, check_float, check_int, check_option
 
 _FORMAT = "featurelens.explanation/1"
@@ -43,87 +43,6 @@ def _names(names, what: str, ints: bool) -> list:
     if len(set(out)) != len(out):
         raise ValueError(f"{what} must be distinct; got {out!r}")
     return out
-
-
-def _is_position(key) -> bool:
-    return isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_))
-
-
-def _positions(key, size: int, what: str) -> np.ndarray:
-    """An int array of positions in ``range(size)`` from a list/array of ints (negative ones count
-    from the end) or a boolean mask of ``size`` entries; IndexError otherwise."""
-    try:
-        arr = np.asarray(key.detach().cpu().numpy() if hasattr(key, "detach") else key)
-    except Exception:  # ragged lists and other exotic keys
-        arr = np.asarray(None)
-    if arr.dtype == bool:
-        if arr.shape != (size,):
-            raise IndexError(f"a boolean mask over the {what}s must have {size} entries (one per {what}); got shape "
-                             f"{arr.shape}")
-        return np.flatnonzero(arr)
-    if arr.ndim == 1 and arr.size == 0:
-        return np.zeros(0, dtype=np.intp)
-    if arr.ndim != 1 or arr.dtype.kind not in "iu":
-        raise IndexError(f"{what}s are picked by an int position, a slice, a list of positions or a boolean mask; "
-                         f"got {key!r}")
-    bad = arr[(arr < -size) | (arr >= size)]
-    if bad.size:
-        raise IndexError(f"{what} position {int(bad[0])} is out of range for {size} {what}s (valid: {-size} to "
-                         f"{size - 1})")
-    return arr % size
-
-
-def _row_index(key, n: int):
-    """``(rows, one_row)``: a slice or an int array of rows, and whether ``key`` named one row."""
-    if _is_position(key):
-        i = int(key)
-        if not -n <= i < n:
-            raise IndexError(f"row {i} is out of range for an explanation of {n} rows (valid: {-n} to {n - 1})")
-        return np.array([i % n]), True
-    if isinstance(key, slice):
-        return key, False
-    if key is Ellipsis:
-        return slice(None), False
-    if isinstance(key, (str, np.str_)):
-        raise IndexError(f"rows are picked by position (e[0], e[2:5], e[[0, 3]], e[mask]); got {key!r}. Features "
-                         f"by name go second: e[:, {key!r}]")
-    return _positions(key, n, "row"), False
-
-
-def _feature_position(name: str, names) -> int:
-    if names is None:
-        raise KeyError(f"feature {name!r}: this explanation has no feature_names; pick features by position, "
-                       f"e.g. e[:, 3]")
-    if name not in names:
-        close = difflib.get_close_matches(name, names, n=2)
-        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise KeyError(f"feature {name!r} is not one of this explanation's {len(names)} feature_names{hint}")
-    return names.index(name)
-
-
-def _feature_index(key, d: int, names):
-    """The features ``key`` names: an int (one feature, its axis dropped), a slice or an int array."""
-    if isinstance(key, (str, np.str_)):
-        return _feature_position(str(key), names)
-    if _is_position(key):
-        j = int(key)
-        if not -d <= j < d:
-            raise IndexError(f"feature position {j} is out of range for {d} features (valid: {-d} to {d - 1})")
-        return j % d
-    if isinstance(key, slice):
-        return key
-    items = list(key) if isinstance(key, (list, tuple)) else None
-    if items is None and isinstance(key, np.ndarray) and key.dtype.kind == "U":
-        items = key.tolist()
-    if items is not None and any(isinstance(k, (str, np.str_)) for k in items):
-        if not all(isinstance(k, (str, np.str_)) for k in items):
-            raise IndexError(f"pick features by names or by positions, not both; got {key!r}")
-        cols = np.array([_feature_position(str(k), names) for k in items], dtype=np.intp)
-    else:
-        cols = _positions(key, d, "feature")
-    if len(set(cols.tolist())) != len(cols):
-        raise IndexError(f"a feature selection must name each feature once (feature_names are distinct); got {key!r}")
-    return cols
 
 
 @dataclass
@@ -281,7 +200,7 @@ class Explanation:
         if len(key) > 2:
             raise IndexError(f"an Explanation takes at most two indices (rows, features); got {len(key)}: {key!r}")
         n = len(self.values)
-        rows, one_row = _row_index(key[0], n)
+        rows, one_row = row_index(key[0], n)
         per_row = frozenset(k for k, v in self.extra.items() if v.ndim >= 1 and v.shape[0] == n)
         out = self._take_rows(rows, per_row)
         if len(key) == 2 and not (isinstance(key[1], slice) and key[1] == slice(None)):
@@ -318,7 +237,7 @@ class Explanation:
             held = "a single feature" if ndim == 0 else f"inputs of shape {self.values.shape[-ndim:]}"
             raise IndexError(f"a feature index needs tabular values (one input of shape (d,)); this explanation holds "
                              f"{held}. Index its rows only, e.g. e[0] or e[mask]")
-        cols = _feature_index(key, self.values.shape[-1], self.feature_names)
+        cols = feature_index(key, self.values.shape[-1], self.feature_names)
         picked = np.atleast_1d(np.arange(self.values.shape[-1])[cols])
         names = None if self.feature_names is None else [self.feature_names[j] for j in picked]
         return Explanation(
