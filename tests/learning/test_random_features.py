@@ -9,14 +9,8 @@ import pytest
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from featurelens.learning.random_features import (
-    RandomFeatureRidge,
-    RFRBoostClassifier,
-    RFRBoostRegressor,
-    _line_search,
-    _cross_entropy,
-    _sandwiched_ridge,
-)
+from featurelens.learning._rf_solvers import cross_entropy, line_search, sandwiched_ridge
+from featurelens.learning.random_features import RandomFeatureRidge, RFRBoostClassifier, RFRBoostRegressor
 
 
 def regression_data(n=60, d=4, seed=0, outputs=None):
@@ -89,7 +83,7 @@ def test_sandwiched_closed_form_equals_direct_kronecker_lstsq():
     F = rng.normal(size=(N, p))
     W = rng.normal(size=(D, k))
     R = rng.normal(size=(N, k))
-    delta = _sandwiched_ridge(F, W, R, lam)
+    delta = sandwiched_ridge(F, W, R, lam)
     # vec(F D W) = (W^T kron F) vec(D) (column-major vec); the penalty as sqrt(N lam) I rows
     design = np.vstack([np.kron(W.T, F), math.sqrt(N * lam) * np.eye(p * D)])
     target = np.concatenate([R.ravel(order="F"), np.zeros(p * D)])
@@ -106,7 +100,7 @@ def test_regressor_block_is_the_greedy_optimum_of_its_layer():
     Xs = (X - m.x_mean_) / m.x_std_
     F = m._layer_features(layer, X, Xs)
     R = y[:, None] - X @ base.coef_ - base.intercept_
-    np.testing.assert_allclose(layer["delta"], _sandwiched_ridge(F, base.coef_, R, 1e-3), atol=1e-10)
+    np.testing.assert_allclose(layer["delta"], sandwiched_ridge(F, base.coef_, R, 1e-3), atol=1e-10)
 
     def penalised(D):
         E = F @ D @ base.coef_ - R
@@ -124,16 +118,16 @@ def test_line_search_finds_the_minimum_of_the_convex_profile():
     V = rng.normal(size=(40, 3))
     Y = np.eye(3)[rng.integers(0, 3, 40)]
     grid = np.linspace(0, 5, 5001)
-    vals = [_cross_entropy(S + a * V, Y) for a in grid]
-    a = _line_search(S, V, Y)
+    vals = [cross_entropy(S + a * V, Y) for a in grid]
+    a = line_search(S, V, Y)
     if grid[int(np.argmin(vals))] == 0.0:
         assert a == 0.0
     else:
         assert abs(a - grid[int(np.argmin(vals))]) < 2e-3
-        assert _cross_entropy(S + a * V, Y) <= min(vals) + 1e-12
+        assert cross_entropy(S + a * V, Y) <= min(vals) + 1e-12
     # an ascent direction gives no step
     g = (np.exp(S) / np.exp(S).sum(1, keepdims=True)) - Y
-    assert _line_search(S, g, Y) == 0.0
+    assert line_search(S, g, Y) == 0.0
 
 
 def test_classifier_block_is_the_ridge_direction_scaled_by_the_line_search():
@@ -157,7 +151,7 @@ def test_classifier_block_is_the_ridge_direction_scaled_by_the_line_search():
     assert np.ptp(ratio) < 1e-5 * abs(ratio.mean()) and ratio.mean() > 0
     # the scale minimises the loss along the ray
     grid = ratio.mean() * np.linspace(0.5, 1.5, 201)
-    losses = [_cross_entropy(S + a * (F @ A) @ W, Y) for a in grid]
+    losses = [cross_entropy(S + a * (F @ A) @ W, Y) for a in grid]
     assert abs(grid[int(np.argmin(losses))] - ratio.mean()) <= (grid[1] - grid[0])
     # the ridge direction solves max <G, F A> s.t. (1/N)||F A||^2 + l2_step ||A||^2 <= 1
     def budget(B):

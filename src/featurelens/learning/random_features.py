@@ -26,196 +26,21 @@ import math
 
 import numpy as np
 import scipy.linalg
-import scipy.optimize
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._random import numpy_rng, parse_seed, root_seed
 from .._validation import check_float, check_int, check_memory, check_option, format_count
+from ._rf_solvers import (
+    ACTIVATIONS, activate, check_common, cross_entropy, draw_layer, fit_logistic, line_search, probabilities, ridge,
+    sandwiched_ridge, standardiser,
+)
 
 __all__ = ["RandomFeatureRidge", "RFRBoostRegressor", "RFRBoostClassifier"]
 
-_ACTIVATIONS = ("tanh", "relu", "sigmoid", "cos")
-_FEATURES_FROM = ("both", "representation", "input")
 #: Fits whose rows x widest matrix stay below this many numbers run on one BLAS thread.
 _ONE_THREAD_BELOW = 1 << 21
-
-
-# ------------------------------------------------------------------------------------------------
-# shared algebra
-
-
-def _activate(u: np.ndarray, activation: str) -> np.ndarray:
-    if activation == "tanh":
-        return np.tanh(u, out=u)
-    if activation == "relu":
-        return np.maximum(u, 0.0, out=u)
-    if activation == "sigmoid":
-        # 0.5 (1 + tanh(u/2)) is the logistic function without overflow for large |u|.
-        return 0.5 * (1.0 + np.tanh(0.5 * u))
-    return math.sqrt(2.0) * np.cos(u)
-
-
-def _draw_layer(rng: np.random.Generator, m: int, p: int, activation: str, weight_scale: float):
-    """Weights ``A`` (m, p) with entries ``N(0, weight_scale^2 / m)`` and biases ``c`` (p,):
-    ``N(0, 1)``, or ``U[0, 2 pi)`` for the cosine (random Fourier) features."""
-    A = rng.standard_normal((m, p)) * (weight_scale / math.sqrt(m))
-    c = rng.uniform(0.0, 2.0 * math.pi, size=p) if activation == "cos" else rng.standard_normal(p)
-    return A, c
-
-
-def _ridge(F: np.ndarray, Y: np.ndarray, alpha: float):
-    """``(coef, intercept)`` minimising ``||Y - F coef - 1 intercept^T||_F^2 + alpha ||coef||_F^2``
-    (intercept unpenalised: solved on centred ``F`` and ``Y``); primal ``(Fc^T Fc + alpha I)`` when
-    ``F`` has no more columns than rows, else dual ``Fc^T (Fc Fc^T + alpha I)^{-1}``; ``alpha = 0``
-    gives the minimum-norm least-squares solution."""
-    f_mean = F.mean(0)
-    y_mean = Y.mean(0)
-    Fc = F - f_mean
-    Yc = Y - y_mean
-    if alpha == 0.0:
-        coef = scipy.linalg.lstsq(Fc, Yc, lapack_driver="gelsd")[0]
-    elif Fc.shape[1] <= Fc.shape[0]:
-        gram = Fc.T @ Fc
-        gram[np.diag_indices_from(gram)] += alpha
-        coef = scipy.linalg.solve(gram, Fc.T @ Yc, assume_a="pos")
-    else:
-        gram = Fc @ Fc.T
-        gram[np.diag_indices_from(gram)] += alpha
-        coef = Fc.T @ scipy.linalg.solve(gram, Yc, assume_a="pos")
-    return coef, y_mean - f_mean @ coef
-
-
-def _sandwiched_ridge(F: np.ndarray, W: np.ndarray, R: np.ndarray, lam: float) -> np.ndarray:
-    """``Delta = argmin_D (1/N) ||F D W - R||_F^2 + lam ||D||_F^2`` (F: N x p, W: D x k, R: N x k,
-    Delta: p x D), in closed form (Zozoulenko et al. 2025, arXiv 2501.18283, the greedy MSE step).
-
-    The normal equations ``F^T F D W W^T + N lam D = F^T R W^T`` decouple in the eigenbases
-    ``F^T F = V diag(s) V^T`` and ``W W^T = U diag(t) U^T``:
-    ``Delta = V [(V^T F^T R W^T U) / (s t^T + N lam)] U^T`` (elementwise division).
-    """
-    N = F.shape[0]
-    s, V = np.linalg.eigh(F.T @ F)
-    t, U = np.linalg.eigh(W @ W.T)
-    # Gram eigenvalues are >= 0; rounding can make tiny ones negative.
-    s = np.clip(s, 0.0, None)
-    t = np.clip(t, 0.0, None)
-    inner = V.T @ (F.T @ (R @ W.T)) @ U
-    return V @ (inner / (np.outer(s, t) + N * lam)) @ U.T
-
-
-def _softmax(S: np.ndarray) -> np.ndarray:
-    E = np.exp(S - S.max(1, keepdims=True))
-    return E / E.sum(1, keepdims=True)
-
-
-def _probabilities(S: np.ndarray) -> np.ndarray:
-    """Class probabilities of the scores: one column = the sigmoid of the one logit (binary), else
-    the softmax over the columns."""
-    if S.shape[1] == 1:
-        return 0.5 * (1.0 + np.tanh(0.5 * S))
-    return _softmax(S)
-
-
-def _cross_entropy(S: np.ndarray, Y: np.ndarray) -> float:
-    """Mean cross-entropy of the scores ``S`` against the 0/1 targets ``Y`` (one logit per row
-    for two classes, else one column per class)."""
-    if S.shape[1] == 1:
-        # log(1 + e^s) - y s, written with logaddexp so that large |s| neither overflows nor loses bits
-        return float(np.mean(np.logaddexp(0.0, S[:, 0]) - Y[:, 0] * S[:, 0]))
-    m = S.max(1, keepdims=True)
-    lse = (m + np.log(np.exp(S - m).sum(1, keepdims=True)))[:, 0]
-    return float(np.mean(lse - (Y * S).sum(1)))
-
-
-def _curvature(P: np.ndarray, V: np.ndarray) -> float:
-    """``(1/N) sum_i v_i^T (diag(p_i) - p_i p_i^T) v_i``: the second derivative of the mean
-    cross-entropy along the score direction ``V`` (sigmoid: ``p (1 - p) v^2``)."""
-    if P.shape[1] == 1:
-        return float(np.mean(P[:, 0] * (1.0 - P[:, 0]) * V[:, 0] ** 2))
-    return float(np.mean((P * V**2).sum(1) - (P * V).sum(1) ** 2))
-
-
-def _fit_logistic(Phi: np.ndarray, Y: np.ndarray, lam: float, W0: np.ndarray, b0: np.ndarray):
-    """``(W, b)`` minimising ``(1/N) sum_i CE(Phi_i W + b, y_i) + lam ||W||_F^2`` (intercept
-    unpenalised) by L-BFGS from ``(W0, b0)``: each iterate lowers the objective, so a warm start
-    never ends above where it began. This equals scikit-learn's
-    ``LogisticRegression(C=1 / (2 N lam))``, whose objective is ``C sum_i CE_i + ||W||^2 / 2``."""
-    N, D = Phi.shape
-    k = Y.shape[1]
-
-    def objective(theta):
-        W = theta[: D * k].reshape(D, k)
-        b = theta[D * k :]
-        S = Phi @ W + b
-        loss = _cross_entropy(S, Y) + lam * float((W * W).sum())
-        E = (_probabilities(S) - Y) / N
-        grad = np.concatenate([(Phi.T @ E + 2.0 * lam * W).ravel(), E.sum(0)])
-        return loss, grad
-
-    theta0 = np.concatenate([W0.ravel(), b0])
-    res = scipy.optimize.minimize(
-        objective, theta0, jac=True, method="L-BFGS-B",
-        options={"maxiter": 1000, "gtol": 1e-10, "ftol": 1e-15, "maxcor": 20},
-    )
-    theta = res.x if res.fun <= objective(theta0)[0] else theta0
-    return theta[: D * k].reshape(D, k), theta[D * k :].copy()
-
-
-def _line_search(S: np.ndarray, V: np.ndarray, Y: np.ndarray, max_iter: int = 50) -> float:
-    """``argmin_{a >= 0} h(a)``, ``h(a) = mean CE(S + a V, Y)`` (convex in ``a``), by Newton's
-    method with step halving so that ``h`` never increases; 0 when ``V`` is not a descent
-    direction."""
-    a = 0.0
-    h = _cross_entropy(S, Y)
-    for _ in range(max_iter):
-        P = _probabilities(S + a * V)
-        g = float(np.mean(((P - Y) * V).sum(1)))
-        if a == 0.0 and g >= 0.0:
-            return 0.0
-        curv = _curvature(P, V)
-        if abs(g) <= 1e-12 * max(1.0, h) or curv <= 0.0:
-            break
-        step = -g / curv
-        for _ in range(60):
-            trial = max(a + step, 0.0)
-            h_new = _cross_entropy(S + trial * V, Y)
-            if h_new <= h:
-                break
-            step *= 0.5
-        else:
-            break
-        if abs(trial - a) <= 1e-12 * max(1.0, abs(a)):
-            a = trial
-            break
-        a, h = trial, h_new
-    return a
-
-
-def _check_common(est, *, classifier: bool):
-    check_int(est.n_layers, "n_layers", low=0)
-    check_int(est.n_features, "n_features", low=1)
-    if classifier:
-        check_float(est.l2_reg, "l2_reg", low=0.0, low_inclusive=False)
-    else:
-        check_float(est.l2_reg, "l2_reg", low=0.0)
-    check_float(est.l2_step, "l2_step", low=0.0, low_inclusive=False)
-    check_float(est.boost_lr, "boost_lr", low=0.0, high=1.0, low_inclusive=False)
-    check_option(est.activation, "activation", _ACTIVATIONS)
-    check_int(est.hidden_dim, "hidden_dim", low=1, allow_none=True)
-    check_option(est.features_from, "features_from", _FEATURES_FROM)
-    check_float(est.weight_scale, "weight_scale", low=0.0, low_inclusive=False)
-    parse_seed(est.seed)
-
-
-def _standardiser(Z: np.ndarray):
-    """Mean and standard deviation of each column (constant columns: std 1), the fixed affine map
-    through which the random features see their input."""
-    mu = Z.mean(0)
-    sd = Z.std(0)
-    sd = np.where(sd > 1e-12 * np.maximum(1.0, np.abs(mu)), sd, 1.0)
-    return mu, sd
 
 
 # ------------------------------------------------------------------------------------------------
@@ -278,13 +103,13 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
     def _check_params(self):
         check_int(self.n_features, "n_features", low=1)
         check_float(self.alpha, "alpha", low=0.0)
-        check_option(self.activation, "activation", _ACTIVATIONS)
+        check_option(self.activation, "activation", ACTIVATIONS)
         check_int(self.ensemble, "ensemble", low=1)
         check_float(self.weight_scale, "weight_scale", low=0.0, low_inclusive=False)
         parse_seed(self.seed)
 
     def _member_features(self, X: np.ndarray, k: int) -> np.ndarray:
-        F = _activate(X @ self.weights_[k] + self.biases_[k], self.activation)
+        F = activate(X @ self.weights_[k] + self.biases_[k], self.activation)
         return F / math.sqrt(self.weights_.shape[2])
 
     def fit(self, X, y):
@@ -306,10 +131,10 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
         self.coef_ = np.empty((K, p, Y.shape[1]))
         self.intercept_ = np.empty((K, Y.shape[1]))
         for k in range(K):
-            self.weights_[k], self.biases_[k] = _draw_layer(
+            self.weights_[k], self.biases_[k] = draw_layer(
                 numpy_rng(root + k), d, p, self.activation, float(self.weight_scale)
             )
-            self.coef_[k], self.intercept_[k] = _ridge(self._member_features(X, k), Y, float(self.alpha))
+            self.coef_[k], self.intercept_[k] = ridge(self._member_features(X, k), Y, float(self.alpha))
         return self
 
     def transform(self, X) -> np.ndarray:
@@ -403,14 +228,14 @@ class _RFRBoostBase(BaseEstimator):
         if self.upscale_ is None:
             return X.copy()
         A, c = self.upscale_
-        return _activate((X - self.x_mean_) / self.x_std_ @ A + c, self.activation)
+        return activate((X - self.x_mean_) / self.x_std_ @ A + c, self.activation)
 
     def _layer_features(self, layer: dict, Phi: np.ndarray, Xs: np.ndarray) -> np.ndarray:
         parts = []
         if layer["A_phi"] is not None:
-            parts.append(_activate((Phi - layer["mu"]) / layer["sd"] @ layer["A_phi"] + layer["c_phi"], self.activation))
+            parts.append(activate((Phi - layer["mu"]) / layer["sd"] @ layer["A_phi"] + layer["c_phi"], self.activation))
         if layer["A_x"] is not None:
-            parts.append(_activate(Xs @ layer["A_x"] + layer["c_x"], self.activation))
+            parts.append(activate(Xs @ layer["A_x"] + layer["c_x"], self.activation))
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
     def _draw_block(self, t: int, Phi: np.ndarray, d: int) -> dict:
@@ -418,10 +243,10 @@ class _RFRBoostBase(BaseEstimator):
         p, act, ws = int(self.n_features), self.activation, float(self.weight_scale)
         layer = {"A_phi": None, "c_phi": None, "A_x": None, "c_x": None, "mu": None, "sd": None}
         if self.features_from in ("both", "representation"):
-            layer["mu"], layer["sd"] = _standardiser(Phi)
-            layer["A_phi"], layer["c_phi"] = _draw_layer(rng, Phi.shape[1], p, act, ws)
+            layer["mu"], layer["sd"] = standardiser(Phi)
+            layer["A_phi"], layer["c_phi"] = draw_layer(rng, Phi.shape[1], p, act, ws)
         if self.features_from in ("both", "input"):
-            layer["A_x"], layer["c_x"] = _draw_layer(rng, d, p, act, ws)
+            layer["A_x"], layer["c_x"] = draw_layer(rng, d, p, act, ws)
         return layer
 
     def representation(self, X) -> np.ndarray:
@@ -463,12 +288,12 @@ class _RFRBoostBase(BaseEstimator):
     def _fit_layers(self, X: np.ndarray, Y: np.ndarray):
         d = X.shape[1]
         self._root = root_seed(self.seed)
-        self.x_mean_, self.x_std_ = _standardiser(X)
+        self.x_mean_, self.x_std_ = standardiser(X)
         Xs = (X - self.x_mean_) / self.x_std_
         if self.hidden_dim is None:
             self.upscale_ = None
         else:
-            self.upscale_ = _draw_layer(numpy_rng(self._root), d, int(self.hidden_dim), self.activation, float(self.weight_scale))
+            self.upscale_ = draw_layer(numpy_rng(self._root), d, int(self.hidden_dim), self.activation, float(self.weight_scale))
         Phi = self._base(X)
         W, b = self._fit_top(Phi, Y, None)
         history = [self._objective(Phi, Y, W, b)]
@@ -542,13 +367,13 @@ class RFRBoostRegressor(RegressorMixin, _RFRBoostBase):
         return float((R * R).sum() / Y.shape[0] + float(self.l2_reg) * (W * W).sum())
 
     def _fit_top(self, Phi, Y, previous):
-        return _ridge(Phi, Y, Y.shape[0] * float(self.l2_reg))
+        return ridge(Phi, Y, Y.shape[0] * float(self.l2_reg))
 
     def _block(self, F, Phi, Y, W, b):
-        return _sandwiched_ridge(F, W, Y - Phi @ W - b, float(self.l2_step))
+        return sandwiched_ridge(F, W, Y - Phi @ W - b, float(self.l2_step))
 
     def fit(self, X, y):
-        _check_common(self, classifier=False)
+        check_common(self, classifier=False)
         X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
         self._y_ndim = y.ndim
@@ -598,17 +423,17 @@ class RFRBoostClassifier(ClassifierMixin, _RFRBoostBase):
     )
 
     def _objective(self, Phi, Y, W, b):
-        return _cross_entropy(Phi @ W + b, Y) + float(self.l2_reg) * float((W * W).sum())
+        return cross_entropy(Phi @ W + b, Y) + float(self.l2_reg) * float((W * W).sum())
 
     def _fit_top(self, Phi, Y, previous):
         if previous is None:
             previous = (np.zeros((Phi.shape[1], Y.shape[1])), np.zeros(Y.shape[1]))
-        return _fit_logistic(Phi, Y, float(self.l2_reg), *previous)
+        return fit_logistic(Phi, Y, float(self.l2_reg), *previous)
 
     def _block(self, F, Phi, Y, W, b):
         N = F.shape[0]
         S = Phi @ W + b
-        G = (Y - _probabilities(S)) @ W.T
+        G = (Y - probabilities(S)) @ W.T
         norm = np.linalg.norm(G)
         if norm == 0.0:
             return np.zeros((F.shape[1], Phi.shape[1]))
@@ -616,11 +441,11 @@ class RFRBoostClassifier(ClassifierMixin, _RFRBoostBase):
         gram = F.T @ F
         gram[np.diag_indices_from(gram)] += N * float(self.l2_step)
         A = scipy.linalg.solve(gram, F.T @ G, assume_a="pos")
-        step = _line_search(S, (F @ A) @ W, Y)
+        step = line_search(S, (F @ A) @ W, Y)
         return step * A
 
     def fit(self, X, y):
-        _check_common(self, classifier=True)
+        check_common(self, classifier=True)
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self.classes_, idx = np.unique(y, return_inverse=True)
@@ -640,7 +465,7 @@ class RFRBoostClassifier(ClassifierMixin, _RFRBoostBase):
         return S[:, 0] if S.shape[1] == 1 else S
 
     def predict_proba(self, X) -> np.ndarray:
-        P = _probabilities(self._scores(X))
+        P = probabilities(self._scores(X))
         return np.concatenate([1.0 - P, P], axis=1) if P.shape[1] == 1 else P
 
     def predict_log_proba(self, X) -> np.ndarray:
