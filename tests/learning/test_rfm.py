@@ -13,7 +13,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from featurelens.learning import RFMClassifier, RFMRegressor
-from featurelens.learning import rfm as rfm_module
+from featurelens.learning import _rfm_kernels as rfm_kernels
 
 
 def small_problem(n=30, d=4, outputs=1, seed=0):
@@ -234,13 +234,13 @@ def test_batch_size_bounds_chunks_not_results(monkeypatch):
     X, y = small_problem(n=30, outputs=2)
     ref = RFMRegressor(iters=2, bandwidth=3.0).fit(X, y)
     seen = []
-    real_chunks = rfm_module.chunks
+    real_chunks = rfm_kernels.chunks
 
     def recording(total, batch_size):
         seen.append(batch_size)
         return real_chunks(total, batch_size)
 
-    monkeypatch.setattr(rfm_module, "chunks", recording)
+    monkeypatch.setattr(rfm_kernels, "chunks", recording)
     small = RFMRegressor(iters=2, bandwidth=3.0, batch_size=4).fit(X, y)
     assert seen and set(seen) == {4}
     np.testing.assert_allclose(small.M_, ref.M_, rtol=1e-10, atol=1e-14)
