@@ -19,6 +19,13 @@ Mixing uses *global* Frobenius norms over the whole (N, D) matrices, ``P~ = P / 
 ``B~ = B / ||B||_F``; the additive scenarios use ``x = alpha * P~ + (1 - alpha) * B~``. The data are then
 divided by ``max |x|`` over all samples and pixels, so ``x`` lies in [-1, 1]. ``alpha`` (the SNR)
 defaults to the values of the paper, :data:`XAI_TRIS_SNR`.
+
+Two ground truths (``ground_truth=``): ``"union"`` (the default) marks, in every image of the
+fixed-position scenarios, the union of both tetromino positions (the mask XAI-TRIS's top-k precision
+is scored against); ``"own"`` marks only the pixels of the pattern planted in that image (the T of a
+class-0 image, the L of a class-1 image; the per-image mask the reference generator also keeps).
+The two differ only for ``linear`` and ``multiplicative``: an ``xor`` image holds both patterns, and a
+``translations_rotations`` image only its own, so both kinds give the same masks there.
 """
 
 from __future__ import annotations
@@ -32,11 +39,12 @@ from scipy.ndimage import gaussian_filter, gaussian_filter1d
 from .._random import parse_seed, seed_record, spawn_rngs
 from .._validation import check_budget, check_float, check_option
 
-__all__ = ["SCENARIOS", "BACKGROUNDS", "IMAGE_SIZES", "XAI_TRIS_SNR", "XAITrisDataset", "xai_tris"]
+__all__ = ["SCENARIOS", "BACKGROUNDS", "IMAGE_SIZES", "GROUND_TRUTHS", "XAI_TRIS_SNR", "XAITrisDataset", "xai_tris"]
 
 SCENARIOS = ("linear", "multiplicative", "translations_rotations", "xor")
 BACKGROUNDS = ("white", "correlated")
 IMAGE_SIZES = (8, 64)
+GROUND_TRUTHS = ("union", "own")
 
 #: Signal-to-noise ratio ``alpha`` per (scenario, background, image_size), from the paper's table.
 XAI_TRIS_SNR: dict[tuple[str, str, int], float] = {
@@ -78,14 +86,16 @@ class XAITrisDataset:
     Attributes:
         X: images, shape (N, 1, H, W), float32, in [-1, 1].
         y: labels, shape (N,), int64, in {0, 1}.
-        ground_truth: bool masks of the pixels that carry the class signal, shape (N, H, W). For
-            ``linear``, ``multiplicative`` and ``xor`` the union of both pattern locations (the same for
-            every sample); for ``translations_rotations`` the sample's own pattern.
+        ground_truth: bool masks of the pixels that carry the class signal, shape (N, H, W). With
+            ``ground_truth_kind="union"``: for ``linear``, ``multiplicative`` and ``xor`` the union of
+            both pattern locations (the same for every sample); for ``translations_rotations`` the
+            sample's own pattern. With ``"own"``: the pixels of the pattern(s) planted in that image.
         patterns: the signed pattern image of each sample before SNR scaling, (N, H, W), float32.
         scenario, background, image_size: the generator's arguments.
         snr: the signal-to-noise ratio ``alpha`` that was used.
         seed: the seed the data were drawn with (an int; None for fresh entropy; ``"generator"``
             when a numpy Generator was given).
+        ground_truth_kind: ``"union"`` or ``"own"``, the ``ground_truth`` argument of :func:`xai_tris`.
     """
 
     X: np.ndarray
@@ -97,6 +107,7 @@ class XAITrisDataset:
     image_size: int
     snr: float
     seed: int | str | None
+    ground_truth_kind: str = "union"
 
     def __len__(self) -> int:
         return int(self.y.shape[0])
@@ -141,6 +152,7 @@ def xai_tris(
     n_samples: int = 10000,
     snr: float | None = None,
     seed=0,
+    ground_truth: str = "union",
 ) -> XAITrisDataset:
     """Generate an XAI-TRIS data set (Clark, Wilming & Haufe 2024, arXiv:2306.12816).
 
@@ -165,6 +177,14 @@ def xai_tris(
         snr: ``alpha`` in (0, 1); ``None`` takes the paper's value from :data:`XAI_TRIS_SNR`.
         seed: None, a non-negative int or a ``numpy.random.Generator``; with an int the output is a
             deterministic function of all arguments.
+        ground_truth: ``"union"`` (default) or ``"own"``, the masks of :attr:`XAITrisDataset.ground_truth`.
+            ``"union"``: in ``linear``, ``multiplicative`` and ``xor``, every image's mask is the union of
+            both tetromino positions ``T + L >= 0.05`` (blurred templates on 64x64; XAI-TRIS's precision
+            mask). ``"own"``: each image's own pattern, ``P_i >= 0.05`` for the unsigned pattern of that
+            image (its T or its L in ``linear`` / ``multiplicative``; both in ``xor``, so there
+            ``"own" == "union"``). ``translations_rotations`` always uses the own pattern (its positions
+            are random, so a union of positions is not defined). ``"own"`` is a subset of ``"union"``;
+            the images, labels and patterns do not depend on this argument.
 
     Returns:
         An :class:`XAITrisDataset`. Samples are generated class 0 first, then class 1, and shuffled
@@ -188,6 +208,7 @@ def xai_tris(
     snr = check_float(snr, "snr", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False, allow_none=True)
     alpha = XAI_TRIS_SNR[(scenario, background, image_size)] if snr is None else snr
     seed = parse_seed(seed)
+    ground_truth = check_option(ground_truth, "ground_truth", GROUND_TRUTHS)
 
     bg_rng, layout_rng, shuffle_rng = _rngs(seed)
     labels = _split_counts(n_samples, 2)
@@ -196,7 +217,7 @@ def xai_tris(
     if scenario == "translations_rotations":
         patterns, masks = _rigid_patterns(labels, perm, image_size, layout_rng)
     else:
-        patterns, masks = _fixed_patterns(scenario, labels, perm, image_size)
+        patterns, masks = _fixed_patterns(scenario, labels, perm, image_size, own=ground_truth == "own")
     y = labels[perm]
 
     x = _background(n_samples, image_size, background, bg_rng)
@@ -212,6 +233,7 @@ def xai_tris(
         image_size=image_size,
         snr=alpha,
         seed=seed_record(seed)["seed"],
+        ground_truth_kind=ground_truth,
     )
 
 
@@ -298,8 +320,9 @@ def _background(
     return b.reshape(n_samples, image_size * image_size)
 
 
-def _fixed_patterns(scenario: str, labels: np.ndarray, perm: np.ndarray, image_size: int):
-    """Patterns and masks for linear / multiplicative / xor, already in shuffled order."""
+def _fixed_patterns(scenario: str, labels: np.ndarray, perm: np.ndarray, image_size: int, own: bool = False):
+    """Patterns and masks for linear / multiplicative / xor, already in shuffled order; the masks
+    are the union of both positions, or with ``own`` each image's own (unsigned) pattern >= 0.05."""
     scale = _pattern_scale(scenario, image_size)
     templates = []
     for shape, (r, c) in zip((_T, _L), _POSITIONS[image_size]):
@@ -325,6 +348,9 @@ def _fixed_patterns(scenario: str, labels: np.ndarray, perm: np.ndarray, image_s
         stack = np.stack([t_img, l_img])
         template_id = labels
     patterns = stack[template_id[perm]]
+    if own and scenario != "xor":  # an xor image holds both patterns: its own mask is the union
+        own_masks = np.stack([t_img >= _MASK_THRESHOLD, l_img >= _MASK_THRESHOLD])
+        return patterns, own_masks[template_id[perm]]
     masks = np.broadcast_to(union, patterns.shape).copy()
     return patterns, masks
 
