@@ -17,6 +17,11 @@ Conventions shared by the top-k and EMD metrics:
   the largest ``|a|`` among the pixels with ``|a| > 0`` (as in XAI-TRIS); ties are broken by a stable
   sort, i.e. the pixel with the smaller flat index (row-major) wins. A map with fewer than ``k``
   non-zero pixels selects only those, so an all-zero map scores 0 precision and 0 IoU.
+* :func:`precision_at_k` and :func:`iou_at_k` take ``threshold=``, the rule that picks the selected set
+  ``S``: ``"top_k"`` (default, the set above), ``"half_max"`` (``S = {|a| >= max|a| / 2}``) or a quantile
+  ``q`` in (0, 1) (``S = {|a| >= Q_q(|a|)}``, ``Q_q`` the ``q``-quantile of the sample's ``H * W`` values
+  of ``|a|``, numpy's default linear interpolation). Every rule keeps only pixels with ``|a| > 0``, so an
+  all-zero map selects nothing and scores 0.
 """
 
 from __future__ import annotations
@@ -37,31 +42,68 @@ _POT_MAX_ITER = 10_000_000
 _SCIPY_SLOW_VARIABLES = 200_000
 
 
-def precision_at_k(a, masks) -> np.ndarray:
+THRESHOLDS = ("top_k", "half_max")
+
+
+def _check_threshold(threshold):
+    """``"top_k"``, ``"half_max"`` or a float quantile in (0, 1), checked; returned unchanged (a float
+    for a quantile)."""
+    if isinstance(threshold, str):
+        return check_option(threshold, "threshold", THRESHOLDS)
+    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, (int, float, np.integer, np.floating)):
+        raise TypeError(
+            f"threshold must be 'top_k', 'half_max' or a quantile in (0, 1); got {threshold!r} "
+            f"({type(threshold).__name__})"
+        )
+    q = float(threshold)
+    if not (0.0 < q < 1.0):
+        raise ValueError(f"threshold must be 'top_k', 'half_max' or a quantile in (0, 1); got {threshold!r}")
+    return q
+
+
+def precision_at_k(a, masks, *, threshold="top_k") -> np.ndarray:
     """Top-k precision: the share of the ``k`` largest ``|a|`` pixels that lie in the mask.
 
     ``precision = |topk(|a|) ∩ GT| / k`` with ``k = |GT|`` (Clark et al. 2024, arXiv:2306.12816).
     The top-k set is defined in the module docstring (non-zero pixels only, stable tie-breaking).
+
+    With ``threshold="half_max"`` or a quantile ``q`` the selected set ``S`` is the thresholded map of
+    the module docstring and ``precision = |S ∩ GT| / |S|`` (0 when ``S`` is empty, i.e. an all-zero
+    map); with ``"top_k"`` (default) ``|S| = k`` whenever the map has at least ``k`` non-zero pixels.
     Returns a float64 array (N,); ``NaN`` where the mask is empty.
     """
+    threshold = _check_threshold(threshold)
     a, m = _prepare(a, masks)
-    inter, _, k = _topk_counts(a, m)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = inter / k
+    if threshold == "top_k":
+        inter, _, k = _topk_counts(a, m)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = inter / k
+    else:
+        inter, selected, k = _threshold_counts(a, m, threshold)
+        out = inter / np.maximum(selected, 1.0)
     out[k == 0] = np.nan
     return out
 
 
-def iou_at_k(a, masks) -> np.ndarray:
+def iou_at_k(a, masks, *, threshold="top_k") -> np.ndarray:
     """Intersection over union of the top-k pixels of ``|a|`` (``k = |GT|``) with the mask.
 
     ``IoU = |S ∩ GT| / |S ∪ GT|`` with ``S`` the top-k set of the module docstring. When the map has at
     least ``k`` non-zero pixels, ``|S| = k`` and ``IoU = p / (2 - p)`` with ``p`` the
-    :func:`precision_at_k`, a monotone transform (XAI-TRIS reports only ``p``). Returns a float64 array
-    (N,); ``NaN`` where the mask is empty.
+    :func:`precision_at_k`, a monotone transform (XAI-TRIS reports only ``p``).
+
+    ``threshold`` picks ``S`` (module docstring): ``"top_k"`` (default), ``"half_max"``
+    (``|a| >= max|a| / 2``, the fixed fraction of the maximum a mIoU is often thresholded at) or a
+    quantile ``q`` in (0, 1). With a threshold rule ``|S|`` is not tied to ``|GT|``, so the IoU is no
+    longer a function of the top-k precision. Returns a float64 array (N,); ``NaN`` where the mask is
+    empty.
     """
+    threshold = _check_threshold(threshold)
     a, m = _prepare(a, masks)
-    inter, selected, k = _topk_counts(a, m)
+    if threshold == "top_k":
+        inter, selected, k = _topk_counts(a, m)
+    else:
+        inter, selected, k = _threshold_counts(a, m, threshold)
     union = selected + k - inter
     with np.errstate(invalid="ignore", divide="ignore"):
         out = inter / union
@@ -222,6 +264,22 @@ def _topk_counts(a: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     np.put_along_axis(ranks, order, np.arange(flat_a.shape[1])[None, :], axis=1)
     selected = (ranks < k[:, None]) & (flat_a > 0)
     inter = (selected & flat_m).sum(axis=1)
+    return inter.astype(np.float64), selected.sum(axis=1).astype(np.float64), k.astype(np.float64)
+
+
+def _threshold_counts(a: np.ndarray, m: np.ndarray, threshold) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per sample: |S ∩ GT|, |S| and |GT| as float64, S = the non-zero pixels of |a| at or above the
+    threshold (``"half_max"``: max|a| / 2; a float q: the q-quantile of |a| over the sample)."""
+    n = a.shape[0]
+    flat_a = a.reshape(n, -1)
+    flat_m = m.reshape(n, -1)
+    if threshold == "half_max":
+        cut = 0.5 * flat_a.max(axis=1, initial=0.0)
+    else:
+        cut = np.quantile(flat_a, threshold, axis=1) if flat_a.shape[1] else np.zeros(n)
+    selected = (flat_a >= cut[:, None]) & (flat_a > 0)
+    inter = (selected & flat_m).sum(axis=1)
+    k = flat_m.sum(axis=1)
     return inter.astype(np.float64), selected.sum(axis=1).astype(np.float64), k.astype(np.float64)
 
 
@@ -421,14 +479,14 @@ SPECS = (
         column="relevance_rank_accuracy", label="rank acc.", audit_default=True),
     MetricSpec(
         "precision_at_k", precision_at_k, "localisation", +1,
-        "share of the k most relevant features inside the mask (Clark et al. 2024); "
-        "higher is better",
+        "share of the k most relevant features inside the mask (Clark et al. 2024; threshold= "
+        "'top_k' by default, or 'half_max' / a quantile); higher is better",
         requires={"masks"}, score=_on_masks(precision_at_k), column="precision_at_k", label="prec@k",
         audit_default=True, benchmark=("precision", "precision")),
     MetricSpec(
         "iou_at_k", iou_at_k, "localisation", +1,
         "intersection over union of the k most relevant features with the mask, k = |mask| "
-        "(Clark et al. 2024); higher is better",
+        "(Clark et al. 2024; threshold= 'top_k' by default, or 'half_max' / a quantile); higher is better",
         requires={"masks"}, score=_on_masks(iou_at_k), benchmark=("iou", "IoU")),
     MetricSpec(
         "emd_score", emd_score, "localisation", +1,
