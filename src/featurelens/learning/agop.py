@@ -14,7 +14,6 @@ backpropagation-free machine learning models", Science 2024, arXiv 2212.13881.
 from __future__ import annotations
 
 import copy
-import math
 
 import numpy as np
 import torch
@@ -29,6 +28,7 @@ from .._validation import (
     check_optional_bool,
 )
 from ..models import Model
+from ._distributed import dist_agree, dist_device, dist_module
 
 #: Above this many input dimensions a tracker keeps only the AGOP diagonal unless told otherwise.
 FULL_AGOP_MAX_DIM = 4096
@@ -506,48 +506,6 @@ def _state_array(value, name: str, shape: tuple, device) -> torch.Tensor:
                          + ("None" if arr is None else f"shape {arr.shape}"))
     check_floating(arr, name)
     return torch.from_numpy(np.array(arr, dtype=np.float64)).to(device)
-
-
-# -- torch.distributed helpers (shared with CKAAccumulator.all_reduce) ---------------------------
-
-
-def dist_module(what: str):
-    """``torch.distributed`` when a process group is initialised, else a clear RuntimeError."""
-    import torch.distributed as dist
-
-    if not (dist.is_available() and dist.is_initialized()):
-        raise RuntimeError(
-            f"{what} needs an initialised torch.distributed process group (run under torchrun and "
-            "call torch.distributed.init_process_group(...)); none is initialised in this process. "
-            "Without one, combine accumulators with merge(other) or their state() dicts"
-        )
-    return dist
-
-
-def dist_device(dist, group) -> torch.device:
-    """Where collective tensors live: the current CUDA device for NCCL, the CPU otherwise."""
-    if dist.get_backend(group) == "nccl":
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
-
-
-def dist_agree(dist, values: np.ndarray, known: bool, group, device, names: str, what: str):
-    """Check that every rank that knows ``values`` holds the same numbers (one MAX and one MIN
-    all_reduce); returns them, or None when no rank knows them. Every rank reaches the same
-    verdict, so a mismatch raises on all ranks rather than hanging one of them."""
-    v = torch.as_tensor(np.asarray(values, dtype=np.float64), device=device)
-    hi = v.clone() if known else torch.full_like(v, -math.inf)
-    lo = v.clone() if known else torch.full_like(v, math.inf)
-    dist.all_reduce(hi, op=dist.ReduceOp.MAX, group=group)
-    dist.all_reduce(lo, op=dist.ReduceOp.MIN, group=group)
-    if bool(torch.isinf(hi).all()) and bool((hi < 0).all()):
-        return None
-    if not torch.equal(hi, lo):
-        raise ValueError(
-            f"cannot all_reduce {what}: the ranks differ in {names}; every rank must build its "
-            "accumulator with the same settings"
-        )
-    return hi.cpu().numpy()
 
 
 class AGOPTracker:

@@ -27,7 +27,6 @@ from .._validation import (
     check_optional_bool,
 )
 from .representation_stats import feature_matrix
-from .representation_stats import RANK_METHODS, class_stats, label_vector  # noqa: F401  (re-exported)
 from .representation_stats import compression_discrimination, effective_rank, linear_probe
 
 __all__ = ["CKAAccumulator", "cka", "compression_discrimination", "effective_rank", "linear_probe"]
@@ -383,7 +382,7 @@ class CKAAccumulator:
         the whole world). Raises RuntimeError when torch.distributed is not initialised."""
         import torch
 
-        from .agop import dist_agree, dist_device, dist_module
+        from ._distributed import dist_agree, dist_device, dist_module
 
         dist = dist_module("CKAAccumulator.all_reduce")
         dev = dist_device(dist, group)
