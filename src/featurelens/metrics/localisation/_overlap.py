@@ -370,7 +370,7 @@ def _emd_scipy(a: np.ndarray, b: np.ndarray, cost: np.ndarray) -> float:
 _MASS_MODES = ("positive", "abs", "signed")
 
 
-def _flat_pair(attributions, masks) -> tuple[np.ndarray, np.ndarray]:
+def flat_pair(attributions, masks) -> tuple[np.ndarray, np.ndarray]:
     """(a as float64 (N, D), mask as bool (N, D)); a mask without the channel axis of an image
     batch (N, H, W) / (N, 1, H, W) is spread over the channels."""
     a = _to_numpy(attributions, "a").astype(np.float64, copy=False)
@@ -405,7 +405,7 @@ def relevance_mass(a, masks, *, mode: str = "abs") -> np.ndarray:
     where the mask is empty or the total is 0. Returns float64 (n,).
     """
     mode = check_option(mode, "mode", _MASS_MODES)
-    v, m = _flat_pair(a, masks)
+    v, m = flat_pair(a, masks)
     if mode == "positive":
         v = np.maximum(v, 0.0)
     elif mode == "abs":
@@ -428,7 +428,7 @@ def relevance_rank_accuracy(a, masks, *, abs: bool = False) -> np.ndarray:
     where the mask is empty. Returns float64 (n,).
     """
     abs = check_bool(abs, "abs")
-    v, m = _flat_pair(a, masks)
+    v, m = flat_pair(a, masks)
     if abs:
         v = np.abs(v)
     k = m.sum(axis=1)
@@ -445,7 +445,7 @@ def relevance_rank_accuracy(a, masks, *, abs: bool = False) -> np.ndarray:
 # specs (featurelens.metrics._spec): what each metric is, and how the audit calls it
 
 
-def _mask_layout(a, masks):
+def mask_layout(a, masks):
     """Maps and masks in the (n, H, W) layout of the localisation metrics: tabular rows become
     1 x d images; a mask over the length of (n, C, L) signals holds for every channel; a mask
     with the channels of (n, C, H, W) maps keeps its first channel."""
@@ -459,8 +459,8 @@ def _mask_layout(a, masks):
     return a, masks
 
 
-def _on_masks(fn):
-    return lambda ctx: fn(*_mask_layout(ctx.a, ctx.masks))
+def on_masks(fn):
+    return lambda ctx: fn(*mask_layout(ctx.a, ctx.masks))
 
 
 from .._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
@@ -469,28 +469,28 @@ SPECS = (
     MetricSpec(
         "relevance_mass", relevance_mass, "localisation", +1,
         "share of |a| inside the ground-truth mask (Arras et al. 2022); higher is better",
-        requires={"masks"}, quantus="RelevanceMassAccuracy", score=_on_masks(relevance_mass),
+        requires={"masks"}, quantus="RelevanceMassAccuracy", score=on_masks(relevance_mass),
         column="relevance_mass", label="rel. mass", audit_default=True),
     MetricSpec(
         "relevance_rank_accuracy", relevance_rank_accuracy, "localisation", +1,
         "share of the top-|mask| features inside the mask (Arras et al. 2022); "
         "higher is better",
-        requires={"masks"}, quantus="RelevanceRankAccuracy", score=_on_masks(relevance_rank_accuracy),
+        requires={"masks"}, quantus="RelevanceRankAccuracy", score=on_masks(relevance_rank_accuracy),
         column="relevance_rank_accuracy", label="rank acc.", audit_default=True),
     MetricSpec(
         "precision_at_k", precision_at_k, "localisation", +1,
         "share of the k most relevant features inside the mask (Clark et al. 2024; threshold= "
         "'top_k' by default, or 'half_max' / a quantile); higher is better",
-        requires={"masks"}, score=_on_masks(precision_at_k), column="precision_at_k", label="prec@k",
+        requires={"masks"}, score=on_masks(precision_at_k), column="precision_at_k", label="prec@k",
         audit_default=True, benchmark=("precision", "precision")),
     MetricSpec(
         "iou_at_k", iou_at_k, "localisation", +1,
         "intersection over union of the k most relevant features with the mask, k = |mask| "
         "(Clark et al. 2024; threshold= 'top_k' by default, or 'half_max' / a quantile); higher is better",
-        requires={"masks"}, score=_on_masks(iou_at_k), benchmark=("iou", "IoU")),
+        requires={"masks"}, score=on_masks(iou_at_k), benchmark=("iou", "IoU")),
     MetricSpec(
         "emd_score", emd_score, "localisation", +1,
         "1 - the earth mover's distance between |a| and the mask, both normalised, over sqrt(2 D) "
         "(Clark et al. 2024); higher is better",
-        requires={"masks"}, score=_on_masks(emd_score), benchmark=("emd", "EMD")),
+        requires={"masks"}, score=on_masks(emd_score), benchmark=("emd", "EMD")),
 )

@@ -21,7 +21,7 @@ from scipy.stats import rankdata
 from ..._random import numpy_rng
 from ..._validation import as_numpy, check_bool, check_budget, check_float, check_int, check_option
 from .._perturb import attributions_array
-from ._overlap import _flat_pair
+from ._overlap import flat_pair
 
 __all__ = [
     "attribution_localisation",
@@ -37,7 +37,7 @@ _LOCALISATION_MODES = ("positive", "abs")
 
 def _pair(a, masks):
     """(a float64 (n, D), mask bool (n, D), mask shaped like a); every mask empty is an error."""
-    v, m = _flat_pair(a, masks)
+    v, m = flat_pair(a, masks)
     if v.shape[0] and not m.any():
         raise ValueError("masks are empty for every sample; expected at least one True element in some mask")
     return v, m
@@ -285,23 +285,23 @@ def focus(a, layout) -> np.ndarray:
 
 
 def _score_top_k(ctx):
-    a, masks = _mask_layout(ctx.a, ctx.masks)
+    a, masks = mask_layout(ctx.a, ctx.masks)
     d = int(np.prod(np.shape(a)[1:]))
     return top_k_intersection(a, masks, k=max(1, int(round(0.1 * d))))
 
 
 from .._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)
-from ._overlap import _mask_layout, _on_masks  # noqa: E402
+from ._overlap import mask_layout, on_masks  # noqa: E402
 
 SPECS = (
     MetricSpec(
         "pointing_game", pointing_game, "localisation", +1,
         "whether the map's maximum lies in the mask (Zhang et al. 2018); higher is better",
-        requires={"masks"}, quantus="PointingGame", score=_on_masks(pointing_game)),
+        requires={"masks"}, quantus="PointingGame", score=on_masks(pointing_game)),
     MetricSpec(
         "attribution_localisation", attribution_localisation, "localisation", +1,
         "share of the positive relevance inside the mask (Kohlbrenner et al. 2020); higher is better",
-        requires={"masks"}, quantus="AttributionLocalisation", score=_on_masks(attribution_localisation)),
+        requires={"masks"}, quantus="AttributionLocalisation", score=on_masks(attribution_localisation)),
     MetricSpec(
         "top_k_intersection", top_k_intersection, "localisation", +1,
         "share of the k highest-attributed features (k: 10 % of them) inside the mask "
@@ -311,7 +311,7 @@ SPECS = (
         "auc", auc, "localisation", +1,
         "area under the ROC curve of the map as a score for the mask (Fawcett 2006); higher is better, "
         "0.5 for a random map",
-        requires={"masks"}, quantus="AUC", score=_on_masks(auc)),
+        requires={"masks"}, quantus="AUC", score=on_masks(auc)),
     MetricSpec(
         "focus", focus, "localisation", +1,
         "share of the positive relevance of a 2 x 2 mosaic's map on the target-class images "
