@@ -48,6 +48,7 @@ The Reading section is generated from the measured numbers (``reading``), so it 
 of the run that wrote it.
 
 Usage: .venv/bin/python benchmarks/bench_sae.py [--quick] [--seeds 0 1 2] [--no-text] [--from-json PATH]
+       [--magnitude [--text-seeds 0]]  (the magnitude study, benchmarks/bench_sae_magnitude.py)
 Writes benchmarks/results/sae.md, sae.json, sae_recovery.png, sae_blend.png (about 5 minutes on 2
 shared cores at load 1, 4-11 minutes as the load rises; --quick: one seed, smaller data, no matching,
 about 40 s of CPU). ``--from-json results/sae.json`` trains nothing and rewrites sae.md and the
@@ -140,27 +141,28 @@ def concept_alignment(F: np.ndarray, labels: np.ndarray, threshold: float = 0.9)
 # part A: planted superposition
 
 
-def fit_sae(X, score, k, seed, n_latents, epochs, lr, sparsity="topk"):
-    extra = {}
+def fit_sae(X, score, k, seed, n_latents, epochs, lr, sparsity="topk", magnitude="score"):
+    extra = {} if magnitude == "score" else {"magnitude": magnitude}
     if sparsity == "batchtopk+auxk":
         extra = {"aux_k": X.shape[1] // 2, "resample_dead": False}
     return SparseAutoencoder(n_latents, score=score, sparsity=sparsity.split("+")[0], k=k, lr=lr, epochs=epochs,
                              batch_size=256, seed=seed, progress=False, **extra).fit(X)
 
 
-def run_planted(variant, score, k, seed, cfg, sparsity="topk") -> dict:
+def run_planted(variant, score, k, seed, cfg, sparsity="topk", magnitude="score") -> dict:
     ds = superposition(64, 32, 0.92, norm_spread=0.7, normalize=(variant == "normalised"),
                        n_samples=cfg["n_planted"], seed=seed)
     X = ds.X.astype(np.float32)
     t0 = time.perf_counter()
-    sae = fit_sae(X, score, k, seed, 128, cfg["epochs_planted"], 3e-3, sparsity)
+    sae = fit_sae(X, score, k, seed, 128, cfg["epochs_planted"], 3e-3, sparsity, magnitude)
     rec = dictionary_recovery(ds.dictionary, sae)
     nd = norm_detectors(sae, X, codes=ds.codes, norms=ds.norms)
     F = sae.encode(X)
     return {"variant": variant, "score": score, "sparsity": sparsity, "k": k, "seed": seed,
             "fvu": fvu(X, sae.decode(F)), "l0": float((F > 0).sum(1).mean()), "mmcs": rec["mean_max_cosine"],
             "matched_share": rec["matched_share"], "dead": len(dead_latents(sae, X)), "norm_detectors": len(nd["latents"]),
-            "threshold": sae.threshold_, "blend": blend_summary(sae), "seconds": time.perf_counter() - t0}
+            "threshold": sae.threshold_, "blend": blend_summary(sae), "magnitude": magnitude,
+            "seconds": time.perf_counter() - t0}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -245,16 +247,17 @@ def minilm_tokens(n_sentences: int, layer: int = 3):
     return np.concatenate(H).astype(np.float32), np.concatenate(L)
 
 
-def run_text(X, labels, norms, variant, score, k, seed, cfg, sparsity="topk") -> dict:
+def run_text(X, labels, norms, variant, score, k, seed, cfg, sparsity="topk", magnitude="score") -> dict:
     t0 = time.perf_counter()
-    sae = fit_sae(X, score, k, seed, cfg["text_latents"], cfg["epochs_text"], 1e-2, sparsity)
+    sae = fit_sae(X, score, k, seed, cfg["text_latents"], cfg["epochs_text"], 1e-2, sparsity, magnitude)
     F = sae.encode(X)
     ca = concept_alignment(F, labels)
     nd = norm_detectors(sae, X, codes=labels.astype(np.float64), norms=norms)
     return {"variant": variant, "score": score, "sparsity": sparsity, "k": k, "seed": seed, "fvu": fvu(X, sae.decode(F)),
             "l0": float((F > 0).sum(1).mean()), "threshold": sae.threshold_, "dead": int((~(F > 0).any(0)).sum()), "norm_detectors": len(nd["latents"]),
             "aligned_share": ca["aligned_share"], "aligned": ca["aligned"], "live": ca["live"],
-            "best_label_counts": ca["best_label_counts"], "blend": blend_summary(sae), "seconds": time.perf_counter() - t0}
+            "best_label_counts": ca["best_label_counts"], "blend": blend_summary(sae), "magnitude": magnitude,
+            "seconds": time.perf_counter() - t0}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -645,8 +648,17 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--from-json", metavar="PATH",
                         help="train nothing: rewrite sae.md and the figures from a saved sae.json (after editing the reading)")
+    parser.add_argument("--magnitude", action="store_true",
+                        help="the magnitude study instead (sae_magnitude.md): cosine / blend scores with "
+                             "magnitude='score' | 'norm' | 'inner' at matched L0, planted and MiniLM")
+    parser.add_argument("--text-seeds", type=int, nargs="+", default=None,
+                        help="--magnitude: the MiniLM seeds (default: the first of --seeds)")
     args = parser.parse_args(argv)
     out = Path(args.out)
+    if args.magnitude:
+        from bench_sae_magnitude import magnitude_study
+
+        return magnitude_study(args, out)
     if args.from_json:
         data = json.loads(Path(args.from_json).read_text())
         out.mkdir(parents=True, exist_ok=True)

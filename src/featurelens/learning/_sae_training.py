@@ -4,7 +4,7 @@ resampling. The formulas and citations are in the docstring of :mod:`featurelens
 this module holds the mechanics so that the estimator's module stays readable.
 
 It never imports ``sae`` (``sae`` imports it): the estimator is passed in and its ``_scores`` /
-``_activate`` give the forward pass.
+``_activate`` / ``_magnitude`` / ``_codes`` give the forward pass.
 """
 
 from __future__ import annotations
@@ -56,19 +56,22 @@ def default_dead_steps(n: int, batch_size: int) -> int:
 
 
 def aux_loss(s: torch.Tensor, x: torch.Tensor, xhat: torch.Tensor, W_dec: torch.Tensor, dead: torch.Tensor,
-             aux_k: int) -> tuple[torch.Tensor, torch.Tensor]:
+             aux_k: int, magnitude=None) -> tuple[torch.Tensor, torch.Tensor]:
     """Gao et al.'s (2025) AuxK loss on one batch: ``(L_aux, var_x)``.
 
     ``e = x - xhat`` (detached), ``z`` = ReLU of the ``aux_k`` largest scores among the ``dead``
     latents of each row (all dead ones when fewer), ``ehat = W_dec z``; ``L_aux = sum ||e - ehat||^2
     / sum ||e - mean_batch(e)||^2`` (their code's ``normalized_mse``); ``var_x = mean ||x -
     mean_batch(x)||^2`` (detached) converts it to the units of the unnormalised reconstruction
-    term. Both are 0 for a batch of one row (no variance to normalise by).
+    term. Both are 0 for a batch of one row (no variance to normalise by). ``magnitude`` (None: the
+    identity) maps the selected dead scores to the codes decoded, as the autoencoder's ``magnitude``.
     """
     e = (x - xhat).detach()
     kk = min(int(aux_k), int(dead.sum()))
     top = torch.topk(s.masked_fill(~dead, -math.inf), kk, dim=1)
     z = torch.zeros_like(s).scatter(1, top.indices, torch.relu(top.values))
+    if magnitude is not None:
+        z = magnitude(z)
     ehat = z @ W_dec.T
     denom = (e - e.mean(0)).pow(2).sum()
     if not bool(denom > 0):
@@ -107,9 +110,10 @@ def train(sae, X: torch.Tensor) -> dict:
     # so the first reconstructions are many times too large (about 40x for TopK on MiniLM) and
     # a small learning rate spends epochs shrinking them. Every score is linear in W_enc and
     # ReLU / TopK / BatchTopK keep their pattern under a positive scale (b_enc = 0), so the
-    # reconstruction of c W_enc is c times that of W_enc: take the least-squares c on the sample.
+    # reconstruction of c W_enc is c times that of W_enc (the "norm" and "inner" magnitudes are
+    # linear in W_enc too): take the least-squares c on the sample.
     with torch.no_grad():
-        recon = sae._activate(sae._scores(sample, W_enc, b_enc, b_pre, theta), training=True) @ W_dec.T
+        recon = sae._codes(sample, W_enc, b_enc, b_pre, theta, training=True)[1] @ W_dec.T
         denom = float((recon * recon).sum())
         if denom > 0:
             c = float(((sample - b_pre) * recon).sum()) / denom
@@ -139,7 +143,8 @@ def train(sae, X: torch.Tensor) -> dict:
             for s0 in range(0, n, bs):
                 x = X[perm[s0 : s0 + bs]]
                 s = sae._scores(x, W_enc, b_enc, b_pre, theta)
-                f = sae._activate(s, training=True)
+                sel = sae._activate(s, training=True)  # the selection
+                f = sae._magnitude(sel, x, W_enc, b_enc, b_pre)  # the codes decoded ("score": f is sel)
                 xhat = f @ W_dec.T + b_pre
                 recon = (x - xhat).pow(2).sum(1).mean()
                 l1_term = f.sum(1).mean()
@@ -148,7 +153,8 @@ def train(sae, X: torch.Tensor) -> dict:
                 if aux_k is not None:
                     dead = since >= dead_steps
                     if bool(dead.any()):
-                        aux, var_x = aux_loss(s, x, xhat, W_dec, dead, aux_k)
+                        aux, var_x = aux_loss(s, x, xhat, W_dec, dead, aux_k,
+                                              lambda z: sae._magnitude(z, x, W_enc, b_enc, b_pre))
                         loss = loss + aux_coef * var_x * aux
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
@@ -164,7 +170,9 @@ def train(sae, X: torch.Tensor) -> dict:
                     fired |= now
                     since = torch.where(now, torch.zeros_like(since), since + 1)
                     if batchtopk and bool(now.any()):
-                        minima.append(fd[active].min())
+                        gd = sel.detach()  # theta thresholds the selection score, whatever the magnitude
+                        if bool((gd > 0).any()):
+                            minima.append(gd[gd > 0].min())
                     rows = x.shape[0]
                     sums += torch.stack([loss.detach() * rows, recon.detach() * rows, active.sum().to(loss.dtype),
                                          l1_term.detach() * rows, aux.detach() * rows]).double()
@@ -211,7 +219,7 @@ def _resample(sae, X, dead, W_enc, b_enc, W_dec, b_pre, theta, opt, gen) -> torc
     with torch.no_grad():
         idx = torch.randperm(n, generator=gen)[:SAMPLE_ROWS].to(dev)
         x = X[idx]
-        f = sae._activate(sae._scores(x, W_enc, b_enc, b_pre, theta), training=True)
+        f = sae._codes(x, W_enc, b_enc, b_pre, theta, training=True)[1]
         err = (x - (f @ W_dec.T + b_pre)).pow(2).sum(1)
         weights = err.pow(2).double().cpu()
         if not bool(weights.sum() > 0):

@@ -32,6 +32,21 @@ by the batch variance of x too; ours is unnormalised, so L_aux is multiplied by 
 meaning. AuxK needs "topk" or "batchtopk" (it is defined for TopK; with "l1" its codes would escape
 the L1 penalty the others pay): with "l1" it is an error.
 
+Magnitude (``magnitude``): the score selects the active latents, and ``magnitude`` says what value
+an active latent decodes with. With ``g = ReLU(TopK_k(s))`` (or the ReLU / BatchTopK / threshold
+code of the sparsity above: the selection) and ``A = {j : g_j > 0}`` the selected latents::
+
+    magnitude="score":   f = g                                   (the default; the score is the code)
+    magnitude="norm":    f = ||xbar|| g                          (the code scaled by the input's norm)
+    magnitude="inner":   f_j = ReLU(w_j . xbar + b_j) for j in A, 0 elsewhere
+
+For the inner score the three differ only by "norm" (``"inner"`` equals ``"score"``). With the cosine
+score, ``"norm"`` gives ``f_j = w_j . xbar + b_j ||xbar||`` on the selected latents: the cosine picks
+the latents and the input's norm comes back for the decoding, which a pure cosine code cannot carry
+(it is invariant to the scale of ``xbar``, so ``W_dec f`` is too). BatchTopK's threshold stays on the
+selection score ``s``. This split of selection and magnitude is this library's reading of the issue
+(the paper's method section was not available); "score" keeps every earlier number.
+
 Scores (Naihin & Stambler, "Size Doesn't Matter: Cosine-Scored Sparse Autoencoders", arXiv
 2606.15054, 2026)::
 
@@ -92,10 +107,11 @@ from .._validation import (
 )
 from ._sae_training import NORM_EPS, SAMPLE_ROWS, batch_topk, geometric_median, train  # noqa: F401
 
-__all__ = ["SCORES", "SPARSITIES", "SparseAutoencoder", "dead_latents", "dictionary_recovery", "norm_detectors"]
+__all__ = ["MAGNITUDES", "SCORES", "SPARSITIES", "SparseAutoencoder", "dead_latents", "dictionary_recovery", "norm_detectors"]
 
 SCORES = ("inner", "cosine", "blend", "blend_per_feature")
 SPARSITIES = ("l1", "topk", "batchtopk")
+MAGNITUDES = ("score", "norm", "inner")
 #: The largest sum of squares the float32 arithmetic of the autoencoder may meet (float32 overflows
 #: at 3.4e38; the margin leaves room for gradients and Adam's moments).
 _FLOAT32_SQUARES = 1e36
@@ -147,7 +163,10 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         float32 weights, their gradients and Adam's moments and one batch's codes (about
         ``4 (8 m d + 4 B m + 4 n d)`` bytes for ``d`` features, ``B`` rows per batch) exceed the
         available memory (:func:`featurelens._validation.check_memory`).
-    score : "inner" | "cosine" | "blend" | "blend_per_feature".
+    score : "inner" | "cosine" | "blend" | "blend_per_feature", the score that selects the latents.
+    magnitude : "score" (default: the selected scores are the code) | "norm" (the selected scores
+        times ``||x - b_pre||``) | "inner" (the inner products ``w_j . xbar + b_j`` on the selected
+        latents, ReLU'd); module docstring.
     sparsity : "l1" (ReLU + L1 penalty), "topk" (exactly ``k`` largest scores kept, then ReLU) or
         "batchtopk" (the ``k * B`` largest post-ReLU scores of a training batch of B rows kept; one
         threshold ``threshold_`` at inference).
@@ -204,6 +223,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         aux_k: int | None = None,
         aux_coef: float = 1 / 32,
         dead_steps: int | None = None,
+        magnitude: str = "score",
     ):
         self.n_latents = n_latents
         self.score = score
@@ -221,6 +241,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         self.aux_k = aux_k
         self.aux_coef = aux_coef
         self.dead_steps = dead_steps
+        self.magnitude = magnitude
 
     # ------------------------------------------------------------------------------------------
     # parameters and state
@@ -229,6 +250,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         m = check_int(self.n_latents, "n_latents", low=1)
         check_option(self.score, "score", SCORES)
         check_option(self.sparsity, "sparsity", SPARSITIES)
+        check_option(self.magnitude, "magnitude", MAGNITUDES)
         if self.sparsity in ("topk", "batchtopk"):
             if self.k is None:
                 raise ValueError(f"k must be given for sparsity={self.sparsity!r} (the number of active latents per "
@@ -371,6 +393,23 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         top = torch.topk(s, int(self.k), dim=1)
         return torch.zeros_like(s).scatter(1, top.indices, torch.relu(top.values))
 
+    def _magnitude(self, g, x, W_enc, b_enc, b_pre):
+        """Codes from the selection ``g`` (the activated scores) by ``magnitude`` (module docstring)."""
+        if self.magnitude == "score":
+            return g
+        xc = x - b_pre
+        if self.magnitude == "norm":
+            return g * xc.norm(dim=1, keepdim=True)
+        return torch.where(g > 0, torch.relu(xc @ W_enc.T + b_enc), torch.zeros_like(g))
+
+    def _codes(self, x, W_enc, b_enc, b_pre, theta, training: bool = False):
+        """``(g, f)``: the selection (activated scores) and the codes that are decoded."""
+        g = self._activate(self._scores(x, W_enc, b_enc, b_pre, theta), training=training)
+        return g, self._magnitude(g, x, W_enc, b_enc, b_pre)
+
+    def _encode(self, x):
+        return self._codes(x, self._W_enc, self._b_enc, self._b_pre, self._theta)[1]
+
     def _as_tensor(self, X, name: str, n_cols: int, cols_name: str) -> torch.Tensor:
         X = _matrix(X, name, n_cols=n_cols, cols_name=cols_name)
         if self._W_dec.dtype == torch.float32:
@@ -393,7 +432,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         """The sparse codes ``f`` (n, n_latents), a numpy array."""
         self._check_fitted()
         t = self._as_tensor(X, "X", self.n_features_in_, "features")
-        return self._chunked(t, lambda x: self._activate(self._scores(x, self._W_enc, self._b_enc, self._b_pre, self._theta)))
+        return self._chunked(t, self._encode)
 
     def transform(self, X) -> np.ndarray:
         """scikit-learn name of :meth:`encode`."""
@@ -409,8 +448,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         """``decode(encode(X))``."""
         self._check_fitted()
         t = self._as_tensor(X, "X", self.n_features_in_, "features")
-        codes = lambda x: self._activate(self._scores(x, self._W_enc, self._b_enc, self._b_pre, self._theta))  # noqa: E731
-        return self._chunked(t, lambda x: codes(x) @ self._W_dec.T + self._b_pre)
+        return self._chunked(t, lambda x: self._encode(x) @ self._W_dec.T + self._b_pre)
 
     # ------------------------------------------------------------------------------------------
     # training
