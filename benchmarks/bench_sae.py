@@ -48,7 +48,8 @@ The Reading section is generated from the measured numbers (``reading``), so it 
 of the run that wrote it.
 
 Usage: .venv/bin/python benchmarks/bench_sae.py [--quick] [--seeds 0 1 2] [--no-text] [--from-json PATH]
-       [--magnitude [--text-seeds 0]]  (the magnitude study, benchmarks/bench_sae_magnitude.py)
+       [--magnitude [--text-seeds 0] [--from-json results/sae_magnitude.json]]  (the magnitude study,
+       benchmarks/bench_sae_magnitude.py; about 5 minutes on 2 shared cores)
 Writes benchmarks/results/sae.md, sae.json, sae_recovery.png, sae_blend.png (about 5 minutes on 2
 shared cores at load 1, 4-11 minutes as the load rises; --quick: one seed, smaller data, no matching,
 about 40 s of CPU). ``--from-json results/sae.json`` trains nothing and rewrites sae.md and the

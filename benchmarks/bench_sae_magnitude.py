@@ -11,7 +11,7 @@ Claims (issue 26 item 2; Naihin & Stambler, arXiv 2606.15054, abstract only):
 - 2. the learned blend weight stays at or below 1/2 ("never more than half magnitude") once the
   magnitude is decoded separately (magnitude="norm"; with "inner" the blend exponent gets no
   gradient, the selection being a TopK, and stays at its start 1/2);
-- 3. at matched L0 and matched reconstruction (FVU within 10% of the inner SAE's), the cosine-
+- 3. at matched L0 and matched reconstruction (FVU at most 10% above the inner SAE's), the cosine-
   selected SAE recovers more planted atoms (planted) / more concept-aligned latents (MiniLM).
 
 Data and settings are those of bench_sae.py parts A and B (planted: 64 features in 32 dims, S =
@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -107,11 +108,11 @@ def reading(planted, text) -> str:
         for mag in ("norm", "inner"):
             g = _group(runs, "raw", "cosine", mag)
             f, q = _m(g, "fvu")[0], _m(g, key)[0]
-            matched = abs(f - f0) <= 0.1 * f0
+            matched = f <= 1.1 * f0  # reconstruction matched: no more than 10% worse than the inner SAE's
             verdict = ("not tested (reconstruction not matched)" if not matched else
                        "reproduced" if q > q0 else "not reproduced")
-            out.append(f"- Claim 3 ({name} raw, cosine magnitude={mag!r} vs inner at the same k): FVU {f:.3f} vs {f0:.3f} "
-                       f"({'within' if matched else 'not within'} 10%), {what} {q:.3f} vs {q0:.3f}: {verdict}.")
+            out.append(f"- Claim 3 ({name} raw, {len(g)} seed{'s' if len(g) != 1 else ''}, cosine magnitude={mag!r} vs inner at the same k): FVU {f:.3f} vs {f0:.3f} "
+                       f"({'at most' if matched else 'more than'} 10% above), {what} {q:.3f} vs {q0:.3f}: {verdict}.")
     out.append("")
     out.append(f"The magnitude fix: {'reproduced' if all(verdicts) else 'partly' if any(verdicts) else 'not reproduced'} "
                f"on planted data (reference FVU of the inner SAE {ref:.3f}).")
@@ -148,6 +149,11 @@ def render(data) -> str:
 
 def magnitude_study(args, out) -> int:
     from bench_sae import _plain, minilm_tokens, run_planted, run_text
+
+    if args.from_json:  # train nothing: rewrite sae_magnitude.md from a saved run
+        data = json.loads(Path(args.from_json).read_text())
+        write_results(out, "sae_magnitude", render(data), data)
+        return 0
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
