@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.featurelens-installed
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench docs clean
 
 setup: $(STAMP)
 
@@ -52,6 +52,11 @@ bench: setup
 	$(PY) benchmarks/bench_text_models.py
 	$(PY) benchmarks/bench_parallel.py
 	$(PY) benchmarks/bench_parallel_text.py
+
+# The documentation site, into docs/_build/html: every gallery example runs; warnings are errors.
+docs: setup
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[docs]"
+	$(PY) -m sphinx -b html -W --keep-going -j 1 docs docs/_build/html
 
 clean:
 	rm -rf $(VENV) featurelens-report featurelens-diagnose audit-report .pytest_cache

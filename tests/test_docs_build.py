@@ -1,0 +1,87 @@
+"""The documentation site builds with no warnings, and every public name has its page.
+
+Runs Sphinx (``-W --keep-going``, warnings are errors) on ``docs/`` into a temporary folder with
+``plot_gallery=0``: the API reference, the generated explainer / metric / CLI / benchmark pages
+and the guides, without executing the gallery (``make docs`` executes it). Skips when Sphinx or
+the docs extra is not installed (``pip install -e ".[docs]"``).
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("sphinx")
+pytest.importorskip("numpydoc")
+pytest.importorskip("sphinx_gallery")
+pytest.importorskip("pydata_sphinx_theme")
+pytest.importorskip("myst_parser")
+
+import featurelens as fl  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = os.path.join(ROOT, "docs")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("html")
+    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-q", "-j", "1",
+           "-D", "plot_gallery=0", "-d", str(out / ".doctrees"), DOCS, str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, f"sphinx-build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
+    return out
+
+
+def _read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+@pytest.mark.slow
+def test_site_builds_with_no_warnings(site):
+    assert (site / "index.html").is_file()
+    assert "featurelens" in _read(site / "index.html")
+
+
+@pytest.mark.slow
+def test_every_explainer_has_a_page(site):
+    for name in fl.list_explainers():
+        page = site / "generated" / "explainers" / f"{name}.html"
+        assert page.is_file(), name
+        html = _read(page)
+        assert f"fl.explainer(&quot;{name}&quot;" in html or f'fl.explainer("{name}"' in html, name
+
+
+@pytest.mark.slow
+def test_every_metric_and_public_name_is_in_the_reference(site):
+    metrics = _read(site / "generated" / "metrics.html")
+    for s in fl.metrics.list_metrics():
+        assert s.name in metrics, s.name
+    pages = set(os.listdir(site / "generated" / "api"))
+    for name in fl.metrics.__all__:
+        assert f"featurelens.metrics.{name}.html" in pages, name
+    reference = _read(site / "api.html")
+    for name in fl.__all__:
+        assert f"featurelens.{name}" in reference or f">{name}<" in reference, name
+    for module in ("explainers", "games", "approximators", "interactions", "learning", "selection",
+                   "datasets", "plots", "parallel", "text", "cli", "models"):
+        assert f"featurelens.{module}.html" in pages, module
+        for name in getattr(__import__(f"featurelens.{module}", fromlist=["x"]), "__all__", []):
+            assert any(p.startswith(f"featurelens.{module}.") and name in p for p in pages) or name in _read(
+                site / "generated" / "api" / f"featurelens.{module}.html"), (module, name)
+
+
+@pytest.mark.slow
+def test_cli_and_benchmark_pages(site):
+    from featurelens.cli import COMMANDS
+
+    cli = _read(site / "generated" / "cli.html")
+    for command in COMMANDS:
+        assert f"featurelens {command}" in cli, command
+    results = os.path.join(ROOT, "benchmarks", "results")
+    for name in (f[:-5] for f in os.listdir(results) if f.endswith(".json")):
+        assert (site / "generated" / "benchmarks" / f"{name}.html").is_file(), name
+    for guide in ("shap", "captum", "quantus", "trust", "model_files"):
+        assert (site / "guides" / f"{guide}.html").is_file(), guide
