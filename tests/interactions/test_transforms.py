@@ -7,7 +7,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from featurelens.games import Game
+from featurelens.games import Game, all_masks
 from featurelens.interactions import transforms as T
 
 
@@ -159,12 +159,12 @@ def mobius_terms(v):
 # Tables and dense transforms
 # ------------------------------------------------------------------------------------------
 def test_all_masks_bitmask_order():
-    m = T.all_masks(3)
+    m = all_masks(3)
     assert m.shape == (8, 3) and m.dtype == bool
     assert m[0].tolist() == [False, False, False]
     assert m[1].tolist() == [True, False, False]
     assert m[6].tolist() == [False, True, True]
-    assert T.all_masks(0).shape == (1, 0)
+    assert all_masks(0).shape == (1, 0)
 
 
 def test_game_table_evaluates_every_coalition_and_refuses_large_games():

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import featurelens as fl
-from featurelens.learning.monitor import EigengapDetector, Monitor, train_with_monitor
+from featurelens.learning.eigengap import EigengapDetector
+from featurelens.learning.monitor import Monitor, train_with_monitor
 from featurelens.learning.nfa import nfa
 
 

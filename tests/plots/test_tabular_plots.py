@@ -10,7 +10,8 @@ import pytest  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 
 from featurelens.explanation import Explanation  # noqa: E402
-from featurelens.plots import tabular as P  # noqa: E402
+from featurelens import plots as P  # noqa: E402
+from featurelens.plots import _tabular_inputs as C  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -102,7 +103,7 @@ def test_beeswarm_nan_data_points_are_grey():
     x[3, 0] = np.nan
     ax = P.beeswarm(v, data=x, feature_names=["a", "b"])
     row_a = [c for c in ax.collections if np.allclose(np.asarray(c.get_offsets())[:, 0], v[:, 0])][0]
-    np.testing.assert_allclose(row_a.get_facecolors()[3][:3], P.MISSING_COLOUR[:3])
+    np.testing.assert_allclose(row_a.get_facecolors()[3][:3], C.MISSING_COLOUR[:3])
 
 
 # -- waterfall and force ------------------------------------------------------------------------
@@ -162,7 +163,7 @@ def test_force_pushes_meet_at_f_of_x():
     np.testing.assert_allclose(span[3][0], fx)
     np.testing.assert_allclose(span[1][0], fx + 0.6)
     colour = {int(p.get_gid().split(":")[1]): p.get_facecolor() for p in ax.patches}
-    for i, expected in ((0, P.POS_COLOUR), (2, P.POS_COLOUR), (1, P.NEG_COLOUR), (3, P.NEG_COLOUR)):
+    for i, expected in ((0, C.POS_COLOUR), (2, C.POS_COLOUR), (1, C.NEG_COLOUR), (3, C.NEG_COLOUR)):
         np.testing.assert_allclose(colour[i], to_rgba(expected))
     texts = [t.get_text() for t in ax.texts]
     assert {"a = 0", "d = 3", "b = 1"} <= set(texts) and "c = 2" not in texts  # top 3 labelled
@@ -271,7 +272,7 @@ def test_interaction_network_draws_one_edge_per_pair_above_threshold():
     assert edges == ["edge:0-1", "edge:2-4"]
     assert set(names) <= {t.get_text() for t in ax.texts}
     colours = {line.get_gid(): to_rgba(line.get_color()) for line in ax.lines}
-    assert colours["edge:0-1"][:3] == to_rgba(P.POS_COLOUR)[:3] and colours["edge:2-4"][:3] == to_rgba(P.NEG_COLOUR)[:3]
+    assert colours["edge:0-1"][:3] == to_rgba(C.POS_COLOUR)[:3] and colours["edge:2-4"][:3] == to_rgba(C.NEG_COLOUR)[:3]
     plt.close("all")
     ax = P.interaction_network(m, feature_names=names)  # default: every non-zero pair
     assert len([ln for ln in ax.lines if (ln.get_gid() or "").startswith("edge:")]) == 3

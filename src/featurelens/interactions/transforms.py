@@ -5,7 +5,7 @@ Conventions
 Players are ``0..n-1``; a coalition ``S`` is a subset of them.
 
 *Tables* hold a set function on all ``2^n`` coalitions, indexed by bitmask: player ``i`` is bit
-``i``, so coalition ``S`` sits at index ``sum_{i in S} 2^i`` (see :func:`all_masks`). The dense
+``i``, so coalition ``S`` sits at index ``sum_{i in S} 2^i`` (see :func:`featurelens.games.all_masks`). The dense
 transforms act on the last axis of an array whose last axis has length ``2^n``.
 
 *Terms* are sparse representations: dicts ``{tuple of sorted player indices: float}``; the empty
@@ -69,14 +69,11 @@ import numpy as np
 
 from .._validation import check_int
 
-# all_masks lives with the games (featurelens.games); re-exported here for its former callers.
-from ..games import all_masks
 
 __all__ = [
     "INDICES",
     "SOURCES",
     "MAX_EXPANSION_ORDER",
-    "all_masks",
     "game_table",
     "mobius_transform",
     "inverse_mobius_transform",

@@ -1,6 +1,6 @@
 """A training monitor: per-layer feature-learning diagnostics recorded from any training loop, and
 an eigengap detector on the spectrum of recent weight updates (announcing grokking;
-:class:`EigengapDetector` lives in :mod:`featurelens.learning.eigengap` and is re-exported here).
+:class:`~featurelens.learning.eigengap.EigengapDetector`).
 
 Per monitored layer (every ``nn.Linear`` / ``nn.Conv2d`` with ``groups=1`` unless ``layers`` names
 some):
@@ -83,7 +83,7 @@ from .nfa import (
 )
 from .representation_stats import effective_rank
 
-__all__ = ["DEFAULT_METRICS", "METRICS", "EigengapDetector", "Monitor", "train_with_monitor"]
+__all__ = ["DEFAULT_METRICS", "METRICS", "Monitor", "train_with_monitor"]
 
 #: What a Monitor records by default. "updates" and "gradients" are cheap (a window x P SVD); the
 #: others need one batched forward/backward over the probe rows.

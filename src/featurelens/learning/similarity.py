@@ -4,9 +4,6 @@ debiased, exact minibatch accumulation).
 All functions take feature matrices (n samples x d features) as numpy arrays or torch tensors; a
 tensor with more than two dimensions is flattened to (n, -1). Sums of outer products are
 accumulated in float64.
-
-The representation statistics (effective rank, compression/discrimination, linear probe) live in
-:mod:`featurelens.learning.representation_stats` and are re-exported here for former callers.
 """
 
 from __future__ import annotations
@@ -27,9 +24,8 @@ from .._validation import (
     check_optional_bool,
 )
 from .representation_stats import feature_matrix
-from .representation_stats import compression_discrimination, effective_rank, linear_probe
 
-__all__ = ["CKAAccumulator", "cka", "compression_discrimination", "effective_rank", "linear_probe"]
+__all__ = ["CKAAccumulator", "cka"]
 
 _KERNELS = ("linear", "rbf")
 _LINEAR_METHODS = ("auto", "features", "gram")

@@ -39,9 +39,7 @@ import numpy as np
 
 from .._random import numpy_rng
 from .._validation import as_numpy, check_option
-from ._tabular_inputs import (  # noqa: F401  (MISSING_COLOUR, NEG_COLOUR, POS_COLOUR: read by the tests here)
-    MISSING_COLOUR,
-    NEG_COLOUR,
+from ._tabular_inputs import (
     OTHER_COLOUR,
     POS_COLOUR,
     attached,
@@ -57,25 +55,11 @@ from ._tabular_inputs import (  # noqa: F401  (MISSING_COLOUR, NEG_COLOUR, POS_C
     rank_features,
     check_values,
 )
-from .feature_dependence import (  # noqa: F401  (re-exported: moved out of this module)
-    dependence,
-    interaction_heatmap,
-    interaction_network,
-    interaction_scores,
-)
-from .local import force, waterfall  # noqa: F401  (re-exported)
 
 __all__ = [
     "bar",
     "beeswarm",
     "heatmap",
-    # re-exported from .local and .feature_dependence
-    "waterfall",
-    "force",
-    "dependence",
-    "interaction_scores",
-    "interaction_heatmap",
-    "interaction_network",
 ]
 
 _HCLUST_LIMIT = 5000
