@@ -45,13 +45,15 @@ def _title(text: str, char: str = "=") -> str:
 
 
 def _cell(value) -> str:
-    """One table cell: numbers to 4 significant digits, lists joined, no line breaks or bars."""
+    """One table cell: numbers to 4 significant digits, lists joined (the first 8 and the count),
+    no line breaks or bars."""
     if isinstance(value, bool) or value is None:
         text = str(value)
     elif isinstance(value, float):
         text = f"{value:.4g}"
     elif isinstance(value, (list, tuple)):
-        text = ", ".join(_cell(v) for v in value)
+        shown = [_cell(v) for v in value[:8]]
+        text = ", ".join(shown) + (f", ... ({len(value)} values)" if len(value) > 8 else "")
     elif isinstance(value, dict):
         text = "; ".join(f"{k}: {_cell(v)}" for k, v in value.items())
     else:
@@ -301,7 +303,7 @@ def benchmarks() -> None:
         title = _heading(os.path.join(RESULTS, f"{name}.md"), name)
         body = [_title(title), "", f"Source: ``benchmarks/results/{name}.json``.", ""]
         if isinstance(doc, dict) and isinstance(doc.get("environment"), dict):
-            body += [_title("Environment", "-"), _list_table(["", ""], [[f"``{k}``", _cell(v)] for k, v in doc["environment"].items()]), ""]
+            body += [_title("Environment", "-"), _list_table(["field", "value"], [[f"``{k}``", _cell(v)] for k, v in doc["environment"].items()]), ""]
         if isinstance(doc, dict):
             scal = _scalars(doc)
             if scal:
