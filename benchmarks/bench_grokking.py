@@ -17,7 +17,9 @@ The detector's parameters were chosen on seeds 0-4 of the same setting (a separa
 default seeds here (10-14) were not used for that choice.
 
 Usage: .venv/bin/python benchmarks/bench_grokking.py [--seeds 10 11 12 13 14] [--steps 3000] [--p 31]
-       [--train-fraction 0.5] [--name grokking]
+       [--train-fraction 0.5] [--name grokking] [--activation quadratic|relu] [--k 1] [--rule zscore|slope]
+       [--detector-study [--seeds-p61 10 11] [--workers 2]]  (the seed's detector,
+       benchmarks/bench_grokking_detector.py, writes grokking_detector.md)
 Writes benchmarks/results/<name>.md, <name>.json and <name>.png (about a minute on 2 cores).
 """
 
@@ -45,15 +47,35 @@ def main(argv=None) -> int:
     parser.add_argument("--train-fraction", type=float, default=DEFAULTS["train_fraction"])
     parser.add_argument("--name", default="grokking", help="results file stem")
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--activation", default="quadratic", choices=("quadratic", "relu"))
+    parser.add_argument("--k", type=int, default=1, help="the detector's gap sigma_k / sigma_(k+1)")
+    parser.add_argument("--rule", default="zscore", choices=("zscore", "slope"), help="the detector's rule")
+    parser.add_argument("--detector-study", action="store_true",
+                        help="the seed's detector study instead (grokking_detector.md): p = 31 and 61, k = 1 and 2, "
+                             "z-score and slope rules, x^2 and ReLU, the sign rule")
+    parser.add_argument("--seeds-p61", type=int, nargs="+", default=None, help="--detector-study: the p = 61 seeds")
+    parser.add_argument("--workers", type=int, default=2, help="--detector-study: processes")
+    parser.add_argument("--seed-note", default="", help="--detector-study: a note on the seed counts for the report")
     args = parser.parse_args(argv)
+    if args.detector_study:
+        from bench_grokking_detector import detector_study
+
+        return detector_study(args, Path(args.out))
     torch.set_num_threads(1)
+    extra = {}
+    if (args.k, args.rule) != (1, "zscore"):
+        from featurelens.learning.eigengap import EigengapDetector
+
+        extra = {"monitor_kwargs": {"k": args.k, "detector": EigengapDetector(rule=args.rule)}}
+    if args.activation != "quadratic":
+        extra["activation"] = args.activation
     load_before = load_average()
     runs, series = [], {}
     for arm, wd in (("weight decay", args.weight_decay), ("control (no weight decay)", 0.0)):
         for seed in args.seeds:
             t0 = time.perf_counter()
             mon, _, _, s = run_grokking(p=args.p, train_fraction=args.train_fraction, weight_decay=wd, steps=args.steps, seed=seed, metrics=("updates",),
-                                        eval_every=10)
+                                        eval_every=10, **extra)
             s["arm"] = arm
             s["wall_seconds"] = time.perf_counter() - t0
             runs.append(s)

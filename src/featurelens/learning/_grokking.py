@@ -6,6 +6,10 @@ Data: every pair (a, b) in Z_p x Z_p, input = [onehot_p(a), onehot_p(b)] (2p fea
 baseline of Mallinar et al. 2024, arXiv 2407.20199; the sigma(x) = x^2 setting in which the
 update eigengap announces grokking, arXiv 2605.08119).
 
+``activation="relu"`` swaps the x^2 for a ReLU, the contrast of arXiv 2605.08119 (the sigma_2 /
+sigma_3 gap announces grokking with x^2 and not with ReLU). ``sign_rule=ETA`` records the B-matrix
+sign rule of Tian's feature repulsion (:func:`repulsion_sign_rule`).
+
 With ``grokalign=WEIGHT`` the training loss gains the GrokAlign penalty (Walker, Humayun,
 Balestriero, Baraniuk 2025, arXiv 2506.12284), ``L + lambda * mean_x ||J_f(x)||_F`` over the
 training rows (:class:`featurelens.learning.GrokAlign`; the one-hot inputs are floats, so the
@@ -18,7 +22,7 @@ import numpy as np
 import torch
 
 from .._random import numpy_rng, parse_seed, root_seed, seed_record, torch_generator
-from .._validation import check_budget, check_float, check_int, check_memory, format_count
+from .._validation import check_budget, check_float, check_int, check_memory, check_option, format_count
 
 
 def modular_addition(p: int, train_fraction: float, seed: int = 0):
@@ -39,6 +43,9 @@ def modular_addition(p: int, train_fraction: float, seed: int = 0):
     return t(X[tr]), t(y[tr]).long(), t(X[te]), t(y[te]).long()
 
 
+ACTIVATIONS = ("quadratic", "relu")
+
+
 class Quadratic(torch.nn.Module):
     """Elementwise x^2: the activation under which modular addition groks with a Fourier solution."""
 
@@ -46,13 +53,17 @@ class Quadratic(torch.nn.Module):
         return x * x
 
 
-def quadratic_network(p: int, width: int, seed: int = 0, init_scale: float = 1.0) -> torch.nn.Sequential:
+def quadratic_network(p: int, width: int, seed: int = 0, init_scale: float = 1.0,
+                      activation: str = "quadratic") -> torch.nn.Sequential:
     """``Sequential(Linear(2p, width, bias=False), Quadratic(), Linear(width, p, bias=False))``,
     initialised from ``seed`` (None, an int or a numpy Generator; PyTorch's default uniform init
-    times ``init_scale``)."""
+    times ``init_scale``). ``activation="relu"`` puts ``torch.nn.ReLU()`` in the middle instead
+    (the same draws: the weights do not depend on the activation)."""
+    activation = check_option(activation, "activation", ACTIVATIONS)
     gen = torch_generator(seed)
     net = torch.nn.Sequential(
-        torch.nn.Linear(2 * p, width, bias=False), Quadratic(), torch.nn.Linear(width, p, bias=False)
+        torch.nn.Linear(2 * p, width, bias=False), Quadratic() if activation == "quadratic" else torch.nn.ReLU(),
+        torch.nn.Linear(width, p, bias=False)
     )
     with torch.no_grad():
         for layer in (net[0], net[2]):
@@ -82,6 +93,10 @@ def run_grokking(
     monitor_kwargs: dict | None = None,
     grokalign: float | None = None,
     grokalign_projections: int | None = 1,
+    activation: str = "quadratic",
+    sign_rule: float | None = None,
+    sign_rule_every: int | None = None,
+    sign_rule_pairs: int = 200,
 ):
     """Full-batch AdamW training of the quadratic network on modular addition (MSE on one-hot
     labels), with a :class:`featurelens.learning.Monitor` recording every step, until the test
@@ -98,6 +113,14 @@ def run_grokking(
     mean cosine of each output's gradient with x, the rank-one share and the top singular
     direction's ``|cos(v_1, x)|`` (:func:`featurelens.learning.jacobian_alignment`) every
     ``probe_every`` steps.
+
+    ``activation``: "quadratic" (default, x^2) or "relu" (:func:`quadratic_network`).
+
+    ``sign_rule``: None (default) or Tian's top-layer weight decay ``eta > 0``: the B-matrix sign
+    rule (:func:`repulsion_sign_rule`, on the hidden features of the training rows and the
+    ``sign_rule_pairs`` most cosine-similar feature pairs) is logged every ``sign_rule_every`` steps
+    (None: once, at the end) as ``sign_rule_agreement`` and ``sign_rule_negative_share``, and the
+    final values go into the summary.
 
     Budgets, checked before any work (:func:`featurelens._validation.check_budget`): the data set
     (``p^2`` rows of ``2 p`` float32 features), the network's activations on it and their gradients
@@ -119,6 +142,13 @@ def run_grokking(
 
     grokalign = check_float(grokalign, "grokalign", low=0.0, allow_none=True)
     grokalign_projections = check_int(grokalign_projections, "grokalign_projections", low=1, allow_none=True)
+    activation = check_option(activation, "activation", ACTIVATIONS)
+    sign_rule = check_float(sign_rule, "sign_rule", low=0.0, low_inclusive=False, allow_none=True)
+    sign_rule_every = check_int(sign_rule_every, "sign_rule_every", low=1, allow_none=True)
+    sign_rule_pairs = check_int(sign_rule_pairs, "sign_rule_pairs", low=1)
+    if sign_rule is None and sign_rule_every is not None:
+        raise ValueError(f"sign_rule_every is only used with sign_rule (the weight decay eta of the B matrix); got "
+                         f"sign_rule_every={sign_rule_every!r} with sign_rule=None")
     p = check_int(p, "p", low=2)
     width = check_int(width, "width", low=1)
     train_fraction = check_float(train_fraction, "train_fraction", low=0.0, high=1.0, low_inclusive=False,
@@ -137,7 +167,7 @@ def run_grokking(
     seed = root_seed(given, high=2**31 - 1)
     torch.manual_seed(seed)
     Xtr, ytr, Xte, yte = modular_addition(p, train_fraction, seed)
-    model = quadratic_network(p, width, seed)
+    model = quadratic_network(p, width, seed, activation=activation)
     kwargs = dict(every=1, window=20, k=1, probe_every=probe_every, detect_layer="0")
     kwargs.update(monitor_kwargs or {})
     metrics = tuple((metrics,) if isinstance(metrics, str) else (metrics or DEFAULT_METRICS))
@@ -157,6 +187,8 @@ def run_grokking(
     def stop_when(mon, t):
         if optimizer is not None:
             mon.log(t, "grokalign_penalty", optimizer.last_penalty)
+        if sign_rule_every is not None and t % sign_rule_every == 0:
+            _log_sign_rule(mon, t, model, Xtr, sign_rule, sign_rule_pairs)
         if not solved_at and mon.records and _last(mon, "test_accuracy") >= 0.99:
             solved_at.append(t)
         return bool(solved_at) and t - solved_at[0] >= extra_steps
@@ -175,6 +207,9 @@ def run_grokking(
         torch.set_num_threads(threads)
     seconds = time.perf_counter() - start
     steps_, test = monitor.series("test_accuracy")
+    if sign_rule is not None:
+        if sign_rule_every is None or int(steps_[-1]) % sign_rule_every:
+            _log_sign_rule(monitor, int(steps_[-1]), model, Xtr, sign_rule, sign_rule_pairs)
     _, train = monitor.series("train_accuracy")
     hit = np.flatnonzero(test >= grok_threshold)
     summary = {
@@ -188,6 +223,11 @@ def run_grokking(
     g, f = summary["grok_step"], summary["fired_step"]
     summary["fired_before_grok"] = bool(f is not None and g is not None and f < g)
     summary["lead_steps"] = (g - f) if (f is not None and g is not None) else None
+    summary["activation"] = activation
+    if sign_rule is not None:
+        summary["sign_rule_eta"] = sign_rule
+        summary["final_sign_rule_agreement"] = _last(monitor, "sign_rule_agreement")
+        summary["final_sign_rule_negative_share"] = _last(monitor, "sign_rule_negative_share")
     if grokalign is not None:
         summary["grokalign"] = grokalign
         summary["grokalign_projections"] = grokalign_projections
@@ -198,6 +238,66 @@ def run_grokking(
             value = _last(monitor, name)
             summary[f"final_{name}"] = None if np.isnan(value) else value
     return monitor, model, (Xtr, ytr, Xte, yte), summary
+
+
+def hidden_features(model, X) -> np.ndarray:
+    """The hidden features ``F = sigma(W X)`` (n, width) of the two-layer network on the rows X."""
+    with torch.no_grad():
+        return model[1](model[0](X)).double().cpu().numpy()
+
+
+def repulsion_sign_rule(F, eta: float, pairs: int = 200) -> dict:
+    """Tian's B-matrix sign rule (feature repulsion; Tian, arXiv 2509.21519, Theorem 6, as tested
+    in arXiv 2605.08119) on hidden features F (n, K): ``B = (F^T F + eta I)^-1`` (the top layer at
+    its weight-decay optimum is ``V* = B F^T Y``) and, for the ``pairs`` most cosine-similar feature
+    pairs (j, l), the prediction ``sign(B_jl) = -sign(f_j^T P_{eta,-jl} f_l)`` with the projector
+    ``P_{eta,-jl} = I - F_{-jl} (F_{-jl}^T F_{-jl} + eta I)^-1 F_{-jl}^T`` built without features j
+    and l.
+
+    Derived (block inversion): the (j, l) block of ``B`` is the inverse of the Schur complement
+    ``S = F_jl^T P_{eta,-jl} F_jl + eta I`` (2 x 2, positive definite), whose off-diagonal is
+    ``f_j^T P_{eta,-jl} f_l``; so ``B_jl = -S_12 / det S`` and the rule holds exactly whenever
+    ``S_12 != 0``: agreement below 1 measures numerics (or another projector), not training. The
+    substantive part of the repulsion claim is the sign itself: similar features (positive
+    ``f_j^T P f_l``) get negative coupling ``B_jl < 0``, reported as ``negative_share``.
+
+    Here ``P`` is computed directly for each pair (one K x K solve each; the rule is checked, not
+    assumed). Returns ``agreement`` (share of pairs where the rule holds), ``negative_share`` (share
+    of pairs with ``B_jl < 0``), ``pairs`` (the pairs used, (n_pairs, 2)), ``B_pairs`` and
+    ``projected`` (the two sides per pair), and ``cosine`` (their feature cosines).
+    """
+    F = np.asarray(F, dtype=np.float64)
+    if F.ndim != 2 or F.shape[1] < 3:
+        raise ValueError(f"F must be a (n_samples, n_features) matrix with at least 3 features; got shape {F.shape}")
+    if not np.isfinite(F).all():
+        raise ValueError("F must be finite; it has NaN or inf entries")
+    eta = check_float(eta, "eta", low=0.0, low_inclusive=False)
+    pairs = check_int(pairs, "pairs", low=1)
+    K = F.shape[1]
+    G = F.T @ F
+    B = np.linalg.inv(G + eta * np.eye(K))
+    norms = np.sqrt(np.diag(G))
+    C = G / np.outer(np.where(norms > 0, norms, 1.0), np.where(norms > 0, norms, 1.0))
+    iu = np.triu_indices(K, 1)
+    order = np.argsort(-C[iu], kind="stable")[: min(pairs, iu[0].size)]
+    J, L = iu[0][order], iu[1][order]
+    b = B[J, L]
+    proj = np.empty(J.size)
+    for i, (j, m) in enumerate(zip(J, L)):
+        keep = np.ones(K, dtype=bool)
+        keep[[j, m]] = False
+        Fk = F[:, keep]
+        Pm = F[:, m] - Fk @ np.linalg.solve(G[np.ix_(keep, keep)] + eta * np.eye(K - 2), Fk.T @ F[:, m])
+        proj[i] = F[:, j] @ Pm
+    agree = np.sign(b) == -np.sign(proj)
+    return {"agreement": float(agree.mean()), "negative_share": float((b < 0).mean()),
+            "pairs": np.stack([J, L], axis=1), "B_pairs": b, "projected": proj, "cosine": C[J, L]}
+
+
+def _log_sign_rule(monitor, t, model, X, eta, pairs):
+    r = repulsion_sign_rule(hidden_features(model, X), eta, pairs)
+    monitor.log(t, "sign_rule_agreement", r["agreement"])
+    monitor.log(t, "sign_rule_negative_share", r["negative_share"])
 
 
 #: The alignment series the Monitor's "jacobian_alignment" metric records.

@@ -44,6 +44,17 @@ class EigengapDetector:
     so one outlying update, which sits in the window for exactly ``window`` steps, cannot fire it.
     With other windows, keep ``patience > window`` (both count recorded values, not steps).
 
+    ``rule="slope"`` (the slope rule of arXiv 2605.08119, whose detector watches the sigma_2 /
+    sigma_3 gap, ``Monitor(k=2)``): instead of the z-score, the least-squares slope ``b_t`` of
+    ``x`` over the last ``slope_window`` values (log units per recorded value) is compared with
+    ``slope_threshold`` (``"up"``: b_t > slope_threshold, ``"down"``: b_t < -slope_threshold,
+    ``"both"``: |b_t| > slope_threshold), held for ``patience`` consecutive values after
+    ``warmup``. A gap that opens by a factor ``r`` over ``n`` values has slope about ``log(r) / n``;
+    the default 0.01 is a 1 % rise per value sustained (a factor 1.2 over a window of 20). The
+    paper's thresholds are not published (its code could not be found); this default was chosen on
+    planted spectra (tests/learning/test_eigengap_rules.py), not on grokking runs. ``threshold``,
+    ``baseline`` and ``min_scale`` are not used by the slope rule; ``scores`` then holds the slopes.
+
     The defaults do not transfer blindly: at p = 61 with a training fraction of 0.3 they fired
     before grokking in 1 of 5 weight-decay runs and in 2 of 5 controls
     (benchmarks/results/grokking_p61.md). There the early post-memorisation peak is as high in the
@@ -59,6 +70,9 @@ class EigengapDetector:
         baseline: int = 100,
         direction: str = "up",
         min_scale: float = 0.05,
+        rule: str = "zscore",
+        slope_window: int = 20,
+        slope_threshold: float = 0.01,
     ):
         self.threshold = check_float(threshold, "threshold", low=0.0, low_inclusive=False)
         self.patience = check_int(patience, "patience", low=1)
@@ -66,6 +80,9 @@ class EigengapDetector:
         self.baseline = check_int(baseline, "baseline", low=2)
         self.direction = check_option(direction, "direction", ("up", "down", "both"))
         self.min_scale = check_float(min_scale, "min_scale", low=0.0, low_inclusive=False)
+        self.rule = check_option(rule, "rule", ("zscore", "slope"))
+        self.slope_window = check_int(slope_window, "slope_window", low=2)
+        self.slope_threshold = check_float(slope_threshold, "slope_threshold", low=0.0, low_inclusive=False)
         self.reset()
 
     def reset(self) -> None:
@@ -86,6 +103,8 @@ class EigengapDetector:
         self.values.append(x)
         self.steps.append(int(step))
         t = len(self.values)
+        if self.rule == "slope":
+            return self._update_slope(t, int(step))
         end = t - 1 - self.patience + 1  # baseline excludes the current value and the run before it
         if t <= self.warmup or end < 2:
             self.scores.append(float("nan"))
@@ -99,6 +118,23 @@ class EigengapDetector:
         self._run = self._run + 1 if hit else 0
         if self.fired_step is None and self._run >= self.patience:
             self.fired_step = int(step)
+            return True
+        return False
+
+    def _update_slope(self, t: int, step: int) -> bool:
+        w = self.slope_window
+        if t <= self.warmup or t < w:
+            self.scores.append(float("nan"))
+            return False
+        y = np.asarray(self.values[t - w :])
+        u = np.arange(w) - (w - 1) / 2.0
+        b = float(u @ (y - y.mean()) / (u @ u))  # least-squares slope, log units per value
+        self.scores.append(b)
+        c = self.slope_threshold
+        hit = {"up": b > c, "down": b < -c, "both": abs(b) > c}[self.direction]
+        self._run = self._run + 1 if hit else 0
+        if self.fired_step is None and self._run >= self.patience:
+            self.fired_step = step
             return True
         return False
 
