@@ -560,7 +560,7 @@ def exact(game, index: str = "mobius", max_order: int | None = None, tol: float 
     params = {"method": "exact", "tol": float(tol)}
     if index == "shapley":
         # The one exact-Shapley routine, shared with featurelens.approximators.exact_shapley.
-        from ..approximators import shapley_from_table
+        from ..approximators.exact import shapley_from_table
 
         phi = shapley_from_table(table, n)
         return Interactions({(i,): float(v) for i, v in enumerate(phi)}, index, n, max_order=1, queries=queries,

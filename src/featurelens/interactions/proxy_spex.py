@@ -31,7 +31,8 @@ from ._interactions import Interactions, evaluated_on
 from .._linalg import lstsq, normal_equations
 from .._random import numpy_rng, seed_record
 from .._validation import check_budget, check_int
-from ..approximators import CHUNK_ELEMENTS, check_memory
+from .._validation import check_memory
+from ..approximators._common import CHUNK_ELEMENTS
 from .spex import fourier_design
 
 __all__ = ["proxy_spex", "proxy_fourier", "tree_fourier", "GBT_DEFAULTS", "ENERGY", "DEFAULT_BUDGET",

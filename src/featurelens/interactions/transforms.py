@@ -119,7 +119,7 @@ def game_table(game, max_players: int = 20) -> np.ndarray:
     ``max_players`` players are refused at once, with the evaluations and the memory they would
     need: use a sampling explainer or SPEX for them instead.
     """
-    from ..approximators import coalition_table
+    from ..approximators.exact import coalition_table
 
     n = getattr(game, "n_players", None)
     if n is None or not callable(game):
