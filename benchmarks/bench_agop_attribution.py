@@ -561,7 +561,8 @@ def protocols_report(args, cases, env, total, load_before) -> tuple[str, dict]:
     lines += claim_table("**Claim 2: AGOP-Global reaches about 7x IG's mIoU on multiplicative.**", "multiplicative",
                          [("IG", lambda r: f"{r['ig']:.3f}"), ("AGOP-G", lambda r: f"{r['agop_global']:.3f}"),
                           ("AGOP-G / IG", lambda r: f"{r['g_over_ig']:.2f}x"
-                           + (f" [{r['g_over_ig_range'][0]:.1f}x, {r['g_over_ig_range'][1]:.1f}x]" if ns > 1 else ""))],
+                           + (" [" + ", ".join("inf (IG = 0)" if np.isinf(v) else f"{v:.1f}x" for v in r["g_over_ig_range"])
+                              + "]" if ns > 1 else ""))],
                          "verdict_2")
     lines += claim_table("**Claim 3: IG falls below the random map on multiplicative.**", "multiplicative",
                          [("IG", lambda r: f"{r['ig']:.3f}"), ("random", lambda r: f"{r['random']:.3f}"),
@@ -663,7 +664,29 @@ def protocols_report(args, cases, env, total, load_before) -> tuple[str, dict]:
     return "\n".join(lines), data
 
 
+def merge_protocols(args) -> int:
+    """The report of ``--study protocols`` from the cases saved in the .json files of earlier runs."""
+    import json
+
+    cases, seconds, quick = [], 0.0, False
+    for path in args.merge:
+        data = json.loads(Path(path).read_text())
+        cases += data["cases"]
+        seconds += data["seconds"]
+        quick |= bool(data["quick"])
+    args.quick = quick
+    env = {**json.loads(Path(args.merge[0]).read_text())["environment"], "merged_from": [str(p) for p in args.merge]}
+    table, data = protocols_report(args, cases, env, seconds, None)
+    table = table.replace("Wall time", f"Merged from {len(args.merge)} runs (`--merge`); summed wall time", 1)
+    print(table)
+    name = "agop_attribution_protocols" + (f"_{args.tag}" if args.tag else "") + ("_quick" if quick else "")
+    write_results(args.out, name, table, data)
+    return 0
+
+
 def run_protocols(args) -> int:
+    if args.merge:
+        return merge_protocols(args)
     torch.set_num_threads(1)
     env = environment()
     load_before = load_average()
@@ -711,6 +734,9 @@ def main(argv=None) -> int:
     parser.add_argument("--settings", nargs="+", default=["case", "paper"], choices=list(PROTOCOL_SETTINGS),
                         help="--study protocols: data size and training settings to run")
     parser.add_argument("--tag", default="", help="--study protocols: suffix of the output files' name")
+    parser.add_argument("--merge", type=Path, nargs="+", default=None,
+                        help="--study protocols: rebuild the report from the .json files of earlier runs (their "
+                             "cases pooled, e.g. seeds run as separate processes) instead of running anything")
     args = parser.parse_args(argv)
     if args.study == "protocols":
         return run_protocols(args)
