@@ -83,5 +83,5 @@ def test_cli_and_benchmark_pages(site):
     results = os.path.join(ROOT, "benchmarks", "results")
     for name in (f[:-5] for f in os.listdir(results) if f.endswith(".json")):
         assert (site / "generated" / "benchmarks" / f"{name}.html").is_file(), name
-    for guide in ("shap", "captum", "quantus", "trust", "model_files"):
+    for guide in ("shap", "captum", "quantus", "trust", "model_files", "reproducibility"):
         assert (site / "guides" / f"{guide}.html").is_file(), guide

@@ -26,7 +26,7 @@ def blocks(name: str) -> list[str]:
 
 
 def test_guides_exist():
-    assert {"shap.md", "captum.md", "quantus.md", "trust.md", "model_files.md"} <= set(NAMES)
+    assert {"shap.md", "captum.md", "quantus.md", "trust.md", "model_files.md", "reproducibility.md"} <= set(NAMES)
 
 
 def test_block_extraction():
