@@ -122,7 +122,7 @@ def _explainer_page(name: str, cls) -> str:
             params.append([f"``{p.name}``", default])
     out = [f".. _explainer-{name}:\n", _title(f"{name}"), "",
            f"``fl.explainer(\"{name}\", model, ...)`` builds :class:`{path}`.", "",
-           f".. autoclass:: {path}", "   :no-index:", "",
+           f".. autoclass:: {path}", "",
            _title("Where it applies (``requires``)", "-"),
            _list_table(["field", "value"], [list(r) for r in _requires_rows(cls.requires)]),
            f"Audit default: ``{getattr(cls, 'audit_default', None)}``; units it explains "
