@@ -273,10 +273,23 @@ def _tables(obj, path: str = "") -> list[tuple[str, list[dict]]]:
     return found
 
 
-def _scalars(obj: dict) -> list[list[str]]:
-    return [[f"``{k}``", _cell(v)] for k, v in obj.items()
-            if k != "environment" and not (isinstance(v, list) and v and all(isinstance(r, dict) for r in v))
-            and not isinstance(v, dict)]
+def _is_table(v) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(r, dict) for r in v)
+
+
+def _scalars(obj: dict, prefix: str = "") -> list[list[str]]:
+    """The settings, summaries and verdicts of a result file: every value that is not a table,
+    nested dicts flattened to dotted keys (``verdicts.claim_1``)."""
+    rows = []
+    for k, v in obj.items():
+        key = f"{prefix}{k}"
+        if key == "environment" or _is_table(v):
+            continue
+        if isinstance(v, dict):
+            rows += _scalars(v, f"{key}.")
+        else:
+            rows.append([f"``{key}``", _cell(v)])
+    return rows
 
 
 def _heading(md: str, fallback: str) -> str:
@@ -307,7 +320,7 @@ def benchmarks() -> None:
         if isinstance(doc, dict):
             scal = _scalars(doc)
             if scal:
-                body += [_title("Settings and summary", "-"), _list_table(["field", "value"], scal), ""]
+                body += [_title("Settings, summaries and verdicts", "-"), _list_table(["field", "value"], scal), ""]
         for where, rows in _tables(doc):
             keys = []
             for r in rows:
