@@ -25,7 +25,7 @@ print("SAND keeps", np.flatnonzero(sand.get_support()), " AGOP keeps", np.flatno
 
 # %%
 # MinShap: a p-value per feature. Here it keeps the two features with main effects; the product
-# ``x2 x3`` is kept by neither test at this sample size (its minimum marginal contribution is
+# features of the product ``x2 x3`` are not kept at this sample size (their minimum marginal contribution is
 # small for many orderings).
 minshap = fl.selection.MinShapSelector(seed=0).fit(X, y)
 print("MinShap keeps", np.flatnonzero(minshap.get_support()))
