@@ -24,9 +24,9 @@ agop = fl.selection.AGOPSelector(k=4).fit(X, y)
 print("SAND keeps", np.flatnonzero(sand.get_support()), " AGOP keeps", np.flatnonzero(agop.get_support()))
 
 # %%
-# MinShap: a p-value per feature. Here it keeps the two features with main effects; the product
-# features of the product ``x2 x3`` are not kept at this sample size (their minimum marginal contribution is
-# small for many orderings).
+# MinShap: a p-value per feature. Here it keeps the two features with main effects; the two
+# factors of the product ``x2 x3`` are not kept at this sample size (their minimum marginal
+# contribution is small for many orderings).
 minshap = fl.selection.MinShapSelector(seed=0).fit(X, y)
 print("MinShap keeps", np.flatnonzero(minshap.get_support()))
 
