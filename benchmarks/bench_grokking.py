@@ -18,7 +18,7 @@ default seeds here (10-14) were not used for that choice.
 
 Usage: .venv/bin/python benchmarks/bench_grokking.py [--seeds 10 11 12 13 14] [--steps 3000] [--p 31]
        [--train-fraction 0.5] [--name grokking] [--activation quadratic|relu] [--k 1] [--rule zscore|slope]
-       [--detector-study [--seeds-p61 10 11] [--workers 2]]  (the seed's detector,
+       [--detector-study [--seeds-p61 10 11] [--workers 2] [--from-json PATH]]  (the seed's detector,
        benchmarks/bench_grokking_detector.py, writes grokking_detector.md)
 Writes benchmarks/results/<name>.md, <name>.json and <name>.png (about a minute on 2 cores).
 """
@@ -56,6 +56,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds-p61", type=int, nargs="+", default=None, help="--detector-study: the p = 61 seeds")
     parser.add_argument("--workers", type=int, default=2, help="--detector-study: processes")
     parser.add_argument("--seed-note", default="", help="--detector-study: a note on the seed counts for the report")
+    parser.add_argument("--from-json", metavar="PATH", help="--detector-study: run nothing, re-render a saved run")
     args = parser.parse_args(argv)
     if args.detector_study:
         from bench_grokking_detector import detector_study
