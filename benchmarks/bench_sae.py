@@ -48,8 +48,8 @@ The Reading section is generated from the measured numbers (``reading``), so it 
 of the run that wrote it.
 
 Usage: .venv/bin/python benchmarks/bench_sae.py [--quick] [--seeds 0 1 2] [--no-text] [--from-json PATH]
-       [--magnitude [--text-seeds 0] [--from-json results/sae_magnitude.json]]  (the magnitude study,
-       benchmarks/bench_sae_magnitude.py; about 5 minutes on 2 shared cores)
+       (the magnitude study: benchmarks/bench_sae_magnitude.py [--text-seeds 0] [--from-json
+       results/sae_magnitude.json], with these options; about 5 minutes on 2 shared cores)
 Writes benchmarks/results/sae.md, sae.json, sae_recovery.png, sae_blend.png (about 5 minutes on 2
 shared cores at load 1, 4-11 minutes as the load rises; --quick: one seed, smaller data, no matching,
 about 40 s of CPU). ``--from-json results/sae.json`` trains nothing and rewrites sae.md and the
@@ -641,7 +641,8 @@ def render(data: dict) -> str:
     return "".join(md)
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None):
+    """The options of this script (also read by bench_sae_magnitude.py, which runs the study)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one seed, smaller data and fewer epochs")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -654,12 +655,15 @@ def main(argv=None) -> int:
                              "magnitude='score' | 'norm' | 'inner' at matched L0, planted and MiniLM")
     parser.add_argument("--text-seeds", type=int, nargs="+", default=None,
                         help="--magnitude: the MiniLM seeds (default: the first of --seeds)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     out = Path(args.out)
     if args.magnitude:
-        from bench_sae_magnitude import magnitude_study
-
-        return magnitude_study(args, out)
+        print("the magnitude study is its own script: benchmarks/bench_sae_magnitude.py (same options)")
+        return 2
     if args.from_json:
         data = json.loads(Path(args.from_json).read_text())
         out.mkdir(parents=True, exist_ok=True)

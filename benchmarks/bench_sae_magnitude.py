@@ -1,4 +1,4 @@
-"""The SAE magnitude study (``bench_sae.py --magnitude``): the cosine and blend scores select the
+"""The SAE magnitude study (``bench_sae_magnitude.py``, with the options of ``bench_sae.py``): the cosine and blend scores select the
 latents, ``magnitude`` says what they decode with ("score": the selected scores, the library's
 default; "norm": the selected scores times ||x - b_pre||; "inner": the inner products on the
 selected latents; see featurelens.learning.sae). Every arm has the same TopK k (matched L0).
@@ -121,7 +121,7 @@ def reading(planted, text) -> str:
 
 def render(data) -> str:
     lines = ["# Sparse autoencoders: selection score vs decoded magnitude", "",
-             f"`benchmarks/bench_sae.py --magnitude`; planted seeds {data['seeds']}, MiniLM seeds {data['text_seeds']}; "
+             f"`benchmarks/bench_sae_magnitude.py`; planted seeds {data['seeds']}, MiniLM seeds {data['text_seeds']}; "
              f"{data['seconds']:.0f} s (load average before {data['load_average_before']}). Settings: the docstring of "
              "`benchmarks/bench_sae_magnitude.py`. Every arm has the same TopK k (matched L0; L0 is the mean active "
              "latents per row at encode time, at most k: with magnitude='inner' a selected latent whose inner product is "
@@ -197,6 +197,7 @@ def magnitude_study(args, out) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-    from bench_sae import main
+    from bench_sae import parse_args
 
-    sys.exit(main(["--magnitude", *sys.argv[1:]]))
+    args = parse_args(["--magnitude", *sys.argv[1:]])
+    sys.exit(magnitude_study(args, Path(args.out)))
