@@ -41,6 +41,8 @@ _CANON = {"captum": "Captum", "shap": "shap", "shapiq": "shapiq", "quantus": "Qu
 
 #: (object, library) -> the tests that check the claim (file under tests/ :: function name).
 CLAIMS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("featurelens.learning._rf_solvers.fit_logistic", "scikit-learn"):
+        ("learning/test_random_features.py::test_classifier_zero_layers_is_logistic_regression",),
     ("featurelens.explainers._layer_hooks.NeuronSelector", "Captum"):
         ("explainers/test_layer_deeplift.py::test_neuron_selectors_equal_captum",
          "explainers/test_layer.py::test_neuron_methods_equal_captum"),
