@@ -16,6 +16,12 @@ from .._validation import check_float, check_int, check_option
 
 ACTIVATIONS = ("tanh", "relu", "sigmoid", "cos")
 FEATURES_FROM = ("both", "representation", "input")
+FEATURES = ("gaussian", "swim")
+SWIM_SAMPLING = ("target", "uniform")
+#: Floor on ``||x_j - x_i||`` in the SWIM sampling weight (Bolager et al. 2023).
+SWIM_EPS = 0.01
+#: Candidate pairs drawn per SWIM unit before the weighted pick.
+SWIM_CANDIDATES = 5
 
 
 def activate(u: np.ndarray, activation: str) -> np.ndarray:
@@ -35,6 +41,68 @@ def draw_layer(rng: np.random.Generator, m: int, p: int, activation: str, weight
     A = rng.standard_normal((m, p)) * (weight_scale / math.sqrt(m))
     c = rng.uniform(0.0, 2.0 * math.pi, size=p) if activation == "cos" else rng.standard_normal(p)
     return A, c
+
+
+def swim_layer(rng: np.random.Generator, Z: np.ndarray, T, p: int, scale: float, sampling: str = "target"):
+    """SWIM weights: ``A`` (m, p), ``c`` (p,) and the pairs ``(i, j)`` (p, 2) they were built from.
+
+    Bolager, Burak, Datar, Sun, Dietrich, "Sampling weights of deep neural networks", NeurIPS 2023.
+    Unit ``k`` is built from a pair of training rows ``(i, j)``, ``j != i``, of ``Z`` (n, m):
+
+    ``w = 2 scale (z_j - z_i) / ||z_j - z_i||^2``,  ``b = -<w, z_i> - scale``,
+
+    so its pre-activation ``<w, z> + b`` is exactly ``-scale`` at ``z_i`` and ``+scale`` at ``z_j``
+    and changes along ``z_j - z_i`` only. Pairs: ``5 p`` candidates ``(i, j)`` are drawn uniformly
+    (``i`` uniform, ``j`` uniform among the other rows), then ``p`` of them with replacement,
+    uniformly (``sampling="uniform"``) or with probability proportional to
+    ``||t_j - t_i|| / max(||z_j - z_i||, 0.01)`` (``sampling="target"``; ``T`` (n, k) the target
+    the layer should help to fit). Candidates with ``z_j = z_i`` are never picked; a target that
+    is constant on every candidate falls back to uniform. With fewer than two distinct rows no
+    pair exists: every unit is then ``w = 0, b = 0`` (a constant feature) and its pair ``(-1, -1)``.
+    """
+    n, m = Z.shape
+    A = np.zeros((m, p))
+    c = np.zeros(p)
+    pairs = np.full((p, 2), -1, dtype=np.intp)
+    if n < 2:
+        return A, c, pairs
+    M = SWIM_CANDIDATES * p
+    i = rng.integers(0, n, size=M)
+    j = (i + rng.integers(1, n, size=M)) % n
+    dx = Z[j] - Z[i]
+    dist2 = np.einsum("ij,ij->i", dx, dx)
+    valid = dist2 > 0.0
+    if not valid.any():
+        return A, c, pairs
+    prob = valid.astype(np.float64)
+    if sampling == "target":
+        T = np.asarray(T, dtype=np.float64)
+        T = T[:, None] if T.ndim == 1 else T
+        ratio = np.linalg.norm(T[j] - T[i], axis=1) / np.maximum(np.sqrt(dist2), SWIM_EPS)
+        ratio[~valid] = 0.0
+        if np.isfinite(ratio).all() and ratio.sum() > 0.0:
+            prob = ratio
+    pick = rng.choice(M, size=p, replace=True, p=prob / prob.sum())
+    w = (2.0 * scale) * dx[pick] / dist2[pick, None]
+    A = np.ascontiguousarray(w.T)
+    c = -np.einsum("ij,ij->i", w, Z[i[pick]]) - scale
+    pairs = np.stack([i[pick], j[pick]], axis=1)
+    return A, c, pairs
+
+
+def draw_features(rng, Z, T, p, activation, weight_scale, features, swim_scale, swim_sampling):
+    """One random layer on the rows ``Z``: :func:`draw_layer` (``features="gaussian"``, ``Z`` only
+    gives the width) or :func:`swim_layer` (``"swim"``); returns ``(A, c)``."""
+    if features == "gaussian":
+        return draw_layer(rng, Z.shape[1], p, activation, weight_scale)
+    A, c, _ = swim_layer(rng, Z, T, p, swim_scale, swim_sampling)
+    return A, c
+
+
+def check_features(est):
+    check_option(est.features, "features", FEATURES)
+    check_float(est.swim_scale, "swim_scale", low=0.0, low_inclusive=False)
+    check_option(est.swim_sampling, "swim_sampling", SWIM_SAMPLING)
 
 
 def ridge(F: np.ndarray, Y: np.ndarray, alpha: float):
@@ -178,6 +246,7 @@ def check_common(est, *, classifier: bool):
     check_int(est.hidden_dim, "hidden_dim", low=1, allow_none=True)
     check_option(est.features_from, "features_from", FEATURES_FROM)
     check_float(est.weight_scale, "weight_scale", low=0.0, low_inclusive=False)
+    check_features(est)
     parse_seed(est.seed)
 
 

@@ -8,6 +8,14 @@ about ``weight_scale^2``) and ``c_k ~ N(0, 1)``; for ``activation="cos"`` (rando
 of the Gaussian kernel) ``c_k ~ U[0, 2 pi)`` and ``phi(u) = sqrt(2) cos(u)``. Activations: ``tanh``,
 ``relu`` (``max(u, 0)``), ``sigmoid`` (``1 / (1 + exp(-u))``), ``cos``.
 
+``features="swim"`` replaces the Gaussian draw by SWIM sampling (Bolager, Burak, Datar, Sun,
+Dietrich, "Sampling weights of deep neural networks", NeurIPS 2023): each unit is built from a
+pair of training rows ``(z_i, z_j)`` as ``w = 2 c (z_j - z_i) / ||z_j - z_i||^2``,
+``b = -<w, z_i> - c`` (pre-activation ``-c`` at ``z_i``, ``+c`` at ``z_j``; ``c = swim_scale``,
+default 0.5 as in RFRBoost's code), the pairs drawn uniformly or with probability proportional to
+``||t_j - t_i|| / max(||z_j - z_i||, 0.01)`` for the target ``t``
+(:func:`featurelens.learning._rf_solvers.swim_layer`).
+
 * :class:`RandomFeatureRidge`: ridge regression on ``phi(X A + c) / sqrt(p)`` (p features; the
   ``1/sqrt(p)`` makes ``F F^T`` an average that tends to the kernel matrix, so ``alpha`` keeps its
   meaning as ``p`` grows); ``ensemble=K`` averages the predictions of K independently drawn members.
@@ -33,8 +41,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._random import numpy_rng, parse_seed, root_seed
 from .._validation import check_float, check_int, check_memory, check_option, format_count
 from ._rf_solvers import (
-    ACTIVATIONS, activate, check_common, cross_entropy, draw_layer, fit_logistic, line_search, probabilities, ridge,
-    sandwiched_ridge, standardiser,
+    ACTIVATIONS, activate, check_common, check_features, cross_entropy, draw_features, draw_layer, fit_logistic,
+    line_search, probabilities, ridge, sandwiched_ridge, standardiser, swim_layer,
 )
 
 __all__ = ["RandomFeatureRidge", "RFRBoostRegressor", "RFRBoostClassifier"]
@@ -76,7 +84,18 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
     ensemble : int >= 1
         Number of independent members whose predictions are averaged.
     weight_scale : float > 0
-        Standard deviation of the weights times ``sqrt(d)``.
+        Standard deviation of the weights times ``sqrt(d)`` (Gaussian features only).
+    features : {"gaussian", "swim"}
+        ``"gaussian"``: the draw above. ``"swim"``: member ``k`` builds ``A_k, c_k`` by SWIM
+        sampling (Bolager et al., NeurIPS 2023) from pairs of training rows of X, with the same
+        generator: unit ``(i, j)`` has ``w = 2 c (x_j - x_i) / ||x_j - x_i||^2`` and
+        ``b = -<w, x_i> - c``, so ``x_i A + c`` is ``-c`` and ``x_j A + c`` is ``+c`` in its column
+        (``c = swim_scale``).
+    swim_scale : float > 0
+        ``c`` of the SWIM construction (default 0.5).
+    swim_sampling : {"target", "uniform"}
+        How SWIM picks its pairs: with probability proportional to
+        ``||y_j - y_i|| / max(||x_j - x_i||, 0.01)`` (``"target"``) or uniformly.
     seed : None, int or numpy Generator
 
     Attributes
@@ -85,6 +104,8 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
     biases_ : (ensemble, n_features) ndarray
     coef_ : (ensemble, n_features, outputs) ndarray
     intercept_ : (ensemble, outputs) ndarray
+    pairs_ : None or (ensemble, n_features, 2) int ndarray
+        ``features="swim"``: the training-row pair ``(i, j)`` of every unit.
     n_features_in_ : int
 
     ``transform(X)`` returns the features of all members side by side, ``[F_0, ..., F_{K-1}]``
@@ -92,13 +113,17 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
     ``Ridge(alpha).fit(transform(X), y)``.
     """
 
-    def __init__(self, n_features=256, alpha=1.0, activation="tanh", ensemble=1, weight_scale=1.0, seed=0):
+    def __init__(self, n_features=256, alpha=1.0, activation="tanh", ensemble=1, weight_scale=1.0, seed=0,
+                 features="gaussian", swim_scale=0.5, swim_sampling="target"):
         self.n_features = n_features
         self.alpha = alpha
         self.activation = activation
         self.ensemble = ensemble
         self.weight_scale = weight_scale
         self.seed = seed
+        self.features = features
+        self.swim_scale = swim_scale
+        self.swim_sampling = swim_sampling
 
     def _check_params(self):
         check_int(self.n_features, "n_features", low=1)
@@ -106,6 +131,7 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
         check_option(self.activation, "activation", ACTIVATIONS)
         check_int(self.ensemble, "ensemble", low=1)
         check_float(self.weight_scale, "weight_scale", low=0.0, low_inclusive=False)
+        check_features(self)
         parse_seed(self.seed)
 
     def _member_features(self, X: np.ndarray, k: int) -> np.ndarray:
@@ -130,10 +156,17 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
         self.biases_ = np.empty((K, p))
         self.coef_ = np.empty((K, p, Y.shape[1]))
         self.intercept_ = np.empty((K, Y.shape[1]))
+        swim = self.features == "swim"
+        self.pairs_ = np.empty((K, p, 2), dtype=np.intp) if swim else None
         for k in range(K):
-            self.weights_[k], self.biases_[k] = draw_layer(
-                numpy_rng(root + k), d, p, self.activation, float(self.weight_scale)
-            )
+            if swim:
+                self.weights_[k], self.biases_[k], self.pairs_[k] = swim_layer(
+                    numpy_rng(root + k), X, Y, p, float(self.swim_scale), self.swim_sampling
+                )
+            else:
+                self.weights_[k], self.biases_[k] = draw_layer(
+                    numpy_rng(root + k), d, p, self.activation, float(self.weight_scale)
+                )
             self.coef_[k], self.intercept_[k] = ridge(self._member_features(X, k), Y, float(self.alpha))
         return self
 
@@ -181,8 +214,14 @@ _RFRBOOST_DOC = """
        ``N(0, weight_scale^2 / width of the input)``, biases ``N(0, 1)`` (``U[0, 2 pi)`` for
        ``cos``); ``std_t`` standardises columns with the training mean and std of that layer (a
        fixed affine map, playing the role of the paper code's BatchNorm in eval mode without
-       changing ``Phi`` itself); weights are iid Gaussian (the paper's SWIM sampling is not
-       implemented);
+       changing ``Phi`` itself); with ``features="swim"`` each part is instead SWIM-sampled
+       (Bolager et al., NeurIPS 2023; the paper's default) from pairs of training rows of its
+       standardised input, ``w = 2 c (z_j - z_i) / ||z_j - z_i||^2``, ``b = -<w, z_i> - c``
+       (``c = swim_scale``), the pairs picked with probability proportional to
+       ``||t_j - t_i|| / max(||z_j - z_i||, 0.01)`` (``swim_sampling="target"``) or uniformly,
+       where ``t`` is the negative gradient of the loss with respect to the scores at the current
+       top (the residual ``Y - Phi W - b``; for classification ``Y - P``), and ``t = Y`` for the
+       upscale layer;
     2. a block ``Delta_t`` (``F_t``'s width x the representation width) fitted to the functional
        gradient of the training loss with respect to ``Phi_{t-1}`` (below);
     3. ``Phi_t = Phi_{t-1} + boost_lr * F_t Delta_t``;
@@ -211,6 +250,9 @@ class _RFRBoostBase(BaseEstimator):
         features_from="both",
         weight_scale=1.0,
         seed=0,
+        features="gaussian",
+        swim_scale=0.5,
+        swim_sampling="target",
     ):
         self.n_layers = n_layers
         self.n_features = n_features
@@ -222,6 +264,9 @@ class _RFRBoostBase(BaseEstimator):
         self.features_from = features_from
         self.weight_scale = weight_scale
         self.seed = seed
+        self.features = features
+        self.swim_scale = swim_scale
+        self.swim_sampling = swim_sampling
 
     # ---------------------------------------------------------------- representation
     def _base(self, X: np.ndarray) -> np.ndarray:
@@ -238,15 +283,19 @@ class _RFRBoostBase(BaseEstimator):
             parts.append(activate(Xs @ layer["A_x"] + layer["c_x"], self.activation))
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
-    def _draw_block(self, t: int, Phi: np.ndarray, d: int) -> dict:
+    def _draw(self, rng, Z, T, p):
+        return draw_features(rng, Z, T, p, self.activation, float(self.weight_scale), self.features,
+                             float(self.swim_scale), self.swim_sampling)
+
+    def _draw_block(self, t: int, Phi: np.ndarray, Xs: np.ndarray, T) -> dict:
         rng = numpy_rng(self._root + t)
-        p, act, ws = int(self.n_features), self.activation, float(self.weight_scale)
+        p = int(self.n_features)
         layer = {"A_phi": None, "c_phi": None, "A_x": None, "c_x": None, "mu": None, "sd": None}
         if self.features_from in ("both", "representation"):
             layer["mu"], layer["sd"] = standardiser(Phi)
-            layer["A_phi"], layer["c_phi"] = draw_layer(rng, Phi.shape[1], p, act, ws)
+            layer["A_phi"], layer["c_phi"] = self._draw(rng, (Phi - layer["mu"]) / layer["sd"], T, p)
         if self.features_from in ("both", "input"):
-            layer["A_x"], layer["c_x"] = draw_layer(rng, d, p, act, ws)
+            layer["A_x"], layer["c_x"] = self._draw(rng, Xs, T, p)
         return layer
 
     def representation(self, X) -> np.ndarray:
@@ -286,21 +335,21 @@ class _RFRBoostBase(BaseEstimator):
             return self._fit_layers(X, Y)
 
     def _fit_layers(self, X: np.ndarray, Y: np.ndarray):
-        d = X.shape[1]
         self._root = root_seed(self.seed)
         self.x_mean_, self.x_std_ = standardiser(X)
         Xs = (X - self.x_mean_) / self.x_std_
         if self.hidden_dim is None:
             self.upscale_ = None
         else:
-            self.upscale_ = draw_layer(numpy_rng(self._root), d, int(self.hidden_dim), self.activation, float(self.weight_scale))
+            self.upscale_ = self._draw(numpy_rng(self._root), Xs, Y, int(self.hidden_dim))
         Phi = self._base(X)
         W, b = self._fit_top(Phi, Y, None)
         history = [self._objective(Phi, Y, W, b)]
         layers = []
         eta = float(self.boost_lr)
         for t in range(1, int(self.n_layers) + 1):
-            layer = self._draw_block(t, Phi, d)
+            T = self._swim_target(Phi, Y, W, b) if self.features == "swim" else None
+            layer = self._draw_block(t, Phi, Xs, T)
             F = self._layer_features(layer, Phi, Xs)
             layer["delta"] = self._block(F, Phi, Y, W, b)
             Phi = Phi + eta * (F @ layer["delta"])
@@ -348,6 +397,13 @@ class RFRBoostRegressor(RegressorMixin, _RFRBoostBase):
     features_from : {"both", "representation", "input"}
         Which inputs the random features of each layer read: ``Phi_{t-1}`` and X (the paper), or one.
     weight_scale : float > 0
+        Gaussian features only.
+    features : {"gaussian", "swim"}
+        iid Gaussian random weights, or SWIM-sampled ones (above).
+    swim_scale : float > 0
+        ``c`` of the SWIM construction (the paper code's default 0.5).
+    swim_sampling : {"target", "uniform"}
+        SWIM's pair sampling: weighted by the target's slope between the rows, or uniform.
     seed : None, int or numpy Generator
 
     Attributes
@@ -368,6 +424,9 @@ class RFRBoostRegressor(RegressorMixin, _RFRBoostBase):
 
     def _fit_top(self, Phi, Y, previous):
         return ridge(Phi, Y, Y.shape[0] * float(self.l2_reg))
+
+    def _swim_target(self, Phi, Y, W, b):
+        return Y - Phi @ W - b
 
     def _block(self, F, Phi, Y, W, b):
         return sandwiched_ridge(F, W, Y - Phi @ W - b, float(self.l2_step))
@@ -429,6 +488,9 @@ class RFRBoostClassifier(ClassifierMixin, _RFRBoostBase):
         if previous is None:
             previous = (np.zeros((Phi.shape[1], Y.shape[1])), np.zeros(Y.shape[1]))
         return fit_logistic(Phi, Y, float(self.l2_reg), *previous)
+
+    def _swim_target(self, Phi, Y, W, b):
+        return Y - probabilities(Phi @ W + b)
 
     def _block(self, F, Phi, Y, W, b):
         N = F.shape[0]
