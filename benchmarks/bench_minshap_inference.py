@@ -31,7 +31,9 @@ Methods (per SEM one learner for all model-based methods: ``LinearRegression`` f
 - Lasso: ``LassoCV(cv=5)``; selected = non-zero coefficients. No p-values (no type I error).
 
 Measured at alpha = 0.05 over R independent draws (n = 500 rows each; R = 100 linear / 12 nonlinear,
-``--quick`` 10 / 2): F1 of the selected set against MB(y), power per role (parents, child,
+``--quick`` 10 / 2): F1 of the selected set against MB(y) and against the parents + child {0..3}
+(what MinShap can see: the spouse x4 changes the loss only in contexts holding the child, so its
+minimum over contexts is ~0 by construction), power per role (parents, child,
 spouse), the rejection rate of the null features (type I error; binomial band
 +-2 sqrt(alpha (1 - alpha) / trials)), and the stability of the selection: Nogueira's index and the
 mean pairwise Jaccard over B = 10 / 8 bootstrap resamples of one draw (``--quick`` 4 / 3), and Nogueira over
@@ -64,6 +66,10 @@ RESULTS = Path(__file__).resolve().parent / "results"
 ALPHA = 0.05
 D = 10
 MB = np.array([True] * 5 + [False] * 5)
+#: What MinShap can see: y's parents and children (0-3). The spouse x4 is independent of y and
+#: changes the loss only in contexts that contain the child, so its minimum over contexts is ~0 by
+#: construction; scoring MinShap against MB(y) counts that as a miss the method cannot avoid.
+VISIBLE = np.array([True] * 4 + [False] * 6)
 ROLES = {"parents": [0, 1, 2], "child": [3], "spouse": [4], "nulls": [5, 6, 7, 8, 9]}
 METHODS = ("MinShap", "LOCO", "GCM", "Lasso")
 
@@ -143,11 +149,14 @@ def lasso(X, y, kind, seed):
 FUNCS = {"MinShap": minshap, "LOCO": loco, "GCM": gcm, "Lasso": lasso}
 
 
-def f1(sel):
-    tp = int((sel & MB).sum())
+def f1(sel, truth=MB):
+    """F1 of the selected mask ``sel`` against the true mask ``truth`` (default: the Markov blanket
+    MB(y)); 0 when nothing true is selected."""
+    sel, truth = np.asarray(sel, dtype=bool), np.asarray(truth, dtype=bool)
+    tp = int((sel & truth).sum())
     if tp == 0:
         return 0.0
-    prec, rec = tp / sel.sum(), tp / MB.sum()
+    prec, rec = tp / sel.sum(), tp / truth.sum()
     return 2 * prec * rec / (prec + rec)
 
 
@@ -175,6 +184,9 @@ def run_sem(kind, n, R, B):
         res = {
             "f1": float(np.mean([f1(s) for s in S])),
             "f1_sd": float(np.std([f1(s) for s in S])),
+            "f1_visible": float(np.mean([f1(s, VISIBLE) for s in S])),
+            "f1_visible_sd": float(np.std([f1(s, VISIBLE) for s in S])),
+            "selections": S.astype(int).tolist(),
             "power": {role: float(S[:, cols].mean()) for role, cols in ROLES.items() if role != "nulls"},
             "null_rate": float(S[:, nulls].mean()),
             "null_trials": trials,
@@ -194,30 +206,35 @@ def run_sem(kind, n, R, B):
 
 
 def verdict(results):
-    parts, acc, stab, typ = [], 0, 0, 0
+    parts, acc, acc_vis, stab, typ = [], 0, 0, 0, 0
     kinds = list(results)
     for kind in kinds:
         r = results[kind]
         others = [m for m in METHODS if m != "MinShap"]
         best_f1 = max(r[m]["f1"] for m in others)
+        best_vis = max(r[m]["f1_visible"] for m in others)
         best_st = max(r[m]["nogueira_boot"] for m in others)
         band = ALPHA + 2 * math.sqrt(ALPHA * (1 - ALPHA) / r["MinShap"]["null_trials"])
         a = r["MinShap"]["f1"] >= best_f1 - 0.02
+        av = r["MinShap"]["f1_visible"] >= best_vis - 0.02
         s = r["MinShap"]["nogueira_boot"] >= best_st - 0.02
         t = r["MinShap"]["null_rate"] <= band
         acc += a
+        acc_vis += av
         stab += s
         typ += t
         parts.append(
-            f"{kind}: MinShap F1 {r['MinShap']['f1']:.2f} vs best other {best_f1:.2f} "
-            f"({'win' if a else 'loss'}); bootstrap Nogueira {r['MinShap']['nogueira_boot']:.2f} vs best other "
+            f"{kind}: MinShap F1 against MB(y) {r['MinShap']['f1']:.2f} vs best other {best_f1:.2f} "
+            f"({'win' if a else 'loss'}), against parents + child {r['MinShap']['f1_visible']:.2f} vs best other "
+            f"{best_vis:.2f} ({'win' if av else 'loss'}); bootstrap Nogueira {r['MinShap']['nogueira_boot']:.2f} vs best other "
             f"{best_st:.2f} ({'win' if s else 'loss'}); null rejection rate {r['MinShap']['null_rate']:.3f} "
             f"(nominal {ALPHA}, band <= {band:.3f}: {'controlled' if t else 'NOT controlled'}); "
             f"spouse power {r['MinShap']['power']['spouse']:.2f}."
         )
     k = len(kinds)
     words = {}
-    for name, v in (("accuracy", acc), ("stability", stab), ("type I error", typ)):
+    for name, v in (("accuracy (parents + child)", acc_vis), ("accuracy (Markov blanket)", acc),
+                    ("stability", stab), ("type I error", typ)):
         words[name] = "reproduced" if v == k else ("partly" if v > 0 else "not")
     overall = ("reproduced" if all(w == "reproduced" for w in words.values())
                else "not" if all(w == "not" for w in words.values()) else "partly")
@@ -229,14 +246,21 @@ def verdict(results):
         + " against GCM's " + ", ".join(f"{results[k]['GCM']['power']['parents']:.2f}" for k in kinds)
         + "; the spouse (x4, marginally independent of y, relevant only jointly with the child) is found at rates "
         + ", ".join(f"{results[k]['MinShap']['power']['spouse']:.2f}" for k in kinds)
-        + " (MinShap's minimum over contexts includes contexts without the child). GCM's null "
+        + " (invisible to MinShap by construction: its minimum over contexts includes contexts without the child, "
+        "where the spouse changes nothing, so the blanket F1 charges MinShap a miss it cannot avoid; the "
+        "parents + child F1 scores it on what it can see, and there the other methods' selected spouse counts "
+        "as a false positive). Parent power, not the spouse, decides the comparison: MinShap's F1 against "
+        "parents + child is " + ", ".join(f"{results[k]['MinShap']['f1_visible']:.2f}" for k in kinds)
+        + " against GCM's " + ", ".join(f"{results[k]['GCM']['f1_visible']:.2f}" for k in kinds)
+        + ". GCM's null "
         "rejection rate is " + ", ".join(f"{results[k]['GCM']['null_rate']:.3f} ({k})" for k in kinds)
         + "; the Lasso at the CV alpha selects null features at rates "
         + ", ".join(f"{results[k]['Lasso']['null_rate']:.2f}" for k in kinds) + "."
     )
     text = (f"**Claim: MinShap beats LOCO, GCM and the Lasso in accuracy and stability and controls the type I "
-            f"error: {overall}** (accuracy {words['accuracy']}, stability {words['stability']}, type I error "
-            f"{words['type I error']}). " + " ".join(parts))
+            f"error: {overall}** (accuracy against parents + child {words['accuracy (parents + child)']}, against "
+            f"the full Markov blanket {words['accuracy (Markov blanket)']}, stability {words['stability']}, type I "
+            f"error {words['type I error']}). " + " ".join(parts))
     return overall, words, text
 
 
@@ -279,15 +303,16 @@ def _run(args) -> int:
         lines += [
             f"## {kind} SEM (R = {R} draws, B = {B} bootstrap resamples)",
             "",
-            ("| method | F1 of MB | power parents | power child | power spouse | null rejection rate (type I) | "
+            ("| method | F1 of MB | F1 of parents + child | power parents | power child | power spouse | null rejection rate (type I) | "
             "Nogueira (bootstrap) | Jaccard (bootstrap) | Nogueira (draws) | s / fit |"),
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for m in METHODS:
             v = r[m]
             t1 = f"{v['null_rate']:.3f}" + ("" if v["has_pvalues"] else " (no p-values: false-selection rate)")
             lines.append(
-                f"| {m} | {v['f1']:.2f} +- {v['f1_sd']:.2f} | {v['power']['parents']:.2f} | {v['power']['child']:.2f} | "
+                f"| {m} | {v['f1']:.2f} +- {v['f1_sd']:.2f} | {v['f1_visible']:.2f} +- {v['f1_visible_sd']:.2f} | "
+                f"{v['power']['parents']:.2f} | {v['power']['child']:.2f} | "
                 f"{v['power']['spouse']:.2f} | {t1} | {v['nogueira_boot']:.2f} | {v['jaccard_boot']:.2f} | "
                 f"{v['nogueira_reps']:.2f} | {v['seconds_per_fit']:.2f} |")
         lines += ["", f"Type I band at alpha = {ALPHA} over {r['MinShap']['null_trials']} null trials: <= {band:.3f}.",
@@ -297,7 +322,13 @@ def _run(args) -> int:
         "loss reduction when the feature joins; combined over orderings by the maximum (intersection-union). It "
         "is a test about the fitted model on one split (conditional on it), not a conditional-independence "
         "test of the data distribution; the rejection rates above measure how it behaves on null features. "
-        "By design MinShap scores a spouse (effect only jointly with the child) near 0. Figure: "
+        "By design MinShap scores a spouse (effect only jointly with the child) near 0, hence the F1 against "
+        "parents + child next to the F1 against the blanket. What is tested is featurelens's reconstruction "
+        "from the paper's abstract (no code or full text was available): the held-out-loss value function with "
+        "interventional imputation (no refitting), the one-draw background pairing, the per-ordering paired "
+        "t-test and the maximum of the per-ordering p-values over 20 antithetic orderings (the selector's "
+        "combine='max' default; the paper's combination rule is unknown). A verdict here is about that "
+        "reconstruction, not necessarily the paper's procedure. Figure: "
         "minshap_inference.png (per-feature selection rates and the null p-value QQ plot)."),
         "",
     ]

@@ -94,7 +94,7 @@ def permutation_shap(game, budget: int | None = None, seed=0) -> ApproximationRe
     its ``n - 1`` interior coalitions; ``(budget - 2) // (n - 1)`` permutations rounded down to an
     even number (at least 2). Permutations are streamed in chunks and only the running sum is kept.
     ``budget``: default ``2 n + 2048``, at least ``2 n`` and at most
-    :data:`featurelens._validation.MAX_EVALUATIONS` = 10^8 (both checked before any evaluation).
+    ``featurelens._validation.MAX_EVALUATIONS`` = 10^8 (both checked before any evaluation).
     Each pair of chains is evaluated in blocks of about :data:`CHUNK_ELEMENTS` mask elements, so
     thousands of players (a 3x32x32 image) run in bounded memory. ``seed``: None, an int or a Generator.
     Returns an :class:`ApproximationResult` with ``info["n_permutations"]``.
@@ -122,6 +122,10 @@ def minshap(game, budget: int | None = None, seed=0, statistic: str = "min") -> 
     ``statistic="min_abs"`` takes the minimum of ``|contribution|``. Running minima, maxima and
     sums are kept per chunk of permutations. Returns an :class:`ApproximationResult` with ``info["mean"]``
     (the Shapley estimate of the same permutations) and ``info["max"]`` (largest contribution).
+
+    The minimum over orderings is the paper's score as its abstract states it; the sampled
+    antithetic orderings and ``"min_abs"`` are this library's choices (no code or full text was
+    available; see :class:`featurelens.selection.MinShapSelector` for the reconstructed test).
     """
     statistic = check_option(statistic, "statistic", STATISTICS)
     before = model_calls(game)
