@@ -53,3 +53,34 @@ def test_mlp_layers_shapes(bench):
     hs = m.layers(torch.zeros(3, 1, 8, 8))
     assert [tuple(h.shape) for h in hs] == [(3, 256), (3, 256), (3, 128)]
     assert tuple(m(torch.zeros(3, 64)).shape) == (3, 10)
+
+
+def _layer(noisy_muon, noisy_adam, clean_muon, clean_adam, won=3, seeds=3):
+    return {"noisy_muon": noisy_muon, "noisy_adam": noisy_adam, "clean_muon": clean_muon,
+            "clean_adam": clean_adam, "seeds_won": won, "seeds": seeds}
+
+
+def test_muon_verdict_partly_when_the_gain_is_mostly_clean(bench):
+    # Issue 26's numbers: drops 0.101 vs 0.104, 0.089 vs 0.089, 0.072 vs 0.086 with noisy gains
+    # 0.023, 0.030, 0.042 -> clean gains 0.020, 0.030, 0.028 (shares 0.87, 1.0, 0.67): no layer robust.
+    layers = [_layer(0.872, 0.849, 0.973, 0.953), _layer(0.889, 0.859, 0.978, 0.948),
+              _layer(0.904, 0.862, 0.976, 0.948)]
+    v = bench.muon_robustness_verdict(layers)
+    assert v["verdict"] == "partly" and v["noisy_won"] == 3 and v["robust"] == 0
+    assert v["clean_share"] == pytest.approx([0.020 / 0.023, 1.0, 0.028 / 0.042])
+
+
+def test_muon_verdict_reproduced_when_the_drop_shrinks(bench):
+    # Same clean accuracy, higher noisy accuracy: the whole gain is robustness (clean share 0).
+    layers = [_layer(0.90, 0.85, 0.95, 0.95)] * 2 + [_layer(0.87, 0.85, 0.96, 0.95)]  # last: share 0.5
+    v = bench.muon_robustness_verdict(layers)
+    assert v["verdict"] == "reproduced" and v["robust"] == 2
+    assert v["clean_share"] == pytest.approx([0.0, 0.0, 0.5])
+
+
+def test_muon_verdict_not_and_seed_majority(bench):
+    assert bench.muon_robustness_verdict([_layer(0.84, 0.85, 0.97, 0.95)])["verdict"] == "not"
+    # A higher mean won on only 1 of 3 seeds is not a won layer.
+    v = bench.muon_robustness_verdict([_layer(0.90, 0.85, 0.95, 0.95, won=1)])
+    assert v["verdict"] == "not" and v["noisy_won"] == 0 and v["robust"] == 0
+    assert np.isnan(bench.muon_robustness_verdict([_layer(0.85, 0.85, 0.95, 0.95)])["clean_share"][0])
