@@ -14,7 +14,7 @@ when the work it asks for is out of bounds, naming the argument, the estimate an
 There is one bound on work, :data:`MAX_EVALUATIONS` = 10^8 evaluations (rows through a model or
 evaluations of a game) per call, which the environment variable ``FEATURELENS_MAX_EVALUATIONS``
 (or assigning ``featurelens._validation.MAX_EVALUATIONS``) raises or lowers, and one bound on
-memory, the memory available now (:func:`available_memory`, checked by :func:`check_memory`).
+memory, the memory available now (``available_memory``, checked by :func:`check_memory`).
 
 Targets and baselines (the model is the reference: Captum's ``_select_targets`` and
 ``_format_baseline``): :func:`resolve_target` turns None / an int / one int per sample into one
@@ -630,7 +630,7 @@ def check_memory(nbytes, what: str, way_out: str, limit=None) -> None:
 
     ``nbytes`` is the estimate (a float, or an int of any size), ``what`` names the work
     (``"spex with budget = 10^12"``), ``way_out`` says what to do instead. ``limit`` defaults to
-    :func:`available_memory`. Raises a ValueError naming the estimate (in GB/TB) and the way out;
+    ``available_memory``. Raises a ValueError naming the estimate (in GB/TB) and the way out;
     never a raw MemoryError later.
     """
     limit = available_memory() if limit is None else limit
@@ -662,7 +662,7 @@ def check_budget(
     The work is ``value * per`` ``unit`` (``per``: what one unit of ``value`` costs, e.g. the
     inputs times the subset sizes; an int of any size); it must not exceed ``limit`` (default
     :func:`max_evaluations`, 10^8 evaluations per call). ``nbytes``, when given, is the memory the
-    value needs (a number, or a function of the checked value), refused above :func:`available_memory` by :func:`check_memory`. ``what`` says what
+    value needs (a number, or a function of the checked value), refused above ``available_memory`` by :func:`check_memory`. ``what`` says what
     the estimate counts (``"model evaluations for 4 inputs"``); ``hint`` the way out (default:
     lower the argument). The ValueError names the argument, the estimate and the bound, e.g.
     ``"n_steps=1000000000 needs about 1e+09 model evaluations per input; the limit is 1e+08 per

@@ -497,7 +497,7 @@ def _optional(package: str, what: str):
 
 
 def load_explanation(path: str | os.PathLike, max_bytes: int | None = None) -> Explanation:
-    """Read an explanation written by :meth:`Explanation.save`.
+    """Read an explanation written by ``Explanation.save``.
 
     No pickle is ever loaded, and the file is checked against the format: the arrays ``values``
     (numbers), ``meta`` (a JSON object with exactly ``format``, ``method`` (a non-empty string),
@@ -505,13 +505,13 @@ def load_explanation(path: str | os.PathLike, max_bytes: int | None = None) -> E
     optionally ``target`` (ints shaped like the leading axes of ``values``: one per sample, or
     ``(n, k)`` for ``k`` targets per sample) and ``extra/NAME`` (numbers); since issue 11 also the
     optional meta fields ``feature_names`` (null or a list of distinct strings, one per input
-    element), ``output`` (one of :data:`OUTPUTS`) and ``groups`` (null or a list of distinct names,
+    element), ``output`` (one of ``OUTPUTS``) and ``groups`` (null or a list of distinct names,
     all strings or all ints) and the optional arrays ``data`` (numbers, one row per sample),
     ``base_values`` (floats, one per sample or per (sample, target)) and ``group_values`` (numbers,
     ``(n, n_groups)``, present exactly when ``groups`` is); files without them load with the
     defaults (None, ``"raw"``). Anything else (a corrupt
     or truncated archive, an object array, broken JSON, a missing, unknown or mistyped field)
-    raises :class:`featurelens._serialization.SavedFileError`, a ``ValueError`` naming the file,
+    raises ``featurelens._serialization.SavedFileError``, a ``ValueError`` naming the file,
     the field, what was found and what was expected; a missing file raises ``FileNotFoundError``.
     ``values`` must have a samples axis (at least one dimension) and ``feature_names`` one name per
     input element (of ``data``, or of ``values`` less its sample and target axes).

@@ -10,7 +10,7 @@ Evaluation is batched, and every game evaluates through one hook, its *executor*
     ``evaluate_chunk`` maps a ``(m, n)`` bool numpy array with ``m <= chunk_size`` to ``m`` float64
     values; ``masks`` is the validated ``(q, n)`` bool array; the executor returns the ``q`` values
     in the order of the rows of ``masks``. The default, :func:`local_executor`, evaluates the chunks
-    given by :func:`featurelens._batching.chunks` one after the other in this process. Another
+    given by ``featurelens._batching.chunks`` one after the other in this process. Another
     executor (:mod:`featurelens.parallel`: threads, processes, Ray, Dask) may evaluate the chunks in
     any order and anywhere, as long as it returns the values in row order; ``evaluate_chunk`` is a
     bound method of the game, so it pickles with the game, and a game pickles without its executor
@@ -212,7 +212,7 @@ class Game:
     Anything else raises a ValueError/TypeError naming ``masks``.
 
     Subclasses implement ``_evaluate(masks) -> values`` for a ``(m, n)`` bool chunk with
-    ``m <= chunk_size``; :meth:`__call__` validates the masks, sends them through ``executor`` (see
+    ``m <= chunk_size``; ``__call__`` validates the masks, sends them through ``executor`` (see
     the module docstring for the protocol), checks that there is one finite value per row and adds
     the number of rows to ``calls``.
 
@@ -362,7 +362,7 @@ class MaskedModel(Game):
     Parameters
     ----------
     model
-        Anything :meth:`featurelens.models.Model.wrap` accepts: a torch module, a numpy callable such
+        Anything ``featurelens.models.Model.wrap`` accepts: a torch module, a numpy callable such
         as sklearn's ``predict_proba``, or a Model (e.g. one around a torch callable).
     x
         One input, shape ``input_shape`` (e.g. ``(d,)`` or ``(C, H, W)``). A leading axis of size 1
@@ -383,7 +383,7 @@ class MaskedModel(Game):
         construction) or an int.
     batch_size
         The most rows sent through the model at once; None: the Model's rule
-        (:meth:`featurelens.models.Model.chunk_rows`, forward-only). With background,
+        (``featurelens.models.Model.chunk_rows``, forward-only). With background,
         a chunk holds ``max(1, batch_size // B)`` masks, so ``masks x B`` rows stay within it.
     executor
         See :class:`Game`.

@@ -289,7 +289,7 @@ def audit(
 ):
     """Run every applicable explainer on ``X``, score and rank the maps, optionally write a report.
 
-    Which explainers (see :func:`choose_methods`): for a differentiable model every gradient and
+    Which explainers (see ``choose_methods``): for a differentiable model every gradient and
     AGOP explainer that applies (gradcam only with a convolutional layer); for a scikit-learn
     estimator or numpy callable occlusion, KernelSHAP, permutation Shapley and, up to 10 players,
     exact Shapley (inputs with more than 64 elements use patches as players, at most 64, shared over
@@ -314,7 +314,7 @@ def audit(
       part) are given: relevance mass, relevance rank accuracy (Arras et al. 2022, arXiv
       2003.07258) and top-k precision (Clark et al. 2024, arXiv 2306.12816).
 
-    Ranking: see :data:`RANKING_RULE` (faithfulness ranks first, robustness breaks ties). A metric
+    Ranking: see ``RANKING_RULE`` (faithfulness ranks first, robustness breaks ties). A metric
     that fails is reported in the notes and left out, never fatal; an explainer that fails gets
     status "failed" with the error as its reason.
 
@@ -374,7 +374,7 @@ def audit(
         figures (tabular X: the methods' feature rankings side by side and per method the bar,
         beeswarm and waterfall plots of :mod:`featurelens.plots`, with the feature names; other X:
         example maps); None writes nothing. Checked before any work; the report is built beside it and
-        moved into place at the end (:func:`featurelens.report.report_folder`).
+        moved into place at the end (``featurelens.report.report_folder``).
     overwrite
         Write into ``out`` even when it holds files and is not an earlier audit report (otherwise
         refused with a ValueError before any work).
@@ -397,14 +397,14 @@ def audit(
         cost a round trip per row. Every random stream is per row, so the scores equal the serial
         ones bitwise for the Shapley explainers; the gradient explainers and occlusion batch rows
         together, and a part's batches may change the last bit of a map (about 1e-7 relative in
-        float32: see :meth:`featurelens.explainers.Explainer.explain`). The executor is used, not
+        float32: see ``featurelens.explainers.Explainer.explain``). The executor is used, not
         closed; ``settings`` in the report name it.
     metrics
         None (the default set), ``"all"``, a metric name or a list of names (``fl.metrics.list_metrics()``,
         those with an audit ``column``); an
         unknown name is a ValueError listing the valid ones.
     as_frame
-        True: a pandas DataFrame; False: an :class:`AuditTable` (list of dicts); None (default): a
+        True: a pandas DataFrame; False: an ``AuditTable`` (list of dicts); None (default): a
         DataFrame when pandas can be imported. Either way best first, one row per method, with
         ``rank``, ``method``, ``status``, the metric means, ``faithfulness_rank``,
         ``robustness_rank``, ``seconds``, ``model_calls`` and ``reason``; the DataFrame's

@@ -35,12 +35,12 @@ other registration.
 Samplers. One coalition sampler (:func:`kernel_coalitions`, Shapley-kernel sizes, paired) and one
 permutation sampler (:func:`iter_antithetic_permutations`) serve every estimator here,
 ``featurelens.selection.MinShapSelector`` and the explainers of
-:mod:`featurelens.explainers.shapley`.
+``featurelens.explainers.shapley``.
 
 Budgets. Every ``budget`` is an int of game evaluations, refused before any evaluation when it is
 below the method's minimum for ``n`` players (the message states the minimum) or above
-:data:`featurelens._validation.MAX_EVALUATIONS` (10^8 evaluations per call; the environment variable
-``FEATURELENS_MAX_EVALUATIONS`` raises it), by :func:`featurelens._validation.check_budget`.
+``featurelens._validation.MAX_EVALUATIONS`` (10^8 evaluations per call; the environment variable
+``FEATURELENS_MAX_EVALUATIONS`` raises it), by ``featurelens._validation.check_budget``.
 
 Memory. Coalitions are generated and evaluated chunk by chunk (at most
 :data:`CHUNK_ELEMENTS` mask elements per chunk, read from ``featurelens.approximators._common``
@@ -98,7 +98,7 @@ __all__ = [
     "refuse_exact",
 ]
 
-#: Every approximator by name: a function ``(game, ...) -> ApproximationResult``.
+#: Every approximator by name, a function ``(game, ...) -> ApproximationResult``.
 APPROXIMATORS = {
     "exact_shapley": exact_shapley,
     "kernel_shap": kernel_shap,
@@ -109,7 +109,7 @@ APPROXIMATORS = {
     "spex": spex,
     "proxy_spex": proxy_spex,
 }
-#: Other names of these approximators: the explainer registry's (``feature_ablation`` is
+#: Other names of these approximators, the explainer registry's (``feature_ablation`` is
 #: leave-one-out over the players) and the short ``exact``.
 ALIASES = {"exact": "exact_shapley", "feature_ablation": "leave_one_out"}
 

@@ -30,7 +30,7 @@ __all__ = ["CoalitionPlan", "kernel_coalitions", "kernel_shap"]
 
 class CoalitionPlan:
     """The coalitions ``0 < |S| < n`` of a KernelSHAP budget and their Shapley-kernel weights,
-    generated chunk by chunk by :meth:`chunks` (see :func:`kernel_coalitions`)."""
+    generated chunk by chunk by ``chunks`` (see :func:`kernel_coalitions`)."""
 
     def __init__(self, n: int, full: bool, sizes: list, sampled: np.ndarray | None, share: np.ndarray | None):
         self.n = n
@@ -169,7 +169,7 @@ def kernel_shap(game, budget: int | None = None, seed=0) -> ApproximationResult:
     chunk, so the ``(budget, n)`` design is never held. Coalitions: :func:`kernel_coalitions`.
 
     ``budget``: game evaluations, ``empty`` and ``N`` included (default ``2 n + 2048``, at least
-    ``min(n + 2, 2^n)``, at most :data:`featurelens._validation.MAX_EVALUATIONS` = 10^8, both
+    ``min(n + 2, 2^n)``, at most ``featurelens._validation.MAX_EVALUATIONS`` = 10^8, both
     checked before any evaluation); one fewer is used when the budget left for sampling is odd. ``seed``:
     None, an int or a numpy Generator (used as it is, so successive calls continue its stream).
     Returns an :class:`ApproximationResult` (``base_value`` ``v(empty)``, ``full_value`` ``v(N)``).

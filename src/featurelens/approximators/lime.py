@@ -141,7 +141,7 @@ class LimeSettings:
     Parameters
     ----------
     sampler
-        ``"bernoulli"`` (default) or ``"lime_text"`` (:func:`lime_masks`).
+        ``"bernoulli"`` (default) or ``"lime_text"`` (``lime_masks``).
     surrogate
         ``"ridge"`` (default) or ``"lasso"``.
     alpha

@@ -8,16 +8,16 @@ an earlier report in ``--out`` stays as it was).
 Every size option is bounded before any file is read or written and before any worker starts
 (exit code 2, one line on stderr naming the option, the estimate and the bound): the rows and
 samples explained (:data:`ROW_OPTIONS`, at most ``featurelens._validation.MAX_EVALUATIONS``),
-``--workers`` and ``--jobs`` (:func:`featurelens.cli.executor.max_workers`: 4 per CPU core on this
+``--workers`` and ``--jobs`` (``featurelens.cli.executor.max_workers``: 4 per CPU core on this
 machine), the benchmark's ``--n-samples``/``--epochs`` and diagnose's ``--steps``/``--p``/``--width``
 (by the functions they are given to, before any training), select's ``-k`` (the CSV's columns).
 
 One module per command, each holding its parser (``add_parser(sub)``) and its work (``run(args)``
-returning the exit code): :mod:`~featurelens.cli.benchmark`, :mod:`~featurelens.cli.diagnose`,
-:mod:`~featurelens.cli.select`, :mod:`~featurelens.cli.audit`, :mod:`~featurelens.cli.explain`
-(whose report is :mod:`~featurelens.cli.explain_report`); the shared value types and the
-``--overwrite`` flag are :mod:`~featurelens.cli.options`, the ``--executor/--workers/--address``
-flags and the executor they build :mod:`~featurelens.cli.executor`. The command modules import
+returning the exit code): ``featurelens.cli.benchmark``, ``featurelens.cli.diagnose``,
+``featurelens.cli.select``, ``featurelens.cli.audit``, ``featurelens.cli.explain``
+(whose report is ``featurelens.cli.explain_report``); the shared value types and the
+``--overwrite`` flag are ``featurelens.cli.options``, the ``--executor/--workers/--address``
+flags and the executor they build ``featurelens.cli.executor``. The command modules import
 nothing that imports torch, and each command's work is imported only when it runs:
 ``featurelens --help`` and ``featurelens COMMAND --help`` stay instant. A few names and defaults
 shown by ``--help`` live in modules that import torch (the XAI-TRIS scenarios, the grokking
@@ -50,8 +50,8 @@ HELP_NAMES = {
 #: coalition of a background method averages the model over the background rows, so each is
 #: refused above featurelens._validation.MAX_EVALUATIONS (10^8). The other size options are bounded
 #: elsewhere, before any work too: --n-samples and --epochs by the benchmark runner, --steps, --p
-#: and --width by the grokking run, --workers by :mod:`featurelens.cli.executor` (4 per CPU core),
-#: --jobs by :func:`featurelens.cli.benchmark.check_jobs` (as --workers: processes on this
+#: and --width by the grokking run, --workers by ``featurelens.cli.executor`` (4 per CPU core),
+#: --jobs by ``featurelens.cli.benchmark.check_jobs`` (as --workers: processes on this
 #: machine), -k by the CSV's columns (select).
 ROW_OPTIONS = {name: module.ROW_OPTIONS for name, module in COMMANDS.items() if hasattr(module, "ROW_OPTIONS")}
 

@@ -36,7 +36,7 @@ COEFFICIENT_RANGE = (0.5, 1.5)
 
 def _check_players(n, name: str) -> int:
     """The players of a sparse game: an int >= 1, at most
-    :data:`featurelens._validation.MAX_EVALUATIONS` (one coalition is ``n`` mask entries, and the
+    ``featurelens._validation.MAX_EVALUATIONS`` (one coalition is ``n`` mask entries, and the
     incidence matrix holds ``n + 1`` offsets)."""
     return check_budget(n, name, unit="mask entries", what="per coalition", nbytes=lambda v: 16 * (v + 1),
                         hint=f"lower {name}")
@@ -170,12 +170,12 @@ def sparse_game(
     The support is ``n_terms`` distinct nonempty subsets: each subset's degree is drawn uniformly in
     ``1..max_degree`` and its players uniformly without replacement (sorted tuples); a subset drawn
     twice is drawn again. Each coefficient is ``+-1`` at random times a magnitude uniform in
-    :data:`COEFFICIENT_RANGE` ``= [0.5, 1.5]``. The constant term ``terms[()]`` is 0.0, so
+    ``COEFFICIENT_RANGE`` ``= [0.5, 1.5]``. The constant term ``terms[()]`` is 0.0, so
     ``len(game.terms) == n_terms + 1``. ``seed`` fixes both the terms and the noise sequence (two
     independent streams spawned from it). See :class:`SparseGame` for the bases and the noise.
 
     ``n`` and ``n_terms`` are refused before any work above
-    :data:`featurelens._validation.MAX_EVALUATIONS` (10^8); in the Moebius basis ``n_terms^2`` (the
+    ``featurelens._validation.MAX_EVALUATIONS`` (10^8); in the Moebius basis ``n_terms^2`` (the
     term pairs of the exact signal std) is bounded too, and its memory (``32 n_terms^2`` bytes).
     """
     n = _check_players(n, "n")

@@ -61,10 +61,10 @@ def explainer(name: str, model, output: str | None = None, **params) -> "Explain
     """Build the explainer registered as ``name`` for ``model`` with the given parameters.
 
     ``output`` (every explainer): the units of the explained output, ``"raw"``, ``"probability"``
-    or ``"log_odds"``; the model is put in those units (:meth:`featurelens.models.Model.wrap`)
+    or ``"log_odds"``; the model is put in those units (``featurelens.models.Model.wrap``)
     before the explainer sees it. None keeps the model's own units (``"raw"`` for a plain model).
 
-    ``fl.explainer`` (:func:`featurelens._factory.explainer`) also takes ``tokenizer=`` for text
+    ``fl.explainer`` (``featurelens._factory.explainer``) also takes ``tokenizer=`` for text
     models; this function is the one for arrays and tables.
 
     >>> ex = explainer("integrated_gradients", net, n_steps=50)
@@ -90,13 +90,13 @@ class Explainer:
     Subclasses implement ``_attribute(x, target, outputs, **kwargs) -> (values, extra params)``
     where ``x`` is a validated tensor on the model's device, ``target`` one long index per sample
     and ``outputs`` the model's outputs on ``x`` when they were needed to pick targets (else None).
-    Arrays that belong in :attr:`Explanation.extra` (one row per sample, like ``values``) go in
+    Arrays that belong in ``Explanation.extra`` (one row per sample, like ``values``) go in
     the extra params under the key ``"arrays"`` (a dict name -> array); the base class moves them
     to ``Explanation.extra`` and reshapes them like ``values`` for ``(n, k)`` targets.
 
     ``batch_size``: rows per model call. None keeps the rule of the Model (its own batch size, or
     automatic chunks); a Model passed in is never changed: another batch size gives the explainer
-    its own Model around the same module (:meth:`featurelens.models.Model.wrap`).
+    its own Model around the same module (``featurelens.models.Model.wrap``).
 
     ``output``: the units of the explained output, ``"raw"``, ``"probability"`` (softmax /
     sigmoid of logits, an estimator's ``predict_proba``) or ``"log_odds"`` (see
@@ -108,7 +108,7 @@ class Explainer:
 
     Baselines: an explainer that takes a ``baseline`` (the reference input ``x'``: integrated
     gradients' path start, DeepLift's reference, the fill of occluded or removed players) declares
-    what ``baseline=None`` means once, as :attr:`default_baseline`, next to :attr:`requires`:
+    what ``baseline=None`` means once, as ``default_baseline``, next to ``requires``:
 
     - ``"zeros"`` (the default): ``x' = 0``, the black image or the silent signal (integrated
       gradients, Sundararajan et al. 2017, arXiv 1703.01365; DeepLift, the layer and neuron path
@@ -118,10 +118,10 @@ class Explainer:
       anywhere on unscaled features (the black-box Shapley explainers, SPEX, LIME and feature
       ablation).
 
-    :meth:`_resolve_baseline` (:func:`featurelens._validation.resolve_baseline`) applies it; a bad
+    ``_resolve_baseline`` (``featurelens._validation.resolve_baseline``) applies it; a bad
     baseline (a string, a bool, NaN or inf, a shape neither one input's nor the batch's) is refused
     naming ``baseline``. Every explanation of such an explainer records the baseline it used one
-    way, ``params["baseline"]`` (:func:`featurelens._validation.baseline_record`): ``"zeros"`` when
+    way, ``params["baseline"]`` (``featurelens._validation.baseline_record``): ``"zeros"`` when
     None was given, the number as a float when a scalar was given, ``"array"`` when an array was
     given (shaped like one input or like the batch). The baseline of one call
     (``explain(x, baseline=...)``, where the explainer takes one) is the one recorded. An
@@ -137,7 +137,7 @@ class Explainer:
     accepts: frozenset = frozenset()
     #: What ``baseline=None`` means, for an explainer that takes a ``baseline`` (``"baseline"`` in
     #: :attr:`accepts`): a policy of :func:`featurelens._validation.default_baseline`, applied by
-    #: :meth:`_resolve_baseline` (see the class docstring): ``"zeros"`` or ``"refuse_tabular"``.
+    #: ``_resolve_baseline`` (see the class docstring): ``"zeros"`` or ``"refuse_tabular"``.
     default_baseline: str = "zeros"
 
     #: Whether :func:`featurelens.audit` runs it when ``methods=None`` (where it applies: gradient
@@ -151,7 +151,7 @@ class Explainer:
 
     #: Whether the ground-truth benchmark (:func:`featurelens.groundtruth.run_benchmark`) runs it
     #: when ``methods=None``: True, or the reason it is left out (it can still be requested with
-    #: ``methods=``). None: decided by :attr:`requires`: the explainers that need the model's
+    #: ``methods=``). None: decided by ``requires``: the explainers that need the model's
     #: gradients run, the others (black-box methods, far slower on images and with their own
     #: benchmark settings) do not. ``random`` is always run, last (the floor every method must beat).
     benchmark_default: bool | str | None = None
@@ -208,8 +208,8 @@ class Explainer:
 
     def _resolve_baseline(self, x: torch.Tensor, baseline=None) -> torch.Tensor:
         """The baseline of this call shaped like the batch ``x``: ``baseline`` (given to
-        :meth:`explain`) or else the constructor's, None meaning what :attr:`default_baseline`
-        says (:func:`featurelens._validation.resolve_baseline`, refusals naming the method)."""
+        :meth:`explain`) or else the constructor's, None meaning what ``default_baseline``
+        says (``featurelens._validation.resolve_baseline``, refusals naming the method)."""
         given = getattr(self, "baseline", None) if baseline is None else baseline
         return resolve_baseline(given, x, "baseline", default=self.default_baseline, method=self.name)
 

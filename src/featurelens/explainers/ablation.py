@@ -149,7 +149,7 @@ class FeaturePermutation(_LeaveOneOut):
     ``rng.permutation(n_rows)`` redrawn while it is the identity (as Captum redraws
     ``torch.randperm``), from ``rng = numpy.random.default_rng(SeedSequence(root))`` where
     ``root`` is the call's seed root (the int seed itself; one int drawn from a Generator per call;
-    fresh entropy for None). :meth:`permutations` returns them. Fed the same permutations (through
+    fresh entropy for None). ``permutations`` returns them. Fed the same permutations (through
     its ``perm_func``) Captum gives the same values. Needs at least 2 rows per call; the rows of a
     call are permuted together, so ``explain(x, executor=...)`` (rows in parts) and several
     targets per row (``(n, k)`` targets) are refused.

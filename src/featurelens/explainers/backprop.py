@@ -226,8 +226,8 @@ class GradientShap(Explainer):
 
     ``seed``: None, an int or a ``numpy.random.Generator``. Row ``i`` of a call (its index in the
     whole call) draws its ``S`` background indices, then its ``S`` alphas, from
-    ``SeedSequence(root, spawn_key=(i, 0))`` (:func:`featurelens._random.row_draws`); the noise
-    comes from the SmoothGrad copy streams (:class:`featurelens._random.RowNormal`: copy ``k``
+    ``SeedSequence(root, spawn_key=(i, 0))`` (``featurelens._random.row_draws``); the noise
+    comes from the SmoothGrad copy streams (``featurelens._random.RowNormal``: copy ``k``
     reads ``SeedSequence(root, spawn_key=(k,))`` in row order), so a
     row's value never depends on ``batch_size``, the other rows or how the rows are split.
     """

@@ -502,18 +502,18 @@ class LayerDeepLift(_LayerVariant, DeepLift):
 
 @register("layer_deeplift_shap")
 class LayerDeepLiftShap(_LayerVariant, DeepLiftShap):
-    """Layer DeepLiftSHAP: :class:`LayerDeepLift` averaged over background rows used as baselines,
+    """Layer DeepLiftSHAP: :class:`.LayerDeepLift` averaged over background rows used as baselines,
     ``a_j(x) = sum_k w_k LayerDeepLift_j(x; baseline = b_k)`` (``w_k = 1/B``, or a weighted
     summary); values have the layer's output shape. Summation-to-delta is recorded against the mean
-    reference output, as for :class:`DeepLiftShap`.
+    reference output, as for :class:`.DeepLiftShap`.
 
     Lundberg & Lee, "A Unified Approach to Interpreting Model Predictions", NeurIPS 2017, arXiv
     1705.07874; Shrikumar et al. 2017, arXiv 1704.02685. With equal weights it equals Captum 0.9's
     ``LayerDeepLiftShap`` (``attribute_to_layer_input=False``; to 1e-5 in the tests) on the
-    networks where :class:`LayerDeepLift` equals Captum's ``LayerDeepLift``.
+    networks where :class:`.LayerDeepLift` equals Captum's ``LayerDeepLift``.
 
-    ``background`` and the chunking of the ``n x B`` pairs as :class:`DeepLiftShap`; ``layer`` as
-    :class:`LayerDeepLift`.
+    ``background`` and the chunking of the ``n x B`` pairs as :class:`.DeepLiftShap`; ``layer`` as
+    :class:`.LayerDeepLift`.
     """
 
     audit_default = True  # not the reason of DeepLiftShap, its base

@@ -53,8 +53,8 @@ class GameExplainer(Explainer):
     baseline, background, groups
         The value function and the players, see :class:`featurelens.games.MaskedModel`; give
         either ``baseline`` or ``background``, not both. On tabular data (one input of shape
-        ``(d,)``) one of the two is required (:meth:`explain` refuses otherwise); images and
-        signals default to zeros (:attr:`default_baseline` ``"refuse_tabular"``). Recorded as
+        ``(d,)``) one of the two is required (``explain`` refuses otherwise); images and
+        signals default to zeros (``default_baseline`` ``"refuse_tabular"``). Recorded as
         ``params["baseline"]`` (``"zeros"``, the number, or ``"array"``) with ``params["fill"] =
         "baseline"``, or ``params["fill"] = "background"`` and no ``"baseline"``.
     batch_size
@@ -149,7 +149,7 @@ class GameExplainer(Explainer):
             )
 
     def _check_fill(self, x) -> None:
-        """Apply :attr:`default_baseline` (``"refuse_tabular"``,
+        """Apply ``default_baseline`` (``"refuse_tabular"``,
         :func:`featurelens._validation.default_baseline`) when neither ``background`` nor
         ``baseline`` was given: tabular inputs (one input is a row, shape ``(d,)``) are refused,
         because the zero fill that images and signals default to is a black image or silence
@@ -196,7 +196,7 @@ class GameExplainer(Explainer):
     def explain_players(self, x, target=None, executor=None) -> np.ndarray:
         """Per-player values, shape ``(n_samples, n_players)`` (``(n_samples, k, n_players)`` for
         ``(n, k)`` targets): each player's value once, not spread over its elements.
-        ``executor``: rows in parallel, as for :meth:`explain`."""
+        ``executor``: rows in parallel, as for ``explain``."""
         e = self.explain(x, target=target, executor=executor)
         lead = e.values.ndim - (np.ndim(x) - 1)
         flat = e.values.reshape(*e.values.shape[:lead], -1)

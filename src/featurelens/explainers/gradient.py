@@ -122,7 +122,7 @@ class IntegratedGradients(Explainer):
     Sundararajan, Taly, Yan, "Axiomatic Attribution for Deep Networks", ICML 2017, arXiv 1703.01365.
 
     ``baseline``: None (zeros), a scalar, an array shaped like one input or like the batch; it can
-    also be passed to :meth:`explain` for one call.
+    also be passed to ``explain`` for one call.
     """
 
     audit_order = 2
@@ -204,7 +204,7 @@ class SmoothGrad(Explainer):
     ``a = (1/n) sum_k grad f_t(x + eps_k)``, ``eps_k ~ N(0, sigma^2)``, with
     ``sigma = noise_level * (max(x) - min(x))`` computed **per sample** (relative to each input's
     value range, as the paper recommends; Captum's ``stdevs`` is absolute; a constant input, whose
-    range is 0, gets the unit range 1: :func:`featurelens._validation.relative_scale`).
+    range is 0, gets the unit range 1: ``featurelens._validation.relative_scale``).
     ``noise="absolute"`` makes ``noise_level`` the standard deviation itself. ``variant="square"``
     averages squared gradients (SmoothGrad-Squared), ``variant="var"`` returns their variance
     (VarGrad).
@@ -214,7 +214,7 @@ class SmoothGrad(Explainer):
 
     ``seed``: None, an int or a ``numpy.random.Generator``. The noise is drawn chunk by chunk:
     noisy copy ``k`` reads the stream ``SeedSequence(root, spawn_key=(k,))`` in row order, row
-    ``i`` of the call taking its elements ``[i d, (i + 1) d)`` (:class:`featurelens._random.RowNormal`;
+    ``i`` of the call taking its elements ``[i d, (i + 1) d)`` (``featurelens._random.RowNormal``;
     ``root``: the int seed, an int drawn from a Generator once per call, fresh entropy for None,
     recorded as ``params["seed_root"]``), so the same int seed gives the same map whatever the
     ``batch_size``, the device, or how the rows are split (``explain(x, executor=...)``), and
@@ -261,7 +261,7 @@ class SmoothGrad(Explainer):
         return RowNormal(root, row_start, x, self.n_samples)
 
     def noise_draws(self, x: torch.Tensor, first_row: int = 0) -> torch.Tensor:
-        """The (n_samples, *x.shape) noise one :meth:`explain` call (with ``first_row``) adds to
+        """The (n_samples, *x.shape) noise one ``explain`` call (with ``first_row``) adds to
         this batch (for inspection and tests; ``explain`` itself never builds this tensor)."""
         source = self._noise(x, root_seed(self.seed), int(first_row))
         return torch.stack([source.copy(e) for e in range(self.n_samples)]) * self.sigma(x)[None]

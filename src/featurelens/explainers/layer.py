@@ -130,7 +130,7 @@ class LayerIntegratedGradients(_LayerExplainer, _PathIntegral):
     layer attribution as in Captum (Kokhlikyan et al., 2020, arXiv 2009.07896).
 
     ``baseline`` (input space): None (zeros), a scalar, an array shaped like one input or like the
-    batch; it can also be passed to :meth:`explain`.
+    batch; it can also be passed to ``explain``.
     """
 
     accepts = frozenset({"baseline"})
@@ -318,7 +318,7 @@ class NeuronGradient(_NeuronExplainer):
 class NeuronIntegratedGradients(_NeuronExplainer, _PathIntegral):
     """Neuron integrated gradients: integrated gradients of the unit ``z_u`` (``u = neuron``, an
     index tuple into one sample's output of the named layer, a tuple with slices or a callable, as
-    for :class:`NeuronGradient`) along the straight input path,
+    for :class:`~featurelens.explainers.layer.NeuronGradient`) along the straight input path,
 
     ``a_i = (x_i - x'_i) * int_0^1 d z_u(x' + alpha (x - x')) / d x_i  d alpha``,
 

@@ -23,8 +23,8 @@ torch function mode (:class:`torch.overrides.TorchFunctionMode`) routes every ad
 tensors that carry the input's graph (``a + b``, ``torch.add``, ``out += identity``) through the
 z-rule on the sum, ``R_a = a / stab(a + b) R``, ``R_b = b / stab(a + b) R`` (each summand gets the
 share it contributes; Captum's ``EpsilonRule`` on its ``Addition_Module``), and a concatenation
-(``torch.cat``) splits the relevance by slices, which is its gradient. The modules :class:`Add`
-and :class:`Concat` (and Captum's ``Addition_Module``) are these operations as modules.
+(``torch.cat``) splits the relevance by slices, which is its gradient. The modules ``Add``
+and ``Concat`` (and Captum's ``Addition_Module``) are these operations as modules.
 """
 
 from __future__ import annotations
@@ -395,9 +395,9 @@ class LRP(Explainer):
     Flatten, Unflatten and Identity pass relevance unchanged: where Captum raises a TypeError for
     ``nn.Flatten`` and ``nn.GELU``, featurelens passes the relevance through them (zennit's "Pass").
     Other leaf modules are refused at construction unless ``rules`` names them. Residual additions
-    (``a + b``, ``torch.add``, ``+=``, :class:`Add`, Captum's ``Addition_Module``) split the relevance
+    (``a + b``, ``torch.add``, ``+=``, ``Add``, Captum's ``Addition_Module``) split the relevance
     of the sum by the z-rule, ``R_a = a R / stab(a + b)`` (where Captum copies the relevance of a
-    plain ``+`` to both branches); concatenations (``torch.cat``, :class:`Concat`) split it by slices.
+    plain ``+`` to both branches); concatenations (``torch.cat``, ``Concat``) split it by slices.
     Other functional operations in a ``forward`` (``torch.relu``, ``x.view``, ``a * b``) keep their
     gradient, which is the right propagation for ReLUs and reshapes only. The propagation starts from ``f_t(x)``, so for a bias-free ReLU
     network and ``epsilon -> 0`` the relevance sums to ``f_t(x)`` (conservation); each
@@ -410,7 +410,7 @@ class LRP(Explainer):
     on the input layer with bounds ``low``/``high``, gamma on convolutions, epsilon on dense layers)
     and ``"alpha_beta"`` (alpha-beta with ``alpha``/``beta`` on every dense/conv layer).
     ``rules={layer_name: rule}`` overrides any layer by its name in ``model.named_modules()``
-    (a rule name or a :class:`Rule`).
+    (a rule name or a ``Rule``).
 
     ``low``/``high`` (z^B): numbers or arrays shaped like one input; None: each sample's own
     minimum and maximum. Only raw outputs are explained (relevance of a softmax is not defined by

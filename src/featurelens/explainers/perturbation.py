@@ -67,7 +67,7 @@ class Occlusion(Explainer):
         0..g-1; each group is occluded once.
     baseline
         The replacement value: a scalar (default 0), an array shaped like one input or like the
-        batch. It can also be passed to :meth:`explain` for one call.
+        batch. It can also be passed to ``explain`` for one call.
     batch_size
         Rows per forward pass (None: automatic).
     executor

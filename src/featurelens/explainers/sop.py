@@ -128,7 +128,7 @@ class GroupGenerator(nn.Module):
 class PatchGroupGenerator(nn.Module):
     """Groups made of image patches (``SumOfParts(..., patch_size=p)``; You et al., ICML 2025,
     arXiv 2310.16316, whose generator attends over patch tokens with sparsemax). On large images
-    (64x64) the pixel-level :class:`GroupGenerator`'s sparsemax over every pixel did not learn in a
+    (64x64) the pixel-level ``GroupGenerator``'s sparsemax over every pixel did not learn in a
     few epochs (benchmarks/bench_sop.py); patches make the groups coarse enough to train.
 
     A patch embedding ``e = ReLU(Conv(C, hidden, patch, stride=patch)(x))`` is scored per group by
@@ -206,8 +206,8 @@ class SumOfParts(nn.Module):
 
     ``model(x)`` returns the prediction ``y(x)`` only, shaped like the backbone's output, so the
     model trains with any loss and any training loop (e.g.
-    :func:`featurelens._training.train_model`, or :func:`fit_sop`) and is explained like any
-    other model. :meth:`explain_forward` returns everything: a :data:`SOPOutput` with the logits,
+    ``featurelens._training.train_model``, or :func:`fit_sop`) and is explained like any
+    other model. ``explain_forward`` returns everything: a ``SOPOutput`` with the logits,
     the masks ``(n, G, *x.shape[1:])``, the weights ``(n, G)`` and the backbone's output on each
     group. All ``n * G`` masked inputs go through the backbone in one call, so a Model adapter
     with ``batch_size=b`` bounds a backbone call to ``b * G`` rows.
@@ -221,13 +221,13 @@ class SumOfParts(nn.Module):
     group_generator
         A module (or callable) mapping ``x`` ``(n, *input_shape)`` to masks ``(n, G, ...)`` whose
         trailing axes equal those of ``x`` or are 1 (broadcast, e.g. one mask per pixel for all
-        channels). None: a :class:`GroupGenerator` (needs ``input_shape``), or with ``patch_size`` a
-        :class:`PatchGroupGenerator` of ``patch_size`` x ``patch_size`` image patches (what trains
+        channels). None: a ``GroupGenerator`` (needs ``input_shape``), or with ``patch_size`` a
+        ``PatchGroupGenerator`` of ``patch_size`` x ``patch_size`` image patches (what trains
         on large images, e.g. 64x64).
     group_selector
         A module (or callable) mapping ``(group_outputs (n, G, K) or (n, G), masks (n, G, ...))``
         to scores ``(n, G)``; the weights are their softmax (``weight_activation``). None: a
-        :class:`ConfidenceSelector`.
+        ``ConfidenceSelector``.
     input_shape
         The shape of one input without the batch axis, ``(d,)``, ``(C, L)`` or ``(C, H, W)``: needed
         by the default generator, and then checked on every call.
@@ -235,7 +235,7 @@ class SumOfParts(nn.Module):
         Hidden channels (units) of the default generator.
     mask_activation, weight_activation
         ``"sparsemax"`` or ``"softmax"``: the normalisation of the default generator's scores over
-        the positions of each group (:class:`GroupGenerator`; default sparsemax, sparse groups), and
+        the positions of each group (``GroupGenerator``; default sparsemax, sparse groups), and
         of the selector's scores over the groups (default softmax).
     seed
         Seeds the initial weights of the default generator and selector (the caller's global torch
@@ -293,7 +293,7 @@ class SumOfParts(nn.Module):
         self._recorders: dict = {}
 
     def explain_forward(self, x: torch.Tensor) -> SOPOutput:
-        """The prediction with its groups: a :data:`SOPOutput` (logits, masks, weights,
+        """The prediction with its groups: a ``SOPOutput`` (logits, masks, weights,
         group_outputs); ``logits = sum_g weights[:, g] * group_outputs[:, g]``."""
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"x must be a torch.Tensor of shape (n, *input_shape); got {type(x).__name__}")
@@ -335,7 +335,7 @@ class SumOfParts(nn.Module):
     @contextlib.contextmanager
     def recording(self):
         """Within ``with``, each forward pass of this thread appends its (detached)
-        :data:`SOPOutput` to the yielded list: how the explainer reads masks and weights from
+        ``SOPOutput`` to the yielded list: how the explainer reads masks and weights from
         passes the Model adapter chunks and counts."""
         key = threading.get_ident()
         records: list = []
@@ -359,7 +359,7 @@ def fit_sop(model: SumOfParts, X, y, epochs: int = 20, lr: float = 1e-2, batch_s
     """Train a :class:`SumOfParts` end to end (generator, selector and backbone together, with no
     group supervision) by Adam on the cross-entropy of its logits for integer labels ``y``.
 
-    A thin call of :func:`featurelens._training.train_model`, the one training loop, with the
+    A thin call of ``featurelens._training.train_model``, the one training loop, with the
     training rows as validation rows and ``patience=epochs`` (no early stop): the weights of the
     epoch with the lowest training loss are kept. ``seed`` seeds the shuffling; ``progress`` shows a
     bar over epochs (None: only on a terminal). The model must be float32 (train_model's batches
@@ -407,8 +407,8 @@ class _SumOfPartsRequires(Requires):
 
 @register("sop")
 class SumOfPartsExplainer(Explainer):
-    """The attributions a :class:`SumOfParts` model gives itself (You et al., ICML 2025, arXiv
-    2310.16316): no post-hoc computation, one forward pass of the model per sample.
+    """The attributions a :class:`~featurelens.SumOfParts` model gives itself (You et al., ICML
+    2025, arXiv 2310.16316): no post-hoc computation, one forward pass of the model per sample.
 
     With masks ``m_g`` (``(n, G, *x.shape[1:])``, broadcast over channels) and weights ``w_g`` of the
     explained rows, feature ``f`` of a sample gets

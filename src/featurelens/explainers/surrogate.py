@@ -82,7 +82,7 @@ class Lime(GameExplainer):
         baseline fill, not a background).
     seed
         Int, numpy Generator or None. Row ``i`` of a batch draws its coalitions from its own stream
-        ``SeedSequence(root, spawn_key=(i,))`` (:func:`featurelens.approximators.lime.bernoulli_masks`), so an int seed gives the
+        ``SeedSequence(root, spawn_key=(i,))`` (``featurelens.approximators.lime.bernoulli_masks``), so an int seed gives the
         same values on every call, alone, in row splits or in parallel.
     batch_size, progress, executor
         As for ``kernel_shap``.

@@ -4,7 +4,7 @@ interaction indices derived from them (Shapley, Banzhaf, SII, BII, k-SII, STII, 
 * :func:`exact` evaluates a game on all ``2^n`` coalitions and returns an :class:`Interactions`.
 * :class:`Interactions` holds sparse terms ``{tuple of players: value}`` in a basis or an index and
   converts, predicts, ranks, scores (R^2), saves and plots them.
-* :mod:`featurelens.interactions.transforms` holds the transforms and conversions themselves.
+* ``featurelens.interactions.transforms`` holds the transforms and conversions themselves.
 """
 
 from __future__ import annotations

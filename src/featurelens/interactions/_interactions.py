@@ -96,7 +96,7 @@ class Interactions:
     queries
         Game (model) evaluations spent to obtain the terms.
     params
-        Free provenance (JSON-able values are kept by :meth:`save`).
+        Free provenance (JSON-able values are kept by ``save``).
     """
 
     def __init__(self, terms: dict, index: str, n_players: int, max_order: int | None = None,
@@ -465,7 +465,7 @@ class Interactions:
 
 
 def load_interactions(path: str | os.PathLike) -> Interactions:
-    """Read interactions written by :meth:`Interactions.save` (``allow_pickle=False``).
+    """Read interactions written by ``Interactions.save`` (``allow_pickle=False``).
 
     The file is checked against the format: ``players`` (ints, ``(m, L)``, each row one term's
     players padded with -1), ``lengths`` (ints, ``(m,)``, in ``[0, L]``), ``values`` (numbers,
@@ -474,7 +474,7 @@ def load_interactions(path: str | os.PathLike) -> Interactions:
     ``queries`` (an int >= 0) and ``params`` (an object)); terms must be distinct sorted tuples of
     players below ``n_players`` with finite values. Any violation (and a corrupt or truncated
     archive, an object array, broken JSON) raises
-    :class:`featurelens._serialization.SavedFileError`, a ``ValueError`` naming the file, the field,
+    ``featurelens._serialization.SavedFileError``, a ``ValueError`` naming the file, the field,
     what was found and what was expected; a missing file raises ``FileNotFoundError``.
     """
     from .. import _serialization as ser
@@ -528,11 +528,11 @@ def exact(game, index: str = "mobius", max_order: int | None = None, tol: float 
           executor=None) -> Interactions:
     """Exact interactions of ``game`` from all ``2^n`` coalition values.
 
-    The table ``v(S)`` of every coalition (:func:`transforms.game_table`, ``n <= 20``; larger games are
+    The table ``v(S)`` of every coalition (``transforms.game_table``, ``n <= 20``; larger games are
     refused at once with the memory they would need) gives the
     Moebius coefficients ``a(T) = sum_{S subset of T} (-1)^{|T|-|S|} v(S)`` (or, for
     ``index="fourier"``, ``F(K) = 2^{-n} sum_S (-1)^{|K & S|} v(S)``), then ``index`` through
-    :func:`transforms.convert` with ``max_order`` (ignored for ``"shapley"``/``"banzhaf"``). Shapley
+    ``transforms.convert`` with ``max_order`` (ignored for ``"shapley"``/``"banzhaf"``). Shapley
     values come straight from the table (:func:`featurelens.approximators.shapley_from_table`).
 
     ``tol``: transform coefficients with ``|value| <= tol`` are dropped before conversion; None means

@@ -6,14 +6,14 @@ NeurIPS 2025, arXiv:2505.17495) in the reference sheet ``shapley-and-spex.md`` s
 1. Draw ``budget`` masks uniformly (each bit Bernoulli(1/2)) and evaluate the game once on all of
    them (one batched call).
 2. Fit a scikit-learn :class:`~sklearn.ensemble.GradientBoostingRegressor` on ``masks -> values``
-   (no hyper-parameter search; defaults in :data:`GBT_DEFAULTS`, any of them overridable).
+   (no hyper-parameter search; defaults in ``GBT_DEFAULTS``, any of them overridable).
 3. Extract the exact Fourier transform of every tree. On 0/1 inputs a split on player ``i`` sends
    ``m_i = 0`` left and ``m_i = 1`` right, and ``[m_i = 0] = (1 + (-1)^{m_i})/2``,
    ``[m_i = 1] = (1 - (-1)^{m_i})/2``; so a node with children ``L`` and ``R`` has
    ``F(K) = (F_L(K) + F_R(K))/2`` and ``F(K xor {i}) = (F_L(K) - F_R(K))/2`` (a leaf is
    ``{(): value}``). The ensemble's transform is ``init + learning_rate * sum_trees F_tree``.
 4. Keep the terms of order ``<= max_order`` and, among them, the ``n_terms`` largest by ``|F|``
-   (default: the fewest largest terms holding :data:`ENERGY` = 99.9% of the non-constant energy
+   (default: the fewest largest terms holding ``ENERGY`` = 99.9% of the non-constant energy
    ``sum F^2``), at most ``budget // 10`` of them; the constant is always kept.
 5. Refit the kept coefficients by least squares on the same masks and values (no new queries).
 
@@ -132,15 +132,15 @@ def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, exec
     game
         A :class:`featurelens.games.Game` over ``n`` players.
     budget
-        Game evaluations: the number of uniform random masks. None: :data:`DEFAULT_BUDGET` = 5000
-        (at least the minimum). Below :func:`minimum_budget` ``= 10 (n + 1)`` a ValueError.
+        Game evaluations: the number of uniform random masks. None: ``DEFAULT_BUDGET`` = 5000
+        (at least the minimum). Below ``minimum_budget`` ``= 10 (n + 1)`` a ValueError.
     max_order
         The largest order kept (terms of the trees' transforms above it are dropped). The tree depth
         is ``max(max_order, 5)`` unless ``max_depth`` is given (a depth-``d`` tree has terms of order
         ``<= d``).
     n_terms
         Non-constant terms kept before the refit, the largest ``|F|`` first. None: the fewest
-        largest terms that hold :data:`ENERGY` = 99.9% of the non-constant energy ``sum F^2``.
+        largest terms that hold ``ENERGY`` = 99.9% of the non-constant energy ``sum F^2``.
         Always capped at ``budget // 10`` (ten samples per refitted coefficient).
     seed
         Int or numpy Generator: the masks, and (an int drawn from it) the trees' ``random_state``.
@@ -148,7 +148,7 @@ def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, exec
         Evaluate the masks on an executor's workers (:mod:`featurelens.parallel`, or any callable
         of the game hook) instead of the game's own; the values are those of the serial path.
     **gbt_params
-        Passed to ``GradientBoostingRegressor`` over :data:`GBT_DEFAULTS` (``n_estimators=300``,
+        Passed to ``GradientBoostingRegressor`` over ``GBT_DEFAULTS`` (``n_estimators=300``,
         ``learning_rate=0.1``, ``subsample=1.0``) and ``max_depth=max(max_order, 5)``. The loss must stay
         squared error (the extraction reads raw tree outputs).
 

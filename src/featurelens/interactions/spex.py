@@ -67,7 +67,7 @@ def spex_plan(n: int, budget=None, max_order: int = 5, n_groups: int = N_GROUPS)
     """``(code, b, n_queries)`` for ``n`` players: the BCH code of ``t = max_order`` and the largest
     ``b`` (capped at ``n``) with ``n_groups (p+1) 2^b <= budget``.
 
-    ``budget=None`` uses :data:`DEFAULT_BUDGET` and caps ``b`` at :data:`MAX_DEFAULT_B`. A budget
+    ``budget=None`` uses ``DEFAULT_BUDGET`` and caps ``b`` at :data:`MAX_DEFAULT_B`. A budget
     below ``n_groups (p+1) 2^min(3, n)`` raises a ValueError naming that minimum.
     """
     n = check_int(n, "n", low=1)
@@ -182,7 +182,7 @@ def spex(game, budget=None, max_order: int = 5, decoder: str = "soft", seed=0, e
         The most game evaluations to spend; ``b`` (``2^b`` bins per group) is the largest with
         ``3 (p+1) 2^b <= budget``, where ``p`` is the number of parity bits of the BCH code of
         ``t = max_order`` for ``n`` messages (``p`` about ``max_order * log2(n)``). None: a budget of
-        :data:`DEFAULT_BUDGET` = 15,000 with ``b <= 8``. Too small a budget raises a ValueError that
+        ``DEFAULT_BUDGET`` = 15,000 with ``b <= 8``. Too small a budget raises a ValueError that
         gives the minimum (``b = 3``). SPEX recovers the spectrum once ``2^b`` is comfortably above
         the number of Fourier terms divided by about 2.4 (the peeling threshold of 3 groups).
     max_order

@@ -149,7 +149,7 @@ def agop(
         ``J^T J`` summed over every output. With shards: None, an int or ``"all"``.
     batch_size
         Rows per batched backward pass (memory bound). None (default): the Model's rule
-        (:meth:`featurelens.models.Model.chunk_rows`: a Model's own ``batch_size``, else automatic).
+        (``featurelens.models.Model.chunk_rows``: a Model's own ``batch_size``, else automatic).
         A Model passed in is never changed.
     diag
         Return only ``diag(M)`` (shape ``(d,)``) without ever forming the ``d x d`` matrix.
@@ -273,8 +273,8 @@ class AGOPAccumulator:
     adds another accumulator's sums (other batches, another worker, another process);
     ``result()`` divides once: ``M = S / n``. Because only sums and a count are kept, any
     partition of the rows gives the one-shot :func:`agop` of their union to rounding. The state
-    travels as a plain dict of numpy arrays and numbers (:meth:`state`, :meth:`from_state`), and
-    :meth:`all_reduce` sums it across the ranks of a ``torch.distributed`` group (torchrun).
+    travels as a plain dict of numpy arrays and numbers (``state``, ``from_state``), and
+    ``all_reduce`` sums it across the ranks of a ``torch.distributed`` group (torchrun).
 
     Radhakrishnan, Beaglehole, Pandit, Belkin, "Mechanism for feature learning in neural networks
     and backpropagation-free machine learning models", Science 2024, arXiv 2212.13881.
@@ -289,7 +289,7 @@ class AGOPAccumulator:
     diag
         Keep only the diagonal ``sum_i g_i^2`` (d numbers instead of d^2).
     batch_size
-        Rows per batched backward pass; None: the Model's rule (:meth:`Model.chunk_rows`).
+        Rows per batched backward pass; None: the Model's rule (``Model.chunk_rows``).
     device
         Where inputs go (and the sums are kept); None: the Model's device.
 
@@ -417,7 +417,7 @@ class AGOPAccumulator:
 
     @classmethod
     def from_state(cls, state: dict, model=None, batch_size: int | None = None, device=None) -> AGOPAccumulator:
-        """The accumulator a :meth:`state` describes. With ``model`` it can take more batches;
+        """The accumulator a ``state`` describes. With ``model`` it can take more batches;
         without, it can still be merged, reduced and read (its sums are kept on the CPU)."""
         if not isinstance(state, dict):
             raise TypeError(f"state must be the dict returned by AGOPAccumulator.state(); got {type(state).__name__}")
@@ -509,7 +509,7 @@ def _state_array(value, name: str, shape: tuple, device) -> torch.Tensor:
 
 
 class AGOPTracker:
-    """Accumulates the AGOP during training from the batches passed to :meth:`update`.
+    """Accumulates the AGOP during training from the batches passed to ``update``.
 
     ``tracker.update(x_batch, target=None)`` adds the batch's per-sample gradient outer products
     (one extra batched forward/backward in eval mode; the model's train/eval flags are restored,
@@ -519,7 +519,7 @@ class AGOPTracker:
 
     ``full``: keep the ``d x d`` matrix (default: only when ``d <= 4096``; the diagonal is always
     kept). ``batch_size``: rows per backward pass; None (default) follows the Model's rule
-    (:meth:`featurelens.models.Model.chunk_rows`), so ``AGOPTracker(Model(net, batch_size=8))``
+    (``featurelens.models.Model.chunk_rows``), so ``AGOPTracker(Model(net, batch_size=8))``
     uses 8. A Model passed in is never changed.
     """
 

@@ -133,7 +133,7 @@ def jacobian_alignment(model, X, batch_size: int | None = None) -> JacobianAlign
         A batch ``(n, ...)`` (numpy or torch), finite floats.
     batch_size
         Rows per batched Jacobian pass (memory: ``batch_size * k`` input gradients at once); None:
-        the Model's rule (:meth:`featurelens.models.Model.chunk_rows`).
+        the Model's rule (``featurelens.models.Model.chunk_rows``).
 
     Returns
     -------

@@ -341,7 +341,7 @@ def manifold_capacity(
     ----------
     H : (n, p) features; y : (n,) labels with at least two classes.
     n_dichotomies : random dichotomies per N (>= 1; one linear program each, refused above
-        :data:`featurelens._validation.MAX_EVALUATIONS` = 10^8).
+        ``featurelens._validation.MAX_EVALUATIONS`` = 10^8).
     n_projections : None (no projection, N = p), an int N or a sequence of ints N, each in [1, p].
     seed : int, None or numpy Generator (dichotomies and projections).
     bias : allow an affine hyperplane (Cover's N becomes N + 1).

@@ -101,7 +101,7 @@ _METRIC_ALIASES = {"alignment": "jacobian_alignment"}
 class Monitor:
     """Records feature-learning diagnostics per layer from any training loop.
 
-    Call :meth:`step` once per optimiser step (after ``optimizer.step()``; gradients are read from
+    Call ``step`` once per optimiser step (after ``optimizer.step()``; gradients are read from
     ``.grad`` before the next ``zero_grad``). Every ``every``-th call records: the update of each
     monitored weight since the previous record (pushed into a rolling window of the last
     ``window`` updates), the current gradient (likewise), their singular values and the eigengap
@@ -116,9 +116,9 @@ class Monitor:
     X_probe, y_probe
         Probe rows for the AGOP/NFA/representations and optional int labels for neural collapse.
     every
-        Record every ``every``-th call of :meth:`step` (>= 1).
+        Record every ``every``-th call of ``step`` (>= 1).
     metrics
-        Any of :data:`METRICS`.
+        Any of ``METRICS``.
     window
         Number of recent updates/gradients in the rolling window (>= k + 1).
     k
@@ -477,13 +477,13 @@ def train_with_monitor(
     ``loss``: ``"cross_entropy"`` (int labels) or ``"mse"`` (against one-hot labels, summed over
     classes and averaged over rows). ``optimizer``: a torch optimiser, default AdamW(lr,
     weight_decay). ``batch_size`` None = full batch; minibatches are drawn with ``seed`` (None, an
-    int or a numpy Generator; :func:`featurelens._random.torch_generator`).
+    int or a numpy Generator; ``featurelens._random.torch_generator``).
     ``monitor`` default: ``Monitor(model, X[:512], y[:512])``. Every ``eval_every`` steps (default
     the monitor's ``every``) the train loss, train accuracy and (with X_test) test accuracy are
     logged into ``monitor.history``. ``stop_when(monitor, step) -> bool`` ends training early.
 
     ``steps`` times the rows of a step (``batch_size``, or all of X) is refused before training
-    above :data:`featurelens._validation.MAX_EVALUATIONS` (10^8) model evaluations.
+    above ``featurelens._validation.MAX_EVALUATIONS`` (10^8) model evaluations.
 
     Returns the monitor.
     """

@@ -43,8 +43,8 @@ class MahalanobisOOD(BaseEstimator):
     normalize : bool, default True
     ridge : float >= 0, default 1e-6, relative to tr(Sigma)/d.
     batch_size : int or None, rows scored at once (None: as many as keep a chunk's float64
-        temporaries within :data:`featurelens._batching.DEFAULT_CHUNK_BYTES`,
-        :func:`featurelens._batching.rows_for_bytes`).
+        temporaries within ``featurelens._batching.DEFAULT_CHUNK_BYTES``,
+        ``featurelens._batching.rows_for_bytes``).
 
     Attributes (after fit)
     ----------------------

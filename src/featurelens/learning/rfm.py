@@ -306,7 +306,7 @@ class RFMRegressor(RegressorMixin, _BaseRFM):
         replacement (None, or a number >= the training rows: all of them).
     batch_size : None or int >= 1
         Rows per chunk of the kernel, prediction and gradient computations (None: chunks of about
-        8 million elements, :func:`featurelens._batching.rows_for_bytes`); bounds memory, does not
+        8 million elements, ``featurelens._batching.rows_for_bytes``); bounds memory, does not
         change results.
     seed : None, int or numpy Generator
         Seeds the validation split and the AGOP subsample (a Generator built from an int gives the

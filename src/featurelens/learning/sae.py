@@ -159,10 +159,10 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
 
     Parameters
     ----------
-    n_latents : int >= 1, dictionary size ``m``. :meth:`fit` refuses it before any work when the
+    n_latents : int >= 1, dictionary size ``m``. ``fit`` refuses it before any work when the
         float32 weights, their gradients and Adam's moments and one batch's codes (about
         ``4 (8 m d + 4 B m + 4 n d)`` bytes for ``d`` features, ``B`` rows per batch) exceed the
-        available memory (:func:`featurelens._validation.check_memory`).
+        available memory (``featurelens._validation.check_memory``).
     score : "inner" | "cosine" | "blend" | "blend_per_feature", the score that selects the latents.
     magnitude : "score" (default: the selected scores are the code) | "norm" (the selected scores
         times ``||x - b_pre||``) | "inner" (the inner products ``w_j . xbar + b_j`` on the selected

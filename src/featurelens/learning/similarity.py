@@ -139,7 +139,7 @@ class CKAAccumulator:
     The unbiased HSIC needs in addition the row-norm sums (``X^T a``, ``sum a_i b_i``, ... with
     ``a_i = ||x_i||^2``; module comments), and HSIC_1 is translation invariant. Every one of these
     is a sum over rows, so the sums of disjoint parts of the data add up to the sums of their union
-    (:meth:`merge`, :meth:`all_reduce`), and n adds. The partial sums themselves depend on the
+    (``merge``, ``all_reduce``), and n adds. The partial sums themselves depend on the
     shift (only the centred value does not), so every accumulator that is merged must use the
     same shift, which is checked: pass ``shift=(s_A, s_B)``, e.g. the column means of a first
     batch computed once and sent to every worker. The shift only conditions the sums: anything

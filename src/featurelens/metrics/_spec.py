@@ -7,7 +7,7 @@ the functions (a family package, such as :mod:`featurelens.metrics.faithfulness`
 orders them by family (:data:`FAMILIES`), keeping the order of declaration within a family. The audit (:func:`featurelens.audit`) and the
 ground-truth benchmark (``featurelens benchmark``) read everything they know about a metric from
 its spec: which way is better, what it needs, its table column, its one-line reason and how to
-call it (:attr:`MetricSpec.score`). Adding a metric therefore touches its module (the function and
+call it (``MetricSpec.score``). Adding a metric therefore touches its module (the function and
 its spec) and its test; ``tests/metrics/test_metric_contract.py`` fails for a public metric
 without a spec.
 """
@@ -49,7 +49,7 @@ REQUIREMENTS = {
 
 @dataclass
 class ScoreContext:
-    """What :attr:`MetricSpec.score` reads: the scored batch and the settings shared by the metrics.
+    """What ``MetricSpec.score`` reads: the scored batch and the settings shared by the metrics.
 
     The audit builds one per explained method (its settings: ``steps``, ``n_subsets``, ``radius``,
     ...); the metric contract test builds one per case. ``a`` are the maps scored; ``raw`` the
@@ -57,7 +57,7 @@ class ScoreContext:
     channels), which the re-explaining metrics compare with their re-explanations. ``regions``:
     the labels of the regions the region metrics remove whole (None: every element is a region).
     ``module``: the torch module the randomisation tests re-initialise (the audit passes a
-    TorchScript model's handle, :class:`featurelens._audit._torchscript.ScriptLayers`).
+    TorchScript model's handle, ``featurelens._audit._torchscript.ScriptLayers``).
     ``curves``: where deletion and insertion leave their mean curves; ``cache``: computations that
     several metrics share (the average and maximum sensitivity read one set of noisy copies).
     """
@@ -130,7 +130,7 @@ class MetricSpec:
     family
         One of :data:`FAMILIES`.
     direction
-        Which way the value of :attr:`score` is better: ``+1`` higher, ``-1`` lower, ``0`` neither
+        Which way the value of ``score`` is better: ``+1`` higher, ``-1`` lower, ``0`` neither
         (complexity: a simpler map is not better or worse by itself).
     reason
         One line: what it measures (with the paper) and which direction is better; the audit's
@@ -145,7 +145,7 @@ class MetricSpec:
         compares it with, or None.
     score
         ``score(ctx: ScoreContext) -> one float per sample``: the metric called with the settings
-        of ``ctx``, the value :attr:`direction` refers to (the AUC of the deletion curve, the
+        of ``ctx``, the value ``direction`` refers to (the AUC of the deletion curve, the
         absolute completeness gap). The audit, and the contract test, call every metric this way.
     column, label
         The audit's table column and its short header; ``column=None``: not in the audit.

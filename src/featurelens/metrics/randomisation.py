@@ -268,7 +268,7 @@ def efficient_mprt(
     Instead of correlating maps, eMPRT measures how much more complex the explanation becomes when
     every layer of the model is re-initialised:
     ``eMPRT(x) = (H(a_rand(x)) - H(a(x))) / H(a(x))``, ``H`` the discrete entropy of the map's
-    histogram in ``n_bins`` equal-width bins over its range (:func:`discrete_entropy`, Quantus's
+    histogram in ``n_bins`` equal-width bins over its range (``discrete_entropy``, Quantus's
     ``discrete_entropy`` with its default 100 bins). Higher: the explanation loses its structure
     with the model's weights, as it should. The layers (modules with ``reset_parameters``) are
     re-initialised cumulatively in ``layer_order`` (``"bottom_up"``, Quantus's default for eMPRT;
@@ -331,7 +331,7 @@ def smooth_mprt(
     sample, ``eps_{N-1} = 0`` (the clean input is one of the ``N = n_samples``, as in Quantus), and
     ``rho_l(x) = Spearman(|a_s(x)|, |a_s^l(x)|)`` after re-initialising layer ``l`` (cumulatively in
     ``layer_order``, ``"bottom_up"`` by default as Quantus's sMPRT; lower is better). The same noise
-    draws (:func:`featurelens.metrics._perturb.gaussian_draws` of ``seed``) serve the trained and
+    draws (``featurelens.metrics._perturb.gaussian_draws`` of ``seed``) serve the trained and
     every randomised model (common random numbers: the similarities compare models, not noise);
     Quantus draws afresh for each. The N copies of the batch are explained in one call.
     ``explainer``: an Explainer, which brings its own model (``smooth_mprt(ex, x)``; ``model``
@@ -436,7 +436,7 @@ def random_logit(
     (``y' = j + [j >= y]``, ``j ~ U{0..C-2}`` from ``numpy_rng(seed)``; Quantus 0.6 draws ``j``
     with ``np.random.randint`` after ``np.random.seed(seed)``). Lower is better. ``similarity``:
     ``"ssim"`` (default, as Quantus: the structural similarity of the flattened maps, windows of 7,
-    see :func:`_ssim_1d`), ``"spearman"`` or ``"pearson"``. Maps are divided by their largest |value|
+    see ``_ssim_1d``), ``"spearman"`` or ``"pearson"``. Maps are divided by their largest |value|
     per sample first (``normalise``; Quantus divides the batch by one maximum, the same for a batch
     of one) and made absolute with ``abs=True``. ``C`` is the number of the model's outputs (at
     least 2). ``explainer``: an Explainer (``model=`` None or its own model), or a registered name

@@ -82,14 +82,14 @@ class Model(BatchedPasses):
         bound method of one, ``estimator.predict_proba``) receives a DataFrame with the columns it
         was fitted on; its non-numeric columns (str, object, pandas ``category`` and ``string``
         dtypes) are coded as integers in ``x`` and decoded to their values before each call (see
-        :meth:`to_tensor`, :attr:`categories`, :meth:`decode`). Numpy callables and estimators are
+        ``to_tensor``, ``categories``, ``decode``). Numpy callables and estimators are
         evaluated in float64 for float64 inputs (``dtype`` is None: the input's precision is kept),
         float32 otherwise.
     batch_size
         The most rows sent through the model in one call (memory bound for every expansion).
         None (default): chunks of at most 1024 rows (16384 for forward-only passes) and at most
-        2**19 input elements (:func:`featurelens._batching.default_rows`), so that large inputs go
-        in smaller chunks. See :meth:`chunk_rows`, the one rule every consumer reads.
+        2**19 input elements (``featurelens._batching.default_rows``), so that large inputs go
+        in smaller chunks. See ``chunk_rows``, the one rule every consumer reads.
     device
         Where inputs go. Default: the device of the module's first parameter (CPU otherwise).
         A device that is not available here (``"cuda"`` without CUDA) is refused.
@@ -97,7 +97,7 @@ class Model(BatchedPasses):
         For a callable: ``"numpy"`` (default) or ``"torch"``. Ignored for modules and estimators.
     output
         The units of the outputs every consumer sees (the one place outputs are turned into
-        units; :data:`featurelens.explanation.OUTPUTS`):
+        units; ``featurelens.explanation.OUTPUTS``):
 
         - ``"raw"`` (default): the model's outputs as they are (logits, scores, predict_proba).
         - ``"probability"``: for torch modules and callables, whose outputs are taken as logits,
@@ -114,7 +114,7 @@ class Model(BatchedPasses):
 
         Gradients flow through the transform (the transforms are torch operations). Regressors
         (estimators called through ``predict``) have no probabilities: only ``"raw"``.
-        :meth:`with_output` gives a Model in other units around the same function.
+        ``with_output`` gives a Model in other units around the same function.
     """
 
     def __init__(
@@ -182,7 +182,7 @@ class Model(BatchedPasses):
         A Model is never changed: with ``batch_size=None`` (or the Model's own batch size) and
         ``output=None`` (or the Model's own units) it is returned as it is; otherwise a new Model
         around the same module or function (same device and dtype) is returned
-        (:meth:`with_batch_size`, :meth:`with_output`), so explainers that share the Model keep
+        (:meth:`with_batch_size`, ``with_output``), so explainers that share the Model keep
         their settings. Anything else gets a new Model (``output=None``: ``"raw"``).
         """
         if isinstance(model, Model):
@@ -293,7 +293,7 @@ class Model(BatchedPasses):
         """This Model with another batch size: ``self`` when it already has it, else a new Model
         sharing the module or function, device, dtype and input kind. The new Model counts its own
         ``calls`` (an explanation's ``model_calls``) and adds them to this Model's ``calls`` too.
-        None means the automatic rule of :meth:`chunk_rows`."""
+        None means the automatic rule of ``chunk_rows``."""
         auto = batch_size is None
         batch_size = check_batch_size(batch_size)
         if auto == self.auto_batch and (auto or batch_size == self.batch_size):
@@ -394,7 +394,7 @@ class Model(BatchedPasses):
 
         Non-numeric columns (object, str, bytes, bool-as-object, pandas ``category`` and
         ``string`` dtypes), for a Model around an estimator: each becomes integer codes (float64)
-        into one list of values per column (:attr:`categories`), which grows as new values are
+        into one list of values per column (``categories``), which grows as new values are
         seen (sorted among a frame's new values where they compare; a ``category`` column first
         brings its dtype's categories in order; missing values None/NaN/``pd.NA`` are categories of
         their own), so ``x``, the background and later calls share the codes. The forward pass
@@ -438,14 +438,14 @@ class Model(BatchedPasses):
     @property
     def categories(self) -> dict:
         """``{column: [values]}`` for each non-numeric DataFrame column this Model has encoded
-        (:meth:`to_tensor`): code ``k`` of a column stands for ``values[k]``. Explanations of such
-        a model hold these codes in ``Explanation.data``; :meth:`decode` turns rows back into the
+        (``to_tensor``): code ``k`` of a column stands for ``values[k]``. Explanations of such
+        a model hold these codes in ``Explanation.data``; ``decode`` turns rows back into the
         values. Empty for numeric data. A copy: the Model's own lists only grow."""
         return {c: list(codes.values) for c, codes in self._frames.categories.items()}
 
     def decode(self, data):
         """Rows of numbers and category codes (``Explanation.data``, or a tensor from
-        :meth:`to_tensor`), shape ``(n, d)``, as the estimator receives them: a DataFrame with the
+        ``to_tensor``), shape ``(n, d)``, as the estimator receives them: a DataFrame with the
         fitted columns, categorical columns holding their original values in their original dtype
         (the array itself for a torch module, a callable or an estimator fitted on an array)."""
         arr = as_numpy(data, "data")
@@ -497,7 +497,7 @@ class Model(BatchedPasses):
 
         1. ``batch_size`` when the caller passes one for this call;
         2. else the Model's ``batch_size`` when one was given at construction;
-        3. else :func:`featurelens._batching.default_rows`: at most 1024 rows (16384 for
+        3. else ``featurelens._batching.default_rows``: at most 1024 rows (16384 for
            ``forward_only`` passes, which keep no autograd graph) and at most 2**19 input elements
            per chunk, but at least one row.
 

@@ -5,12 +5,12 @@ Every game evaluates through one hook (see :mod:`featurelens.games`)::
     executor(evaluate_chunk, masks, chunk_size) -> values
 
 An :class:`Executor` is such a callable. It cuts ``masks`` at exactly the chunk boundaries the
-serial path uses (:func:`featurelens._batching.chunks`), groups consecutive chunks into a few tasks
-per worker, evaluates the tasks with :meth:`Executor.map` and concatenates the values in row order,
+serial path uses (``featurelens._batching.chunks``), groups consecutive chunks into a few tasks
+per worker, evaluates the tasks with ``Executor.map`` and concatenates the values in row order,
 so every batch the model sees and every value are those of the serial path (bitwise equal for a
 deterministic model).
 
-:meth:`Executor.map` is the one primitive a backend implements::
+``Executor.map`` is the one primitive a backend implements::
 
     executor.map(fn, items, shared=None) -> [fn(shared, item) for item in items]
 
@@ -38,7 +38,7 @@ The backends (``n_workers``: how many tasks run at once; ``remote``: whether tas
 - :class:`ProcessExecutor`: loky's reusable worker processes on this machine (cloudpickle: lambdas
   and closures work).
 - :class:`RayExecutor`: an actor pool on a Ray cluster (local or ``address="auto"``); each actor
-  keeps what it built (a :meth:`featurelens.models.Model.from_factory` model) across calls, and
+  keeps what it built (a ``featurelens.models.Model.from_factory`` model) across calls, and
   ``num_gpus`` pins GPUs.
 - :class:`DaskExecutor`: a Dask cluster through a ``distributed.Client``.
 

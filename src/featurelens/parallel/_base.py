@@ -1,4 +1,4 @@
-"""The executor base: :class:`Executor` (the game hook built on :meth:`Executor.map`, the chunking
+"""The executor base: :class:`Executor` (the game hook built on ``Executor.map``, the chunking
 of a game's masks into tasks), the errors a worker's failure raises in the caller
 (:class:`WorkerError`, :class:`WorkerDiedError`) and the helpers every backend shares (the
 per-process cache of a call's shared object, the optional-engine import, the error messages).
@@ -38,11 +38,11 @@ def max_workers(kind: str, address: str | None = None) -> tuple[int, str] | None
     """``(the most workers, why)`` for an executor ``kind`` started on this machine; None for a
     cluster joined with ``address`` (its size is the cluster's).
 
-    On this machine (threads, processes, a local Dask cluster) at most :data:`WORKERS_PER_CORE` per
-    CPU core this process may use (threads: at least :data:`MIN_THREADS`, since threads mostly wait
+    On this machine (threads, processes, a local Dask cluster) at most ``WORKERS_PER_CORE`` per
+    CPU core this process may use (threads: at least ``MIN_THREADS``, since threads mostly wait
     on a model behind an API); a local Ray cluster has one CPU per core and each actor reserves one,
     so at most ``os.cpu_count()``. The executors' constructors and the commands' ``--workers`` both
-    refuse more (:func:`check_workers`)."""
+    refuse more (``check_workers``)."""
     if address is not None:
         return None
     if kind == "ray":  # a local Ray cluster: os.cpu_count() CPUs, one reserved per actor
@@ -88,7 +88,7 @@ class WorkerDiedError(WorkerError):
     finished within the executor's retries.
 
     ``worker`` names the worker (``"Ray actor 1 (pid 4242)"``, a Dask worker's address), ``task``
-    is the index of the task in the :meth:`Executor.map` call and ``retries`` the retries used. The
+    is the index of the task in the ``Executor.map`` call and ``retries`` the retries used. The
     executor has replaced the dead worker (or its cluster does) and stays usable.
     """
 
@@ -108,7 +108,7 @@ def _evaluate_chunks(evaluate_chunk, masks_list):
 
 
 class Executor:
-    """Base class: the game hook built on :meth:`map` (see the module docstring).
+    """Base class: the game hook built on ``map`` (see the module docstring).
 
     Subclasses implement ``map`` (and ``close`` when they hold resources) and set
     ``n_workers`` and ``remote`` (True when tasks run outside this process, so that

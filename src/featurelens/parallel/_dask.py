@@ -21,7 +21,7 @@ class DaskExecutor(Executor):
     """Tasks on a Dask cluster through a ``distributed.Client`` (Rocklin 2015, "Dask: Parallel
     Computation with Blocked algorithms and Task Scheduling", SciPy).
 
-    ``shared`` is scattered to every worker once per :meth:`map` call (``broadcast=True``); one
+    ``shared`` is scattered to every worker once per ``map`` call (``broadcast=True``); one
     task per item is submitted and the results are gathered in the order of the items.
     ``n_workers`` is the number of worker threads of the cluster (read at each call, so a scaled
     cluster gets more tasks).
@@ -42,11 +42,11 @@ class DaskExecutor(Executor):
     Parameters
     ----------
     client
-        A ``distributed.Client`` (used as it is and left open by :meth:`close`), or a scheduler
+        A ``distributed.Client`` (used as it is and left open by ``close``), or a scheduler
         address string (``"tcp://host:8786"``), for which this executor opens a Client and closes
-        it on :meth:`close`.
+        it on ``close``.
     max_retries
-        How many times one :meth:`map` call re-sends its tasks lost with a dead worker (>= 0).
+        How many times one ``map`` call re-sends its tasks lost with a dead worker (>= 0).
     """
 
     remote = True

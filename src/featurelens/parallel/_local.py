@@ -85,9 +85,9 @@ class ProcessExecutor(Executor):
     joblib uses): for CPU-bound pure-Python games and models that hold the GIL.
 
     Functions, games and ``shared`` objects are pickled with cloudpickle, so lambdas and closures
-    work; ``shared`` is pickled once per :meth:`map` call and unpickled once per worker process.
+    work; ``shared`` is pickled once per ``map`` call and unpickled once per worker process.
     The pool is loky's reusable one: later executors with the same ``n`` reuse its warm processes
-    (and the models they built with :meth:`featurelens.models.Model.from_factory`); :meth:`close`
+    (and the models they built with ``featurelens.models.Model.from_factory``); ``close``
     releases this executor, and idle workers exit after ``idle_timeout`` seconds (or with this
     process). Two ProcessExecutors with different ``n`` used at the same time resize the one pool.
 

@@ -85,9 +85,9 @@ def _start_timeout_message(missing: int, total: int, num_cpus: float, num_gpus: 
 class RayExecutor(Executor):
     """Tasks on a pool of Ray actors (Moritz et al. 2018, "Ray: A Distributed Framework for Emerging
     AI Applications", arXiv:1712.05889): one actor per worker, each a long-lived process that keeps
-    what it built (a :meth:`featurelens.models.Model.from_factory` model is built once per actor).
+    what it built (a ``featurelens.models.Model.from_factory`` model is built once per actor).
 
-    ``shared`` goes into Ray's object store once per :meth:`map` call (``ray.put``) and each actor
+    ``shared`` goes into Ray's object store once per ``map`` call (``ray.put``) and each actor
     reads it once per call; tasks go to the actors as they become free (two in flight per actor),
     and results come back in the order of the items.
 
@@ -95,7 +95,7 @@ class RayExecutor(Executor):
     ----------
     address
         None: this process's Ray (started here when ``ray.is_initialized()`` is False, a local
-        cluster on this machine, and shut down by :meth:`close`). ``"auto"`` joins the cluster
+        cluster on this machine, and shut down by ``close``). ``"auto"`` joins the cluster
         running on this node (``ray start --head`` / a Ray job); ``"ray://host:10001"`` connects a
         client. When Ray is already initialised here, that connection is used as it is.
     num_workers
@@ -112,7 +112,7 @@ class RayExecutor(Executor):
         (seconds, > 0) when it is set, else 120 s. The variable also reaches the executors that
         :func:`featurelens.parallel.make_executor` and the command line's ``--executor ray`` create.
     max_retries
-        How many times one task of a :meth:`map` call is run again after the actor running it
+        How many times one task of a ``map`` call is run again after the actor running it
         died (its process exited or was killed). A dead actor is replaced by a new one (which
         rebuilds what it held, e.g. a ``Model.from_factory`` model) and the tasks it held are
         run again; tasks are pure functions of their inputs, so the results are those of an

@@ -3,9 +3,9 @@
 ``bar``, ``beeswarm``, ``waterfall``, ``force``, ``dependence`` and ``heatmap`` draw attribution
 values ``(n, d)`` (or one row ``(d,)``); ``interaction_heatmap`` and ``interaction_network`` draw a
 ``(d, d)`` pairwise interaction matrix. Each returns the matplotlib Axes it drew into (pass
-``ax=`` to draw into your own) and never calls ``plt.show``. See :mod:`featurelens.plots.tabular`.
+``ax=`` to draw into your own) and never calls ``plt.show``. See ``featurelens.plots.tabular``.
 
-:mod:`featurelens.plots.maps` draws attribution maps (images, signals, volumes): what
+``featurelens.plots.maps`` draws attribution maps (images, signals, volumes): what
 ``Explanation.plot`` and the reports use.
 """
 

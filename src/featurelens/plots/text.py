@@ -121,7 +121,7 @@ def text(explanation_or_values, players_or_names=None, ax=None, max_chars: int =
     negative, the opacity proportional to ``|value| / max |value|``.
 
     ``explanation_or_values``: an :class:`featurelens.Explanation` (one row), an
-    :class:`featurelens.Interactions` (its Shapley values), or an array ``(n,)`` / ``(1, n)``.
+    ``featurelens.Interactions`` (its Shapley values), or an array ``(n,)`` / ``(1, n)``.
     ``players_or_names``: a :class:`featurelens.text.Players` (its ``pieces`` are drawn) or a list
     of ``n`` str; None (``fl.plots.text(e[i])``) draws the names the explanation carries (its
     ``feature_names``, or an Interactions' ``player_names``: a piece that repeats reads
@@ -204,7 +204,7 @@ def text_interactions(interactions, players_or_names=None, k: int = 8, index: st
     term of two or more players (``k`` of them, largest ``|value|`` first), labelled by its words
     joined with ``\u00d7`` (``"not \u00d7 bad"``) and coloured red (positive) or blue (negative).
 
-    ``interactions``: a :class:`featurelens.Interactions` in the ``"fourier"`` or ``"mobius"``
+    ``interactions``: a ``featurelens.Interactions`` in the ``"fourier"`` or ``"mobius"``
     basis (SPEX's terms, :func:`featurelens.text.explain`). ``index``: the terms shown,
     ``"mobius"`` (default: what the words add together beyond their parts; a pair planted as
     ``+2.0`` reads ``+2.0``), ``"fourier"`` (the raw SPEX coefficients, ``+-1`` features) or an

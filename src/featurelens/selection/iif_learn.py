@@ -178,12 +178,12 @@ class IIFLearn(ScoreSelector):
 
     - ``fp_j``: p-value of the ANOVA F of feature j against the pseudo-labels, on F(G-1, n-G);
     - ``pks_j``: the upper-tail empirical p-value of its KS statistic;
-    - ``w``: the pseudo-label reliability (see :func:`_reliability_weight`), from the selected
+    - ``w``: the pseudo-label reliability (see ``_reliability_weight``), from the selected
       features' F against ``n_null`` random subsets of the same size that were embedded and
       clustered in the same way (computed once, for the initial selection size);
     - ``z_j = (w Phi^-1(fp_j) + (1 - w) Phi^-1(pks_j)) / sqrt(w^2 + (1 - w)^2)``; the ``k``
       features of smallest ``z`` are kept (``k=None``: the Higher-Criticism count of
-      :func:`hc_threshold` on ``Phi(z)``); they are embedded (``embedding``) and clustered anew;
+      ``hc_threshold`` on ``Phi(z)``); they are embedded (``embedding``) and clustered anew;
 
     stopping when fewer than ``tol`` (a fraction) of the kept features are new.
     ``scores_ = -z`` of the last round (higher = more influential), ``support_`` its top ``k``
@@ -224,7 +224,7 @@ class IIFLearn(ScoreSelector):
 
         ``n_iter``, ``n_null``, ``n_ks_null`` and ``n_init`` each cost a pass over the ``n`` rows
         (``n_ks_null``: ``n`` Gaussian draws per sample); each is refused before any work when
-        ``n`` times it exceeds 100 times :data:`featurelens._validation.MAX_EVALUATIONS` (10^10
+        ``n`` times it exceeds 100 times ``featurelens._validation.MAX_EVALUATIONS`` (10^10
         row passes; raised by the environment variable ``FEATURELENS_MAX_EVALUATIONS``), so the
         defaults run on up to 10^6 rows.
     n_init

@@ -154,7 +154,7 @@ class MinkowskiWeightedSelector(ScoreSelector):
     are not wanted.
 
     ``center="approx"`` uses the authors' shortcut for the cluster centre (median for p < 1.5, mean
-    otherwise); ``center="exact"`` uses :func:`minkowski_center` (bisection; 30-60x slower).
+    otherwise); ``center="exact"`` uses ``minkowski_center`` (bisection; 30-60x slower).
     ``n_clusters=None`` uses 3 clusters (FS-MWK++ needs a number of clusters; pass the one you
     expect; fewer when X has fewer rows). An ``n_clusters`` larger than the number of rows is
     refused; one larger than the number of distinct rows runs with that many clusters and warns

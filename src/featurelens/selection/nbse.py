@@ -152,11 +152,11 @@ class NBSE(ScoreSelector):
        rows compared by |Pearson|); constant columns are left out.
     2. Sparse graph: symmetrised ``n_neighbors``-nearest-neighbour graph of the features, edge
        similarities z-scored into signed couplings J.
-    3. Weighted Bethe Hessian H(beta) = I + D(beta) - S(beta) (:func:`bethe_hessian`; for unit
+    3. Weighted Bethe Hessian H(beta) = I + D(beta) - S(beta) (``bethe_hessian``; for unit
        couplings it is (r^2 - 1) I - r A + D with r = coth beta) at the Nishimori temperature
        beta_N: above the spin-glass point beta_SG the smallest eigenvalue is negative, and beta_N
        is where it returns to 0 (stepping up from beta_SG, then bisection on lambda_min;
-       :func:`nishimori_embedding`, as in the authors' earlier Nishimori clustering code). Its
+       ``nishimori_embedding``, as in the authors' earlier Nishimori clustering code). Its
        smallest (degree-corrected) eigenvector is the 1-D embedding of the features
        (``embedding_``, ``beta_``, ``nishimori_found_``; when lambda_min never turns negative the
        embedding is taken at beta_SG).

@@ -40,7 +40,7 @@ class NoiseGainLayer(torch.nn.Module):
     so ``sum_i a_i^2 = k`` holds by construction in every forward pass (Pad et al. 2025, arXiv
     2505.03923, eq. 3 with alpha = 2; clip-then-normalise as in the authors' code, so a gain may
     exceed 1 slightly). The authors also write ``a`` back into ``w`` after each step, which keeps the
-    clip at 1 meaningful; call :meth:`project_` after ``optimizer.step()`` to do the same (SAND's
+    clip at 1 meaningful; call ``project_`` after ``optimizer.step()`` to do the same (SAND's
     trainer does). In ``eval()`` mode the layer is the elementwise scale ``a * x``.
 
     Parameters

@@ -142,7 +142,7 @@ def _fisher_score(X: np.ndarray, yi: np.ndarray) -> np.ndarray:
 class SIOFS(ScoreSelector):
     """Stray-intrusive-outlier feature selection (supervised filter, classification labels).
 
-    The intrusion degree I_f of feature f (see :func:`siofs_intrusion`; L1 geometry, refined
+    The intrusion degree I_f of feature f (see ``siofs_intrusion``; L1 geometry, refined
     density-mean class centres, skewness-adjusted 3-sigma class bodies) is small for
     discriminative features. Sign conversion: ``scores_ = -I_f`` (higher = more important);
     ``intrusion_`` keeps I_f. Columns are z-scored first when ``standardize`` (a featurelens

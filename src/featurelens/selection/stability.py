@@ -85,7 +85,7 @@ def stability(selector, X, y=None, n_bootstrap: int = 30, seed=0) -> dict:
     otherwise), and its ``get_support()`` becomes row b of the selection matrix Z (B x d).
 
     Returns a dict with
-      ``"nogueira"``: Nogueira's index (see :func:`nogueira_index`; 1 = identical selections,
+      ``"nogueira"``: Nogueira's index (see ``nogueira_index``; 1 = identical selections,
       about 0 = no better than random; corrected for the mean selection size kbar),
       ``"jaccard"``: mean pairwise Jaccard index of the selected sets,
       ``"supports"``: Z as a (B, d) bool array, ``"frequency"``: Z.mean(axis=0) (per-feature

@@ -70,14 +70,14 @@ def explain(game, method: str = "kernel_shap", budget=None, seed=0, max_order: i
     TypeError naming the options it takes).
 
     An approximator whose result carries interactions (SPEX, ProxySPEX) returns them as
-    :class:`featurelens.Interactions` (Fourier terms over the player indices;
+    ``featurelens.Interactions`` (Fourier terms over the player indices;
     ``params["player_names"]`` names them, ``.top(k, names=True)`` lists the terms by those
     names; ``.to("shapley")`` or ``.to("fsii", max_order=2)`` for an index; ``.predict(masks)``
     their surrogate). Every other returns an :class:`featurelens.Explanation` with ``values`` of
     shape ``(1, n)`` (one value per player), ``feature_names`` = the players' names and
     ``base_values`` such that ``base + sum_{i in S} values_i`` is the method's additive model of
     ``v(S)`` (``v(empty)`` for the Shapley methods); ``params`` holds the result's record
-    (:meth:`featurelens.approximators.ApproximationResult.record`). ``params`` records the game
+    (``featurelens.approximators.ApproximationResult.record``). ``params`` records the game
     too: its ``removal`` and ``empty_token_id`` (the token sent as the empty text, None where no
     coalition is empty), and ``value``: ``"class_output"`` with ``target`` and ``output`` (a
     :class:`ClassifierGame`; the Explanation's ``target`` too), or ``"continuation_log_prob"``

@@ -127,7 +127,7 @@ class TextExplainer:
         The class explained (None: the predicted class); :meth:`explain` may override it.
     output
         ``"raw"`` (default), ``"probability"`` or ``"log_probability"`` (the units of
-        :data:`featurelens.models._outputs.CLASS_SCORE_UNITS`; ``"softmax"`` / ``"log_softmax"``
+        ``featurelens.models._outputs.CLASS_SCORE_UNITS``; ``"softmax"`` / ``"log_softmax"``
         are read as the last two).
     removal
         How the black-box methods remove a player: ``"delete"`` (default), ``"mask"``, ``"pad"``
@@ -146,7 +146,7 @@ class TextExplainer:
         :class:`GenerationGame`). The explanation records it as ``params["empty_token_id"]``.
     budget, seed, max_order
         For the black-box methods (:func:`featurelens.text.explain`). A ``budget`` above
-        :data:`featurelens._validation.MAX_EVALUATIONS` (10^8 game evaluations per text) is
+        ``featurelens._validation.MAX_EVALUATIONS`` (10^8 game evaluations per text) is
         refused here, before any text is explained; so is an ``n_steps`` option above the bounds of
         :func:`featurelens.text.embedding_attributions`.
     batch_size

@@ -76,7 +76,7 @@ class ClassifierGame(Game):
     model_fn
         ``model_fn(batch) -> outputs`` of shape ``(m, classes)`` (or ``(m,)`` for one score), numpy
         or torch. ``batch`` is a list of ``m`` str (``inputs="text"``) or of ``m`` lists of token
-        ids (``inputs="ids"``; ragged when players are deleted: :meth:`Players.pad` pads them).
+        ids (``inputs="ids"``; ragged when players are deleted: ``Players.pad`` pads them).
     players
         A :class:`Players`.
     target
@@ -89,7 +89,7 @@ class ClassifierGame(Game):
         returns probabilities, a logit if it returns logits); ``"probability"``: the probability
         of ``target`` from logits, ``softmax(z)_target``; ``"log_probability"``: its logarithm
         (``"softmax"`` and ``"log_softmax"`` are read as those two; ``game.output`` holds the
-        name of :data:`featurelens.models._outputs.CLASS_SCORE_UNITS`).
+        name of ``featurelens.models._outputs.CLASS_SCORE_UNITS``).
     inputs
         ``"text"`` or ``"ids"``; None: ``"ids"`` for players with token ids, else ``"text"``.
     empty_token_id
@@ -237,7 +237,7 @@ class GenerationGame(Game):
         The target continuation: a str or a list of token ids.
     reduce
         ``"sum"`` (the continuation's log-probability), ``"mean"`` (per token) or ``"per_token"``
-        (the log-probability of continuation token ``token``; :meth:`log_probs` gives them all).
+        (the log-probability of continuation token ``token``; ``log_probs`` gives them all).
     token
         With ``reduce="per_token"``: which continuation token (an int in ``0..T-1``).
     removal
@@ -258,7 +258,7 @@ class GenerationGame(Game):
     batch_size
         The most sequences per call of ``lm`` (and mask rows per chunk of the game). None: as many
         as keep one call's logits and their log-softmax within
-        :data:`featurelens._batching.DEFAULT_CHUNK_BYTES` (64 MiB; :func:`logits_bytes` per
+        ``featurelens._batching.DEFAULT_CHUNK_BYTES`` (64 MiB; ``logits_bytes`` per
         sequence, ``L * vocab * 4`` bytes of float32 logits plus ``16 * T * vocab`` for the float64
         log-softmax of the continuation's ``T`` positions), at most 1,024: a 50,000-token vocabulary
         and 30-token sequences give about 10 sequences a call, not 1,024 (6 GB of logits). Until the
@@ -355,8 +355,8 @@ class GenerationGame(Game):
 
     def rows_per_call(self, length: int) -> int:
         """Sequences of ``length`` tokens (prompt and continuation) sent in one call of ``lm``: the
-        batch_size given, else as many as keep :meth:`logits_bytes` within
-        :data:`~featurelens._batching.DEFAULT_CHUNK_BYTES` (at least 1, at most the game's chunk
+        batch_size given, else as many as keep ``logits_bytes`` within
+        ``featurelens._batching.DEFAULT_CHUNK_BYTES`` (at least 1, at most the game's chunk
         size); 1 while the vocabulary is unknown (a batch_size given is checked once it is known)."""
         if self._logit_vocab is None:
             return 1

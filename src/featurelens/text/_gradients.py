@@ -53,9 +53,9 @@ def resolve_embedding_layer(model: torch.nn.Module, layer=None) -> tuple[str, to
 
 def check_ig_steps(n_steps) -> int:
     """Integrated gradients' ``n_steps`` (Gauss-Legendre nodes, one model evaluation each): an int
-    >= 1, refused before any work above :data:`featurelens._validation.MAX_EVALUATIONS` model
-    evaluations and above :data:`featurelens.explainers.gradient.MAX_GAUSS_LEGENDRE_STEPS` (2,048)
-    nodes, the bounds of :func:`featurelens.explainers.gradient.integration_rule`."""
+    >= 1, refused before any work above ``featurelens._validation.MAX_EVALUATIONS`` model
+    evaluations and above ``featurelens.explainers.gradient.MAX_GAUSS_LEGENDRE_STEPS`` (2,048)
+    nodes, the bounds of ``featurelens.explainers.gradient.integration_rule``."""
     n_steps = check_budget(n_steps, "n_steps", unit="model evaluations", what="per text",
                            hint="lower n_steps (50 to 300 nodes are usual)")
     return check_budget(n_steps, "n_steps", unit="Gauss-Legendre nodes", limit=MAX_GAUSS_LEGENDRE_STEPS,
@@ -119,7 +119,7 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
     - ``"integrated_gradients"`` (Sundararajan, Taly, Yan 2017, arXiv 1703.01365) with respect to
       the embedding layer's output, from the baseline's embeddings ``e'`` to the input's:
       ``a_t = sum_d (e_t,d - e'_t,d) int_0^1 g_t,d(e' + alpha (e - e')) d alpha``, by Gauss-Legendre
-      quadrature on ``n_steps`` nodes (:func:`featurelens.explainers.gradient.integration_rule`).
+      quadrature on ``n_steps`` nodes (``featurelens.explainers.gradient.integration_rule``).
       Completeness: ``sum_t a_t = f(x) - f(baseline)`` up to the quadrature error; the gap is
       ``params["completeness_delta"]``. ``baseline="pad"``, ``"mask"`` or an int token id replaces
       every player token's id by that id (special tokens keep theirs) and takes ``e'`` as the
@@ -152,8 +152,8 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
         Integrated gradients' baseline (above).
     n_steps
         Integrated gradients' quadrature nodes (an int >= 1), refused before any work above 2,048
-        nodes (:data:`featurelens.explainers.gradient.MAX_GAUSS_LEGENDRE_STEPS`) or
-        :data:`featurelens._validation.MAX_EVALUATIONS` model evaluations.
+        nodes (``featurelens.explainers.gradient.MAX_GAUSS_LEGENDRE_STEPS``) or
+        ``featurelens._validation.MAX_EVALUATIONS`` model evaluations.
     embedding_layer
         None (``model.get_input_embeddings()``, else the single ``torch.nn.Embedding``), a dotted
         module name or the module.
@@ -163,7 +163,7 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
         ``"log_softmax"`` are read as those two).
     batch_size
         The most rows per model call (the integrated gradients' path points go through in chunks of
-        it); None: :func:`featurelens._batching.default_rows` of one row's embedding size.
+        it); None: ``featurelens._batching.default_rows`` of one row's embedding size.
     reduce
         ``"sum"`` or ``"mean"`` of the continuation's token log-probabilities.
     bos_token_id

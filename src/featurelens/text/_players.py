@@ -96,7 +96,7 @@ class Players:
     unit
         ``"word"``, ``"token"`` or ``"sentence"``.
     mask_text
-        The text that replaces a removed player with ``removal="mask"`` in :meth:`keep_text`;
+        The text that replaces a removed player with ``removal="mask"`` in ``keep_text``;
         None: the tokenizer's mask token, else ``"[MASK]"``.
 
     Attributes
@@ -278,7 +278,7 @@ class Players:
         """What the coalition ``mask`` (bool, one per player) keeps of the text: with a HuggingFace
         tokenizer the token ids (a list of int; special tokens kept; a removed player's tokens
         deleted or replaced by the mask/pad token id or the int ``removal``), else the text
-        (:meth:`keep_text`)."""
+        (``keep_text``)."""
         if not self.has_ids:
             return self.keep_text(mask, removal)
         return self.keep_ids(self.check_mask(mask)[None, :], removal)[0]

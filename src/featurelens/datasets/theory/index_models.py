@@ -118,7 +118,7 @@ def single_index(n_samples: int = 1000, d: int = 20, link="relu", noise: float =
     """A single-index model: ``x ~ N(0, I_d)``, ``y = g(<w, x>) + noise * eps``, ``eps ~ N(0, 1)``.
 
     The direction ``w`` is uniform on the unit sphere (returned as ``direction`` and
-    ``directions[0]``). Named links (:data:`SINGLE_INDEX_LINKS`, with their information exponents
+    ``directions[0]``). Named links (``SINGLE_INDEX_LINKS``, with their information exponents
     in the sense of Ben Arous, Gheissari & Jagannath, JMLR 2021): ``"linear"`` (``z``, 1),
     ``"relu"`` (1), ``"tanh"`` (1), ``"sign"`` (1), ``"hermite2"`` (``z^2 - 1``, 2), ``"hermite3"``
     (``z^3 - 3z``, 3). For a linear link, least squares recovers ``w`` (``E[x y] = w``); for
@@ -157,7 +157,7 @@ def multi_index(n_samples: int = 1000, d: int = 20, n_directions: int = 2, link=
     """A multi-index model: ``x ~ N(0, I_d)``, ``y = g(W^T x) + noise * eps``, ``W`` a Haar-random
     ``(d, k)`` matrix with orthonormal columns (returned as the rows of ``directions``).
 
-    Named links (:data:`MULTI_INDEX_LINKS`, ``z = W^T x``): ``"staircase"``
+    Named links (``MULTI_INDEX_LINKS``, ``z = W^T x``): ``"staircase"``
     (``z_1 + z_1 z_2 + ... + z_1...z_k``, Abbe, Boix-Adsera & Misiakiewicz, COLT 2022),
     ``"product"`` (``z_1 ... z_k``, a Gaussian parity), ``"norm"`` (``||z||^2 - k``) and
     ``"committee"`` (``sum_j relu(z_j) / sqrt(k)``). The target depends on ``x`` only through the

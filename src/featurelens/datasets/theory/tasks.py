@@ -65,7 +65,7 @@ def continual_tasks(n_tasks: int = 3, n_samples: int = 500, d: int = 20, similar
 
     where the ``V_t`` are orthonormal rows orthogonal to ``W_0`` and to each other. So every row of
     ``W_t`` is a unit vector, ``<w_tj, w_0j> = s_t`` exactly, ``<w_tj, w_0i> = 0`` for ``i != j``, and
-    two later tasks meet at ``s_s s_t`` (:meth:`ContinualTasks.overlaps`). The target is the soft
+    two later tasks meet at ``s_s s_t`` (``ContinualTasks.overlaps``). The target is the soft
     committee ``y = sum_j g(<w_tj, x>) / sqrt(m) + noise * eps`` with a shared readout, as in the
     feature-similarity experiments of Lee, Goldt & Saxe (ICML 2021, arXiv 2107.04384). Needs
     ``d >= m n_tasks``.
@@ -78,7 +78,7 @@ def continual_tasks(n_tasks: int = 3, n_samples: int = 500, d: int = 20, similar
     similarity : float in [-1, 1] (every later task at this cosine to task 0), or a sequence of
         ``n_tasks - 1`` of them (task ``t``'s cosine is ``similarity[t - 1]``).
     n_hidden : int >= 1, the teacher's units ``m``.
-    link : a name of :data:`SINGLE_INDEX_LINKS` (the units' activation).
+    link : a name of ``SINGLE_INDEX_LINKS`` (the units' activation).
     noise : float >= 0, the std of the additive Gaussian noise on ``y``.
     seed : None, int or numpy Generator.
 
@@ -127,7 +127,7 @@ class OutputScaled(torch.nn.Module):
     1812.07956). ``net`` is trained; ``init`` is a frozen copy of it taken at construction (its
     parameters have ``requires_grad=False``), so ``f_alpha`` is exactly 0 at initialisation and
     ``d f_alpha / d w = alpha d f / d w``. Train with the loss divided by ``alpha^2``
-    (:meth:`scale_loss`): to first order the function then moves at the same speed for every
+    (``scale_loss``): to first order the function then moves at the same speed for every
     ``alpha`` while the weights move about ``1 / alpha`` as far, so ``alpha = 1`` is the ordinary
     ("rich", feature-learning) network and a large ``alpha`` the "lazy" (linearised, kernel) regime.
 
@@ -141,8 +141,7 @@ class OutputScaled(torch.nn.Module):
     ----------
     net, init : torch.nn.Module, the trained network and its frozen initial copy (so a layer of the
         trained network is ``"net.<name>"`` in ``named_modules()``).
-    alpha : float.
-    loss_scale : float, ``1 / alpha^2``.
+    alpha : float. The property ``loss_scale`` is ``1 / alpha^2``.
 
     Examples
     --------

@@ -23,7 +23,7 @@ __all__ = ["TreeShap"]
 @register("tree_shap")
 class TreeShap(Explainer):
     """Exact TreeSHAP (Lundberg et al. 2020) of a fitted tree model; the algorithm is
-    :func:`.functions.tree_shap_values` (per-path products evaluated with Gauss-Legendre nodes, after
+    ``functions.tree_shap_values`` (per-path products evaluated with Gauss-Legendre nodes, after
     GPUTreeShap, Mitchell et al. 2022, and Linear TreeShap, Yu et al. 2022).
 
     ``feature_perturbation`` (as shap spells it): ``"tree_path_dependent"`` (coalitions valued by
@@ -49,7 +49,7 @@ class TreeShap(Explainer):
       the margin; target 0: its negative, the log-odds of class 0). ``output="probability"`` (and
       an explicit ``"raw"``, which for a scikit-learn-style classifier means ``predict_proba``)
       explains ``predict_proba[:, target]`` exactly with interventional TreeSHAP
-      (:func:`.functions.probability_shap`; needs ``background``, refused clearly without it);
+      (``functions.probability_shap``; needs ``background``, refused clearly without it);
     - multi-class boosting classifiers: the per-class margins (``decision_function``, softmax
       logits), recorded as ``"margin"``; probabilities and log-odds of a softmax are no sums over
       trees and are refused;
@@ -68,19 +68,19 @@ class TreeShap(Explainer):
     Missing values: NaN in ``x`` and the background is routed exactly as the model's own
     ``predict`` routes it (HistGradientBoosting, LightGBM, XGBoost, and scikit-learn trees and
     forests that accept NaN: each split's stored default direction), so only this explainer's
-    Model takes NaN (:meth:`featurelens.models.Model.with_missing_values`); inf is refused, and
+    Model takes NaN (``featurelens.models.Model.with_missing_values``); inf is refused, and
     models whose library refuses NaN (GradientBoosting*) refuse it here too.
 
     DataFrames: bool, int and float columns are numbers; pandas ``category`` columns are coded as
-    the library codes them (:func:`featurelens.explainers.tree.paths.frame_rows`); object and
+    the library codes them (``featurelens.explainers.tree.paths.frame_rows``); object and
     string columns are refused unless the model is a scikit-learn Pipeline that encodes them.
 
     A fitted scikit-learn ``Pipeline`` whose final step is a tree model is explained on the
-    transformed features (:func:`.pipeline.explain_pipeline_final_step`): ``feature_names`` from
+    transformed features (``pipeline.explain_pipeline_final_step``): ``feature_names`` from
     ``pipeline[:-1].get_feature_names_out()``, ``data`` the transformed rows.
 
     ``interactions=True`` also computes the SHAP interaction values of the same output
-    (:func:`.functions.tree_shap_interaction_values`, Lundberg et al. 2020) into
+    (``functions.tree_shap_interaction_values``, Lundberg et al. 2020) into
     ``Explanation.extra["interactions"]``, shape (n, d, d), each row summing to ``values``
     (not for the probability units).
 

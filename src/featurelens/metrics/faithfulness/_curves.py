@@ -131,7 +131,7 @@ def faithfulness_correlation(
     Args:
         subset_size: regions per subset; None means a quarter of the regions (at least one).
         seed: None, an int or a ``numpy.random.Generator``; the subsets are
-            :func:`featurelens.metrics._perturb.subset_draws` of ``seed`` (a Generator built from
+            ``featurelens.metrics._perturb.subset_draws`` of ``seed`` (a Generator built from
             an int gives the same subsets as the int; a Generator is advanced by the call).
         baseline, groups, blur_sigma, output, executor: see :func:`deletion_curve`.
         similarity: ``"pearson"`` (default) or ``"spearman"``.
@@ -193,7 +193,7 @@ def infidelity(
     is better. ``normalise=True`` first rescales the attribution by the optimal
     ``beta = E[(I.a) Delta] / E[(I.a)^2]`` (Yeh et al.'s scale-free variant; Captum's
     ``normalize=True``), i.e. ``E[(beta I.a - Delta)^2]``. The perturbations are
-    :func:`featurelens.metrics._perturb.gaussian_draws` of ``seed`` (None, an int or a numpy
+    ``featurelens.metrics._perturb.gaussian_draws`` of ``seed`` (None, an int or a numpy
     Generator; one built from an int gives the same draws as the int). This is the estimator of
     Captum's ``infidelity``; Quantus's ``Infidelity`` instead removes square patches one after the
     other (no noise), a different quantity. A map with one channel on a c-channel input (Grad-CAM's

@@ -119,7 +119,7 @@ def road(
             8x8 image) is refused rather than scored as the untouched input.
         noise_std: standard deviation of the imputation noise, absolute units of ``x``; >= 0.
         seed: None, an int or a numpy Generator; copy j's noise is the j-th array of
-            :func:`featurelens.metrics._perturb.gaussian_draws` (shape of ``x``, scale ``noise_std``),
+            ``featurelens.metrics._perturb.gaussian_draws`` (shape of ``x``, scale ``noise_std``),
             read at the removed pixels.
         order: ``"morf"`` (most relevant first) or ``"lerf"`` (least relevant first).
         groups: optional int map (h, w) / (1, h, w) of regions removed whole; default pixels.

@@ -106,9 +106,9 @@ def sensitivity_n(
             features).
         n_subsets: random subsets per size and sample (>= 2, a correlation needs two). Refused
             before any work when ``n_subsets`` (per input), or ``n_subsets * n * len(ns)`` for the
-            batch, exceeds :data:`featurelens._validation.MAX_EVALUATIONS` (10^8) model evaluations.
+            batch, exceeds ``featurelens._validation.MAX_EVALUATIONS`` (10^8) model evaluations.
         seed: None, an int or a numpy Generator; the subsets are
-            :func:`featurelens.metrics._perturb.subset_draws` of one ``numpy_rng(seed)`` stream,
+            ``featurelens.metrics._perturb.subset_draws`` of one ``numpy_rng(seed)`` stream,
             size after size in the order of ``ns``.
         baseline, groups, blur_sigma, output, executor: see
             :func:`featurelens.metrics.deletion_curve`.
@@ -244,10 +244,10 @@ def monotonicity_correlation(
     Args:
         n_samples: draws per region (``baseline="uniform"``); a deterministic baseline needs one
             pass per region, so it is not repeated. Refused before any work when ``n_samples *
-            n * G`` (G regions) exceeds :data:`featurelens._validation.MAX_EVALUATIONS` (10^8).
+            n * G`` (G regions) exceeds ``featurelens._validation.MAX_EVALUATIONS`` (10^8).
         baseline: ``"uniform"`` (default, Quantus's): each draw fills all elements of the region
             with one value ~ U(low, high) per sample, from
-            :func:`uniform_region_draws` of ``seed`` (region after region); or anything
+            ``uniform_region_draws`` of ``seed`` (region after region); or anything
             :func:`featurelens.metrics.deletion_curve` takes (a number, an array, ``"blur"``,
             ``"mean"``, ``"min"``).
         low, high: the range of the uniform draws (Quantus's defaults 0 and 1).

@@ -399,7 +399,7 @@ _STABILITY_DOC = """
 
     Noise: ``n_samples`` draws uniform in the L-inf ball of radius ``radius * (max x_i - min x_i)``
     (``relative=True``) or ``radius`` (``relative=False``) around each sample, the draws of
-    :func:`featurelens.metrics._perturb.uniform_draws` of ``seed`` (None, an int or a numpy
+    ``featurelens.metrics._perturb.uniform_draws`` of ``seed`` (None, an int or a numpy
     Generator), as :func:`featurelens.metrics.max_sensitivity`. Quantus 0.6 adds U(0.02, 0.2)
     instead (one-sided). Element-wise divisions read a zero divisor as ``eps_min``; the denominator
     norm is at least ``eps_min`` (the paper's ``max(., eps_min)``; Quantus adds ``eps_min`` only to
