@@ -14,7 +14,7 @@ pair of training rows ``(z_i, z_j)`` as ``w = 2 c (z_j - z_i) / ||z_j - z_i||^2`
 ``b = -<w, z_i> - c`` (pre-activation ``-c`` at ``z_i``, ``+c`` at ``z_j``; ``c = swim_scale``,
 default 0.5 as in RFRBoost's code), the pairs drawn uniformly or with probability proportional to
 ``||t_j - t_i|| / max(||z_j - z_i||, 0.01)`` for the target ``t``
-(:func:`featurelens.learning._rf_solvers.swim_layer`).
+(``featurelens.learning._rf_solvers.swim_layer``).
 
 * :class:`RandomFeatureRidge`: ridge regression on ``phi(X A + c) / sqrt(p)`` (p features; the
   ``1/sqrt(p)`` makes ``F F^T`` an average that tends to the kernel matrix, so ``alpha`` keeps its
