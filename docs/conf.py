@@ -80,10 +80,7 @@ nitpick_ignore_regex = [
 # Two references in files being edited elsewhere at the time of writing; to go once their
 # docstrings say :func:`~featurelens.approximators.check_memory` and ``combine_pvalues`` (a
 # module function without a page).
-nitpick_ignore = [
-    ("py:func", "featurelens._validation.check_memory"),  # learning/random_features.py
-    ("py:func", "combine_pvalues"),  # selection/minshap.py
-]
+nitpick_ignore: list = []
 
 html_theme = "pydata_sphinx_theme"
 html_title = "featurelens"

@@ -76,7 +76,7 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
     n_features : int >= 1
         Features per member (``p``). ``fit`` refuses it before drawing anything when the weights,
         one member's features and its ridge system (about ``8 (K (d + 1) p + 2 n p + 2 p^2)`` bytes)
-        exceed the available memory (:func:`featurelens._validation.check_memory`).
+        exceed the available memory (``featurelens._validation.check_memory``).
     alpha : float >= 0
         Ridge penalty on the (1/sqrt(p)-scaled) features; 0 is minimum-norm least squares.
     activation : {"tanh", "relu", "sigmoid", "cos"}

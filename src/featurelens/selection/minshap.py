@@ -194,7 +194,7 @@ class MinShapSelector(ScoreSelector):
         ``random_state=seed``): it fits interactions and predicts fast, which matters because
         the game predicts about ``n_permutations * d`` times the held-out rows.
     combine
-        ``"max"``, ``"bonferroni"``, ``"fisher"`` or ``"stouffer"`` (see :func:`combine_pvalues`).
+        ``"max"``, ``"bonferroni"``, ``"fisher"`` or ``"stouffer"`` (see ``combine_pvalues`` in this module).
     test_size
         Fraction of the rows held out for the game.
     task
