@@ -133,7 +133,8 @@ def test_gcm_is_calibrated_on_an_independent_null(ms):
 
 def test_minshap_verdict_rules(ms):
     def res(f1, nog, rate):
-        return {"f1": f1, "nogueira_boot": nog, "null_rate": rate, "null_trials": 500, "power": {"spouse": 0.0, "parents": 0.5}}
+        return {"f1": f1, "f1_visible": f1, "nogueira_boot": nog, "null_rate": rate, "null_trials": 500,
+                "power": {"spouse": 0.0, "parents": 0.5}}
 
     good = {"linear": {"MinShap": res(0.9, 0.9, 0.04), **{m: res(0.5, 0.5, 0.04) for m in ("LOCO", "GCM", "Lasso")}}}
     overall, words, _ = ms.verdict(good)
