@@ -121,16 +121,11 @@ def run(args) -> int:
 
     from .._audit.core import audit
     from .._loading import LoadError, check_model_data, load_data, load_model
-    from ..report import OutError, check_out
-    from .executor import ExecutorUsage, check_executor_flags, command_executor
+    from .executor import ExecutorUsage, check_out_and_executor, command_executor
 
-    try:  # before loading anything: a bad --out or executor flag costs nothing
-        check_out(args.out, "audit", args.overwrite, name="--out")
-        check_executor_flags(args)
-    except OutError as err:
-        return _error(str(err), 2)
-    except ExecutorUsage as err:
-        return _error(str(err), err.code)
+    code = check_out_and_executor(args, "audit")
+    if code is not None:
+        return code
 
     try:
         model, description = load_model(

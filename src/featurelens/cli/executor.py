@@ -142,3 +142,24 @@ def command_executor(args):
         yield executor
     finally:
         executor.close()
+
+
+def check_out_and_executor(args, command: str) -> int | None:
+    """Before loading anything (a bad ``--out`` or executor flag costs nothing): check the report
+    folder and the executor flags of ``featurelens <command>``. None when both are fine, else the
+    exit code (2 for ``--out``, the usage error's own code) after printing the error."""
+    import sys
+
+    from ..report import OutError, check_out
+
+    try:
+        check_out(args.out, command, args.overwrite, name="--out")
+        check_executor_flags(args)
+    except OutError as err:
+        code, message = 2, str(err)
+    except ExecutorUsage as err:
+        code, message = err.code, str(err)
+    else:
+        return None
+    print(f"featurelens {command}: error: {message}", file=sys.stderr)
+    return code

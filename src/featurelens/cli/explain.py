@@ -245,16 +245,11 @@ def _target(target, y, model, X):
 
 def run(args) -> int:
     from .._loading import LoadError, check_model_data, load_data, load_model
-    from ..report import OutError, check_out
-    from .executor import ExecutorUsage, check_executor_flags
+    from .executor import ExecutorUsage, check_out_and_executor
 
-    try:  # before loading anything: a bad --out or executor flag costs nothing
-        check_out(args.out, "explain", args.overwrite, name="--out")
-        check_executor_flags(args)
-    except OutError as err:
-        return _error(str(err), 2)
-    except ExecutorUsage as err:
-        return _error(str(err), err.code)
+    code = check_out_and_executor(args, "explain")
+    if code is not None:
+        return code
     if getattr(args, "format", "csv") == "parquet" and parquet_engine() is None:
         return _error("--format parquet needs a parquet writer: pip install pyarrow (or fastparquet)", 2)
     try:
