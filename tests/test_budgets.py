@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import featurelens as fl
-import featurelens._validation as V
+import featurelens._budgets as V
 from featurelens import approximators as ap
 from featurelens.games import Game
 from featurelens.learning._grokking import run_grokking

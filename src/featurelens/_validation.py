@@ -8,13 +8,8 @@ expected: a ``TypeError`` when the kind of value is wrong (a string where a numb
 
 Seeds, random streams and how a seed is recorded live in :mod:`featurelens._random`.
 
-Budgets: every budget-like argument (``n_steps``, ``n_samples``, ``n_subsets``, ``budget``,
-``n_latents``, ``p``, ...) goes through :func:`check_budget`, which refuses it *before any work*
-when the work it asks for is out of bounds, naming the argument, the estimate and the way out.
-There is one bound on work, :data:`MAX_EVALUATIONS` = 10^8 evaluations (rows through a model or
-evaluations of a game) per call, which the environment variable ``FEATURELENS_MAX_EVALUATIONS``
-(or assigning ``featurelens._validation.MAX_EVALUATIONS``) raises or lowers, and one bound on
-memory, the memory available now (``available_memory``, checked by :func:`check_memory`).
+Budgets (the bound on the work and the memory an argument asks for, ``check_budget``,
+``MAX_EVALUATIONS``) live in :mod:`featurelens._budgets`.
 
 Targets and baselines (the model is the reference: Captum's ``_select_targets`` and
 ``_format_baseline``): :func:`resolve_target` turns None / an int / one int per sample into one
@@ -29,7 +24,6 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
-import os
 from typing import Iterable
 
 import numpy as np
@@ -549,145 +543,3 @@ def check_token_ids(ids, name: str, n_vocab: int | None, source: str = "the voca
         bad = int(arr[arr >= n_vocab][0])
         raise ValueError(f"{name} holds the token id {bad}, past the vocabulary of {source} "
                          f"(size {n_vocab}: ids 0..{n_vocab - 1})")
-
-
-# --------------------------------------------------------------------------------------------------
-# budgets: the one place where the work and the memory an argument asks for are bounded
-
-
-#: The most evaluations (rows through a model, or evaluations of a game) one call of a featurelens
-#: function may plan: 10^8, generous for real use (a KernelSHAP budget of 10^6 on 100 inputs, 50
-#: integration steps on a million inputs) while 10^9 and more is refused at once. Raise it with the
-#: environment variable ``FEATURELENS_MAX_EVALUATIONS`` or by assigning this name (read per call).
-MAX_EVALUATIONS = 10**8
-
-
-def max_evaluations() -> int:
-    """The bound on evaluations in force: ``FEATURELENS_MAX_EVALUATIONS`` when set (an int, e.g.
-    ``1e9`` or ``1000000000``), else :data:`MAX_EVALUATIONS`."""
-    env = os.environ.get("FEATURELENS_MAX_EVALUATIONS")
-    if env:
-        try:
-            value = float(env)
-        except ValueError:
-            raise ValueError(
-                f"the environment variable FEATURELENS_MAX_EVALUATIONS must be a positive number such as 1e9; "
-                f"got {env!r}"
-            ) from None
-        if not (math.isfinite(value) and value >= 1):
-            raise ValueError(f"the environment variable FEATURELENS_MAX_EVALUATIONS must be >= 1; got {env!r}")
-        return int(value)
-    return int(MAX_EVALUATIONS)
-
-
-def format_count(count) -> str:
-    """``123456`` -> ``'123,456'``; counts from 10^7 on in powers of ten (``'1e+09'``), exact for
-    ints of any size (``2**3000`` -> ``'1.23e+903'``), never an OverflowError."""
-    if isinstance(count, numbers.Integral) and not isinstance(count, (bool, np.bool_)):
-        count = int(count)
-        if abs(count) < 10**7:
-            return f"{count:,}"
-        exponent = len(str(abs(count))) - 1
-        if exponent < 300:
-            return f"{float(count):.3g}"
-        mantissa = int(str(abs(count))[:4]) / 1000
-        return f"{'-' if count < 0 else ''}{mantissa:.3g}e+{exponent}"
-    value = float(count)
-    return f"{value:,.0f}" if abs(value) < 1e7 else f"{value:.3g}"
-
-
-def format_bytes(nbytes) -> str:
-    """``1.5e9`` -> ``'1.5 GB'`` (decimal units, up to PB; beyond, in powers of ten). Ints of any
-    size are accepted (a ``32 * 2**3000`` byte table), never an OverflowError."""
-    if isinstance(nbytes, numbers.Integral) and not isinstance(nbytes, (bool, np.bool_)) and int(nbytes) >= 10**300:
-        return f"{format_count(int(nbytes) // 10**15)} PB"
-    value = float(nbytes)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if value < 1000:
-            return f"{value:.3g} {unit}"
-        value /= 1000
-    return f"{value:.3g} PB"
-
-
-def available_memory() -> int | None:
-    """Bytes of memory available to this process now (``MemAvailable`` on Linux, else the physical
-    memory), or None when the platform does not say."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def check_memory(nbytes, what: str, way_out: str, limit=None) -> None:
-    """Refuse, before allocating, work that needs more memory than there is.
-
-    ``nbytes`` is the estimate (a float, or an int of any size), ``what`` names the work
-    (``"spex with budget = 10^12"``), ``way_out`` says what to do instead. ``limit`` defaults to
-    ``available_memory``. Raises a ValueError naming the estimate (in GB/TB) and the way out;
-    never a raw MemoryError later.
-    """
-    limit = available_memory() if limit is None else limit
-    if limit is not None and nbytes > limit:
-        raise ValueError(
-            f"{what} would need about {format_bytes(nbytes)} of memory, more than the "
-            f"{format_bytes(limit)} available; {way_out}"
-        )
-
-
-def check_budget(
-    value,
-    name: str,
-    *,
-    low: int = 1,
-    allow_none: bool = False,
-    per=1,
-    unit: str = "evaluations",
-    what: str = "",
-    hint: str | None = None,
-    nbytes=None,
-    limit: int | None = None,
-    source: str | None = None,
-    scope: str = "per call",
-):
-    """A budget-like int argument (steps, samples, subsets, a budget, players, latents, ...),
-    checked like :func:`check_int` and refused, before any work, when what it asks for is too much.
-
-    The work is ``value * per`` ``unit`` (``per``: what one unit of ``value`` costs, e.g. the
-    inputs times the subset sizes; an int of any size); it must not exceed ``limit`` (default
-    :func:`max_evaluations`, 10^8 evaluations per call). ``nbytes``, when given, is the memory the
-    value needs (a number, or a function of the checked value), refused above ``available_memory`` by :func:`check_memory`. ``what`` says what
-    the estimate counts (``"model evaluations for 4 inputs"``); ``hint`` the way out (default:
-    lower the argument). The ValueError names the argument, the estimate and the bound, e.g.
-    ``"n_steps=1000000000 needs about 1e+09 model evaluations per input; the limit is 1e+08 per
-    call (...); lower n_steps ..."``. ``limit`` and ``source`` (where that limit is documented, named
-    in the message) replace the evaluation bound for limits of another kind (the nodes of a
-    quadrature rule); ``scope`` says what the limit is counted over (``"per call"``; ``""`` for a
-    limit of another kind, such as the workers of this machine). Returns the value as a plain int (None when allowed).
-    """
-    value = check_int(value, name, low=low, allow_none=allow_none)
-    if value is None:
-        return None
-    if limit is None:
-        limit = max_evaluations()
-        source = ("featurelens._validation.MAX_EVALUATIONS, raised by the environment variable "
-                  "FEATURELENS_MAX_EVALUATIONS")
-    limit = int(limit)
-    cost = value * per
-    way_out = hint or f"lower {name}"
-    if cost > limit:
-        raise ValueError(
-            f"{name}={value} needs about {format_count(cost)} {unit}{' ' + what if what else ''}; the limit is "
-            f"{format_count(limit)} {unit}{' ' + scope if scope else ''}{' (' + source + ')' if source else ''}; {way_out}"
-        )
-    if callable(nbytes):
-        nbytes = nbytes(value)
-    if nbytes is not None:
-        check_memory(nbytes, f"{name}={value}{' (' + what + ')' if what else ''}", way_out + ".")
-    return value

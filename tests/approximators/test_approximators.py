@@ -169,7 +169,7 @@ def test_huge_budgets_refuse_at_once():
 
 def test_budgets_within_the_bound_refuse_by_memory(monkeypatch):
     # Under the evaluation bound, what grows with the budget is still sized against the memory.
-    import featurelens._validation as V
+    import featurelens._budgets as V
 
     monkeypatch.setattr(V, "available_memory", lambda: 10**9)
     g = fl.datasets.sparse_game(n=1000, n_terms=10, max_degree=2, seed=0)

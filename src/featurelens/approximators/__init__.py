@@ -39,8 +39,8 @@ permutation sampler (:func:`iter_antithetic_permutations`) serve every estimator
 
 Budgets. Every ``budget`` is an int of game evaluations, refused before any evaluation when it is
 below the method's minimum for ``n`` players (the message states the minimum) or above
-``featurelens._validation.MAX_EVALUATIONS`` (10^8 evaluations per call; the environment variable
-``FEATURELENS_MAX_EVALUATIONS`` raises it), by ``featurelens._validation.check_budget``.
+``featurelens._budgets.MAX_EVALUATIONS`` (10^8 evaluations per call; the environment variable
+``FEATURELENS_MAX_EVALUATIONS`` raises it), by ``featurelens._budgets.check_budget``.
 
 Memory. Coalitions are generated and evaluated chunk by chunk (at most
 :data:`CHUNK_ELEMENTS` mask elements per chunk, read from ``featurelens.approximators._common``
@@ -54,8 +54,8 @@ allocated.
 
 from __future__ import annotations
 
-from .._validation import (
-    available_memory,  # noqa: F401  (re-exported: the memory estimates live in _validation)
+from .._budgets import (
+    available_memory,  # noqa: F401  (re-exported: the memory estimates live in _budgets)
     check_memory,
     format_bytes,
 )

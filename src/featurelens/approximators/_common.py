@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import check_budget, check_int, format_bytes, format_count, max_evaluations
+from .._validation import check_int
+from .._budgets import check_budget, format_bytes, format_count, max_evaluations
 
 __all__ = ["ApproximationResult", "CHUNK_ELEMENTS", "MAX_EXACT_PLAYERS", "default_budget", "refuse_exact"]
 
@@ -164,14 +165,14 @@ def default_budget(n: int) -> int:
 
 def sampling_budget(budget, n: int, method: str, minimum: int, reason: str) -> int:
     """The checked budget: the default for None; refused below ``minimum`` (stated, with the
-    reason) or above :func:`featurelens._validation.max_evaluations`, before any evaluation."""
+    reason) or above ``featurelens._budgets.max_evaluations``, before any evaluation."""
     hint = (f"lower the budget (at least {minimum} for {method} with n_players = {n}), or group players "
             "(groups=)")
     if minimum > max_evaluations():
         raise ValueError(
             f"{method} with n_players = {n} needs at least {format_count(minimum)} game evaluations ({reason}), "
             f"more than the limit of {format_count(max_evaluations())} per call "
-            "(featurelens._validation.MAX_EVALUATIONS); group players (groups=) into fewer players"
+            "(featurelens._budgets.MAX_EVALUATIONS); group players (groups=) into fewer players"
         )
     budget = check_budget(budget, "budget", allow_none=True, unit="game evaluations",
                           what=f"for {method} with n_players = {n}", hint=hint)

@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from .._validation import check_int, check_memory, format_count, max_evaluations
+from .._validation import check_int
+from .._budgets import check_memory, format_count, max_evaluations
 from . import _common
 from ._common import MAX_EXACT_PLAYERS, ApproximationResult, check_game, model_calls, refuse_exact, result
 
@@ -40,7 +41,7 @@ def coalition_table(game, max_players: int = MAX_EXACT_PLAYERS, method: str = "t
     if total > max_evaluations():
         raise ValueError(
             f"{method} with n_players = {n} needs 2^{n} = {format_count(total)} game evaluations, more than the "
-            f"limit of {format_count(max_evaluations())} per call (featurelens._validation.MAX_EVALUATIONS, "
+            f"limit of {format_count(max_evaluations())} per call (featurelens._budgets.MAX_EVALUATIONS, "
             f"raised by the environment variable FEATURELENS_MAX_EVALUATIONS). {way_out}"
         )
     check_memory(math.ceil(bytes_per_coalition) * total, f"{method} with n_players = {n}", way_out)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._linalg import lstsq, normal_equations
 from .._random import numpy_rng
-from .._validation import check_memory
+from .._budgets import check_memory
 from ._common import (
     ApproximationResult,
     check_game,
@@ -169,7 +169,7 @@ def kernel_shap(game, budget: int | None = None, seed=0) -> ApproximationResult:
     chunk, so the ``(budget, n)`` design is never held. Coalitions: :func:`kernel_coalitions`.
 
     ``budget``: game evaluations, ``empty`` and ``N`` included (default ``2 n + 2048``, at least
-    ``min(n + 2, 2^n)``, at most ``featurelens._validation.MAX_EVALUATIONS`` = 10^8, both
+    ``min(n + 2, 2^n)``, at most ``featurelens._budgets.MAX_EVALUATIONS`` = 10^8, both
     checked before any evaluation); one fewer is used when the budget left for sampling is odd. ``seed``:
     None, an int or a numpy Generator (used as it is, so successive calls continue its stream).
     Returns an :class:`ApproximationResult` (``base_value`` ``v(empty)``, ``full_value`` ``v(N)``).

@@ -34,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._random import numpy_rng
-from .._validation import check_budget, check_float, check_option
+from .._validation import check_float, check_option
+from .._budgets import check_budget
 from ._common import ApproximationResult, check_game, model_calls, result
 
 __all__ = ["DISTANCES", "DISTANCE_SPACES", "SAMPLERS", "SURROGATES", "LimeSettings", "bernoulli_masks",
@@ -127,7 +128,7 @@ def fit_surrogate(z: np.ndarray, y: np.ndarray, w: np.ndarray, surrogate: str, a
 
 def check_lime_budget(budget, n: int | None = None) -> int:
     """LIME's ``budget`` (default :data:`DEFAULT_BUDGET` = 500): an int >= 3, refused before any
-    work above :data:`featurelens._validation.MAX_EVALUATIONS` game evaluations, or when its
+    work above ``featurelens._budgets.MAX_EVALUATIONS`` game evaluations, or when its
     ``(budget, n)`` coalitions (with ``n`` players, when known) would not fit in memory."""
     nbytes = None if n is None else (lambda v: 10 * v * n)  # the uniform draws (8 B) and the masks (1 B)
     return check_budget(DEFAULT_BUDGET if budget is None else budget, "budget", low=3, unit="game evaluations",

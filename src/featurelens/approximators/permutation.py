@@ -94,7 +94,7 @@ def permutation_shap(game, budget: int | None = None, seed=0) -> ApproximationRe
     its ``n - 1`` interior coalitions; ``(budget - 2) // (n - 1)`` permutations rounded down to an
     even number (at least 2). Permutations are streamed in chunks and only the running sum is kept.
     ``budget``: default ``2 n + 2048``, at least ``2 n`` and at most
-    ``featurelens._validation.MAX_EVALUATIONS`` = 10^8 (both checked before any evaluation).
+    ``featurelens._budgets.MAX_EVALUATIONS`` = 10^8 (both checked before any evaluation).
     Each pair of chains is evaluated in blocks of about :data:`CHUNK_ELEMENTS` mask elements, so
     thousands of players (a 3x32x32 image) run in bounded memory. ``seed``: None, an int or a Generator.
     Returns an :class:`ApproximationResult` with ``info["n_permutations"]``.

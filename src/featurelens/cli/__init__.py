@@ -7,7 +7,7 @@ an earlier report in ``--out`` stays as it was).
 
 Every size option is bounded before any file is read or written and before any worker starts
 (exit code 2, one line on stderr naming the option, the estimate and the bound): the rows and
-samples explained (:data:`ROW_OPTIONS`, at most ``featurelens._validation.MAX_EVALUATIONS``),
+samples explained (:data:`ROW_OPTIONS`, at most ``featurelens._budgets.MAX_EVALUATIONS``),
 ``--workers`` and ``--jobs`` (``featurelens.cli.executor.max_workers``: 4 per CPU core on this
 machine), the benchmark's ``--n-samples``/``--epochs`` and diagnose's ``--steps``/``--p``/``--width``
 (by the functions they are given to, before any training), select's ``-k`` (the CSV's columns).
@@ -48,7 +48,7 @@ HELP_NAMES = {
 #: The row counts of each command that are bounded before any work (attribute, option, what one
 #: unit costs at least): every explained row or sample is at least one model evaluation, and every
 #: coalition of a background method averages the model over the background rows, so each is
-#: refused above featurelens._validation.MAX_EVALUATIONS (10^8). The other size options are bounded
+#: refused above featurelens._budgets.MAX_EVALUATIONS (10^8). The other size options are bounded
 #: elsewhere, before any work too: --n-samples and --epochs by the benchmark runner, --steps, --p
 #: and --width by the grokking run, --workers by ``featurelens.cli.executor`` (4 per CPU core),
 #: --jobs by ``featurelens.cli.benchmark.check_jobs`` (as --workers: processes on this
@@ -96,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _check_sizes(command: str, args) -> str | None:
     """The message refusing a size option of ``command`` (None when every one is within its bound),
     before any file is read or written and before any worker starts."""
-    from .._validation import check_budget
+    from .._budgets import check_budget
 
     try:
         for attr, option, what in ROW_OPTIONS.get(command, ()):

@@ -67,7 +67,7 @@ def check_jobs(args) -> None:
     """Refuse ``--jobs`` above the processes this machine allows (ValueError), before any work."""
     if args.jobs is None:
         return
-    from .._validation import check_budget
+    from .._budgets import check_budget
     from .executor import max_workers
 
     cap, why = max_workers("processes")

@@ -81,7 +81,7 @@ def _check_workers(kind: str, workers, address) -> None:
     bound = max_workers(kind, address)
     if bound is None:
         return
-    from .._validation import check_budget
+    from .._budgets import check_budget
 
     cap, why = bound
     try:

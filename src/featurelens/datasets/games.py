@@ -21,7 +21,8 @@ import numpy as np
 import scipy.sparse
 
 from .._random import numpy_rng, spawn_rngs
-from .._validation import check_budget, check_float, check_int, check_option
+from .._validation import check_float, check_int, check_option
+from .._budgets import check_budget
 from ..interactions.transforms import check_terms
 from ..games import Executor, Game
 
@@ -36,7 +37,7 @@ COEFFICIENT_RANGE = (0.5, 1.5)
 
 def _check_players(n, name: str) -> int:
     """The players of a sparse game: an int >= 1, at most
-    ``featurelens._validation.MAX_EVALUATIONS`` (one coalition is ``n`` mask entries, and the
+    ``featurelens._budgets.MAX_EVALUATIONS`` (one coalition is ``n`` mask entries, and the
     incidence matrix holds ``n + 1`` offsets)."""
     return check_budget(n, name, unit="mask entries", what="per coalition", nbytes=lambda v: 16 * (v + 1),
                         hint=f"lower {name}")
@@ -175,7 +176,7 @@ def sparse_game(
     independent streams spawned from it). See :class:`SparseGame` for the bases and the noise.
 
     ``n`` and ``n_terms`` are refused before any work above
-    ``featurelens._validation.MAX_EVALUATIONS`` (10^8); in the Moebius basis ``n_terms^2`` (the
+    ``featurelens._budgets.MAX_EVALUATIONS`` (10^8); in the Moebius basis ``n_terms^2`` (the
     term pairs of the exact signal std) is bounded too, and its memory (``32 n_terms^2`` bytes).
     """
     n = _check_players(n, "n")

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._random import numpy_rng
-from .._validation import check_bool, check_budget, check_float, check_memory
+from .._validation import check_bool, check_float
+from .._budgets import check_budget, check_memory
 
 __all__ = ["Superposition", "superposition"]
 
@@ -76,7 +77,7 @@ def superposition(
     n_samples : int >= 1.
 
     ``n_features``, ``d`` and ``n_samples`` are each refused before any work above
-    :data:`featurelens._validation.MAX_EVALUATIONS` (10^8), and together when the arrays would need
+    ``featurelens._budgets.MAX_EVALUATIONS`` (10^8), and together when the arrays would need
     more than the memory available (about ``8 (n_features d + 3 n_samples n_features + 2 n_samples d)``
     bytes).
     seed : None, int or numpy Generator.

@@ -37,7 +37,8 @@ import numpy as np
 from scipy.ndimage import gaussian_filter, gaussian_filter1d
 
 from .._random import parse_seed, seed_record, spawn_rngs
-from .._validation import check_budget, check_float, check_option
+from .._validation import check_float, check_option
+from .._budgets import check_budget
 
 __all__ = ["SCENARIOS", "BACKGROUNDS", "IMAGE_SIZES", "GROUND_TRUTHS", "XAI_TRIS_SNR", "XAITrisDataset", "xai_tris"]
 
@@ -194,7 +195,7 @@ def xai_tris(
 
     Cost: 64x64 with N = 40,000 takes about 4 s and 1.9 GB peak memory (the returned arrays alone
     take 1.5 GB: X and patterns as float32, ground_truth as bool). ``n_samples`` is refused before
-    any work above ``featurelens._validation.MAX_EVALUATIONS`` (10^8) images, or when the
+    any work above ``featurelens._budgets.MAX_EVALUATIONS`` (10^8) images, or when the
     estimated peak memory (``check_xai_tris_size``) exceeds the memory available.
     """
     scenario = check_option(scenario, "scenario", SCENARIOS)
@@ -250,7 +251,7 @@ _BYTES_PER_IMAGE = 32
 
 def check_xai_tris_size(n_samples, image_size: int) -> int:
     """``n_samples`` of :func:`xai_tris` (an int >= 1), refused before any work above
-    ``featurelens._validation.MAX_EVALUATIONS`` images or when its estimated peak memory
+    ``featurelens._budgets.MAX_EVALUATIONS`` images or when its estimated peak memory
     (12 bytes per pixel) is more than the memory available; returns it as an int. The benchmark
     checks its ``n_samples`` with it before training anything."""
     return check_budget(n_samples, "n_samples", unit="images", what=f"of {image_size}x{image_size}",

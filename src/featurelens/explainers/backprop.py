@@ -18,13 +18,8 @@ import numpy as np
 import torch
 
 from .._random import RowNormal, parse_seed, row_draws
-from .._validation import (
-    check_budget,
-    check_float,
-    check_int,
-    check_option,
-    relative_scale,
-)
+from .._validation import check_float, check_int, check_option, relative_scale
+from .._budgets import check_budget
 from ..games import split_background
 from ._base import Explainer, Requires, register
 

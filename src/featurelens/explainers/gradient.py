@@ -15,13 +15,8 @@ import torch.nn.functional as F
 
 from .._batching import chunks
 from .._random import RowNormal, parse_seed, root_seed
-from .._validation import (
-    check_bool,
-    check_budget,
-    check_float,
-    check_option,
-    relative_scale,
-)
+from .._validation import check_bool, check_float, check_option, relative_scale
+from .._budgets import check_budget
 from ._base import Explainer, Requires, register
 from ._requires import CONV_TYPES
 
@@ -83,7 +78,7 @@ def integration_rule(method: str, n_steps: int) -> tuple[np.ndarray, np.ndarray]
     ``n_steps`` equal intervals (left, right, middle points) or the trapezoid rule on
     ``n_steps`` points. ``riemann`` is an alias of ``riemann_trapezoid``. ``n_steps`` (model
     evaluations per input) is refused before any work above
-    :data:`featurelens._validation.MAX_EVALUATIONS` (10^8), and above
+    ``featurelens._budgets.MAX_EVALUATIONS`` (10^8), and above
     :data:`MAX_GAUSS_LEGENDRE_STEPS` (2,048) for ``gausslegendre``.
     """
     method = check_option(method, "method", _IG_RULES + ("riemann",))

@@ -48,7 +48,8 @@ import numpy as np
 
 from .. import approximators
 from .._random import parse_seed
-from .._validation import check_budget, check_int, check_option
+from .._validation import check_int, check_option
+from .._budgets import check_budget
 from ..approximators.permutation import STATISTICS, contribution_chunks
 from ._base import Requires, register
 from .game_explainer import GameExplainer

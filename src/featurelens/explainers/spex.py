@@ -22,7 +22,8 @@ import dataclasses
 
 from .. import approximators
 from .._random import parse_seed
-from .._validation import check_budget, check_int, check_option
+from .._validation import check_int, check_option
+from .._budgets import check_budget
 from ..approximators._common import ends
 from ..approximators.sparse import INDICES
 from ._base import register

@@ -41,7 +41,7 @@ import torch
 
 from .. import approximators
 from .._random import parse_seed
-from .._validation import check_budget
+from .._budgets import check_budget
 from ..approximators.lime import LimeSettings
 from ._base import register
 from .game_explainer import GameExplainer

@@ -46,7 +46,8 @@ import torch
 
 from .. import _harness
 from .._random import parse_seed, root_seed, seed_record
-from .._validation import check_bool, check_budget, check_float, check_int, check_optional_bool
+from .._validation import check_bool, check_float, check_int, check_optional_bool
+from .._budgets import check_budget
 from .._version import __version__
 from ..datasets import BACKGROUNDS, SCENARIOS, xai_tris
 from ..datasets.xai_tris import check_xai_tris_size

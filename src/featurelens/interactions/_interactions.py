@@ -26,7 +26,8 @@ import numpy as np
 import scipy.sparse
 
 from .._random import numpy_rng
-from .._validation import check_budget, check_executor, check_int, check_option
+from .._validation import check_executor, check_int, check_option
+from .._budgets import check_budget
 from ..games import Game
 
 __all__ = ["BASES", "INDEX_NAMES", "Interactions", "exact", "load_interactions"]

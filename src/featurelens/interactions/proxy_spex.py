@@ -30,8 +30,8 @@ import numpy as np
 from ._interactions import Interactions, evaluated_on
 from .._linalg import lstsq, normal_equations
 from .._random import numpy_rng, seed_record
-from .._validation import check_budget, check_int
-from .._validation import check_memory
+from .._validation import check_int
+from .._budgets import check_budget, check_memory
 from ..approximators._common import CHUNK_ELEMENTS
 from .spex import fourier_design
 

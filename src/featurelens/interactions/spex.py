@@ -39,8 +39,8 @@ import scipy.sparse
 
 from .._linalg import lstsq, normal_equations
 from .._random import numpy_rng, seed_record
-from .._validation import check_budget, check_int, check_option
-from .._validation import check_memory
+from .._validation import check_int, check_option
+from .._budgets import check_budget, check_memory
 from ..approximators._common import CHUNK_ELEMENTS
 
 from ._interactions import Interactions, evaluated_on

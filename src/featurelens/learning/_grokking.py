@@ -22,7 +22,8 @@ import numpy as np
 import torch
 
 from .._random import numpy_rng, parse_seed, root_seed, seed_record, torch_generator
-from .._validation import check_budget, check_float, check_int, check_memory, check_option, format_count
+from .._validation import check_float, check_int, check_option
+from .._budgets import check_budget, check_memory, format_count
 
 
 def modular_addition(p: int, train_fraction: float, seed: int = 0):
@@ -122,11 +123,11 @@ def run_grokking(
     (None: once, at the end) as ``sign_rule_agreement`` and ``sign_rule_negative_share``, and the
     final values go into the summary.
 
-    Budgets, checked before any work (:func:`featurelens._validation.check_budget`): the data set
+    Budgets, checked before any work (``featurelens._budgets.check_budget``): the data set
     (``p^2`` rows of ``2 p`` float32 features), the network's activations on it and their gradients
     (about ``8 p^2 (4 p + 3 width)`` bytes) must fit in the available memory, and ``steps`` times the
     ``train_fraction p^2`` training rows of each full-batch step must stay within
-    :data:`featurelens._validation.MAX_EVALUATIONS` (10^8) model evaluations.
+    ``featurelens._budgets.MAX_EVALUATIONS`` (10^8) model evaluations.
 
     Returns ``(monitor, model, data, summary)``; ``summary`` holds the grok step (first logged step
     with test accuracy >= ``grok_threshold``), the detector's firing step and the final accuracies

@@ -20,7 +20,8 @@ import torch
 
 from .._batching import chunks
 from .._random import parse_seed, torch_generator
-from .._validation import check_budget, check_float
+from .._validation import check_float
+from .._budgets import check_budget
 from ..models import Model
 from .agop import jacobian_rows
 

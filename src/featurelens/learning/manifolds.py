@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._random import numpy_rng
-from .._validation import as_numpy, check_budget, check_float, check_floating, check_int
+from .._validation import as_numpy, check_float, check_floating, check_int
+from .._budgets import check_budget
 from .representation_stats import class_stats, feature_matrix, label_vector
 
 __all__ = [
@@ -341,7 +342,7 @@ def manifold_capacity(
     ----------
     H : (n, p) features; y : (n,) labels with at least two classes.
     n_dichotomies : random dichotomies per N (>= 1; one linear program each, refused above
-        ``featurelens._validation.MAX_EVALUATIONS`` = 10^8).
+        ``featurelens._budgets.MAX_EVALUATIONS`` = 10^8).
     n_projections : None (no projection, N = p), an int N or a sequence of ints N, each in [1, p].
     seed : int, None or numpy Generator (dichotomies and projections).
     bias : allow an affine hyperplane (Cover's N becomes N + 1).

@@ -57,15 +57,8 @@ import numpy as np
 import torch
 
 from .._random import numpy_rng, parse_seed, torch_generator
-from .._validation import (
-    as_numpy,
-    check_budget,
-    check_float,
-    check_int,
-    check_option,
-    check_optional_bool,
-    progress_bar,
-)
+from .._validation import as_numpy, check_float, check_int, check_option, check_optional_bool, progress_bar
+from .._budgets import check_budget
 from .alignment import jacobian_alignment
 from .collapse import neural_collapse
 from .eigengap import EigengapDetector, SpectrumWindow, spectrum_record
@@ -483,7 +476,7 @@ def train_with_monitor(
     logged into ``monitor.history``. ``stop_when(monitor, step) -> bool`` ends training early.
 
     ``steps`` times the rows of a step (``batch_size``, or all of X) is refused before training
-    above ``featurelens._validation.MAX_EVALUATIONS`` (10^8) model evaluations.
+    above ``featurelens._budgets.MAX_EVALUATIONS`` (10^8) model evaluations.
 
     Returns the monitor.
     """

@@ -39,7 +39,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._random import numpy_rng, parse_seed, root_seed
-from .._validation import check_float, check_int, check_memory, check_option, format_count
+from .._validation import check_float, check_int, check_option
+from .._budgets import check_memory, format_count
 from ._rf_solvers import (
     ACTIVATIONS, activate, check_common, check_features, cross_entropy, draw_features, draw_layer, fit_logistic,
     line_search, probabilities, ridge, sandwiched_ridge, standardiser, swim_layer,
@@ -76,7 +77,7 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
     n_features : int >= 1
         Features per member (``p``). ``fit`` refuses it before drawing anything when the weights,
         one member's features and its ridge system (about ``8 (K (d + 1) p + 2 n p + 2 p^2)`` bytes)
-        exceed the available memory (``featurelens._validation.check_memory``).
+        exceed the available memory (``featurelens._budgets.check_memory``).
     alpha : float >= 0
         Ridge penalty on the (1/sqrt(p)-scaled) features; 0 is minimum-norm least squares.
     activation : {"tanh", "relu", "sigmoid", "cos"}

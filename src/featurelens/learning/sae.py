@@ -92,19 +92,8 @@ import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._random import parse_seed
-from .._validation import (
-    as_numpy,
-    check_bool,
-    check_device,
-    check_float,
-    check_floating,
-    check_int,
-    check_memory,
-    check_option,
-    check_optional_bool,
-    format_count,
-    numpy_to_tensor,
-)
+from .._validation import as_numpy, check_bool, check_device, check_float, check_floating, check_int, check_option, check_optional_bool, numpy_to_tensor
+from .._budgets import check_memory, format_count
 from ._sae_training import NORM_EPS, SAMPLE_ROWS, batch_topk, geometric_median, train  # noqa: F401
 
 __all__ = ["MAGNITUDES", "SCORES", "SPARSITIES", "SparseAutoencoder", "dead_latents", "dictionary_recovery", "norm_detectors"]
@@ -162,7 +151,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
     n_latents : int >= 1, dictionary size ``m``. ``fit`` refuses it before any work when the
         float32 weights, their gradients and Adam's moments and one batch's codes (about
         ``4 (8 m d + 4 B m + 4 n d)`` bytes for ``d`` features, ``B`` rows per batch) exceed the
-        available memory (``featurelens._validation.check_memory``).
+        available memory (``featurelens._budgets.check_memory``).
     score : "inner" | "cosine" | "blend" | "blend_per_feature", the score that selects the latents.
     magnitude : "score" (default: the selected scores are the code) | "norm" (the selected scores
         times ``||x - b_pre||``) | "inner" (the inner products ``w_j . xbar + b_j`` on the selected

@@ -46,9 +46,9 @@ the ground-truth benchmark read their metrics from these specs.
 
 Budgets: the counts of perturbed copies (``n_subsets``, ``n_samples``, ``n_perturbations``,
 ``n_mosaics``) are refused with a ValueError before any work when they ask for more than
-:data:`featurelens._validation.MAX_EVALUATIONS` (10^8) evaluations per call, first per input, then
+``featurelens._budgets.MAX_EVALUATIONS`` (10^8) evaluations per call, first per input, then
 for the whole batch (times the subset sizes or regions), or for more memory than is available
-(:func:`featurelens._validation.check_budget`).
+(``featurelens._budgets.check_budget``).
 """
 
 from featurelens.metrics._spec import FAMILIES, REQUIREMENTS, MetricSpec, ScoreContext, list_metrics, spec

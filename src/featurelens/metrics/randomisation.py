@@ -21,14 +21,8 @@ import torch
 from scipy.stats import entropy as _entropy
 
 from .._random import numpy_rng, parse_seed, root_seed
-from .._validation import (
-    check_bool,
-    check_budget,
-    check_executor,
-    check_float,
-    check_int,
-    check_option,
-)
+from .._validation import check_bool, check_executor, check_float, check_int, check_option
+from .._budgets import check_budget
 from ..explainers._base import Explainer, explainer_class
 from ..explainers._base import explainer as make_explainer
 from ..models import Model

@@ -59,7 +59,7 @@ def max_workers(kind: str, address: str | None = None) -> tuple[int, str] | None
 def check_workers(n: int, name: str, kind: str, hint: str) -> int:
     """Refuse ``n`` workers of a ``kind`` started on this machine above :func:`max_workers`,
     before any worker starts (the error names ``name``, the bound and why, and ``hint``)."""
-    from .._validation import check_budget
+    from .._budgets import check_budget
 
     cap, why = max_workers(kind)
     check_budget(n, name, unit="workers", limit=cap, source=why, scope="", hint=hint)

@@ -14,7 +14,7 @@ from sklearn.base import clone
 from sklearn.utils.multiclass import type_of_target
 
 from .._random import parse_seed
-from .._validation import check_budget
+from .._budgets import check_budget
 from ._base import ScoreSelector
 
 __all__ = ["AGOPSelector"]

@@ -43,7 +43,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._random import parse_seed, torch_generator
 from .._training import limited_threads
-from .._validation import check_budget, check_device, check_float, check_int
+from .._validation import check_device, check_float, check_int
+from .._budgets import check_budget
 
 __all__ = ["HyperDFS"]
 

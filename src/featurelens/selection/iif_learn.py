@@ -32,14 +32,8 @@ from scipy.special import ndtr, ndtri_exp
 
 from .._batching import rows_for_bytes
 from .._random import numpy_rng, parse_seed
-from .._validation import (
-    check_bool,
-    check_budget,
-    check_float,
-    check_int,
-    check_option,
-    max_evaluations,
-)
+from .._validation import check_bool, check_float, check_int, check_option
+from .._budgets import check_budget, max_evaluations
 from ._base import ScoreSelector, top_k_mask
 
 __all__ = ["IIFLearn", "anova_f", "hc_threshold", "ks_statistics"]
@@ -224,7 +218,7 @@ class IIFLearn(ScoreSelector):
 
         ``n_iter``, ``n_null``, ``n_ks_null`` and ``n_init`` each cost a pass over the ``n`` rows
         (``n_ks_null``: ``n`` Gaussian draws per sample); each is refused before any work when
-        ``n`` times it exceeds 100 times ``featurelens._validation.MAX_EVALUATIONS`` (10^10
+        ``n`` times it exceeds 100 times ``featurelens._budgets.MAX_EVALUATIONS`` (10^10
         row passes; raised by the environment variable ``FEATURELENS_MAX_EVALUATIONS``), so the
         defaults run on up to 10^6 rows.
     n_init
@@ -288,7 +282,7 @@ class IIFLearn(ScoreSelector):
         # .check_budget): a pass over a row is a vectorised numpy step, far cheaper than a model
         # evaluation, so the defaults (n_ks_null=10000) run on up to 10^6 rows.
         rows = dict(per=n, unit="row passes", what=f"({n} rows each)", limit=100 * max_evaluations(),
-                    source="100 x featurelens._validation.MAX_EVALUATIONS (FEATURELENS_MAX_EVALUATIONS)")
+                    source="100 x featurelens._budgets.MAX_EVALUATIONS (FEATURELENS_MAX_EVALUATIONS)")
         check_budget(self.n_iter, "n_iter", **rows)
         check_float(self.tol, "tol", low=0.0, high=1.0)
         check_budget(self.n_null, "n_null", **rows)

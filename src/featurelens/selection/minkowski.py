@@ -14,7 +14,8 @@ import warnings
 import numpy as np
 
 from .._random import numpy_rng, parse_seed
-from .._validation import check_bool, check_budget, check_int, check_option, max_evaluations
+from .._validation import check_bool, check_int, check_option
+from .._budgets import check_budget, max_evaluations
 from ._base import DegenerateDataWarning, ScoreSelector
 
 __all__ = ["MinkowskiWeightedSelector", "minkowski_center"]
@@ -212,7 +213,7 @@ class MinkowskiWeightedSelector(ScoreSelector):
         # Bounded at 100 x the evaluation bound: a row pass is a vectorised numpy step, not a model call.
         rows = dict(per=n * grid.size, unit="row passes", what=f"({n} rows, {grid.size} exponents)",
                     limit=100 * max_evaluations(),
-                    source="100 x featurelens._validation.MAX_EVALUATIONS (FEATURELENS_MAX_EVALUATIONS)")
+                    source="100 x featurelens._budgets.MAX_EVALUATIONS (FEATURELENS_MAX_EVALUATIONS)")
         check_budget(self.n_init, "n_init", **rows)
         check_budget(self.max_iter, "max_iter", **rows)
         varying = np.ptp(X, axis=0) > 0

@@ -18,7 +18,8 @@ from sklearn.utils.multiclass import type_of_target
 
 from .._batching import chunks
 from .._random import numpy_rng, parse_seed, root_seed
-from .._validation import check_budget, check_executor, check_float, check_int, check_option
+from .._validation import check_executor, check_float, check_int, check_option
+from .._budgets import check_budget
 from ..approximators import antithetic_permutations
 from ._base import ScoreSelector
 

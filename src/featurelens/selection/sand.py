@@ -23,7 +23,8 @@ import torch
 from sklearn.utils.multiclass import type_of_target
 
 from .._random import parse_seed, torch_generator
-from .._validation import check_budget, check_device, check_float, check_int, check_option, check_optional_bool
+from .._validation import check_device, check_float, check_int, check_option, check_optional_bool
+from .._budgets import check_budget
 from ._base import ScoreSelector
 
 __all__ = ["NoiseGainLayer", "SAND"]

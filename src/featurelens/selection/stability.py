@@ -11,7 +11,8 @@ import numpy as np
 from sklearn.base import clone
 
 from .._random import numpy_rng
-from .._validation import check_budget, check_int
+from .._validation import check_int
+from .._budgets import check_budget
 
 __all__ = ["stability", "nogueira_index", "mean_pairwise_jaccard"]
 

@@ -14,7 +14,8 @@ import inspect
 import numpy as np
 import torch
 
-from .._validation import check_budget, check_option, check_token_ids
+from .._validation import check_option, check_token_ids
+from .._budgets import check_budget
 from ._explain import OWN, explain, method_keywords, methods
 from ._gradients import GRADIENT_METHODS, check_ig_steps, embedding_attributions
 from ..models._outputs import class_score_units
@@ -146,7 +147,7 @@ class TextExplainer:
         :class:`GenerationGame`). The explanation records it as ``params["empty_token_id"]``.
     budget, seed, max_order
         For the black-box methods (:func:`featurelens.text.explain`). A ``budget`` above
-        ``featurelens._validation.MAX_EVALUATIONS`` (10^8 game evaluations per text) is
+        ``featurelens._budgets.MAX_EVALUATIONS`` (10^8 game evaluations per text) is
         refused here, before any text is explained; so is an ``n_steps`` option above the bounds of
         :func:`featurelens.text.embedding_attributions`.
     batch_size
@@ -193,7 +194,7 @@ class TextExplainer:
         self.unit = check_option(unit, "unit", UNITS)
         self.output = class_score_units(output)
         self.target, self.removal, self.continuation, self.reduce = target, removal, continuation, reduce
-        # Sizes refused here, before any text is explained (featurelens._validation.check_budget).
+        # Sizes refused here, before any text is explained (featurelens._budgets.check_budget).
         if not self.gradient and "budget" in method_keywords(self.method)[0]:
             check_budget(budget, "budget", allow_none=True, unit="game evaluations", what="per text")
         if self.method == "integrated_gradients" and "n_steps" in options:

@@ -9,7 +9,8 @@ import numpy as np
 import torch
 
 from .._batching import DEFAULT_CHUNK_BYTES, rows_for_bytes
-from .._validation import as_numpy, check_int, check_memory, check_option, check_token_ids, format_bytes, format_count
+from .._validation import as_numpy, check_int, check_option, check_token_ids
+from .._budgets import check_memory, format_bytes, format_count
 from ..games import Game
 from ..models._outputs import CLASS_SCORE_UNITS, class_score, class_score_units
 from ._players import Players, empty_token_id_of, is_hf_tokenizer, tokenizer_vocab_size

@@ -9,7 +9,8 @@ import numpy as np
 import torch
 
 from .._batching import chunks, default_rows
-from .._validation import check_budget, check_int, check_option, check_token_ids
+from .._validation import check_int, check_option, check_token_ids
+from .._budgets import check_budget
 from ..explainers._layer_hooks import resolve_layer
 from ..explainers.gradient import MAX_GAUSS_LEGENDRE_STEPS, integration_rule
 from ..models import Model
@@ -53,7 +54,7 @@ def resolve_embedding_layer(model: torch.nn.Module, layer=None) -> tuple[str, to
 
 def check_ig_steps(n_steps) -> int:
     """Integrated gradients' ``n_steps`` (Gauss-Legendre nodes, one model evaluation each): an int
-    >= 1, refused before any work above ``featurelens._validation.MAX_EVALUATIONS`` model
+    >= 1, refused before any work above ``featurelens._budgets.MAX_EVALUATIONS`` model
     evaluations and above ``featurelens.explainers.gradient.MAX_GAUSS_LEGENDRE_STEPS`` (2,048)
     nodes, the bounds of ``featurelens.explainers.gradient.integration_rule``."""
     n_steps = check_budget(n_steps, "n_steps", unit="model evaluations", what="per text",
@@ -153,7 +154,7 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
     n_steps
         Integrated gradients' quadrature nodes (an int >= 1), refused before any work above 2,048
         nodes (``featurelens.explainers.gradient.MAX_GAUSS_LEGENDRE_STEPS``) or
-        ``featurelens._validation.MAX_EVALUATIONS`` model evaluations.
+        ``featurelens._budgets.MAX_EVALUATIONS`` model evaluations.
     embedding_layer
         None (``model.get_input_embeddings()``, else the single ``torch.nn.Embedding``), a dotted
         module name or the module.

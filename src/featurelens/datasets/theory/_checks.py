@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._validation import check_budget, check_float, check_memory
+from ..._validation import check_float
+from ..._budgets import check_budget, check_memory
 
 
 # --------------------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..._random import numpy_rng
-from ..._validation import check_budget, check_float, check_option
+from ..._validation import check_float, check_option
+from ..._budgets import check_budget
 from ._checks import check_noise, check_size, orthonormal
 
 

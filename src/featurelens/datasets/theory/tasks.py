@@ -10,7 +10,8 @@ import numpy as np
 import torch
 
 from ..._random import numpy_rng
-from ..._validation import check_budget, check_float, check_int, check_option
+from ..._validation import check_float, check_int, check_option
+from ..._budgets import check_budget
 from ._checks import check_noise, check_size, orthonormal
 from .index_models import SINGLE_INDEX_LINKS
 

@@ -9,14 +9,8 @@ import numpy as np
 import torch
 
 from ..._random import numpy_rng, parse_seed
-from ..._validation import (
-    check_bool,
-    check_budget,
-    check_float,
-    check_int,
-    check_option,
-    relative_scale,
-)
+from ..._validation import check_bool, check_float, check_int, check_option, relative_scale
+from ..._budgets import check_budget
 from .. import _perturb as P
 
 __all__ = ["deletion_curve", "insertion_curve", "faithfulness_correlation", "infidelity"]

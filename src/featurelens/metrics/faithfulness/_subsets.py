@@ -28,13 +28,8 @@ import numpy as np
 import torch
 
 from ..._random import numpy_rng, parse_seed
-from ..._validation import (
-    check_bool,
-    check_budget,
-    check_float,
-    check_int,
-    check_option,
-)
+from ..._validation import check_bool, check_float, check_int, check_option
+from ..._budgets import check_budget
 from ...models import Model
 from .. import _perturb as P
 
@@ -106,7 +101,7 @@ def sensitivity_n(
             features).
         n_subsets: random subsets per size and sample (>= 2, a correlation needs two). Refused
             before any work when ``n_subsets`` (per input), or ``n_subsets * n * len(ns)`` for the
-            batch, exceeds ``featurelens._validation.MAX_EVALUATIONS`` (10^8) model evaluations.
+            batch, exceeds ``featurelens._budgets.MAX_EVALUATIONS`` (10^8) model evaluations.
         seed: None, an int or a numpy Generator; the subsets are
             ``featurelens.metrics._perturb.subset_draws`` of one ``numpy_rng(seed)`` stream,
             size after size in the order of ``ns``.
@@ -244,7 +239,7 @@ def monotonicity_correlation(
     Args:
         n_samples: draws per region (``baseline="uniform"``); a deterministic baseline needs one
             pass per region, so it is not repeated. Refused before any work when ``n_samples *
-            n * G`` (G regions) exceeds ``featurelens._validation.MAX_EVALUATIONS`` (10^8).
+            n * G`` (G regions) exceeds ``featurelens._budgets.MAX_EVALUATIONS`` (10^8).
         baseline: ``"uniform"`` (default, Quantus's): each draw fills all elements of the region
             with one value ~ U(low, high) per sample, from
             ``uniform_region_draws`` of ``seed`` (region after region); or anything

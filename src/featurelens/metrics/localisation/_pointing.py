@@ -19,7 +19,8 @@ import numpy as np
 from scipy.stats import rankdata
 
 from ..._random import numpy_rng
-from ..._validation import as_numpy, check_bool, check_budget, check_float, check_int, check_option
+from ..._validation import as_numpy, check_bool, check_float, check_int, check_option
+from ..._budgets import check_budget
 from .._perturb import attributions_array
 from ._overlap import flat_pair
 

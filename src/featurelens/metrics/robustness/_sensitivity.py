@@ -30,7 +30,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..._random import parse_seed
-from ..._validation import check_bool, check_budget, check_executor, check_float
+from ..._validation import check_bool, check_executor, check_float
+from ..._budgets import check_budget
 from .. import _perturb as P
 
 __all__ = ["max_sensitivity", "avg_sensitivity", "local_lipschitz"]

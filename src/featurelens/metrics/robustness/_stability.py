@@ -22,14 +22,8 @@ import torch
 
 from ..._batching import chunks
 from ..._random import parse_seed
-from ..._validation import (
-    check_bool,
-    check_budget,
-    check_executor,
-    check_float,
-    check_int,
-    check_option,
-)
+from ..._validation import check_bool, check_executor, check_float, check_int, check_option
+from ..._budgets import check_budget
 from ...explainers._base import Explainer
 from .. import _perturb as P
 
