@@ -1,6 +1,9 @@
 """How an :class:`~featurelens.Explanation` is indexed (``e[rows]``, ``e[rows, features]``): row
 keys (an int, a slice, a list or array of ints, a boolean mask) and feature keys (positions, or
-names of ``feature_names``), each checked with an error naming the key and what was expected."""
+names of ``feature_names``), each checked with an error naming the key and what was expected; and
+the fields of the explanation a key picks (:func:`row_fields`, :func:`feature_fields`,
+:func:`batch_fields`: keyword arguments of ``Explanation``, which ``Explanation.__getitem__``
+builds)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ import difflib
 
 import numpy as np
 
-__all__ = ["is_position", "positions", "row_index", "feature_position", "feature_index"]
+__all__ = ["is_position", "positions", "row_index", "feature_position", "feature_index", "row_fields",
+           "input_ndim", "feature_fields", "batch_fields"]
 
 
 def is_position(key) -> bool:
@@ -90,3 +94,67 @@ def feature_index(key, d: int, names):
     if len(set(cols.tolist())) != len(cols):
         raise IndexError(f"a feature selection must name each feature once (feature_names are distinct); got {key!r}")
     return cols
+
+
+# --------------------------------------------------------------------------------------------------
+# the fields of the explanation an index picks (keyword arguments of Explanation)
+
+
+def row_fields(e, rows, per_row: frozenset) -> dict:
+    """The fields of the batch of the rows ``rows`` (a slice or an int array) of the explanation
+    ``e``: every per-row field sliced (``extra`` arrays named in ``per_row``), the provenance kept."""
+    def cut(a):
+        return None if a is None else a[rows]
+
+    return dict(
+        values=e.values[rows], method=e.method, params=dict(e.params), target=cut(e.target),
+        model_calls=e.model_calls, seconds=e.seconds,
+        extra={k: (v[rows] if k in per_row else v) for k, v in e.extra.items()},
+        feature_names=None if e.feature_names is None else list(e.feature_names), data=cut(e.data),
+        base_values=cut(e.base_values), output=e.output, group_values=cut(e.group_values),
+        groups=None if e.groups is None else list(e.groups),
+    )
+
+
+def input_ndim(e) -> int:
+    """The number of axes of one input of the explanation ``e``: 1 for tabular rows, 3 for
+    (c, h, w) images, 0 after a single feature was picked."""
+    if e.data is not None:
+        return e.data.ndim - 1
+    several = (e.base_values is not None and e.base_values.ndim == 2) or (
+        e.target is not None and e.target.ndim == 2)
+    return e.values.ndim - (2 if several else 1)
+
+
+def feature_fields(e, key) -> dict:
+    """The fields of the features ``key`` of the tabular batch ``e``: the last axis of ``values``
+    and ``data``; ``groups`` and ``group_values`` dropped (they describe all the features)."""
+    ndim = input_ndim(e)
+    if ndim != 1:
+        held = "a single feature" if ndim == 0 else f"inputs of shape {e.values.shape[-ndim:]}"
+        raise IndexError(f"a feature index needs tabular values (one input of shape (d,)); this explanation holds "
+                         f"{held}. Index its rows only, e.g. e[0] or e[mask]")
+    cols = feature_index(key, e.values.shape[-1], e.feature_names)
+    picked = np.atleast_1d(np.arange(e.values.shape[-1])[cols])
+    names = None if e.feature_names is None else [e.feature_names[j] for j in picked]
+    return dict(
+        values=e.values[..., cols], method=e.method, params=e.params, target=e.target,
+        model_calls=e.model_calls, seconds=e.seconds, extra=e.extra, feature_names=names,
+        data=None if e.data is None else e.data[..., cols], base_values=e.base_values,
+        output=e.output,
+    )
+
+
+def batch_fields(row, row_extras: frozenset) -> dict:
+    """The fields of the batch of one row ``row`` (``e[i]``, whose fields lost their row axis):
+    every per-row field (``extra`` arrays named in ``row_extras``) given its row axis back."""
+    def up(a):
+        return None if a is None else np.asarray(a)[None]
+
+    return dict(
+        values=up(row.values), method=row.method, params=dict(row.params), target=up(row.target),
+        model_calls=row.model_calls, seconds=row.seconds,
+        extra={k: (up(v) if k in row_extras else v) for k, v in row.extra.items()},
+        feature_names=row.feature_names, data=up(row.data), base_values=up(row.base_values),
+        output=row.output, group_values=up(row.group_values), groups=row.groups,
+    )

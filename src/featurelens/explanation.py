@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _serialization as _ser
 from ._serialization import SavedFileError, to_jsonable
-from ._indexing import feature_index, row_index
+from ._indexing import batch_fields, feature_fields, row_fields, row_index
 from ._validation import check_bool, check_float, check_int, check_option
 
 _FORMAT = "featurelens.explanation/1"
@@ -202,50 +202,10 @@ class Explanation:
         n = len(self.values)
         rows, one_row = row_index(key[0], n)
         per_row = frozenset(k for k, v in self.extra.items() if v.ndim >= 1 and v.shape[0] == n)
-        out = self._take_rows(rows, per_row)
+        out = Explanation(**row_fields(self, rows, per_row))
         if len(key) == 2 and not (isinstance(key[1], slice) and key[1] == slice(None)):
-            out = out._take_features(key[1])
+            out = Explanation(**feature_fields(out, key[1]))
         return out._single_row(per_row) if one_row else out
-
-    def _take_rows(self, rows, per_row: frozenset) -> "Explanation":
-        """The batch of the rows ``rows`` (a slice or an int array), every per-row field sliced."""
-        def cut(a):
-            return None if a is None else a[rows]
-
-        return Explanation(
-            values=self.values[rows], method=self.method, params=dict(self.params), target=cut(self.target),
-            model_calls=self.model_calls, seconds=self.seconds,
-            extra={k: (v[rows] if k in per_row else v) for k, v in self.extra.items()},
-            feature_names=None if self.feature_names is None else list(self.feature_names), data=cut(self.data),
-            base_values=cut(self.base_values), output=self.output, group_values=cut(self.group_values),
-            groups=None if self.groups is None else list(self.groups),
-        )
-
-    def _input_ndim(self) -> int:
-        """The number of axes of one input: 1 for tabular rows, 3 for (c, h, w) images, 0 after a
-        single feature was picked."""
-        if self.data is not None:
-            return self.data.ndim - 1
-        several = (self.base_values is not None and self.base_values.ndim == 2) or (
-            self.target is not None and self.target.ndim == 2)
-        return self.values.ndim - (2 if several else 1)
-
-    def _take_features(self, key) -> "Explanation":
-        """The features ``key`` of a tabular batch: the last axis of ``values`` and ``data``."""
-        ndim = self._input_ndim()
-        if ndim != 1:
-            held = "a single feature" if ndim == 0 else f"inputs of shape {self.values.shape[-ndim:]}"
-            raise IndexError(f"a feature index needs tabular values (one input of shape (d,)); this explanation holds "
-                             f"{held}. Index its rows only, e.g. e[0] or e[mask]")
-        cols = feature_index(key, self.values.shape[-1], self.feature_names)
-        picked = np.atleast_1d(np.arange(self.values.shape[-1])[cols])
-        names = None if self.feature_names is None else [self.feature_names[j] for j in picked]
-        return Explanation(
-            values=self.values[..., cols], method=self.method, params=self.params, target=self.target,
-            model_calls=self.model_calls, seconds=self.seconds, extra=self.extra, feature_names=names,
-            data=None if self.data is None else self.data[..., cols], base_values=self.base_values,
-            output=self.output,
-        )
 
     def _single_row(self, per_row: frozenset) -> "Explanation":
         """This one-row batch as the row itself: every per-row field without its row axis."""
@@ -261,19 +221,7 @@ class Explanation:
 
     def _as_batch(self) -> "Explanation":
         """A single row (``e[i]``) as the batch of that one row (``e[[i]]``); a batch as it is."""
-        if self._row_extras is None:
-            return self
-
-        def up(a):
-            return None if a is None else np.asarray(a)[None]
-
-        return Explanation(
-            values=up(self.values), method=self.method, params=dict(self.params), target=up(self.target),
-            model_calls=self.model_calls, seconds=self.seconds,
-            extra={k: (up(v) if k in self._row_extras else v) for k, v in self.extra.items()},
-            feature_names=self.feature_names, data=up(self.data), base_values=up(self.base_values),
-            output=self.output, group_values=up(self.group_values), groups=self.groups,
-        )
+        return self if self._row_extras is None else Explanation(**batch_fields(self, self._row_extras))
 
     # -- bridges ----------------------------------------------------------------------------
     def to_shap(self):
