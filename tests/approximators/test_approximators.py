@@ -96,9 +96,7 @@ def test_chunking_does_not_change_the_values(monkeypatch):
     same draws and, up to rounding, the same values, and no call exceeds the chunk."""
     g = make_game(20, seed=5)
     big = {name: getattr(ap, name)(g, budget=6000, seed=3).values for name in ("kernel_shap", "permutation_shap", "minshap")}
-    from featurelens.approximators import _common
-
-    monkeypatch.setattr(_common, "CHUNK_ELEMENTS", 2**9)
+    monkeypatch.setattr("featurelens._coalitions.CHUNK_ELEMENTS", 2**9)
     for name, ref in big.items():
         counter = RowCounter(g)
         res = getattr(ap, name)(counter, budget=6000, seed=3)
@@ -192,9 +190,7 @@ def test_check_memory_and_format():
 def test_spex_streams_its_queries(monkeypatch):
     g = fl.datasets.sparse_game(n=60, n_terms=8, max_degree=2, basis="fourier", seed=1)
     ref = fl.interactions.spex(g, budget=6000, seed=0)
-    spex_module = sys.modules["featurelens.interactions.spex"]  # the attribute is the function
-
-    monkeypatch.setattr(spex_module, "CHUNK_ELEMENTS", 60 * 16)
+    monkeypatch.setattr("featurelens._coalitions.CHUNK_ELEMENTS", 60 * 16)
     counter = RowCounter(fl.datasets.sparse_game(n=60, n_terms=8, max_degree=2, basis="fourier", seed=1))
     got = fl.interactions.spex(counter, budget=6000, seed=0)
     assert counter.largest <= 16 and counter.total == ref.queries

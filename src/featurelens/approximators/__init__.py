@@ -43,8 +43,8 @@ below the method's minimum for ``n`` players (the message states the minimum) or
 ``FEATURELENS_MAX_EVALUATIONS`` raises it), by ``featurelens._budgets.check_budget``.
 
 Memory. Coalitions are generated and evaluated chunk by chunk (at most
-:data:`CHUNK_ELEMENTS` mask elements per chunk, read from ``featurelens.approximators._common``
-at call time), so the peak memory is bounded by the chunk, not by the budget: KernelSHAP keeps
+:data:`CHUNK_ELEMENTS` mask elements per chunk, read from ``featurelens._coalitions`` at call
+time), so the peak memory is bounded by the chunk, not by the budget: KernelSHAP keeps
 only its normal equations (``(n-1) x (n-1)``, float64), the permutation estimators only running
 sums (and minima/maxima). What must grow with the budget (the distinct sampled pairs of
 KernelSHAP, packed at ``n/8`` bytes each; the table of an exact method) is estimated first by
@@ -54,14 +54,11 @@ allocated.
 
 from __future__ import annotations
 
-from .._budgets import (
-    available_memory,  # noqa: F401  (re-exported: the memory estimates live in _budgets)
-    check_memory,
-    format_bytes,
-)
+from .._budgets import check_memory, format_bytes
+from .._coalitions import CHUNK_ELEMENTS, MAX_EXACT_PLAYERS, coalition_table, refuse_exact, shapley_from_table
 from ..games import all_masks
-from ._common import CHUNK_ELEMENTS, MAX_EXACT_PLAYERS, ApproximationResult, default_budget, refuse_exact
-from .exact import coalition_table, exact_shapley, shapley_from_table
+from ._common import ApproximationResult, default_budget
+from .exact import exact_shapley
 from .kernel import CoalitionPlan, kernel_coalitions, kernel_shap
 from .leave_one_out import leave_one_out, leave_one_out_masks
 from .lime import LimeSettings, lime

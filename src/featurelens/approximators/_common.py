@@ -1,4 +1,5 @@
-"""What every approximator shares: the result type, the chunk sizes, the budget checks."""
+"""What every approximator shares: the result type, the blocks sent to a game, the budget checks (the
+chunk size, the coalition table and the exact refusal are :mod:`featurelens._coalitions`')."""
 
 from __future__ import annotations
 
@@ -7,17 +8,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import check_int
-from .._budgets import check_budget, format_bytes, format_count, max_evaluations
+from .._budgets import check_budget, format_count, max_evaluations
+from .._coalitions import chunk_rows
 
-__all__ = ["ApproximationResult", "CHUNK_ELEMENTS", "MAX_EXACT_PLAYERS", "default_budget", "refuse_exact"]
-
-#: Mask elements (rows x players) generated and evaluated per chunk (1 MiB of bool masks; the
-#: float64 work arrays built from one chunk stay around 8-24 MiB). Read at call time, so setting
-#: ``featurelens.approximators._common.CHUNK_ELEMENTS`` changes the chunks (never the values).
-CHUNK_ELEMENTS = 2**20
-#: Largest n whose 2^n coalitions :func:`exact_shapley` evaluates by default (about a million).
-MAX_EXACT_PLAYERS = 20
+__all__ = ["ApproximationResult", "default_budget"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,32 +83,6 @@ def result(game, values, base_value, full_value, used, calls_before, budget, int
                                game_evaluations=int(used), model_calls=spent,
                                info={"n_players": int(values.shape[0]), "budget": budget, **info},
                                interactions=interactions)
-
-
-def refuse_exact(method: str, n: int, max_players: int, bytes_per_coalition: float, way_out: str) -> None:
-    """The refusal of an exact method over all ``2^n`` coalitions when ``n > max_players``: the
-    message names the evaluations, the memory estimate and the way out. Computed with ints (and
-    powers of ten), so it never overflows, whatever ``n`` (a 3x32x32 image has 3,072 players)."""
-    if n > max_players:
-        nbytes = math.ceil(bytes_per_coalition) * 2**n
-        raise ValueError(
-            f"{method} evaluates all 2^n coalitions; this game has n_players = {n} > max_players = "
-            f"{max_players} (2^{n} = {format_count(2**n)} evaluations, about {format_bytes(nbytes)} "
-            f"of memory). {way_out}"
-        )
-
-
-def check_game(game) -> int:
-    """``game.n_players`` of a featurelens Game (callable, with ``n_players >= 1``)."""
-    n = getattr(game, "n_players", None)
-    if not callable(game) or n is None:
-        raise TypeError(f"game must be a featurelens Game (callable, with n_players); got {type(game).__name__}")
-    return check_int(n, "game.n_players", low=1)
-
-
-def chunk_rows(n: int) -> int:
-    """Mask rows per chunk for ``n`` players: :data:`CHUNK_ELEMENTS` ``// n`` (at least 1)."""
-    return max(1, CHUNK_ELEMENTS // max(1, n))
 
 
 def game_rows(game, n: int) -> int:

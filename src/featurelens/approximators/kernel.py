@@ -12,18 +12,8 @@ import numpy as np
 from .._linalg import lstsq, normal_equations
 from .._random import numpy_rng
 from .._budgets import check_memory
-from ._common import (
-    ApproximationResult,
-    check_game,
-    chunk_rows,
-    ends,
-    game_rows,
-    model_calls,
-    regroup,
-    result,
-    sampling_budget,
-)
-from .exact import mask_rows
+from .._coalitions import check_game, chunk_rows, mask_rows
+from ._common import ApproximationResult, ends, game_rows, model_calls, regroup, result, sampling_budget
 
 __all__ = ["CoalitionPlan", "kernel_coalitions", "kernel_shap"]
 

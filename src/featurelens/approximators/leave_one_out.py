@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_int
-from ._common import ApproximationResult, check_game, model_calls, result
+from .._coalitions import check_game
+from ._common import ApproximationResult, model_calls, result
 
 __all__ = ["leave_one_out", "leave_one_out_masks"]
 

@@ -36,7 +36,8 @@ import numpy as np
 from .._random import numpy_rng
 from .._validation import check_float, check_option
 from .._budgets import check_budget
-from ._common import ApproximationResult, check_game, model_calls, result
+from .._coalitions import check_game
+from ._common import ApproximationResult, model_calls, result
 
 __all__ = ["DISTANCES", "DISTANCE_SPACES", "SAMPLERS", "SURROGATES", "LimeSettings", "bernoulli_masks",
            "check_lime_budget", "distances", "exponential_kernel", "fit_surrogate", "lime", "lime_masks"]

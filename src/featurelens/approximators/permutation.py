@@ -9,8 +9,9 @@ import numpy as np
 
 from .._random import numpy_rng
 from .._validation import check_int, check_option
-from . import _common
-from ._common import ApproximationResult, check_game, ends, game_rows, model_calls, result, sampling_budget
+from .. import _coalitions
+from .._coalitions import check_game
+from ._common import ApproximationResult, ends, game_rows, model_calls, result, sampling_budget
 
 __all__ = ["STATISTICS", "antithetic_permutations", "contribution_chunks", "iter_antithetic_permutations", "minshap",
            "permutation_shap"]
@@ -27,7 +28,7 @@ def iter_antithetic_permutations(n_permutations: int, n: int, rng: np.random.Gen
     n_permutations = check_int(n_permutations, "n_permutations", low=0)
     n = check_int(n, "n", low=1)
     if chunk is None:
-        chunk = max(2, _common.CHUNK_ELEMENTS // (n * n))
+        chunk = max(2, _coalitions.CHUNK_ELEMENTS // (n * n))
     chunk = max(2, check_int(chunk, "chunk", low=1) // 2 * 2)
     n_half = (n_permutations + 1) // 2
     produced = 0

@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_option
-from ._common import ApproximationResult, check_game, model_calls, result
+from .._coalitions import check_game
+from ._common import ApproximationResult, model_calls, result
 
 __all__ = ["INDICES", "proxy_spex", "spex"]
 

@@ -28,6 +28,7 @@ import scipy.sparse
 from .._random import numpy_rng
 from .._validation import check_executor, check_int, check_option
 from .._budgets import check_budget
+from .._coalitions import shapley_from_table
 from ..games import Game
 
 __all__ = ["BASES", "INDEX_NAMES", "Interactions", "exact", "load_interactions"]
@@ -561,8 +562,6 @@ def exact(game, index: str = "mobius", max_order: int | None = None, tol: float 
     params = {"method": "exact", "tol": float(tol)}
     if index == "shapley":
         # The one exact-Shapley routine, shared with featurelens.approximators.exact_shapley.
-        from ..approximators.exact import shapley_from_table
-
         phi = shapley_from_table(table, n)
         return Interactions({(i,): float(v) for i, v in enumerate(phi)}, index, n, max_order=1, queries=queries,
                             params=params)

@@ -31,8 +31,8 @@ from ._interactions import Interactions, evaluated_on
 from .._linalg import lstsq, normal_equations
 from .._random import numpy_rng, seed_record
 from .._validation import check_int
+from .. import _coalitions
 from .._budgets import check_budget, check_memory
-from ..approximators._common import CHUNK_ELEMENTS
 from .spex import fourier_design
 
 __all__ = ["proxy_spex", "proxy_fourier", "tree_fourier", "GBT_DEFAULTS", "ENERGY", "DEFAULT_BUDGET",
@@ -194,7 +194,7 @@ def proxy_spex(game, budget=None, max_order: int = 5, n_terms=None, seed=0, exec
     if "random_state" not in settings:
         settings["random_state"] = int(rng.integers(0, 2**31 - 1))
     # Drawn and evaluated in chunks: the uniforms come from rng in the order of one large draw.
-    rows = max(1, CHUNK_ELEMENTS // n)
+    rows = _coalitions.chunk_rows(n)
     masks = np.empty((budget, n), dtype=bool)
     values = np.empty(budget, dtype=np.float64)
     eval_seconds = 0.0

@@ -40,8 +40,8 @@ import scipy.sparse
 from .._linalg import lstsq, normal_equations
 from .._random import numpy_rng, seed_record
 from .._validation import check_int, check_option
+from .. import _coalitions
 from .._budgets import check_budget, check_memory
-from ..approximators._common import CHUNK_ELEMENTS
 
 from ._interactions import Interactions, evaluated_on
 from .bch import BCHCode
@@ -218,7 +218,7 @@ def spex(game, budget=None, max_order: int = 5, decoder: str = "soft", seed=0, e
     # The values, their bin transform and its working copy are held whole (float64 each); the
     # masks are generated and evaluated in blocks of CHUNK_ELEMENTS.
     check_memory(
-        3.0 * 8 * n_queries + 8.0 * CHUNK_ELEMENTS * 4,
+        3.0 * 8 * n_queries + 8.0 * _coalitions.CHUNK_ELEMENTS * 4,
         f"spex with budget = {budget} ({n_queries} queries of n = {n} players)",
         "lower the budget (SPEX needs about 2^b >= (number of terms) / 2.4 bins per group), or group players.",
     )
@@ -226,7 +226,7 @@ def spex(game, budget=None, max_order: int = 5, decoder: str = "soft", seed=0, e
     rng = numpy_rng(seed)
     M = rng.integers(0, 2, size=(C, b, n), dtype=np.uint8)
     nb = 2**b
-    rows = max(1, CHUNK_ELEMENTS // n)
+    rows = _coalitions.chunk_rows(n)
     values = np.empty((C, p + 1, nb), dtype=np.float64)
     prep = time.perf_counter() - t_start
 

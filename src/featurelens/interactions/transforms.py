@@ -67,6 +67,7 @@ from typing import Dict, Mapping, Tuple
 
 import numpy as np
 
+from .._coalitions import coalition_table
 from .._validation import check_int
 
 
@@ -119,8 +120,6 @@ def game_table(game, max_players: int = 20) -> np.ndarray:
     ``max_players`` players are refused at once, with the evaluations and the memory they would
     need: use a sampling explainer or SPEX for them instead.
     """
-    from ..approximators.exact import coalition_table
-
     n = getattr(game, "n_players", None)
     if n is None or not callable(game):
         raise TypeError(f"game must be a Game (callable with an n_players attribute); got {type(game).__name__}")
