@@ -623,34 +623,81 @@ def _wam(doc):
 
 # ------------------------------------------------------------------ built, but with no case study
 
-#: (method, paper, aliases, reason, family): listed as "not checked" unless a collected row's
-#: method matches one of the aliases (a word, case-insensitive).
+#: (method, paper, claim, aliases, reason, family): listed as "not checked" unless a collected
+#: row's method matches one of the aliases (as a word, case-insensitive).
 UNCHECKED = (
-    ("nfa (Neural Feature Ansatz)", "Radhakrishnan et al., Science 2024, arXiv 2212.13881", ("nfa", "neural feature ansatz"),
-     "no case study: the tests check the correlation's definition, no run checks the paper's claim that "
-     "corr(W^T W, AGOP^1/2) is high in trained networks", "Representations"),
-    ("cka (debiased)", "Kornblith et al. 2019; debiased CKA", ("cka",),
-     "bench_cka.py measures speed and agreement with the Gram-matrix form, not a paper's claim", "Representations"),
-    ("gsnr", "Liu et al., ICLR 2020, arXiv 2001.07384", ("gsnr",),
-     "no case study (unit tests of planted gradients only)", "Representations"),
-    ("virtual covariance", "arXiv 2605.06258", ("virtual covariance",), "no case study yet", "Representations"),
-    ("deep-linear compression / discrimination", "(the seed's deep-linear paper)", ("deep-linear", "deep linear"),
-     "no case study yet", "Representations"),
-    ("compositional KRR (Laplace vs Gaussian, diagonal RFM)", "(the seed's compositional kernel paper)",
-     ("compositional",), "no case study yet", "Random features and kernels"),
-    ("NeuralFeatureKernel", "(the theory seeds)", ("neuralfeaturekernel", "neural feature kernel"),
-     "no case study (a GP regression test only)", "Random features and kernels"),
-    ("SAND", "Pad et al., ICML 2025, arXiv 2505.03923", ("sand",),
-     "bench_selection.py compares selectors on planted data but states no claim of the paper", "Feature selection"),
-    ("SIOFS", "ICML 2025 (PMLR 267:73683)", ("siofs",),
-     "used only as a baseline; no case study on the paper's protocol yet", "Feature selection"),
-    ("NBSE", "Usatyuk, Sapozhnikov & Egorov 2026, arXiv 2604.24692", ("nbse",),
-     "the seed's claim is on embeddings; no case study on it yet", "Feature selection"),
-    ("MinkowskiWeightedSelector (FS-MWK++)", "Zhang & de Amorim, arXiv 2506.06114",
-     ("fs-mwk++", "fs-mwk", "minkowski"), "used only as a baseline; no case study on the paper's protocol yet",
+    ("nfa (Neural Feature Ansatz)", "Radhakrishnan et al., Science 2024, arXiv 2212.13881",
+     "The weight Gram W^T W of a trained layer is proportional to the AGOP^1/2 with respect to its input "
+     "(high correlation)",
+     ("nfa", "neural feature ansatz"),
+     "No case study: the tests check the correlation's definition; no run checks the paper's claim on "
+     "trained networks.",
+     "Representations"),
+    ("cka (debiased)", "Kornblith et al., ICML 2019; the debiased estimator of Song et al. 2012",
+     "The debiased linear CKA of independent data is near 0, unlike the biased estimator",
+     ("cka",),
+     "bench_cka.py measures speed and agreement with the Gram-matrix form, not a paper's claim (a unit "
+     "test checks the near-0 value on independent data).",
+     "Representations"),
+    ("gsnr", "Liu et al., ICLR 2020, arXiv 2001.07384",
+     "A larger gradient signal-to-noise ratio goes with a smaller generalisation gap",
+     ("gsnr",),
+     "No case study (unit tests on planted gradients only).",
+     "Representations"),
+    ("virtual_covariance", "arXiv 2605.06258",
+     "After one gradient step the weight-Gram change equals the virtual covariance up to O(eta^2)",
+     ("virtual covariance", "virtual_covariance"),
+     "No case study yet (benchmarks/bench_learning_claims.py has no committed results yet; its rows will "
+     "replace this one).",
+     "Representations"),
+    ("compression_discrimination (deep linear networks)", "Wang et al., arXiv 2311.02960",
+     "Deep linear networks compress within-class features at a geometric rate and discriminate at a linear"
+     " rate",
+     ("deep-linear", "deep linear", "compression_discrimination"),
+     "No case study yet (benchmarks/bench_learning_claims.py has no committed results yet; its rows will "
+     "replace this one).",
+     "Representations"),
+    ("RFMRegressor(diag=True) (compositional KRR)", "Ruan, Liu & Jordan (compositional kernel ridge regression)",
+     "Laplace kernels with a learned diagonal metric recover the coordinates with nonlinear effects; "
+     "Gaussian kernels only those with linear effects",
+     ("compositional", "diag=true"),
+     "No case study yet (benchmarks/bench_learning_claims.py has no committed results yet; its rows will "
+     "replace this one).",
+     "Random features and kernels"),
+    ("NeuralFeatureKernel", "(the theory seeds: a GP kernel from a trained network's feature map)",
+     "A GP with the trained feature map's kernel regresses as ridge regression on the features",
+     ("neuralfeaturekernel", "neural feature kernel"),
+     "No case study (a GP regression test only).",
+     "Random features and kernels"),
+    ("SAND", "Pad et al., ICML 2025, arXiv 2505.03923",
+     "Selects exactly k features during ordinary training, as accurate as penalty-based selectors",
+     ("sand",),
+     "bench_selection.py compares selectors on planted and bundled data but states no claim of the paper.",
      "Feature selection"),
-    ("HyperDFS", "arXiv 2605.12278 (reconstructed from the abstract)", ("hyperdfs", "dynamic feature selection"),
-     "no case study (a planted test where different rows need different features only)", "Feature selection"),
+    ("SIOFS", "ICML 2025 (PMLR 267:73683)",
+     "Better selection on classes with outliers and several dense clusters",
+     ("siofs",),
+     "Used only as a baseline so far (benchmarks/bench_selection_protocols.py has no committed results "
+     "yet; its rows will replace this one).",
+     "Feature selection"),
+    ("NBSE", "Usatyuk, Sapozhnikov & Egorov 2026, arXiv 2604.24692",
+     "One representative per group of redundant embedding dimensions keeps the embedding's information",
+     ("nbse",),
+     "The seed's claim is on embeddings; no case study on it yet (benchmarks/bench_selection_protocols.py "
+     "has no committed results yet; its rows will replace this one).",
+     "Feature selection"),
+    ("MinkowskiWeightedSelector (FS-MWK++)", "Zhang & de Amorim, arXiv 2506.06114",
+     "Minkowski weighted k-means++ selects the features that carry the cluster structure",
+     ("fs-mwk++", "fs-mwk", "minkowski"),
+     "Used only as a baseline so far (benchmarks/bench_selection_protocols.py has no committed results "
+     "yet; its rows will replace this one).",
+     "Feature selection"),
+    ("HyperDFS", "arXiv 2605.12278 (reconstructed from the abstract)",
+     "Per-sample dynamic feature selection with a hypernetwork beats static selection at the same budget",
+     ("hyperdfs", "dynamic feature selection"),
+     "No case study (a planted test where different rows need different features: 0.98 at budget 3 against"
+     " at most 0.75 for any static 3-subset).",
+     "Feature selection"),
 )
 
 
@@ -662,7 +709,7 @@ def _matches(method: str, aliases) -> bool:
 # --------------------------------------------------------------------------------- collection
 
 def _family(row: dict) -> str:
-    for method, _, aliases, _, family in UNCHECKED:
+    for _, _, _, aliases, _, family in UNCHECKED:
         if _matches(row.get("method", ""), aliases):
             return family
     return "Other"
@@ -700,9 +747,9 @@ def collect(results: Path | str = RESULTS) -> list[dict]:
             for row in EXTRACTORS[path.name](doc):
                 row["source"] = f"benchmarks/results/{path.name}"
                 rows.append(row)
-    for method, paper, aliases, reason, family in UNCHECKED:
+    for method, paper, claim, aliases, reason, family in UNCHECKED:
         if not any(_matches(r["method"], aliases) for r in rows):
-            rows.append({"method": method, "paper": paper, "claim": "(the paper's claims)", "verdict": NOT_CHECKED,
+            rows.append({"method": method, "paper": paper, "claim": claim, "verdict": NOT_CHECKED,
                          "measured": "-", "protocol": reason, "paper_protocol": "-", "differences": "-",
                          "source": "", "family": family})
     order = {f: i for i, f in enumerate(FAMILIES)}

@@ -350,6 +350,7 @@ def main() -> None:
     metrics()
     cli()
     benchmarks()
+    __import__("_seed_claims").seed_claims(OUT)   # generated/seed_claims.rst
 
 
 if __name__ == "__main__":
