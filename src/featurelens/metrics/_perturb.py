@@ -409,6 +409,23 @@ def row_spearman(u, v) -> np.ndarray:
 # the explainer of a metric that re-explains
 
 
+def explain_maps(ex, rows, target, metric: str, executor=None):
+    """``ex.explain(rows, target=target, executor=executor)`` for the metric ``metric``, which
+    re-explains: the one call every such metric makes, refusing maps that hold NaN or inf (a model
+    whose gradients are NaN, an explainer that divided by zero) with a ValueError naming the metric,
+    the explainer and the rows, instead of passing them on as NaN scores. Returns the Explanation."""
+    e = ex.explain(rows, target=target, executor=executor)
+    values = np.asarray(e.values)
+    if values.dtype.kind in "fc" and not bool(np.isfinite(values).all()):
+        bad = ~np.isfinite(values.reshape(values.shape[0], -1)).all(axis=1)
+        raise ValueError(
+            f"{metric}: the explainer {ex.name!r} returned maps holding NaN or inf values for {int(bad.sum())} of "
+            f"{bad.size} explained rows (first: row {int(np.flatnonzero(bad)[0])}); {metric} cannot score such "
+            "maps. Check the model and the explainer on these inputs (NaN gradients, a division by zero)"
+        )
+    return e
+
+
 def own_model(ex, model) -> bool:
     """Whether ``model`` is the Explainer ``ex``'s own model: its :class:`featurelens.models.Model`
     itself, or the module, function or estimator that Model wraps."""

@@ -22,6 +22,7 @@ import copy
 import numpy as np
 import torch
 
+from .._batching import chunks
 from .._validation import check_bool, check_float, check_option
 from ..explainers._base import Explainer
 from ..models import Model
@@ -143,24 +144,30 @@ def _first_layer(module: torch.nn.Module) -> tuple[str, torch.nn.Module]:
 
 def _shifted_module(m: Model, xt: torch.Tensor, shift: float) -> tuple[torch.nn.Module, str]:
     """A deep copy of ``module`` whose first layer's bias absorbs ``+shift`` on every input element:
-    ``b2 = b1 - W (shift * 1)``, so that ``f2(x + shift) = f1(x)`` (Kindermans et al. 2017)."""
+    ``b2 = b1 - W (shift * 1)``, so that ``f2(x + shift) = f1(x)`` (Kindermans et al. 2017). The
+    probe rows go through the module in chunks of the Model's rows (its ``batch_size``)."""
     module = m.module
     work = copy.deepcopy(module)
     name, layer = _first_layer(work)
     _, original = _first_layer(module)
+    rows = xt[:8]  # a few rows show the response to the shift; all of them cost memory
+    parts = list(chunks(rows.shape[0], m.chunk_rows(rows, forward_only=True)))
+
+    def run(net, inputs):
+        return torch.cat([net(inputs[s]) for s in parts])
+
     captured = []
     hook = original.register_forward_hook(lambda mod, inp, out: captured.append(out.detach()))
     try:
-        rows = xt[:8]  # a few rows show the response to the shift; all of them cost memory
         with torch.no_grad(), m.evaluating():
-            module(rows)
-            module(rows + shift)
+            run(module, rows)
+            run(module, rows + shift)
     finally:
         hook.remove()
-    if len(captured) != 2:
+    if len(captured) != 2 * len(parts):
         raise ValueError(f"the first layer {name!r} must run exactly once per forward pass; it ran "
-                         f"{len(captured) // 2} times")
-    diff = (captured[1] - captured[0]).double()
+                         f"{len(captured) // (2 * len(parts))} times")
+    diff = (torch.cat(captured[len(parts):]) - torch.cat(captured[: len(parts)])).double()
     axis = diff.ndim - 1 if isinstance(layer, torch.nn.Linear) else 1
     per_channel = diff.movedim(axis, -1).reshape(-1, diff.shape[axis])
     delta = per_channel.mean(0)
@@ -179,9 +186,9 @@ def _shifted_module(m: Model, xt: torch.Tensor, shift: float) -> tuple[torch.nn.
                                                         device=layer.weight.device))
         layer.bias -= delta.to(layer.bias.dtype)
         with m.evaluating():
-            f1 = module(rows).double()
+            f1 = run(module, rows).double()
         work.eval()
-        f2 = work(rows + shift).double()
+        f2 = run(work, rows + shift).double()
     err = float((f2 - f1).abs().max())
     if err > 1e-4 * max(1.0, float(f1.abs().max())):
         raise ValueError(
@@ -262,14 +269,15 @@ def input_invariance(
     n = xt.shape[0]
     t = ex.model.resolve_target(target, xt).cpu().numpy()
     if attributions is None:
-        a1 = ex.explain(xt, target=t).values
+        a1 = P.explain_maps(ex, xt, t, "input_invariance").values
     else:
         a1 = P.attributions_array(attributions, "attributions")
     a1 = np.asarray(a1, dtype=np.float64)
     if a1.ndim < 1 or a1.shape[0] != n:
         raise ValueError(f"attributions must hold one map per sample ({n}); got shape {a1.shape}")
     work, _ = _shifted_module(ex.model, xt, shift)
-    a2 = np.asarray(_copy_on(ex, module, work).explain(xt + shift, target=t).values, dtype=np.float64)
+    a2 = np.asarray(P.explain_maps(_copy_on(ex, module, work), xt + shift, t, "input_invariance").values,
+                    dtype=np.float64)
     if a2.size != a1.size:
         raise ValueError(f"attributions have shape {a1.shape} but the explainer returns {a2.shape}")
     a1, a2 = a1.reshape(n, -1), a2.reshape(n, -1)

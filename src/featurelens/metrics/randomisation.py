@@ -26,7 +26,7 @@ from .._budgets import check_budget
 from ..explainers._base import Explainer, explainer_class
 from ..explainers._base import explainer as make_explainer
 from ..models import Model
-from ._perturb import as_explainer, row_pearson, row_spearman
+from ._perturb import as_explainer, explain_maps, row_pearson, row_spearman
 
 __all__ = ["model_randomization", "smooth_mprt", "efficient_mprt", "random_logit"]
 
@@ -103,7 +103,7 @@ def model_randomization(
         a0 = np.abs(a0)
     names, rows = [], []
     for name, ex in R.randomised(seed, layer_order):
-        a_l = _explain_flat(ex, xt, t, executor, n)
+        a_l = _explain_flat("model_randomization", ex, xt, t, executor, n)
         if abs:
             a_l = np.abs(a_l)
         names.append(name)
@@ -203,12 +203,13 @@ def _start(R: "_Randomiser", x, target, executor, attributions=None, explain: bo
     t = m.resolve_target(target, xt).cpu().numpy()
     if not explain:
         return m, xt, n, t, None
-    a0 = _explain_flat(R.base, xt, t, executor, n) if attributions is None else _given(attributions, n)
+    a0 = _explain_flat(R.fn, R.base, xt, t, executor, n) if attributions is None else _given(attributions, n)
     return m, xt, n, t, a0
 
 
-def _explain_flat(ex: Explainer, xt, target: np.ndarray, executor, rows: int) -> np.ndarray:
-    return np.asarray(ex.explain(xt, target=target, executor=executor).values, dtype=np.float64).reshape(rows, -1)
+def _explain_flat(metric: str, ex: Explainer, xt, target: np.ndarray, executor, rows: int) -> np.ndarray:
+    e = explain_maps(ex, xt, target, metric, executor)
+    return np.asarray(e.values, dtype=np.float64).reshape(rows, -1)
 
 
 def _given(attributions, n: int) -> np.ndarray:
@@ -296,7 +297,7 @@ def efficient_mprt(
     names, rows = [], [discrete_entropy(prep(a0), n_bins)]
     for name, ex in R.randomised(seed, layer_order, every_layer):
         names.append(name)
-        rows.append(discrete_entropy(prep(_explain_flat(ex, xt, t, executor, n)), n_bins))
+        rows.append(discrete_entropy(prep(_explain_flat("efficient_mprt", ex, xt, t, executor, n)), n_bins))
     comp = np.stack(rows)
     with np.errstate(invalid="ignore", divide="ignore"):
         score = (comp[-1] - comp[0]) / comp[0]
@@ -363,7 +364,7 @@ def smooth_mprt(
     tt = np.tile(t, n_samples)
 
     def smooth(ex):
-        a = _explain_flat(ex, rows, tt, executor, n_samples * n).reshape(n_samples, n, -1).mean(0)
+        a = _explain_flat("smooth_mprt", ex, rows, tt, executor, n_samples * n).reshape(n_samples, n, -1).mean(0)
         return np.abs(a) if abs_ else a
 
     a0 = smooth(R.base)
@@ -453,8 +454,8 @@ def random_logit(
     t = m.resolve_target(target, xt, outputs).cpu().numpy()
     j = numpy_rng(seed).integers(0, n_classes - 1, size=n)
     off = j + (j >= t)
-    a = _explain_flat(ex, xt, t, executor, n) if attributions is None else _given(attributions, n)
-    b = _explain_flat(ex, xt, off, executor, n)
+    a = _explain_flat("random_logit", ex, xt, t, executor, n) if attributions is None else _given(attributions, n)
+    b = _explain_flat("random_logit", ex, xt, off, executor, n)
     if a.shape != b.shape:
         raise ValueError(f"attributions have {a.shape[1]} values per sample but the explainer returns {b.shape[1]}")
     if normalise:

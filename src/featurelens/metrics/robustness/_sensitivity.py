@@ -37,8 +37,8 @@ from .. import _perturb as P
 __all__ = ["max_sensitivity", "avg_sensitivity", "local_lipschitz"]
 
 
-def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions, executor=None,
-                        model=None, explainer_params=None):
+def _noisy_explanations(metric, explainer, x, target, radius, n_samples, seed, relative, attributions,
+                        executor=None, model=None, explainer_params=None):
     explainer = P.as_explainer(explainer, model, explainer_params)
     radius = check_float(radius, "radius", low=0.0, low_inclusive=False)
     n_samples = check_budget(n_samples, "n_samples", unit="explained inputs", what="per input")
@@ -53,14 +53,14 @@ def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative,
                  nbytes=lambda v: 24 * v * xt[:1].numel() * n, hint="lower n_samples, or pass fewer inputs per call")
     t = m.resolve_target(target, xt)
     if attributions is None:
-        a = explainer.explain(xt, target=t.cpu().numpy(), executor=executor).values
+        a = P.explain_maps(explainer, xt, t.cpu().numpy(), metric, executor).values
     else:
         a = P.attributions_array(attributions, "attributions")
     if a.ndim < 1 or a.shape[0] != n:
         raise ValueError(f"attributions must hold one map per sample ({n}); got shape {a.shape}")
     a = np.asarray(a, dtype=np.float64).reshape(n, -1)
     noise, x_noisy = P.noisy_copies(xt, radius, n_samples, seed, relative)
-    e = explainer.explain(x_noisy, target=t.repeat(n_samples).cpu().numpy(), executor=executor)
+    e = P.explain_maps(explainer, x_noisy, t.repeat(n_samples).cpu().numpy(), metric, executor)
     a_noisy = np.asarray(e.values, dtype=np.float64).reshape(n_samples, n, -1)
     if a_noisy.shape[2] != a.shape[1]:
         raise ValueError(
@@ -69,10 +69,10 @@ def _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative,
     return a, a_noisy, noise.reshape(n_samples, n, -1)
 
 
-def _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions, executor=None,
+def _sensitivities(metric, explainer, x, target, radius, n_samples, seed, relative, attributions, executor=None,
                    model=None, explainer_params=None):
-    a, a_noisy, _ = _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions,
-                                        executor, model, explainer_params)
+    a, a_noisy, _ = _noisy_explanations(metric, explainer, x, target, radius, n_samples, seed, relative,
+                                        attributions, executor, model, explainer_params)
     num = np.linalg.norm(a_noisy - a[None], axis=2)  # (n_samples, n)
     den = np.linalg.norm(a, axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -92,8 +92,8 @@ def max_sensitivity(
     NaN for an all-zero map. ``executor``: the explain calls' rows in parts on its workers (see the
     module docstring). Returns float64 (n,).
     """
-    return _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions, executor, model,
-                          explainer_params).max(0)
+    return _sensitivities("max_sensitivity", explainer, x, target, radius, n_samples, seed, relative, attributions,
+                          executor, model, explainer_params).max(0)
 
 
 def avg_sensitivity(
@@ -104,8 +104,8 @@ def avg_sensitivity(
     mean over the noise draws instead of the maximum,
     ``SENS_avg(x) = mean_j ||a(x + u_j) - a(x)||_2 / ||a(x)||_2``. ``executor``: see the module
     docstring. Returns float64 (n,)."""
-    return _sensitivities(explainer, x, target, radius, n_samples, seed, relative, attributions, executor, model,
-                          explainer_params).mean(0)
+    return _sensitivities("avg_sensitivity", explainer, x, target, radius, n_samples, seed, relative, attributions,
+                          executor, model, explainer_params).mean(0)
 
 
 def local_lipschitz(
@@ -120,8 +120,8 @@ def local_lipschitz(
     ``LocalLipschitzEstimate`` uses Gaussian noise and max-normalised maps instead. Lower is more
     robust. ``executor``: see the module docstring. Returns float64 (n,).
     """
-    a, a_noisy, noise = _noisy_explanations(explainer, x, target, radius, n_samples, seed, relative, attributions,
-                                            executor, model, explainer_params)
+    a, a_noisy, noise = _noisy_explanations("local_lipschitz", explainer, x, target, radius, n_samples, seed,
+                                            relative, attributions, executor, model, explainer_params)
     num = np.linalg.norm(a_noisy - a[None], axis=2)
     return (num / np.linalg.norm(noise, axis=2)).max(0)
 
@@ -135,7 +135,7 @@ def _shared_sensitivities(ctx):
     the average and the maximum (explaining the copies twice would only double the cost); the
     explainer's own maps ``ctx.raw`` are the clean maps its re-explanations are compared with."""
     return ctx.shared("sensitivities", lambda: _sensitivities(
-        ctx.explainer, ctx.x, ctx.target, ctx.radius, ctx.n_noise, ctx.seed, True, ctx.raw, ctx.executor))
+        "avg_sensitivity / max_sensitivity", ctx.explainer, ctx.x, ctx.target, ctx.radius, ctx.n_noise, ctx.seed, True, ctx.raw, ctx.executor))
 
 
 from .._spec import MetricSpec  # noqa: E402  (the specs sit below the functions they declare)

@@ -40,9 +40,9 @@ __all__ = [
 # private helpers
 
 
-def _maps(ex: Explainer, xt: torch.Tensor, target: np.ndarray, executor, n_rows: int) -> np.ndarray:
-    """The explainer's maps of the rows ``xt`` as float64 (n_rows, d)."""
-    values = ex.explain(xt, target=target, executor=executor).values
+def _maps(metric: str, ex: Explainer, xt: torch.Tensor, target: np.ndarray, executor, n_rows: int) -> np.ndarray:
+    """The explainer's maps of the rows ``xt`` as float64 (n_rows, d) (NaN refused, naming ``metric``)."""
+    values = P.explain_maps(ex, xt, target, metric, executor).values
     return np.asarray(values, dtype=np.float64).reshape(n_rows, -1)
 
 
@@ -153,8 +153,8 @@ def continuity(
     t = m.resolve_target(target, xt, outputs)
     moved = torch.stack([_translate(xt, fill, s, axis) for s in shifts])  # (steps, n, ...)
     rows = moved.reshape(steps * n, *xt.shape[1:])
-    a = _maps(ex, xt, t.cpu().numpy(), executor, n)
-    e_k = ex.explain(rows, target=t.repeat(steps).cpu().numpy(), executor=executor)
+    a = _maps("continuity", ex, xt, t.cpu().numpy(), executor, n)
+    e_k = P.explain_maps(ex, rows, t.repeat(steps).cpu().numpy(), "continuity", executor)
     a_k = np.asarray(e_k.values, dtype=np.float64).reshape(steps, n, -1)
     if normalise:
         a = _normalise_by_max(a)
@@ -251,7 +251,7 @@ def consistency(
     outputs = m.predict(xt)
     if attributions is None:
         t = m.resolve_target(target, xt, outputs)
-        a = _maps(ex, xt, t.cpu().numpy(), executor, n)
+        a = _maps("consistency", ex, xt, t.cpu().numpy(), executor, n)
     else:
         a = _given_maps(attributions, n)
     if discretise in ("top_k", "first_k_sign") and k > a.shape[1]:
@@ -294,7 +294,8 @@ def _layer_outputs(m, layer, rows: torch.Tensor, with_outputs: bool = False):
     return (layer_out, torch.cat(outs).double().cpu().numpy()) if with_outputs else layer_out
 
 
-def _explain_reading_layer(ex, layer, rows: torch.Tensor, target: np.ndarray, executor):
+def _explain_reading_layer(ex, layer, rows: torch.Tensor, target: np.ndarray, executor,
+                           metric: str = "relative_representation_stability"):
     """``(explanation, layer outputs or None)``: explain ``rows`` with a hook on ``layer``. An
     explainer that keeps ``extra["outputs"]`` (saliency, input x gradient) ran its forward passes
     on exactly these rows, in order (after a one-row target check, for explainers that make
@@ -304,10 +305,10 @@ def _explain_reading_layer(ex, layer, rows: torch.Tensor, target: np.ndarray, ex
     from ...explainers._layer_hooks import LayerHook, resolve_layer
 
     if executor is not None:
-        return ex.explain(rows, target=target, executor=executor), None
+        return P.explain_maps(ex, rows, target, metric, executor), None
     name, mod = resolve_layer(ex.model.module, layer, _RRS)
     with LayerHook(mod, name, _RRS, detach=True) as hook:
-        e = ex.explain(rows, target=target, executor=executor)
+        e = P.explain_maps(ex, rows, target, metric, executor)
     sizes = [c.shape[0] for c in hook.captured]
     # The passes over the rows, in order: all of them (the target is checked inside the
     # explainer's own pass), or all but a first one-row pass (an explainer that checks it first).
@@ -348,16 +349,17 @@ def _relative_stability(kind, explainer, x, target, radius, n_samples, seed, rel
     else:
         outputs = m.predict(xt)
     t = m.resolve_target(target, xt, outputs)
+    metric = f"relative_{kind}_stability"
     if attributions is None:
-        a = _maps(ex, xt, t.cpu().numpy(), executor, n)
+        a = _maps(metric, ex, xt, t.cpu().numpy(), executor, n)
     else:
         a = _given_maps(attributions, n)
     _, moved = P.noisy_copies(xt, radius, n_samples, seed, relative)
     t_moved = t.repeat(n_samples).cpu().numpy()
     if kind == "representation":
-        e_moved, h_moved = _explain_reading_layer(ex, layer, moved, t_moved, executor)
+        e_moved, h_moved = _explain_reading_layer(ex, layer, moved, t_moved, executor, metric)
     else:
-        e_moved = ex.explain(moved, target=t_moved, executor=executor)
+        e_moved = P.explain_maps(ex, moved, t_moved, metric, executor)
     a_moved = np.asarray(e_moved.values, dtype=np.float64).reshape(n_samples, n, -1)
     if a_moved.shape[2] != a.shape[1]:
         raise ValueError(f"attributions have {a.shape[1]} values per sample but the explainer returns {a_moved.shape[2]}")
