@@ -147,6 +147,20 @@ def test_every_public_metric_has_a_spec():
         assert getattr(fl.metrics, s.function.__name__) is s.function, s.name
 
 
+def test_the_package_reexports_every_familys_all():
+    # a new metric is exported by its family module alone (its name in that module's __all__)
+    import importlib
+
+    names = []
+    for family in (*FAMILIES, "ood"):
+        module = importlib.import_module(f"featurelens.metrics.{family}")
+        assert module.__all__, family
+        for name in module.__all__:
+            assert getattr(fl.metrics, name) is getattr(module, name), (family, name)
+        names += module.__all__
+    assert sorted(names + list(fl.metrics._spec.__all__)) == sorted(fl.metrics.__all__)
+
+
 def test_list_metrics_by_family_and_spec_by_name():
     specs = list_metrics()
     assert len({s.name for s in specs}) == len(specs)

@@ -1,19 +1,17 @@
 """Metrics for explanations and representations, one module per family.
 
-- :mod:`~featurelens.metrics.faithfulness`: deletion_curve, insertion_curve,
-  faithfulness_correlation, infidelity, road, irof, selectivity, region_perturbation,
-  sensitivity_n, monotonicity, monotonicity_correlation, sufficiency
-- :mod:`~featurelens.metrics.robustness`: max_sensitivity, avg_sensitivity, local_lipschitz,
-  continuity, consistency, relative_input_stability, relative_output_stability,
-  relative_representation_stability
-- :mod:`~featurelens.metrics.randomisation`: model_randomization, efficient_mprt, smooth_mprt,
-  random_logit
-- :mod:`~featurelens.metrics.complexity`: sparseness, complexity, effective_complexity
-- :mod:`~featurelens.metrics.axiomatic`: completeness, non_sensitivity, input_invariance
-- :mod:`~featurelens.metrics.localisation`: precision_at_k, iou_at_k, emd_score, relevance_mass,
-  relevance_rank_accuracy, pointing_game, attribution_localisation, top_k_intersection, auc,
-  focus (on focus_mosaics)
+- :mod:`~featurelens.metrics.faithfulness`: does the model react to removing what the map calls
+  relevant (deletion and insertion curves, ROAD, IROF, faithfulness correlation, ...)
+- :mod:`~featurelens.metrics.robustness`: does the map stay put when the input moves a little
+- :mod:`~featurelens.metrics.randomisation`: does the map change when the model is randomised
+- :mod:`~featurelens.metrics.complexity`: how concentrated is the map
+- :mod:`~featurelens.metrics.axiomatic`: completeness, non-sensitivity, input invariance
+- :mod:`~featurelens.metrics.localisation`: how well does the map match a ground-truth mask
 - :mod:`~featurelens.metrics.ood` (OOD detection scores): auroc, fpr_at_tpr
+
+Each family module (or package) lists its metrics in its ``__all__``, which this package
+re-exports: a new metric is added to its family's module (the function, its ``__all__`` entry and
+its :class:`MetricSpec`) and nowhere else. :func:`list_metrics` lists them all.
 
 One calling convention, by what a metric needs (everything after the named positional arguments
 is keyword-only):
@@ -51,97 +49,30 @@ for the whole batch (times the subset sizes or regions), or for more memory than
 (``featurelens._budgets.check_budget``).
 """
 
-from featurelens.metrics._spec import FAMILIES, REQUIREMENTS, MetricSpec, ScoreContext, list_metrics, spec
-from featurelens.metrics.axiomatic import completeness, input_invariance, non_sensitivity
-from featurelens.metrics.complexity import complexity, effective_complexity, sparseness
-from featurelens.metrics.faithfulness import (
-    deletion_curve,
-    faithfulness_correlation,
-    infidelity,
-    insertion_curve,
-    irof,
-    monotonicity,
-    monotonicity_correlation,
-    region_perturbation,
-    road,
-    selectivity,
-    sensitivity_n,
-    sufficiency,
-)
-from featurelens.metrics.localisation import (
-    attribution_localisation,
-    auc,
-    emd_score,
-    focus,
-    focus_mosaics,
-    iou_at_k,
-    pointing_game,
-    precision_at_k,
-    relevance_mass,
-    relevance_rank_accuracy,
-    top_k_intersection,
-)
-from featurelens.metrics.ood import auroc, fpr_at_tpr
-from featurelens.metrics.randomisation import efficient_mprt, model_randomization, random_logit, smooth_mprt
-from featurelens.metrics.robustness import (
-    avg_sensitivity,
-    consistency,
-    continuity,
-    local_lipschitz,
-    max_sensitivity,
-    relative_input_stability,
-    relative_output_stability,
-    relative_representation_stability,
-)
+from featurelens.metrics import _spec
+from featurelens.metrics import axiomatic as _axiomatic
+from featurelens.metrics import complexity as _complexity  # the module; the metric of that name is below
+from featurelens.metrics import faithfulness as _faithfulness
+from featurelens.metrics import localisation as _localisation
+from featurelens.metrics import ood as _ood
+from featurelens.metrics import randomisation as _randomisation
+from featurelens.metrics import robustness as _robustness
+from featurelens.metrics._spec import *  # noqa: F401,F403  (MetricSpec, list_metrics, spec, ...)
+from featurelens.metrics.axiomatic import *  # noqa: F401,F403  (each family's __all__)
+from featurelens.metrics.complexity import *  # noqa: F401,F403
+from featurelens.metrics.faithfulness import *  # noqa: F401,F403
+from featurelens.metrics.localisation import *  # noqa: F401,F403
+from featurelens.metrics.ood import *  # noqa: F401,F403
+from featurelens.metrics.randomisation import *  # noqa: F401,F403
+from featurelens.metrics.robustness import *  # noqa: F401,F403
 
 __all__ = [
-    "MetricSpec",
-    "ScoreContext",
-    "list_metrics",
-    "spec",
-    "FAMILIES",
-    "REQUIREMENTS",
-    "precision_at_k",
-    "iou_at_k",
-    "emd_score",
-    "relevance_mass",
-    "relevance_rank_accuracy",
-    "deletion_curve",
-    "insertion_curve",
-    "faithfulness_correlation",
-    "infidelity",
-    "road",
-    "irof",
-    "selectivity",
-    "region_perturbation",
-    "sensitivity_n",
-    "monotonicity",
-    "monotonicity_correlation",
-    "sufficiency",
-    "max_sensitivity",
-    "avg_sensitivity",
-    "local_lipschitz",
-    "sparseness",
-    "complexity",
-    "effective_complexity",
-    "pointing_game",
-    "attribution_localisation",
-    "top_k_intersection",
-    "auc",
-    "focus",
-    "focus_mosaics",
-    "completeness",
-    "non_sensitivity",
-    "input_invariance",
-    "model_randomization",
-    "efficient_mprt",
-    "smooth_mprt",
-    "random_logit",
-    "continuity",
-    "consistency",
-    "relative_input_stability",
-    "relative_output_stability",
-    "relative_representation_stability",
-    "auroc",
-    "fpr_at_tpr",
+    *_spec.__all__,
+    *_faithfulness.__all__,
+    *_robustness.__all__,
+    *_randomisation.__all__,
+    *_complexity.__all__,
+    *_axiomatic.__all__,
+    *_localisation.__all__,
+    *_ood.__all__,
 ]

@@ -14,6 +14,8 @@ import numpy as np
 
 from .._validation import as_numpy, check_float
 
+__all__ = ["auroc", "fpr_at_tpr"]
+
 
 def _scores(s, name: str) -> np.ndarray:
     arr = as_numpy(s, name)

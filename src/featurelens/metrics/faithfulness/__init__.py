@@ -34,36 +34,13 @@ Quantus with ``softmax=False`` to score the raw outputs). ROAD and Sufficiency u
 arg-max, which a softmax leaves as it is; IROF here defaults to ``"probability"``.
 """
 
-from ._curves import (
-    deletion_curve,
-    faithfulness_correlation,
-    infidelity,
-    insertion_curve,
-)
-from ._removal import irof, region_perturbation, road, selectivity
-from ._subsets import (
-    monotonicity,
-    monotonicity_correlation,
-    sensitivity_n,
-    sufficiency,
-)
+from . import _curves, _removal, _subsets
+from ._curves import *  # noqa: F401,F403  (the part's __all__)
+from ._removal import *  # noqa: F401,F403  (the part's __all__)
+from ._subsets import *  # noqa: F401,F403  (the part's __all__)
 
-__all__ = [
-    "deletion_curve",
-    "insertion_curve",
-    "faithfulness_correlation",
-    "infidelity",
-    "road",
-    "irof",
-    "selectivity",
-    "region_perturbation",
-    "sensitivity_n",
-    "monotonicity",
-    "monotonicity_correlation",
-    "sufficiency",
-]
-
-from . import _curves, _removal, _subsets  # noqa: E402  (the parts, for their SPECS)
+# The family's metrics: the ``__all__`` of its parts, so that a new metric is exported by its part.
+__all__ = [*_curves.__all__, *_removal.__all__, *_subsets.__all__]
 
 #: The family's specs (:mod:`featurelens.metrics._spec`), declared below the functions of each part.
 SPECS = _curves.SPECS + _removal.SPECS + _subsets.SPECS

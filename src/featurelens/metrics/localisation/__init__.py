@@ -20,24 +20,12 @@ ground truth is not a mask shaped like the map: ``focus(a, layout)``, the (m, 4)
 :func:`focus_mosaics`. One float64 score per sample; NaN where the mask is empty; higher is better.
 """
 
-from ._overlap import emd_score, iou_at_k, precision_at_k, relevance_mass, relevance_rank_accuracy
-from ._pointing import attribution_localisation, auc, focus, focus_mosaics, pointing_game, top_k_intersection
+from . import _overlap, _pointing
+from ._overlap import *  # noqa: F401,F403  (the part's __all__)
+from ._pointing import *  # noqa: F401,F403  (the part's __all__)
 
-__all__ = [
-    "precision_at_k",
-    "iou_at_k",
-    "emd_score",
-    "relevance_mass",
-    "relevance_rank_accuracy",
-    "pointing_game",
-    "attribution_localisation",
-    "top_k_intersection",
-    "auc",
-    "focus",
-    "focus_mosaics",
-]
-
-from . import _overlap, _pointing  # noqa: E402  (the parts, for their SPECS)
+# The family's metrics: the ``__all__`` of its parts, so that a new metric is exported by its part.
+__all__ = [*_overlap.__all__, *_pointing.__all__]
 
 #: The family's specs (:mod:`featurelens.metrics._spec`), declared below the functions of each part.
 SPECS = _overlap.SPECS + _pointing.SPECS

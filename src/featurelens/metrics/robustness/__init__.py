@@ -21,27 +21,12 @@ one int per sample; ``attributions=`` (optional) replaces the explainer's maps o
 workers. One float64 score per sample; lower is more robust, except :func:`consistency`.
 """
 
-from ._sensitivity import avg_sensitivity, local_lipschitz, max_sensitivity
-from ._stability import (
-    consistency,
-    continuity,
-    relative_input_stability,
-    relative_output_stability,
-    relative_representation_stability,
-)
+from . import _sensitivity, _stability
+from ._sensitivity import *  # noqa: F401,F403  (the part's __all__)
+from ._stability import *  # noqa: F401,F403  (the part's __all__)
 
-__all__ = [
-    "max_sensitivity",
-    "avg_sensitivity",
-    "local_lipschitz",
-    "continuity",
-    "consistency",
-    "relative_input_stability",
-    "relative_output_stability",
-    "relative_representation_stability",
-]
-
-from . import _sensitivity, _stability  # noqa: E402  (the parts, for their SPECS)
+# The family's metrics: the ``__all__`` of its parts, so that a new metric is exported by its part.
+__all__ = [*_sensitivity.__all__, *_stability.__all__]
 
 #: The family's specs (:mod:`featurelens.metrics._spec`), declared below the functions of each part.
 SPECS = _sensitivity.SPECS + _stability.SPECS
