@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -27,9 +28,13 @@ def _module():
 
 def _text(value) -> str:
     """One cell of a list-table: one line, no characters rst reads as markup."""
-    text = " ".join(str(value).split()) or "-"
+    text = " ".join(str(value).split())
+    if text in ("", "-"):
+        return "\u2013"   # an en dash: a lone "-" would start a bullet list
     for ch in ("\\", "*", "`", "|", "_"):
         text = text.replace(ch, "\\" + ch)
+    if re.match(r"([-+]|\(?(\d+|[A-Za-z#]|[ivxlcdm]+)[.)])( |$)", text):
+        text = "\\" + text   # not a list or an enumeration
     return text
 
 
