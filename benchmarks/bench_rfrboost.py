@@ -40,7 +40,15 @@ Methods and grids:
 2023; ``features="swim"``, scale c = 0.5, pairs weighted by the target's slope: the paper code's
 default) instead of iid Gaussian ones; the baselines are unchanged.
 
+``--swim-scales 0.25 0.5 1 2`` is the swim_scale study: RFRBoost (only) with SWIM features at each
+scale c, and with c picked on the inner split together with the boosting stage (l2_step x n_layers
+x c; the base stage keeps c = 0.5), each scored against the same baselines with the same verdict
+rule; writes rfrboost_swim_scale.md/.json (no figure).
+
+Every run's JSON carries a ``seed_claims`` entry (the claim, its verdict, the protocols).
+
 Usage: .venv/bin/python benchmarks/bench_rfrboost.py [--quick] [--folds 5] [--data ...] [--features gaussian|swim]
+       [--swim-scales C ...]
 Writes benchmarks/results/rfrboost.md, rfrboost.json and rfrboost.png (--quick: rfrboost_quick.*;
 --features swim: the stem gets a ``_swim`` suffix).
 """
@@ -205,9 +213,11 @@ class OneHotRidge:
 # methods: (name, grid, build(config) -> estimator)
 
 
-def methods(classification, max_epochs, features="gaussian"):
+def methods(classification, max_epochs, features="gaussian", swim_scales=None):
     """Each method: (name, stages, build). ``stages`` is a list of grids searched one after the
-    other, each candidate merged into the best configuration of the stages before."""
+    other, each candidate merged into the best configuration of the stages before. With
+    ``swim_scales`` RFRBoost is replaced by one SWIM variant per scale c ("RFRBoost (c=...)") and one
+    whose second stage also picks c from ``swim_scales`` ("RFRBoost (c tuned)")."""
     l2_regs = (1e-4, 1e-3, 1e-2) if classification else (1e-3, 1e-2, 0.1, 1.0)
     boost_stages = [
         # stage 1: the base (n_layers = 0: the top model on Phi_0)
@@ -216,8 +226,18 @@ def methods(classification, max_epochs, features="gaussian"):
         [{"l2_step": s, "n_layers": L} for s, L in itertools.product((0.1, 1.0), (1, 3))],
     ]
     Boost = fl.learning.RFRBoostClassifier if classification else fl.learning.RFRBoostRegressor
-    out = [("RFRBoost", boost_stages,
-            lambda c: Boost(n_features=256, boost_lr=0.5, activation="tanh", seed=0, features=features, **c))]
+    if swim_scales:
+        out = []
+        for scale in swim_scales:
+            out.append((f"RFRBoost (c={scale:g})", boost_stages,
+                        lambda c, scale=scale: Boost(n_features=256, boost_lr=0.5, activation="tanh", seed=0,
+                                                     features="swim", swim_scale=scale, **c)))
+        tuned = [boost_stages[0], [{**g, "swim_scale": c} for g in boost_stages[1] for c in swim_scales]]
+        out.append(("RFRBoost (c tuned)", tuned,
+                    lambda c: Boost(n_features=256, boost_lr=0.5, activation="tanh", seed=0, features="swim", **c)))
+    else:
+        out = [("RFRBoost", boost_stages,
+                lambda c: Boost(n_features=256, boost_lr=0.5, activation="tanh", seed=0, features=features, **c))]
     grid_rfr = [[{"alpha": a} for a in (1e-3, 1e-2, 0.1, 1.0, 10.0)]]
     if classification:
         out.append(("RFNN (ridge readout)", grid_rfr,
@@ -234,11 +254,11 @@ def methods(classification, max_epochs, features="gaussian"):
     return out
 
 
-def run_fold(classification, X_tr, y_tr, X_te, y_te, max_epochs, features="gaussian"):
+def run_fold(classification, X_tr, y_tr, X_te, y_te, max_epochs, features="gaussian", swim_scales=None):
     strat = y_tr if classification else None
     X_in, X_va, y_in, y_va = train_test_split(X_tr, y_tr, test_size=0.2, random_state=0, stratify=strat)
     rows = []
-    for name, stages, build in methods(classification, max_epochs, features):
+    for name, stages, build in methods(classification, max_epochs, features, swim_scales):
         t0 = time.perf_counter()
         chosen = {}
         for grid in stages:
@@ -267,7 +287,7 @@ def run_fold(classification, X_tr, y_tr, X_te, y_te, max_epochs, features="gauss
     return rows
 
 
-def run_data(name, folds, max_epochs, features="gaussian"):
+def run_data(name, folds, max_epochs, features="gaussian", swim_scales=None):
     X, y = load(name)
     classification = name not in REGRESSION
     split = (StratifiedKFold if classification else KFold)(folds, shuffle=True, random_state=0)
@@ -279,7 +299,7 @@ def run_data(name, folds, max_epochs, features="gaussian"):
         if not classification:
             mu, sd = y_tr.mean(), y_tr.std()
             y_tr, y_te = (y_tr - mu) / sd, (y_te - mu) / sd
-        rows = run_fold(classification, X_tr, y_tr, X_te, y_te, max_epochs, features)
+        rows = run_fold(classification, X_tr, y_tr, X_te, y_te, max_epochs, features, swim_scales)
         for r in rows:
             r["fold"] = f
         per_fold += rows
@@ -339,6 +359,38 @@ def verdict(results):
     return overall, wins_rf, wins_mlp, loss_rf + loss_mlp, lines, (w_rf, w_mlp)
 
 
+PAPER = 'Zozoulenko, Cass, Gonon, "Random Feature Representation Boosting", ICML 2025, arXiv 2501.18283'
+CLAIM = "RFRBoost beats random-feature networks (RFNNs) and end-to-end MLP ResNets on small and medium tabular data"
+
+
+def as_rfrboost(results, variant):
+    """``results`` with the rows of the RFRBoost variant ``variant`` renamed "RFRBoost" and the other
+    RFRBoost variants dropped (the baselines kept), so that :func:`verdict` scores that variant."""
+    out = {}
+    for name, res in results.items():
+        rows = [{**r, "method": "RFRBoost"} if r["method"] == variant else r for r in res["per_fold"]
+                if r["method"] == variant or not r["method"].startswith("RFRBoost")]
+        out[name] = {"per_fold": rows, "info": res["info"], "summary": summarise(rows)}
+    return out
+
+
+def seed_claim(word, wins_rf, wins_mlp, clear_loss, n, folds, features_text, extra=""):
+    """The run's entry for the docs' table of seed claims (the verdict is :func:`verdict`'s)."""
+    return {
+        "method": "fl.learning.RFRBoostRegressor / RFRBoostClassifier", "paper": PAPER, "claim": CLAIM,
+        "verdict": word,
+        "measured": (f"RFRBoost ahead of the better RFNN readout on {wins_rf} of {n} bundled sets and of the MLP "
+                     f"ResNet on {wins_mlp} of {n}; {clear_loss} of {2 * n} comparisons lost by more than one s.e."
+                     + extra),
+        "protocol": (f"{n} bundled scikit-learn sets (diabetes, friedman1, breast_cancer, wine, iris, digits), "
+                     f"{folds}-fold outer CV, inner 80/20 grid search; {features_text}; rule: reproduced per baseline "
+                     "if RFRBoost wins on n - 1 of n sets with at most one clear loss, partly on half"),
+        "paper_protocol": ("OpenML curated regression and classification suites, nested 5-fold CV with Optuna tuning; "
+                           "SWIM random features (c = 0.5) by default"),
+        "differences": "small bundled sets instead of the OpenML suites; small grids instead of Optuna",
+    }
+
+
 def figure(results, path):
     from matplotlib.figure import Figure
 
@@ -382,9 +434,14 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--features", default="gaussian", choices=("gaussian", "swim"),
                         help="RFRBoost's random features: iid Gaussian (default) or SWIM-sampled")
+    parser.add_argument("--swim-scales", type=float, nargs="+", default=None, metavar="C",
+                        help="the swim_scale study: RFRBoost with SWIM features at each scale c, and with c tuned "
+                             "on the inner split; writes rfrboost_swim_scale.*")
     args = parser.parse_args(argv)
     if args.quick:
         args.folds, args.max_epochs, args.data = 2, 40, ["diabetes", "wine", "iris"]
+    if args.swim_scales:
+        return swim_scale_study(args)
     stem = ("rfrboost_quick" if args.quick else "rfrboost") + ("_swim" if args.features == "swim" else "")
     torch.set_num_threads(1)
     from threadpoolctl import threadpool_limits
@@ -477,13 +534,105 @@ def main(argv=None) -> int:
     ]
     table = "\n".join(md)
     print(table)
+    features_text = ("SWIM random features (c = 0.5, target-weighted pairs)" if args.features == "swim" else
+                     "iid Gaussian random features (not the paper's default SWIM)")
     data = {"environment": env, "settings": {"folds": args.folds, "max_epochs": args.max_epochs, "quick": args.quick,
                                              "features": args.features},
+            "seed_claims": [seed_claim(word, int(wins_rf), int(wins_mlp), int(clear_loss), n, args.folds, features_text)],
             "verdict": {"claim": word, "vs_rfnn": w_rf, "vs_mlp": w_mlp, "wins_vs_rfnn": int(wins_rf), "wins_vs_mlp": int(wins_mlp),
                         "clear_losses": int(clear_loss), "n_data": n},
             "results": {k: {kk: vv for kk, vv in v.items()} for k, v in results.items()}, "total_s": total}
     write_results(args.out, stem, table, data)
     figure(results, Path(args.out) / f"{stem}.png")
+    return 0
+
+
+def swim_scale_study(args) -> int:
+    """RFRBoost with SWIM features at each scale in ``args.swim_scales`` and with the scale tuned, against
+    the same baselines as the main study (same folds, seeds and grids); one verdict per variant."""
+    torch.set_num_threads(1)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1)
+    scales = list(args.swim_scales)
+    variants = [f"RFRBoost (c={c:g})" for c in scales] + ["RFRBoost (c tuned)"]
+    load_before, t_all = load_average(), time.perf_counter()
+    results = {}
+    for name in args.data:
+        per_fold, info = run_data(name, args.folds, args.max_epochs, "swim", scales)
+        results[name] = {"per_fold": per_fold, "info": info, "summary": summarise(per_fold)}
+    total = time.perf_counter() - t_all
+    verdicts = {}
+    for v in variants:
+        word, wins_rf, wins_mlp, clear_loss, _, (w_rf, w_mlp) = verdict(as_rfrboost(results, v))
+        verdicts[v] = {"claim": word, "vs_rfnn": w_rf, "vs_mlp": w_mlp, "wins_vs_rfnn": int(wins_rf),
+                       "wins_vs_mlp": int(wins_mlp), "clear_losses": int(clear_loss)}
+    n = len(results)
+    env = environment()
+    md = [
+        "# RFRBoost with SWIM random features: the scale c (swim_scale)",
+        "",
+        (f"`benchmarks/bench_rfrboost.py --swim-scales {' '.join(f'{c:g}' for c in scales)}`"
+         f"{' --quick' if args.quick else ''}; torch {env['torch']}, featurelens {env['featurelens']}, one thread on "
+         f"{env['cpu']} ({env['logical_cpus']} logical CPUs, shared). The protocol of rfrboost.md ({args.folds}-fold "
+         "outer CV, inner 80/20 grid search, the same grids and baselines); RFRBoost uses SWIM features "
+         "(target-weighted pairs) at a fixed scale c, or with c picked on the inner split together with the boosting "
+         f"stage (l2_step x n_layers x c). Load average {load_before} before, {load_average()} after; total "
+         f"{total:.0f} s."),
+        "",
+        "Test score: R^2 (regression) or accuracy (classification), mean +- standard error over the outer folds.",
+        "",
+        "| data | " + " | ".join(variants) + " | best RFNN | MLP ResNet |",
+        "|---|" + "---:|" * (len(variants) + 2),
+    ]
+    chosen = {}
+    for name, res in results.items():
+        summ = res["summary"]
+        rfnn = max((m for m in summ if m.startswith("RFNN")), key=lambda m: summ[m]["mean"])
+        cells = [f"{summ[v]['mean']:.4f} +- {summ[v]['se']:.4f}" for v in variants]
+        md.append(f"| {name} | " + " | ".join(cells) + f" | {summ[rfnn]['mean']:.4f} | {summ['MLP ResNet']['mean']:.4f} |")
+        chosen[name] = [r["config"].get("swim_scale") for r in res["per_fold"] if r["method"] == "RFRBoost (c tuned)"]
+    md += ["", "Verdict per variant (the rule of rfrboost.md: per baseline, reproduced if RFRBoost wins on n - 1 of n "
+           "sets with at most one clear loss, partly if on half; overall reproduced or not only if both agree):", "",
+           "| variant | claim | vs RFNN (wins) | vs MLP ResNet (wins) | clear losses |", "|---|---|---|---|---|"]
+    for v in variants:
+        w = verdicts[v]
+        md.append(f"| {v} | **{w['claim']}** | {w['vs_rfnn']} ({w['wins_vs_rfnn']} of {n}) | {w['vs_mlp']} "
+                  f"({w['wins_vs_mlp']} of {n}) | {w['clear_losses']} of {2 * n} |")
+    ref = "RFRBoost (c=0.5)" if "RFRBoost (c=0.5)" in verdicts else variants[0]
+    tuned = verdicts["RFRBoost (c tuned)"]
+    changed = tuned["claim"] != verdicts[ref]["claim"]
+    best_fixed = {name: max((v for v in variants[:-1]), key=lambda v: res["summary"][v]["mean"])
+                  for name, res in results.items()}
+    reading = [
+        "",
+        "## Reading (generated from the numbers above)",
+        "",
+        (f"Tuning c {'changes' if changed else 'does not change'} the verdict: {ref} gives "
+         f"**{verdicts[ref]['claim']}**, c tuned **{tuned['claim']}**. The c picked on the inner split, per data set "
+         "(one per outer fold): " + "; ".join(f"{k} {', '.join(f'{c:g}' for c in cs)}" for k, cs in chosen.items())
+         + ". The best fixed c per data set: " + "; ".join(f"{k} {v[len('RFRBoost ('):-1]}" for k, v in best_fixed.items())
+         + "."),
+    ]
+    if "friedman1" in results:
+        s_ = results["friedman1"]["summary"]
+        reading.append(
+            "friedman1 R^2 by c: " + ", ".join(f"{v[len('RFRBoost ('):-1]} {s_[v]['mean']:.3f}" for v in variants)
+            + f" (best RFNN {max(s_[m]['mean'] for m in s_ if m.startswith('RFNN')):.3f}; the Gaussian-feature RFRBoost "
+            "of rfrboost.md: 0.890).")
+    md += reading + [""]
+    table = "\n".join(md)
+    print(table)
+    extra = ("; per fixed c: " + ", ".join(f"{v[len('RFRBoost ('):-1]} {verdicts[v]['claim']}" for v in variants[:-1]))
+    claims = [seed_claim(tuned["claim"], tuned["wins_vs_rfnn"], tuned["wins_vs_mlp"], tuned["clear_losses"], n,
+                         args.folds, "SWIM random features with c tuned on the inner split over "
+                         + ", ".join(f"{c:g}" for c in scales), extra)]
+    data = {"environment": env, "settings": {"folds": args.folds, "max_epochs": args.max_epochs, "quick": args.quick,
+                                             "features": "swim", "swim_scales": scales},
+            "seed_claims": claims, "verdicts": verdicts, "chosen_swim_scale": chosen,
+            "results": results, "total_s": total}
+    stem = "rfrboost_swim_scale_quick" if args.quick else "rfrboost_swim_scale"
+    write_results(args.out, stem, table, data)
     return 0
 
 
