@@ -31,20 +31,27 @@ def is_hf_model(model) -> bool:
     return any(c.__name__ == "PreTrainedModel" for c in type(model).__mro__)
 
 
+def input_embeddings(model):
+    """``model.get_input_embeddings()`` (transformers' accessor of the input embedding) when the
+    model has it and it answers, else None."""
+    getter = getattr(model, "get_input_embeddings", None)
+    if not callable(getter):
+        return None
+    try:
+        return getter()
+    except NotImplementedError:
+        return None
+
+
 def model_vocab_size(model) -> int | None:
     """The number of token ids a torch model embeds (ids ``0..size-1``): the ``num_embeddings`` of
     ``model.get_input_embeddings()`` or of the model's single ``torch.nn.Embedding``; None for a
     callable that is not a module, or where the input embedding cannot be told."""
     if not isinstance(model, torch.nn.Module):
         return None
-    getter = getattr(model, "get_input_embeddings", None)
-    if callable(getter):
-        try:
-            layer = getter()
-        except NotImplementedError:
-            layer = None
-        if isinstance(layer, torch.nn.Embedding):
-            return int(layer.num_embeddings)
+    layer = input_embeddings(model)
+    if isinstance(layer, torch.nn.Embedding):
+        return int(layer.num_embeddings)
     found = [m for m in model.modules() if isinstance(m, torch.nn.Embedding)]
     return int(found[0].num_embeddings) if len(found) == 1 else None
 

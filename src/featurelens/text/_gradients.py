@@ -15,7 +15,7 @@ from ..explainers._layer_hooks import resolve_layer
 from ..explainers.gradient import MAX_GAUSS_LEGENDRE_STEPS, integration_rule
 from ..models import Model
 from ..models._outputs import class_score_units
-from ._games import forward_ids
+from ._games import forward_ids, input_embeddings
 from ._players import Players
 
 __all__ = ["EMBEDDING_BASELINES", "GRADIENT_METHODS", "embedding_attributions"]
@@ -33,12 +33,7 @@ def resolve_embedding_layer(model: torch.nn.Module, layer=None) -> tuple[str, to
     dotted name (or a unique dotted suffix of it) is looked up as the layer explainers look up
     ``layer=`` (:func:`featurelens.explainers._layer_hooks.resolve_layer`)."""
     if layer is None:
-        getter = getattr(model, "get_input_embeddings", None)
-        if callable(getter):
-            try:
-                layer = getter()
-            except NotImplementedError:
-                layer = None
+        layer = input_embeddings(model)
         if layer is None:
             found = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.Embedding)]
             if len(found) != 1:
