@@ -80,9 +80,10 @@ def nishimori_embedding(J: np.ndarray, rtol: float = 1e-4):
     lambda_min(H(beta_SG)) < 0, beta is stepped up by beta_SG until lambda_min > 0, and beta_N
     (lambda_min(H(beta_N)) = 0, the crossing above beta_SG) is bisected to relative width
     ``rtol``. Otherwise (no negative eigenvalue: weak or no structure) beta_N = beta_SG (or 1 when
-    beta_SG does not exist). The eigenvector is degree-corrected by (1 + D(beta_N))^(-1/2)
-    (Dall'Amico et al. 2021) and its sign fixed so that its largest entry in absolute value is
-    positive. Returns (embedding, beta_N, crossed).
+    beta_SG does not exist). The embedding is Lam^(-1/2) x, x the smallest eigenvector of the
+    normalised L(beta_N) = Lam^(-1/2) H(beta_N) Lam^(-1/2), Lam = 1 + D(beta_N) (the authors' code;
+    at beta_N it is the null vector of H), with its sign fixed so that its largest entry in
+    absolute value is positive. Returns (embedding, beta_N, crossed).
     """
     b_sg = spin_glass_beta(J)
     found = False
@@ -111,8 +112,14 @@ def nishimori_embedding(J: np.ndarray, rtol: float = 1e-4):
                 beta_n = 0.5 * (lo + hi)
     else:
         beta_n = 1.0
-    _, v = _smallest(bethe_hessian(J, beta_n))
-    v = v / np.sqrt(1.0 + (np.sinh(beta_n * J) ** 2).sum(axis=1))
+    # The authors' embedding: x = the smallest eigenvector of the normalised
+    # L(beta) = I - Lam^(-1/2) S(beta) Lam^(-1/2) = Lam^(-1/2) H(beta) Lam^(-1/2), Lam = diag(H) =
+    # 1 + D(beta), then Lam^(-1/2) x. At beta_N this is the null vector of H itself; correcting the
+    # eigenvector of H by Lam^(-1/2) instead (featurelens before this fix) counted the degrees twice.
+    Hn = bethe_hessian(J, beta_n)
+    s = 1.0 / np.sqrt(np.diag(Hn))
+    _, x = _smallest(s[:, None] * Hn * s[None, :])
+    v = s * x
     i = int(np.argmax(np.abs(v)))
     if v[i] < 0:
         v = -v
