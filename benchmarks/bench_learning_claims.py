@@ -61,7 +61,7 @@
 Every verdict below is computed from the numbers by the pure functions at the top of this file
 (tested in tests/benchmarks/test_bench_learning_claims_helpers.py).
 
-Usage: .venv/bin/python benchmarks/bench_learning_claims.py [--quick] [--only pnc vc krr]
+Usage: .venv/bin/python benchmarks/bench_learning_claims.py [--quick] [--only pnc vc krr] [--from-json FILE]
 Writes benchmarks/results/learning_claims.md and .json (``--quick``: learning_claims_quick.*).
 """
 
@@ -490,16 +490,18 @@ def vc_claims(vc):
     wd = [L["weight_decay"]["fit"]["slope"] for L in layers]
     rel = [L["plain"]["points"][-1]["rel"] for L in layers]
     cum = [L["cumulative_epoch1"]["rel_error"] for L in layers]
-    at_lr = []
+    at_lr, eta_near = [], None
     for L in layers:
         p = min(L["plain"]["points"], key=lambda q: abs(math.log10(q["eta"]) - math.log10(vc["lr_train"])))
         at_lr.append(p["rel"])
+        eta_near = p["eta"]
     claim = seed_claim(
         "fl.learning.virtual_covariance", VC_PAPER,
         "Feature Learning Equation: after one gradient step the weight-Gram change equals the virtual covariance "
         "up to O(eta^2)", v,
         f"log-log slope of the residual on eta: {', '.join(f'{s:.4f}' for s in slopes)} (layers 1-3; R^2 >= "
-        f"{min(L['plain']['fit']['r2'] for L in layers):.6f}); relative residual at eta ~ {vc['lr_train']}: "
+        f"{min(L['plain']['fit']['r2'] for L in layers):.6f}); relative residual at eta = {eta_near:.3g} (nearest the training lr "
+        f"{vc['lr_train']}): "
         f"{', '.join(f'{r:.2e}' for r in at_lr)}; with weight decay 5e-4 the slope is {', '.join(f'{s:.2f}' for s in wd)}; "
         f"summed over the first SGD epoch the virtual covariances miss the Gram change by "
         f"{', '.join(f'{c:.3f}' for c in cum)} (relative)",
@@ -754,45 +756,64 @@ def krr_reading(cells, details) -> str:
             "bandwidth.")
 
 
+def summarise(data) -> dict:
+    """Claims, verdicts and the reading from the raw runs in ``data`` (a fresh run or a saved JSON)."""
+    data["seed_claims"], data["verdicts"] = [], {}
+    if "pnc" in data:
+        claims, v = pnc_claims(data["pnc"])
+        data["seed_claims"] += claims
+        data["verdicts"].update(v)
+    if "vc" in data:
+        claims, v = vc_claims(data["vc"])
+        data["seed_claims"] += claims
+        data["verdicts"].update(v)
+    if "krr" in data:
+        claims, v, cells = krr_claims(data["krr"], data["seeds"])
+        data["krr_cells"] = [{"target": k[0], "kernel": k[1], "bandwidth": k[2], "n": k[3], **c} for k, c in cells.items()]
+        data["seed_claims"] += claims
+        data["verdicts"].update({"krr": v["krr"]})
+        data["krr_details"] = v["details"]
+        data["krr_reading"] = krr_reading(data["krr_cells"], v["details"])
+    data["reading"] = reading(data)
+    return data
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 seed, fewer epochs, sizes and step sizes (~1 min)")
     parser.add_argument("--only", nargs="+", choices=("pnc", "vc", "krr"), default=("pnc", "vc", "krr"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--from-json", type=Path, default=None,
+                        help="run nothing: recompute the claims and rewrite the .md and .json from a saved run")
     args = parser.parse_args(argv)
+    stem = "learning_claims_quick" if args.quick else "learning_claims"
+    if args.from_json:
+        import json
+
+        data = summarise(json.loads(args.from_json.read_text()))
+        write_results(args.out, stem, render(data), data)
+        return 0
     seeds = args.seeds[:1] if args.quick else args.seeds
     torch.set_num_threads(1)
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1)
     load_before, t0 = load_average(), time.perf_counter()
-    data = {"quick": args.quick, "seeds": seeds, "seed_claims": [], "verdicts": {}, "load_before": load_before}
+    data = {"quick": args.quick, "seeds": seeds, "load_before": load_before}
     if "pnc" in args.only:
         data["pnc"] = run_pnc(seeds, args.quick)
-        claims, v = pnc_claims(data["pnc"])
-        data["seed_claims"] += claims
-        data["verdicts"].update(v)
     if "vc" in args.only:
         data["vc"] = run_vc(seeds[0], args.quick)
-        claims, v = vc_claims(data["vc"])
-        data["seed_claims"] += claims
-        data["verdicts"].update(v)
     if "krr" in args.only:
         data["krr"] = run_krr(seeds, args.quick)
-        claims, v, cells = krr_claims(data["krr"], seeds)
-        data["krr_cells"] = [{"target": k[0], "kernel": k[1], "bandwidth": k[2], "n": k[3], **c} for k, c in cells.items()]
-        data["seed_claims"] += claims
-        data["verdicts"].update({"krr": v["krr"]})
-        data["krr_details"] = v["details"]
-        data["krr_reading"] = krr_reading(data["krr_cells"], v["details"])
     data["seconds"] = time.perf_counter() - t0
     data["load_after"] = load_average()
     data["environment"] = environment()
-    data["reading"] = reading(data)
+    summarise(data)
     table = render(data)
     print(table)
-    write_results(args.out, "learning_claims_quick" if args.quick else "learning_claims", table, data)
+    write_results(args.out, stem, table, data)
     return 0
 
 
