@@ -64,9 +64,10 @@ fl.plots.text(g, ex.players(text))
 # %%
 # Word pairs: SPEX interactions
 # -----------------------------
-# SPEX (Kang et al. 2025) recovers the sparse interactions of the words from sampled coalitions;
-# ``top`` lists the strongest terms by name, in the Möbius basis (a word alone: its effect when
-# every other word is removed, not its Shapley value).
+# SPEX (Kang et al. 2025) recovers the sparse interactions of the words from sampled coalitions.
+# It returns its Fourier coefficients (``inter.index == "fourier"``); ``to("mobius").top`` lists
+# the strongest terms by name in the Möbius basis, the one the plot shows (a word alone: its effect
+# when every other word is removed, not its Shapley value).
 inter = fl.explainer("spex", clf, tokenizer=tok, budget=400, max_order=2, seed=0).explain(text, target=1)
-print(inter.top(5, names=True))
+print(inter.to("mobius").top(5, names=True))
 fl.plots.text_interactions(inter, ex.players(text), k=5)
