@@ -374,7 +374,7 @@ def as_rfrboost(results, variant):
     return out
 
 
-def seed_claim(word, wins_rf, wins_mlp, clear_loss, n, folds, features_text, extra=""):
+def seed_claim(word, wins_rf, wins_mlp, clear_loss, n, folds, features_text, extra="", names=ALL_DATA):
     """The run's entry for the docs' table of seed claims (the verdict is :func:`verdict`'s)."""
     return {
         "method": "fl.learning.RFRBoostRegressor / RFRBoostClassifier", "paper": PAPER, "claim": CLAIM,
@@ -382,7 +382,7 @@ def seed_claim(word, wins_rf, wins_mlp, clear_loss, n, folds, features_text, ext
         "measured": (f"RFRBoost ahead of the better RFNN readout on {wins_rf} of {n} bundled sets and of the MLP "
                      f"ResNet on {wins_mlp} of {n}; {clear_loss} of {2 * n} comparisons lost by more than one s.e."
                      + extra),
-        "protocol": (f"{n} bundled scikit-learn sets (diabetes, friedman1, breast_cancer, wine, iris, digits), "
+        "protocol": (f"{n} bundled scikit-learn sets ({', '.join(names)}), "
                      f"{folds}-fold outer CV, inner 80/20 grid search; {features_text}; rule: reproduced per baseline "
                      "if RFRBoost wins on n - 1 of n sets with at most one clear loss, partly on half"),
         "paper_protocol": ("OpenML curated regression and classification suites, nested 5-fold CV with Optuna tuning; "
@@ -538,7 +538,8 @@ def main(argv=None) -> int:
                      "iid Gaussian random features (not the paper's default SWIM)")
     data = {"environment": env, "settings": {"folds": args.folds, "max_epochs": args.max_epochs, "quick": args.quick,
                                              "features": args.features},
-            "seed_claims": [seed_claim(word, int(wins_rf), int(wins_mlp), int(clear_loss), n, args.folds, features_text)],
+            "seed_claims": [seed_claim(word, int(wins_rf), int(wins_mlp), int(clear_loss), n, args.folds, features_text,
+                                       names=list(results))],
             "verdict": {"claim": word, "vs_rfnn": w_rf, "vs_mlp": w_mlp, "wins_vs_rfnn": int(wins_rf), "wins_vs_mlp": int(wins_mlp),
                         "clear_losses": int(clear_loss), "n_data": n},
             "results": {k: {kk: vv for kk, vv in v.items()} for k, v in results.items()}, "total_s": total}
@@ -626,7 +627,7 @@ def swim_scale_study(args) -> int:
     extra = ("; per fixed c: " + ", ".join(f"{v[len('RFRBoost ('):-1]} {verdicts[v]['claim']}" for v in variants[:-1]))
     claims = [seed_claim(tuned["claim"], tuned["wins_vs_rfnn"], tuned["wins_vs_mlp"], tuned["clear_losses"], n,
                          args.folds, "SWIM random features with c tuned on the inner split over "
-                         + ", ".join(f"{c:g}" for c in scales), extra)]
+                         + ", ".join(f"{c:g}" for c in scales), extra, names=list(results))]
     data = {"environment": env, "settings": {"folds": args.folds, "max_epochs": args.max_epochs, "quick": args.quick,
                                              "features": "swim", "swim_scales": scales},
             "seed_claims": claims, "verdicts": verdicts, "chosen_swim_scale": chosen,

@@ -46,3 +46,8 @@ def test_seed_claim_entry(boost):
     assert c["verdict"] == "partly" and c["paper"].endswith("arXiv 2501.18283")
     assert set(c) == {"method", "paper", "claim", "verdict", "measured", "protocol", "paper_protocol", "differences"}
     assert "1 of 6" in c["measured"] and "4 of 6" in c["measured"] and "iid Gaussian" in c["protocol"]
+
+
+def test_seed_claim_names_the_data_sets_run(boost):
+    c = boost.seed_claim("not", 0, 1, 2, 2, 2, "SWIM", names=["diabetes", "iris"])
+    assert "2 bundled scikit-learn sets (diabetes, iris)" in c["protocol"]
