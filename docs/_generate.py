@@ -12,7 +12,9 @@ alone as ``python docs/_generate.py``. Everything goes under ``docs/generated/``
 * ``generated/which_explainer.rst``: the "Which explainer should I use?" table, from ``requires``;
 * ``generated/cli.rst``: the ``--help`` of ``featurelens`` and of every command, from the parsers;
 * ``generated/benchmarks.rst`` and ``generated/benchmarks/<name>.rst``: one page per ``benchmarks/results/<name>.json`` (its
-  environment and every table of rows in it), with the figures that sit beside it.
+  environment and every table of rows in it), with the figures that sit beside it, and the
+  summary the benchmark wrote beside it, ``benchmarks/results/<name>.md`` (its tables and the
+  reading written after the run), rendered by MyST.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import shutil
 import textwrap
 
@@ -301,6 +304,33 @@ def _heading(md: str, fallback: str) -> str:
     return fallback
 
 
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_CODE_SPAN = re.compile(r"(`+[^`]*`+)")
+
+
+def _summary(md: str) -> str:
+    """``benchmarks/results/<name>.md`` made safe to include in its generated page: its first
+    ``# `` heading left out (the page has the title), the other headings made bold paragraphs (a
+    section level cannot be chosen inside an include), and ``<`` before a letter escaped outside
+    code (``<bos>`` is text, not HTML). Code fences are left as they are."""
+    out, fence, titled = [], False, False
+    for line in md.splitlines():
+        if _FENCE.match(line):
+            fence = not fence
+        elif not fence and line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            text = line[level:].strip()
+            if level == 1 and not titled:
+                titled = True
+                continue
+            line = f"**{text}**"
+        elif not fence:
+            line = "".join(p if k % 2 else re.sub(r"<(?=[A-Za-z/])", r"\\<", p)
+                           for k, p in enumerate(_CODE_SPAN.split(line)))
+        out.append(line)
+    return "\n".join(out).strip() + "\n"
+
+
 def benchmarks() -> None:
     names = sorted(f[:-5] for f in os.listdir(RESULTS) if f.endswith(".json"))
     pages = os.path.join(OUT, "benchmarks")
@@ -315,6 +345,15 @@ def benchmarks() -> None:
             doc = json.load(f)
         title = _heading(os.path.join(RESULTS, f"{name}.md"), name)
         body = [_title(title), "", f"Source: ``benchmarks/results/{name}.json``.", ""]
+        md = os.path.join(RESULTS, f"{name}.md")
+        if os.path.exists(md):
+            with open(md, encoding="utf-8") as f:
+                # not .md: Sphinx would read a .md file under docs/ as a page of its own
+                _write(os.path.join(pages, f"{name}.summary.txt"), _summary(f.read()))
+            body += [_title("Summary", "-"), "",
+                     f"The summary ``benchmarks/results/{name}.md`` that the benchmark wrote beside the "
+                     "file, with the reading written after the run.", "",
+                     f".. include:: {name}.summary.txt", "   :parser: myst_parser.sphinx_", ""]
         if isinstance(doc, dict) and isinstance(doc.get("environment"), dict):
             body += [_title("Environment", "-"), _list_table(["field", "value"], [[f"``{k}``", _cell(v)] for k, v in doc["environment"].items()]), ""]
         if isinstance(doc, dict):

