@@ -184,7 +184,7 @@ def test_seed_claims_records(bench):
     acc = {"NBSE": {"0.1": 0.8, "0.3": 0.9}, "ANOVA F": {"0.1": 0.7, "0.3": 0.85}, "random": {"0.1": 0.6, "0.3": 0.8}}
     ds = {"x": {"full": 0.905, "acc": acc, "drop_at_30": 0.005, "gap": {"ANOVA F": 0.075, "random": 0.15},
                 "max_gap": {"ANOVA F": 0.1, "random": 0.2}}}
-    prop = {"FS-MWK++ (default grid)": 0.97, "FS-MWK++ (paper grid)": 1.0, "FS-MWK++ z-scored": 0.9,
+    prop = {"FS-MWK++ (default grid)": 0.97, "FS-MWK++ (paper grid)": 1.0, "Gaussian noise: FS-MWK++ z-scored": 0.9,
             "smallest variance": 1.0}
     out = {"nbse": {"datasets": ds, "fractions": fracs, "seeds": 2, "verdict_drop": "reproduced",
                     "verdict_gap": "reproduced"},
@@ -192,7 +192,7 @@ def test_seed_claims_records(bench):
                                                    "paper_grid_draws": 1}},
                      "paper_replications": 25, "verdict": "reproduced"}}
     claims = bench.seed_claims(out)
-    assert [c["method"] for c in claims] == ["NBSE", "NBSE", "FS-MWK++"]
+    assert [c["method"] for c in claims] == ["NBSE", "NBSE", "FS-MWK++ (MinkowskiWeightedSelector)"]
     for c in claims:
         assert set(c) == KEYS
         assert c["verdict"] in ("reproduced", "partly", "not")
