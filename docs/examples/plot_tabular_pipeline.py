@@ -66,7 +66,7 @@ plt.tight_layout()
 # Interventional TreeSHAP over a background: with ``output="probability"`` the values add up to
 # ``predict_proba[:, 1]``. The two are not a transform of each other: near p = 0 or 1 the sigmoid
 # is flat, so a row whose log-odds values are large can have small probability values, and the
-# order of the features by mean |value| can change (on these rows the top three agree).
+# order of the features by their mean absolute value can change (here the top three agree).
 background = fl.games.summarize_background(X_train, k=20, seed=0)
 rows = X_test.iloc[:40]
 p = fl.explainer("tree_shap", booster, background=background, output="probability").explain(rows, target=1)
