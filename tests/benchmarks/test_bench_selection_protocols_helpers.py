@@ -200,3 +200,24 @@ def test_seed_claims_records(bench):
     assert "drop +0.5 points" in claims[0]["measured"]
     assert "vs ANOVA F +7.5" in claims[1]["measured"]
     assert "100x2-2 +1NF: 0.970" in claims[2]["measured"]
+
+
+def _nbse_ds(full, nbse30, rand30, n=100, d=10, dead=0):
+    acc = {"NBSE": {"0.1": nbse30, "0.3": nbse30}, "ANOVA F": {"0.1": nbse30, "0.3": nbse30},
+           "random": {"0.1": rand30 - 0.1, "0.3": rand30}}
+    return {"full": full, "acc": acc, "n": n, "d": d, "dead_units": dead}
+
+
+def test_nbse_reading_follows_the_numbers(bench):
+    r = {"fractions": [0.1, 0.3], "datasets": {"a": _nbse_ds(0.90, 0.85, 0.86)}}
+    t = bench.nbse_reading(r)
+    assert "drop at 30% NBSE +5.0" in t and "random +4.0" in t
+    assert "random choice loses about as much (within 2 points)" in t
+    r = {"fractions": [0.1, 0.3], "datasets": {"a": _nbse_ds(0.90, 0.80, 0.86)}}
+    assert "random choice loses less on a" in bench.nbse_reading(r)
+    # No drop of a point or more: no sentence about it; dead units: their share of random picks.
+    r = {"fractions": [0.1, 0.3], "datasets": {"cnn-digits": _nbse_ds(0.90, 0.899, 0.89, d=8, dead=2)}}
+    t = bench.nbse_reading(r)
+    assert "loses a point or more" not in t
+    assert "2 of 8 units are dead" in t and "25% of random choice's picks" in t
+    assert "NBSE - random +10.9 points there" in t
