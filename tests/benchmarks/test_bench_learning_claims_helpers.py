@@ -130,3 +130,28 @@ def test_max_abs_cosine_hand_computed_and_the_library_signed_max(bench):
     y = np.array([0, 0, 1, 1])
     assert bench.max_abs_cosine(H, y) == pytest.approx(1 / np.sqrt(2))
     assert fl.learning.compression_discrimination([H], y)[0]["discrimination"] == pytest.approx(-1 / np.sqrt(2))
+
+
+def _pnc_run(bench, arch, C, D, seed=0):
+    layers = np.arange(len(C))
+    return {"seed": seed, "depth": len(C) - 1, "arch": arch, "epochs": 1, "loss": 0.0, "C": C, "D": D,
+            "D_abs": np.abs(D).tolist(), "C_init": [C[0]] * len(C), "D_init": [D[0]] * len(D),
+            "fit_logC": bench.fit_line(layers, np.log(C)), "fit_D": bench.fit_line(layers, D),
+            "fit_Dabs": bench.fit_line(layers, np.abs(D)), "ratio": float(np.exp(bench.fit_line(layers, np.log(C))["slope"]))}
+
+
+def test_pnc_claims_on_planted_runs(bench):
+    l = np.arange(6)
+    geometric, linear_fall = (10 * 0.3**l).tolist(), (0.3 - 0.1 * l).tolist()
+    flat_c, jumpy_d = [10.0, 9.0, 10.0, 9.0, 10.0, 9.0], [0.0, 0.6, 0.5, 0.6, 0.5, 0.6]
+    runs = [_pnc_run(bench, "linear", geometric, linear_fall, s) for s in range(2)]
+    runs += [_pnc_run(bench, "relu", geometric, jumpy_d)]
+    claims, v = bench.pnc_claims(runs)
+    assert (v["compression"], v["discrimination"], v["nonlinear_compression"], v["nonlinear_discrimination"]) == (
+        "reproduced", "reproduced", "reproduced", "not")
+    assert v["nonlinear"] == "partly" and [c["verdict"] for c in claims] == ["reproduced", "reproduced", "partly"]
+    # D falls linearly through zero: the signed reading agrees, |D| does not fall linearly
+    assert v["discrimination_abs"] == "not"
+    runs = [_pnc_run(bench, "linear", flat_c, linear_fall)] + [_pnc_run(bench, "relu", flat_c, jumpy_d)]
+    _, v = bench.pnc_claims(runs)
+    assert v["compression"] == "not" and v["nonlinear"] == "not"
