@@ -37,7 +37,8 @@ def blocks(name: str) -> list[str]:
 
 
 def test_guides_exist():
-    assert {"shap.md", "captum.md", "quantus.md", "trust.md", "model_files.md", "reproducibility.md"} <= set(NAMES)
+    assert {"shap.md", "captum.md", "quantus.md", "trust.md", "model_files.md", "reproducibility.md",
+            "tour.md", "text.md", "metrics.md", "learned.md", "cluster.md", "commands.md"} <= set(NAMES)
 
 
 def test_block_extraction():
