@@ -46,7 +46,7 @@ print(t.output, t.values.shape)
 print(f"largest |base + sum(values) - raw_score|: {np.abs(t.base_values + t.values.sum(1) - margin).max():.1e}")
 
 fl.plots.beeswarm(t, max_display=8)
-plt.title("LightGBM, log-odds of malignant = 0")
+plt.title("LightGBM, log-odds of class 1 (benign)")
 plt.tight_layout()
 
 # %%
