@@ -136,16 +136,17 @@ def nbse_gap_verdict(gaps: dict) -> str:
 
 def siofs_verdict(diffs: dict, tie: float = SIOFS_TIE) -> str:
     """Claim "SIOFS beats the baselines on ADMHC data": ``diffs[setting]`` is SIOFS's mean accuracy
-    minus the best baseline's (mean over the m values, draws and splits). A setting counts as won
-    when the difference is above ``-tie`` (a tie within ``tie`` is not a loss). "reproduced" when
-    every setting is won and at least one by more than ``tie``; "partly" when some setting is won;
-    "not" when none is."""
+    minus the best baseline's (mean over the m values, draws and splits). A setting is a clear win
+    above ``+tie``, a loss below ``-tie``, a tie in between. "reproduced": no loss and at least one
+    clear win; "partly": a clear win somewhere (with losses elsewhere), or ties everywhere; "not":
+    no clear win and at least one loss (ties do not make "beats")."""
     if not diffs:
         raise ValueError("no settings")
-    won = [d > -tie for d in diffs.values()]
-    if all(won) and any(d > tie for d in diffs.values()):
+    wins = any(d > tie for d in diffs.values())
+    losses = any(d < -tie for d in diffs.values())
+    if wins and not losses:
         return "reproduced"
-    return "partly" if any(won) else "not"
+    return "partly" if wins or not losses else "not"
 
 
 def fsmwk_verdict(proportions: dict, target: float = FSMWK_TARGET) -> str:
@@ -463,10 +464,8 @@ def run_nbse(quick):
         print(f"NBSE {name}: full {r['full']:.3f}; at 30% NBSE {r['acc']['NBSE']['0.3']:.3f} "
               f"F {r['acc']['ANOVA F']['0.3']:.3f} random {r['acc']['random']['0.3']:.3f}; drop {r['drop_at_30']:+.3f}; "
               f"mean gap vs F {r['gap']['ANOVA F']:+.3f} vs random {r['gap']['random']:+.3f}", flush=True)
-    v_drop = nbse_retention_verdict({k: v["drop_at_30"] for k, v in res.items()})
-    v_gap = nbse_gap_verdict({k: v["gap"] for k, v in res.items()})
     return {"datasets": res, "fractions": list(fracs), "seeds": seeds, "embed_seconds": embed_s,
-            "verdict_drop": v_drop, "verdict_gap": v_gap, "seconds": time.perf_counter() - t0}
+            "seconds": time.perf_counter() - t0}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -625,13 +624,7 @@ def run_siofs(quick):
         res[name] = r
         print(f"SIOFS {name}: SIOFS(0.5) {r['acc']['SIOFS a=0.5']:.3f} F {r['acc']['ANOVA F']:.3f} "
               f"MI {r['acc']['mutual info']:.3f} ReliefF {r['acc']['ReliefF']:.3f}", flush=True)
-    adm = {k: v for k, v in res.items() if v["kind"] == "ADMHC"}
-    bun = {k: v for k, v in res.items() if v["kind"] == "bundled"}
-    return {"settings": res, "verdict": siofs_verdict({k: v["diff_default"] for k, v in adm.items()}),
-            "verdict_oracle": siofs_verdict({k: v["diff_oracle"] for k, v in adm.items()}),
-            "verdict_bundled": siofs_verdict({k: v["diff_default"] for k, v in bun.items()}),
-            "verdict_nmi": siofs_verdict({k: v["nmi_diff_default"] for k, v in adm.items()}),
-            "seconds": time.perf_counter() - t0}
+    return {"settings": res, "seconds": time.perf_counter() - t0}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -681,16 +674,35 @@ def run_fsmwk(quick):
         print(f"FS-MWK++ {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in r["proportion"].items())
               + f" (chance {r['chance']:.2f})", flush=True)
     return {"settings": res, "paper_replications": paper_reps,
-            "verdict": fsmwk_verdict({k: v["proportion"]["FS-MWK++ (default grid)"] for k, v in res.items()}),
-            "verdict_paper_grid": fsmwk_verdict({k: v["proportion"]["FS-MWK++ (paper grid)"] for k, v in res.items()}),
-            "verdict_gaussian_noise": fsmwk_verdict(
-                {k: v["proportion"]["Gaussian noise: FS-MWK++ z-scored"] for k, v in res.items()}),
             "seconds": time.perf_counter() - t0}
 
 
 # ---------------------------------------------------------------------------------------------------
-# Seed claims, report
+# Verdicts, seed claims, report
 # ---------------------------------------------------------------------------------------------------
+def add_verdicts(out) -> None:
+    """Every study's verdicts from its stored numbers (also used by ``--from-json``)."""
+    if "nbse" in out:
+        ds = out["nbse"]["datasets"]
+        out["nbse"]["verdict_drop"] = nbse_retention_verdict({k: v["drop_at_30"] for k, v in ds.items()})
+        out["nbse"]["verdict_gap"] = nbse_gap_verdict({k: v["gap"] for k, v in ds.items()})
+    if "siofs" in out:
+        st = out["siofs"]["settings"]
+        adm = {k: v for k, v in st.items() if v["kind"] == "ADMHC"}
+        bun = {k: v for k, v in st.items() if v["kind"] == "bundled"}
+        out["siofs"].update({
+            "verdict": siofs_verdict({k: v["diff_default"] for k, v in adm.items()}),
+            "verdict_oracle": siofs_verdict({k: v["diff_oracle"] for k, v in adm.items()}),
+            "verdict_bundled": siofs_verdict({k: v["diff_default"] for k, v in bun.items()}),
+            "verdict_nmi": siofs_verdict({k: v["nmi_diff_default"] for k, v in adm.items()})})
+    if "fsmwk" in out:
+        st = out["fsmwk"]["settings"]
+
+        def fv(col):
+            return fsmwk_verdict({k: v["proportion"][col] for k, v in st.items()})
+
+        out["fsmwk"].update({"verdict": fv("FS-MWK++ (default grid)"), "verdict_paper_grid": fv("FS-MWK++ (paper grid)"),
+                             "verdict_gaussian_noise": fv("Gaussian noise: FS-MWK++ z-scored")})
 def seed_claims(out) -> list:
     claims = []
     if "nbse" in out:
@@ -880,8 +892,10 @@ def _table(out, env, total, quick):
             if "precision" in v and v["kind"] == "ADMHC":
                 L.append(f"| {name} | " + " | ".join(f"{v['precision'][m]:.3f}" for m in meths[:1] + meths[2:]) + " |")
         L += ["", f"Verdicts: ADMHC (alpha 0.5) {r['verdict']}; ADMHC with the oracle alpha {r['verdict_oracle']}; "
-              f"ADMHC by NMI {r['verdict_nmi']}; bundled sets {r['verdict_bundled']}. A setting is won when SIOFS is "
-              f"at most {SIOFS_TIE} below the best of ANOVA F / mutual info / ReliefF.", "", siofs_reading(r), ""]
+              f"ADMHC by NMI {r['verdict_nmi']}; bundled sets {r['verdict_bundled']}. Per setting, SIOFS minus the best "
+              f"of ANOVA F / mutual info / ReliefF is a clear win above +{SIOFS_TIE}, a loss below -{SIOFS_TIE}, a tie "
+              f"in between; reproduced = a clear win and no loss, partly = a clear win with losses or ties "
+              f"everywhere, not = no clear win and a loss.", "", siofs_reading(r), ""]
     if "fsmwk" in out:
         r = out["fsmwk"]
         cols = ["FS-MWK++ (default grid)", "FS-MWK++ (paper grid)", "smallest variance",
@@ -916,6 +930,7 @@ def main(argv=None) -> int:
         import json
 
         doc = json.loads(Path(args.from_json).read_text())
+        add_verdicts(doc)
         doc["seed_claims"] = seed_claims(doc)
         table = _table(doc, doc["environment"], doc["total_seconds"], doc["quick"])
         write_results(args.out or str(Path(args.from_json).parent), "selection_protocols", table, doc)
@@ -937,6 +952,7 @@ def _run(args) -> int:
     for key, fn in (("fsmwk", run_fsmwk), ("siofs", run_siofs), ("nbse", run_nbse)):
         if key in only:
             out[key] = fn(args.quick)
+    add_verdicts(out)
     out["seed_claims"] = seed_claims(out)
     total = time.perf_counter() - started
     env = environment(sklearn=__import__("sklearn").__version__, load_average=load_average(), blas_threads=1)

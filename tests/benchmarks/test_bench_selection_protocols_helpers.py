@@ -37,14 +37,34 @@ def test_nbse_gap_verdict(bench):
 
 def test_siofs_verdict(bench):
     tie = bench.SIOFS_TIE
-    # One setting tied within the tolerance, one clearly won.
+    # One setting tied within the tolerance, one clearly won, none lost.
     assert bench.siofs_verdict({"x": -tie / 2, "y": 3 * tie}) == "reproduced"
-    # Ties everywhere: not lost, but nowhere beaten -> partly.
+    # Ties everywhere: nothing lost, nothing beaten -> partly.
     assert bench.siofs_verdict({"x": tie / 2, "y": -tie / 2}) == "partly"
+    # A clear win and a loss -> partly.
     assert bench.siofs_verdict({"x": -4 * tie, "y": 2 * tie}) == "partly"
+    # Ties and a loss, no clear win: "beats" is not shown -> not.
+    assert bench.siofs_verdict({"x": -4 * tie, "y": tie / 2, "z": -tie / 2}) == "not"
     assert bench.siofs_verdict({"x": -4 * tie, "y": -2 * tie}) == "not"
     with pytest.raises(ValueError):
         bench.siofs_verdict({})
+
+
+def test_add_verdicts_reads_the_stored_numbers(bench):
+    tie = bench.SIOFS_TIE
+    st = {"a": {"kind": "ADMHC", "diff_default": 3 * tie, "diff_oracle": 3 * tie, "nmi_diff_default": -3 * tie},
+          "b": {"kind": "ADMHC", "diff_default": 0.0, "diff_oracle": 0.0, "nmi_diff_default": 0.0},
+          "wine": {"kind": "bundled", "diff_default": -3 * tie, "diff_oracle": 0.0, "nmi_diff_default": 0.0}}
+    out = {"siofs": {"settings": st},
+           "nbse": {"datasets": {"x": {"drop_at_30": 0.02, "gap": {"ANOVA F": -0.01, "random": 0.01}}}},
+           "fsmwk": {"settings": {"s": {"proportion": {"FS-MWK++ (default grid)": 0.97, "FS-MWK++ (paper grid)": 0.5,
+                                                       "Gaussian noise: FS-MWK++ z-scored": 0.99}}}}}
+    bench.add_verdicts(out)
+    assert (out["siofs"]["verdict"], out["siofs"]["verdict_bundled"], out["siofs"]["verdict_nmi"]) == \
+        ("reproduced", "not", "not")
+    assert (out["nbse"]["verdict_drop"], out["nbse"]["verdict_gap"]) == ("not", "partly")
+    assert (out["fsmwk"]["verdict"], out["fsmwk"]["verdict_paper_grid"], out["fsmwk"]["verdict_gaussian_noise"]) == \
+        ("reproduced", "not", "reproduced")
 
 
 def test_fsmwk_verdict(bench):
