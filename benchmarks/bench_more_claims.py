@@ -1,4 +1,4 @@
-"""Seed claims of built methods that had no case study: NFA, SAND, HyperDFS, GSNR, NeuralFeatureKernel.
+"""Seed claims of built methods that had no case study: NFA, SAND, HyperDFS, GSNR, NeuralFeatureKernel, CKA.
 
 Each study states its protocol choices, the paper's protocol and the differences; the verdict rules
 below were fixed before the first run, and ``nfa_verdicts`` / ``sand_verdicts`` compute the verdicts
@@ -106,8 +106,19 @@ from the numbers written to ``benchmarks/results/more_claims.json`` (its ``"seed
     learned features": per seed the trained kernel's test R^2 exceeds the initial kernel's;
     reproduced in every seed, partly in some, not in none.
 
+(6) Debiased CKA (``fl.learning.cka``). Kornblith, Norouzi, Lee & Hinton, ICML 2019 (linear CKA) with
+    the unbiased HSIC estimator of Song et al. 2012: the debiased linear CKA of independent
+    representations is near 0, unlike the biased estimator, which is far from 0 when the width is not
+    small against n. Protocol here: the feature-learning reference sheet's settings (§2.1, "Bias
+    matters"): independent standard Gaussian A, B of shape (n, d) for (n, d) = (100, 64), (500, 256),
+    (2000, 256), (2000, 2048), the seeds; ``cka(A, B, debiased=False)`` and ``debiased=True``.
+
+    Rule: Claim C1: a setting holds when the mean debiased CKA is within 0.02 of 0 (the sheet's
+    bound) and the mean biased CKA is >= 0.1 (every setting has d / n >= 0.128); reproduced when
+    every setting holds, partly when some, not when none.
+
 Usage: .venv/bin/python benchmarks/bench_more_claims.py [--quick] [--seeds 0 1 2]
-       [--only nfa sand hyperdfs gsnr nfk]
+       [--only nfa sand hyperdfs gsnr nfk cka]
        [--from-json benchmarks/results/more_claims.json]
 Writes benchmarks/results/more_claims.md and .json (``--quick``: two seeds, fewer epochs, writes
 nothing unless ``--out`` is given).
@@ -621,6 +632,46 @@ def nfk_claims(runs: list[dict], epochs: int, seeds) -> list[dict]:
                     "seed, partly in some, not in none.", paper, diffs, family="Random features and kernels"),
     ]
 
+# ------------------------------------------------------------------------------------------ CKA
+
+CKA_SETTINGS = ((100, 64), (500, 256), (2000, 256), (2000, 2048))
+#: The reference sheet's biased values for these settings (feature-learning.md §2.1), for comparison only.
+CKA_SHEET_BIASED = {(100, 64): 0.40, (500, 256): 0.34, (2000, 256): 0.11, (2000, 2048): 0.51}
+CKA_PAPER = "Kornblith, Norouzi, Lee & Hinton, ICML 2019; the unbiased HSIC estimator of Song et al., JMLR 2012"
+
+
+def cka_run(n: int, d: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    A, B = rng.standard_normal((n, d)), rng.standard_normal((n, d))
+    return {"n": n, "d": d, "seed": seed, "biased": float(fl.learning.cka(A, B, debiased=False)),
+            "debiased": float(fl.learning.cka(A, B, debiased=True))}
+
+
+def cka_verdicts(runs: list[dict]) -> dict:
+    cells = []
+    for n, d in dict.fromkeys((r["n"], r["d"]) for r in runs):
+        rs = [r for r in runs if (r["n"], r["d"]) == (n, d)]
+        b, deb = mean_se([r["biased"] for r in rs])[0], mean_se([r["debiased"] for r in rs])[0]
+        cells.append({"n": n, "d": d, "biased": b, "debiased": deb, "ok": abs(deb) <= 0.02 and b >= 0.1})
+    return {"cells": cells, "C1": _claims.count_rule([c["ok"] for c in cells])}
+
+
+def cka_claims(runs: list[dict], seeds) -> list[dict]:
+    v = cka_verdicts(runs)
+    measured = "; ".join(f"n={c['n']}, d={c['d']}: biased {c['biased']:.3f} (sheet "
+                         f"{CKA_SHEET_BIASED.get((c['n'], c['d']), float('nan')):.2f}), debiased {c['debiased']:+.4f}"
+                         for c in v["cells"])
+    return [_claims.row(
+        "cka (debiased, fl.learning.cka)", CKA_PAPER,
+        "The debiased linear CKA of independent data is near 0, unlike the biased estimator", v["C1"],
+        f"settings that hold: {sum(c['ok'] for c in v['cells'])} of {len(v['cells'])}; {measured}",
+        f"Independent standard Gaussian A, B (n, d) in {[list(x) for x in CKA_SETTINGS]}, seeds {list(seeds)}; "
+        "fl.learning.cka(linear, debiased False / True). Rule: a setting holds when |mean debiased| <= 0.02 and mean "
+        "biased >= 0.1; reproduced when all hold, partly when some, not when none.",
+        "The reference sheet's measurement (feature-learning.md §2.1, the same settings): biased 0.40 / 0.34 / 0.11 / "
+        "0.51, debiased |.| < 0.02 (the papers argue the bias analytically)",
+        "None in the settings; the seeds differ from the sheet's (unstated).", family="Representations")]
+
 # ----------------------------------------------------------------------------------------- main
 
 def all_claims(doc: dict) -> list[dict]:
@@ -635,11 +686,13 @@ def all_claims(doc: dict) -> list[dict]:
         rows += gsnr_claims(doc["gsnr"]["runs"], doc["gsnr"]["epochs"], doc["gsnr"]["seeds"])
     if "nfk" in doc:
         rows += nfk_claims(doc["nfk"]["runs"], doc["nfk"]["epochs"], doc["nfk"]["seeds"])
+    if "cka" in doc:
+        rows += cka_claims(doc["cka"]["runs"], doc["cka"]["seeds"])
     return rows
 
 
 def markdown(doc: dict) -> str:
-    lines = ["# More seed claims: NFA, SAND, HyperDFS, GSNR and NeuralFeatureKernel", "",
+    lines = ["# More seed claims: NFA, SAND, HyperDFS, GSNR, NeuralFeatureKernel and debiased CKA", "",
              f"Command: `{doc['command']}`; {doc['environment']['cpu']}, torch threads {doc['environment']['threads']}; "
              f"total {doc['seconds']:.0f} s, load average before {doc['load_before']}.", ""]
     if "nfa" in doc:
@@ -692,6 +745,14 @@ def markdown(doc: dict) -> str:
             lines.append(f"| {r['seed']} | {r['init_gp_r2']:.3f} | {r['trained_gp_r2']:.3f} | {r['trained_ridge_r2']:.3f} "
                          f"| {max(r['init_max_rel_diff'], r['trained_max_rel_diff']):.1e} |")
         lines.append("")
+    if "cka" in doc:
+        lines += ["## Debiased CKA of independent Gaussian representations (means over seeds "
+                  f"{doc['cka']['seeds']})", "", "| n | d | biased | reference sheet's biased | debiased |",
+                  "|---|---|---|---|---|"]
+        for c in cka_verdicts(doc["cka"]["runs"])["cells"]:
+            lines.append(f"| {c['n']} | {c['d']} | {c['biased']:.3f} | "
+                         f"{CKA_SHEET_BIASED.get((c['n'], c['d']), float('nan')):.2f} | {c['debiased']:+.4f} |")
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 
@@ -699,8 +760,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two seeds, fewer epochs; writes nothing unless --out")
     parser.add_argument("--seeds", type=int, nargs="+", default=None)
-    parser.add_argument("--only", nargs="+", choices=["nfa", "sand", "hyperdfs", "gsnr", "nfk"],
-                        default=["nfa", "sand", "hyperdfs", "gsnr", "nfk"])
+    parser.add_argument("--only", nargs="+", choices=["nfa", "sand", "hyperdfs", "gsnr", "nfk", "cka"],
+                        default=["nfa", "sand", "hyperdfs", "gsnr", "nfk", "cka"])
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--from-json", type=Path, default=None,
                         help="rerun nothing: write the verdicts of this results JSON into it and its .md")
@@ -762,6 +823,11 @@ def main(argv=None) -> int:
             print(f"nfk seed {s}: GP R2 {r['init_gp_r2']:.3f} -> {r['trained_gp_r2']:.3f}, |GP - ridge| "
                   f"{r['trained_max_rel_diff']:.1e} ({time.perf_counter() - t0:.0f} s)", flush=True)
         doc["nfk"] = {"epochs": k_epochs, "seeds": seeds, "runs": runs}
+    if "cka" in args.only:
+        settings = CKA_SETTINGS[:2] if args.quick else CKA_SETTINGS
+        runs = [cka_run(n, d, s) for n, d in settings for s in seeds]
+        print(f"cka: {cka_verdicts(runs)['cells']} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        doc["cka"] = {"seeds": seeds, "runs": runs}
     doc["seconds"] = time.perf_counter() - t0
     doc["load_after"] = load_average()
     doc["seed_claims"] = all_claims(doc)
