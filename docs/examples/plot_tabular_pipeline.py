@@ -13,7 +13,7 @@ Three things a tabular user meets on the first day:
    black-box explainers see the columns *you* passed in (one value for ``city``, not one per
    one-hot column), and the category strings come back for the plots.
 
-Everything runs on data made here (no download).
+Everything runs on data that ships with scikit-learn or is made here (no download).
 """
 
 import lightgbm as lgb
