@@ -52,6 +52,10 @@ bench: setup
 	$(PY) benchmarks/bench_text_models.py
 	$(PY) benchmarks/bench_parallel.py
 	$(PY) benchmarks/bench_parallel_text.py
+	$(PY) benchmarks/bench_selection_protocols.py
+	$(PY) benchmarks/bench_learning_claims.py
+	$(PY) benchmarks/bench_more_claims.py
+	$(PY) benchmarks/seed_claims.py
 
 # The documentation site, into docs/_build/html: every gallery example runs; warnings are errors.
 docs: setup
