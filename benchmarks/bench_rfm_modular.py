@@ -156,6 +156,7 @@ def main(argv=None) -> int:
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--every", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results folder (default benchmarks/results)")
     parser.add_argument("--from-json", type=Path, default=None,
                         help="rerun nothing: write the verdicts of this results JSON into it and its .md")
     args = parser.parse_args(argv)
@@ -201,7 +202,7 @@ def main(argv=None) -> int:
     data["seed_claims"] = seed_claims(data)
     text = _claims.with_section("\n".join(lines) + "\n", data["seed_claims"])
     print(_claims.section(data["seed_claims"]))
-    write_results(RESULTS, "rfm_modular", text, data)
+    write_results(args.out, "rfm_modular", text, data)
     return 0
 
 
