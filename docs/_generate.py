@@ -14,7 +14,16 @@ alone as ``python docs/_generate.py``. Everything goes under ``docs/generated/``
 * ``generated/benchmarks.rst`` and ``generated/benchmarks/<name>.rst``: one page per ``benchmarks/results/<name>.json`` (its
   environment and every table of rows in it), with the figures that sit beside it, and the
   summary the benchmark wrote beside it, ``benchmarks/results/<name>.md`` (its tables and the
-  reading written after the run), rendered by MyST.
+  reading written after the run), rendered by MyST;
+* ``generated/headlines/*.txt``: Markdown snippets that ``results.md`` includes (it holds no number
+  of its own): the headline tables of the comparisons with Captum, shap, shapiq, Quantus, xrfm
+  (``<name>.txt``, from ``benchmarks/results/<name>.json``), the seed claims decided by each
+  results file with their verdicts (``<name>.verdicts.txt``) and the verdict counts
+  (``claims.txt``);
+* ``generated/quantus.txt``: the table of Quantus classes and their featurelens functions, from
+  the metric specs' ``quantus`` field (included by ``guides/quantus.md``).
+
+The snippets are ``.txt``, not ``.md``: Sphinx would read a ``.md`` under ``docs/`` as a page.
 """
 
 from __future__ import annotations
@@ -379,6 +388,249 @@ def benchmarks() -> None:
     _write(os.path.join(OUT, "benchmarks.rst"), "\n".join(index) + "\n")
 
 
+# ------------------------------------------------------------------------------ results headlines
+#
+# docs/results.md holds no number of its own: each of its sections includes a snippet written here
+# from benchmarks/results/<name>.json (generated/headlines/<name>.txt, Markdown; not .md, which
+# Sphinx would read as a page of its own), so a rerun of the benchmark changes the page with it.
+
+HEADLINES = os.path.join(OUT, "headlines")
+
+
+def _load(name: str):
+    with open(os.path.join(RESULTS, f"{name}.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _md(text) -> str:
+    """Text for a Markdown table cell or list item: one line, markup characters escaped."""
+    text = " ".join(str(text).split())
+    for ch in ("\\", "*", "_", "`", "|", "<", ">", "[", "]", "$"):
+        text = text.replace(ch, "\\" + ch)
+    return text or " "
+
+
+def _md_table(header: list[str], rows: list[list], align: str | None = None) -> str:
+    align = align or "l" * len(header)
+    sep = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _r(x, digits: int = 2) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def _e(x) -> str:
+    return "–" if x is None else f"{x:.1e}"
+
+
+def _range(values) -> str:
+    values = sorted(v for v in values if v is not None)
+    return _r(values[0]) if values[0] == values[-1] else f"{_r(values[0])}–{_r(values[-1])}"
+
+
+def _headline_gradients(doc) -> str:
+    rows = doc["rows"]
+    at_or_below = sum(r["ratio_vs_captum_best"] <= 1 for r in rows)
+    table = [[r["model"], r["method"], f"{_r(r['ratio_vs_captum_best'])} ({r['captum_best_setting']})",
+              _r(r["ratio_vs_floor_best"]), _e(r["max_abs_diff"])] for r in rows]
+    return (_md_table(["model", "method", "featurelens / Captum best (Captum's setting)", "featurelens / floor",
+                       "max abs diff"], table, "llrrr")
+            + f"\nAt or below Captum's fastest setting in {at_or_below} of {len(rows)} model x method pairs "
+            f"(Captum {doc['environment'].get('captum', '?')}, torch {doc['environment'].get('torch', '?')}).\n")
+
+
+def _headline_captum_families(doc) -> str:
+    rows = doc["rows"]
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    ratio = {(r["model"], r["method"]): r["ratio_vs_captum_best"] for r in rows}
+    table = [[m] + [_r(ratio.get((mod, m))) for mod in models] for m in methods]
+    at_or_below = sum(r["ratio_vs_captum_best"] <= 1 for r in rows)
+    return (_md_table(["method"] + [f"featurelens / Captum best, {m}" for m in models], table, "l" + "r" * len(models))
+            + f"\nAt or below Captum's fastest setting in {at_or_below} of {len(rows)} model x method pairs "
+            f"(Captum {doc['environment'].get('captum', '?')}).\n")
+
+
+def _headline_shapley(doc) -> str:
+    rows = [r for r in doc["rows"] if "BLAS" not in r["method"] and "batch_size" not in r["method"]]
+    table = [[r["budget"], _md(r["method"]), f"{r['seconds_per_instance'] * 1e3:.1f}", _r(r["time_vs_shap_fastest"]),
+              _r(r["mae_vs_shap_most_accurate"])] for r in rows]
+    env = doc["environment"]
+    return (_md_table(["budget", "method", "ms per instance", "time / shap's fastest", "mean abs error / shap's most accurate"],
+                      table, "rlrrr")
+            + f"\nshap {env.get('shap', '?')}, shapiq {env.get('shapiq', '?')}; the errors are against the exact "
+            "Shapley values of the same game. The settings of each library (thread counts, batch sizes) are on the page.\n")
+
+
+def _headline_spex(doc) -> str:
+    groups: dict = {}
+    for r in doc["rows"]:
+        if r.get("status") != "ok":
+            continue
+        g = groups.setdefault((r["n"], r["n_terms"], r["noise"]), {})
+        if r["method"].startswith("shapiq"):
+            g["shapiq"] = r
+        elif r.get("budget") is not None and "featurelens" not in g:
+            g["featurelens"] = r
+    table = []
+    for (n, terms, noise), g in groups.items():
+        fl_, sq = g.get("featurelens"), g.get("shapiq")
+        if not fl_ or not sq:
+            continue
+        table.append([n, terms, noise, fl_["queries"], f"{fl_['decode_s']:.2f}", f"{sq['decode_s']:.2f}",
+                      f"{sq['decode_s'] / fl_['decode_s']:.0f}x", f"{fl_['recovered']:.2f} / {sq['recovered']:.2f}",
+                      f"{fl_['spurious']} / {sq['spurious']}"])
+    return (_md_table(["n", "planted terms", "noise", "queries", "featurelens decode s", "shapiq decode s",
+                       "shapiq / featurelens", "recovered (featurelens / shapiq)", "spurious terms"], table, "rrrrrrrrr")
+            + f"\nshapiq {doc['environment'].get('shapiq', '?')}, at the same budget and the same queries.\n")
+
+
+def _headline_tree(doc) -> str:
+    inter = {r["model"]: r for r in doc.get("interactions", [])}
+    interv = {r["model"]: r for r in doc.get("interventional", [])}
+    table = [[r["model"], _md(r["size"]), _r(r["ratio"]), _r(inter.get(r["model"], {}).get("ratio")),
+              _r(interv.get(r["model"], {}).get("ratio")), _e(r["max_abs_diff"])] for r in doc["rows"]]
+    return (_md_table(["model", "size", "featurelens / shap", "interaction values", "interventional",
+                       "max abs diff"], table, "llrrrr")
+            + f"\nshap {doc['environment'].get('shap', '?')} TreeExplainer (C++), one thread each.\n")
+
+
+def _headline_metrics(doc) -> str:
+    rows = [r for r in doc["rows"] if r.get("ratio")]
+    rows.sort(key=lambda r: r["ratio"])
+    ratios = [r["ratio"] for r in rows]
+    median = ratios[len(ratios) // 2] if len(ratios) % 2 else (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2
+    return (f"{len(rows)} metrics timed against Quantus {doc['environment'].get('quantus', '?')}: Quantus's time over "
+            f"featurelens's is {ratios[0]:.1f}x ({_md(rows[0]['metric'])}) to {ratios[-1]:.0f}x "
+            f"({_md(rows[-1]['metric'])}), median {median:.1f}x; at least 5x for {sum(x >= 5 for x in ratios)} of "
+            f"{len(rows)}.\n")
+
+
+def _headline_agop(doc) -> str:
+    table = [[_md(r["case"]), f"{r['speedup_vs_loop']:.1f}x", f"{r['speedup_bound_loop_over_floor']:.1f}x",
+              _r(r["ratio_vs_floor"])] for r in doc["rows"]]
+    return _md_table(["AGOP", "speed-up over the fastest per-sample loop", "bound (loop / floor)",
+                      "featurelens / floor"], table, "lrrr")
+
+
+def _headline_cka(doc) -> str:
+    table = [[_md(r["case"]), f"{r['speedup_vs_gram_numpy']:.1f}x" if r.get("speedup_vs_gram_numpy") else "–",
+              f"{r['featurelens_peak_mib']:.0f} / {r['gram_numpy_peak_mib']:.0f}", _e(r.get("max_abs_diff_vs_gram"))]
+             for r in doc["rows"]]
+    return _md_table(["case", "speed-up over n x n Gram matrices", "peak MiB (featurelens / Gram)", "max abs diff"],
+                     table, "lrrr")
+
+
+def _headline_rfm(doc) -> str:
+    table = [[_md(k), _r(v.get("time_ratio_featurelens_over_xrfm")), _e(v.get("score_difference_featurelens_minus_xrfm"))]
+             for k, v in doc.get("comparisons", {}).items()]
+    return (_md_table(["comparison", "fit time featurelens / xrfm", "test score difference"], table, "lrr")
+            + f"\nxrfm {doc['environment'].get('xrfm', '?')}.\n")
+
+
+def _headline_claims(rows, counts) -> str:
+    families = list(dict.fromkeys(r["family"] for r in rows))
+    keys = list(counts)
+    table = [[_md(f)] + [sum(r["family"] == f and r["verdict"] == k for r in rows) for k in keys] for f in families]
+    table.append(["**all**"] + [f"**{counts[k]}**" for k in keys])
+    return _md_table(["family"] + keys, table, "l" + "r" * len(keys))
+
+
+def _verdicts(rows) -> str:
+    if not rows:
+        return "No seed-paper claim is read from this file; its page has the numbers.\n"
+    return "".join(f"- **{_md(r['verdict'])}**: {_md(r['method'])}: {_md(r['claim'])}\n" for r in rows)
+
+
+#: The headline snippets: generated/headlines/<name>.txt from benchmarks/results/<name>.json.
+HEADLINE_WRITERS = {
+    "gradients": _headline_gradients, "captum_families": _headline_captum_families, "shapley": _headline_shapley,
+    "spex": _headline_spex, "tree": _headline_tree, "metrics": _headline_metrics, "agop": _headline_agop,
+    "cka": _headline_cka, "rfm": _headline_rfm,
+}
+
+
+def headlines() -> None:
+    """``generated/headlines/<name>.txt`` (the headline numbers of the comparisons with the reference
+    libraries), ``generated/headlines/<name>.verdicts.txt`` for every results file (the seed claims
+    it decides, with their verdicts) and ``generated/headlines/claims.txt`` (the verdict counts)."""
+    for name, write in HEADLINE_WRITERS.items():
+        if os.path.exists(os.path.join(RESULTS, f"{name}.json")):
+            _write(os.path.join(HEADLINES, f"{name}.txt"), write(_load(name)))
+    mod = __import__("_seed_claims")._module()
+    rows = mod.collect(RESULTS)
+    _write(os.path.join(HEADLINES, "claims.txt"), _headline_claims(rows, mod.counts(rows)))
+    for f in sorted(os.listdir(RESULTS)):
+        if f.endswith(".json"):
+            mine = [r for r in rows if os.path.basename(r.get("source", "")) == f]
+            _write(os.path.join(HEADLINES, f"{f[:-5]}.verdicts.txt"), _verdicts(mine))
+
+
+#: What differs from Quantus's counterpart, by spec name (hand-written: the definitions' fine print;
+#: the rows themselves come from the specs). A name that is not a spec fails the build.
+QUANTUS_NOTES = {
+    "deletion": '`baseline="min"` is Quantus\'s "black"; `insertion_curve` is the same curve inserting',
+    "faithfulness_correlation": '`baseline="min"` is Quantus\'s "black"',
+    "irof": "takes your segments (`groups=`); no `np.trapz`",
+    "sensitivity_n": "one correlation per sample (Quantus: one per step, across the batch)",
+    "monotonicity": "inserts features, as the paper (Quantus's default never does)",
+    "sufficiency": "NaN without a neighbour (Quantus: 0)",
+    "consistency": "NaN without a neighbour (Quantus: 0); `discretise=\"first_k_sign\"` is Quantus's `top_n_sign`",
+    "max_sensitivity": "`radius=0.2, relative=False` is Quantus's U(-0.2, 0.2) noise",
+    "avg_sensitivity": "`radius=0.2, relative=False` is Quantus's U(-0.2, 0.2) noise",
+    "relative_input_stability": "symmetric noise; a draw that changes the class is left out (Quantus: the whole sample turns NaN)",
+    "relative_output_stability": "symmetric noise; a draw that changes the class is left out (Quantus: the whole sample turns NaN)",
+    "model_randomization": "the randomised models are deep copies: yours is never changed",
+    "efficient_mprt": "the randomised models are deep copies: yours is never changed",
+    "smooth_mprt": "the randomised models are deep copies: yours is never changed",
+    "pointing_game": "an empty mask gives NaN",
+    "attribution_localisation": "an empty mask gives NaN",
+    "top_k_intersection": "an empty mask gives NaN",
+    "auc": "an empty mask gives NaN",
+    "focus": "an empty mask gives NaN; `focus_mosaics` builds the mosaics",
+    "completeness": "the signed gap (Quantus: an exact float equality)",
+    "input_invariance": "the shift reaches every pixel",
+}
+
+#: Metrics with a Quantus class of a similar name that no parity test compares them with.
+QUANTUS_OTHER = {
+    "infidelity": "Quantus's `Infidelity` removes square patches one after the other (no noise), a different "
+                  "quantity; this is the estimator of Captum's `infidelity`",
+    "local_lipschitz": "Quantus's `LocalLipschitzEstimate` uses Gaussian noise and max-normalised maps",
+    "relative_representation_stability": "Quantus has `RelativeRepresentationStability`; no parity test compares "
+                                         "the two",
+}
+
+
+def quantus_table() -> None:
+    """``generated/quantus.txt`` (Markdown, included by ``guides/quantus.md``): every metric spec
+    with a Quantus counterpart (``MetricSpec.quantus``, the class its parity test compares it
+    with), and the metrics without one."""
+    import featurelens.metrics as M
+
+    specs = M.list_metrics()
+    known = {s.name for s in specs}
+    unknown = (set(QUANTUS_NOTES) | set(QUANTUS_OTHER)) - known
+    if unknown:
+        raise ValueError(f"docs/_generate.py: QUANTUS_NOTES / QUANTUS_OTHER name no metric spec: {sorted(unknown)}")
+
+    def func(s):
+        return f"{{func}}`~featurelens.metrics.{s.function.__name__}`"
+
+    rows = [[s.quantus, func(s), s.family, QUANTUS_NOTES.get(s.name, " ")] for s in specs if s.quantus]
+    none = [s for s in specs if not s.quantus]
+    text = ["Generated from the metric specs (`fl.metrics.list_metrics()`): the Quantus class that each "
+            "function's parity test under `tests/metrics/` compares it with (`MetricSpec.quantus`).", "",
+            _md_table(["Quantus", "featurelens", "family", "what differs"], rows), "",
+            "Without a Quantus counterpart (no parity test):", ""]
+    text += [f"- {func(s)} ({s.family})" + (f": {QUANTUS_OTHER[s.name]}" if s.name in QUANTUS_OTHER else "")
+             for s in none]
+    _write(os.path.join(OUT, "quantus.txt"), "\n".join(text) + "\n")
+
+
 def main() -> None:
     # autosummary writes generated/api/ and never removes a page: start from none, so that a name
     # that left an __all__ leaves the site too
@@ -387,9 +639,11 @@ def main() -> None:
     explainers()
     which_explainer()
     metrics()
+    quantus_table()
     cli()
     benchmarks()
     __import__("_seed_claims").seed_claims(OUT)   # generated/seed_claims.rst
+    headlines()
 
 
 if __name__ == "__main__":
