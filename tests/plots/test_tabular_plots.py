@@ -264,6 +264,24 @@ def test_interaction_heatmap_labels_every_name():
     np.testing.assert_allclose(np.asarray(ax.images[0].get_array()), m)
 
 
+def test_interaction_heatmap_keeps_its_labels_inside_the_figure_after_tight_layout():
+    # The colour bar used to take space from the figure, and plt.tight_layout() then cut the y
+    # labels at the left edge; every label must now lie inside the figure.
+    names = [f"feature_{i}" for i in range(6)]
+    ax = P.interaction_heatmap(np.eye(6), feature_names=names)
+    fig = ax.figure
+    fig.tight_layout()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.canvas.get_width_height()
+    labels = ax.get_yticklabels() + ax.get_xticklabels()
+    assert len(labels) == 12
+    for label in labels:
+        box = label.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= width and box.y1 <= height, (label.get_text(), box)
+    plt.close(fig)
+
+
 def test_interaction_network_draws_one_edge_per_pair_above_threshold():
     m = _interaction_matrix()
     names = ["age", "bmi", "bp", "s1", "s2"]

@@ -148,10 +148,14 @@ def interaction_heatmap(matrix, feature_names=None, ax=None, cmap="RdBu_r"):
     names = resolve_feature_names(feature_names, d, matrix)
     ax = axes_for(ax, (0.35 * d + 3.0, 0.35 * d + 2.4))
     top = float(np.abs(m).max()) or 1.0
-    im = ax.imshow(m, cmap=resolve_cmap(cmap), vmin=-top, vmax=top, interpolation="nearest")
+    # aspect="auto": square cells come from the figure size; an equal-aspect image would shrink
+    # after tight_layout() has placed it, which then cuts the labels.
+    im = ax.imshow(m, cmap=resolve_cmap(cmap), vmin=-top, vmax=top, interpolation="nearest", aspect="auto")
     ax.set_xticks(np.arange(d), names, rotation=90)
     ax.set_yticks(np.arange(d), names)
-    cb = ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
+    # The colour bar is an inset of the heatmap's own Axes (not space taken from the figure), so
+    # plt.tight_layout() sees the two as one box and does not clip the y labels.
+    cb = ax.figure.colorbar(im, cax=ax.inset_axes([1.03, 0.0, 0.046, 1.0]))
     cb.set_label("interaction")
     cb.outline.set_visible(False)
     return ax
