@@ -78,3 +78,29 @@ def dask_client():
     yield client
     client.close()
     cluster.close()
+
+
+#: The gallery example that the test build of the documentation executes (numpy only, a few
+#: seconds); the other examples' pages are written with their code but not run.
+DOCS_EXAMPLE = "plot_interactions"
+
+
+@pytest.fixture(scope="session")
+def docs_site(tmp_path_factory):
+    """The documentation site, built once for the session as ``make docs`` builds it (Sphinx,
+    ``-W --keep-going``: any warning fails the build) except that sphinx-gallery executes only
+    :data:`DOCS_EXAMPLE`. Shared by tests/test_docs_build.py (pages and references) and
+    tests/test_docs_site_browser.py (screenshots). Skips when Sphinx or the docs extra is absent."""
+    for module in ("sphinx", "numpydoc", "sphinx_gallery", "pydata_sphinx_theme", "myst_parser"):
+        pytest.importorskip(module)
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = tmp_path_factory.mktemp("docs_html")
+    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-q", "-j", "1",
+           "-D", f"sphinx_gallery_conf.filename_pattern=/{DOCS_EXAMPLE}",
+           "-d", str(out / ".doctrees"), os.path.join(root, "docs"), str(out)]
+    env = dict(os.environ, MPLBACKEND="Agg", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env=env)
+    assert proc.returncode == 0, f"sphinx-build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
+    return out

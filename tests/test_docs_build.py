@@ -1,14 +1,13 @@
 """The documentation site builds with no warnings, and every public name has its page.
 
-Runs Sphinx (``-W --keep-going``, warnings are errors) on ``docs/`` into a temporary folder with
-``plot_gallery=0``: the API reference, the generated explainer / metric / CLI / benchmark pages
-and the guides, without executing the gallery (``make docs`` executes it). Skips when Sphinx or
+Runs Sphinx (``-W --keep-going``, warnings are errors) on ``docs/`` into a temporary folder, once
+per session (the ``docs_site`` fixture of tests/conftest.py, shared with the browser test): the
+API reference, the generated explainer / metric / CLI / benchmark pages and the guides, with one
+gallery example executed (``make docs`` executes them all). Skips when Sphinx or
 the docs extra is not installed (``pip install -e ".[docs]"``).
 """
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -25,13 +24,10 @@ DOCS = os.path.join(ROOT, "docs")
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("html")
-    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-q", "-j", "1",
-           "-D", "plot_gallery=0", "-d", str(out / ".doctrees"), DOCS, str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, f"sphinx-build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
-    return out
+def site(docs_site):
+    """The site built once for the session (tests/conftest.py: ``-W --keep-going``, one gallery
+    example executed)."""
+    return docs_site
 
 
 def _read(path):

@@ -1,18 +1,17 @@
 """The built documentation site, opened in a real browser: headless Chromium renders the index, an
 API page and an executed gallery page to PNGs, and none of them is blank.
 
-The site is built as ``make docs`` builds it, except that sphinx-gallery executes one quick example
-(``-D sphinx_gallery_conf.filename_pattern=/plot_interactions``: the other examples' pages are
-written with their code but without running it), so the build takes about a minute on 2 cores
-rather than the full gallery's several. Warnings are tests/test_docs_build.py's subject; here the
-build only has to succeed. Skips where Sphinx, the docs extra or Chromium is absent (CI's .ci/run
+The site is built once per session by the ``docs_site`` fixture of tests/conftest.py (shared with
+tests/test_docs_build.py): as ``make docs`` builds it, warnings as errors, except that
+sphinx-gallery executes one quick example (``-D sphinx_gallery_conf.filename_pattern=/plot_interactions``:
+the other examples' pages are written with their code but without running it), so the build takes
+about a minute on 2 cores rather than the full gallery's several. Skips where Sphinx, the docs extra or Chromium is absent (CI's .ci/run
 installs Debian's chromium when it can).
 """
 
 import os
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -28,21 +27,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(ROOT, "docs")
 CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"))
                  if p and os.path.exists(p)), None)
-EXAMPLE = "plot_interactions"  # numpy only (no torch training): a few seconds to execute
+EXAMPLE = "plot_interactions"  # the example the session build executes: DOCS_EXAMPLE in tests/conftest.py
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed")]
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("html")
-    cmd = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-j", "1",
-           "-D", f"sphinx_gallery_conf.filename_pattern=/{EXAMPLE}",
-           "-d", str(out / ".doctrees"), DOCS, str(out)]
-    env = dict(os.environ, MPLBACKEND="Agg", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
-    assert proc.returncode == 0, f"sphinx-build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}"
-    return out
+def site(docs_site):
+    """The site built once for the session (tests/conftest.py), with EXAMPLE executed."""
+    return docs_site
 
 
 def screenshot(page, shot, profile, height=1600):
