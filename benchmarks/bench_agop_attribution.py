@@ -60,9 +60,13 @@ models output logits (no softmax inside ``forward``).
     its numbers by the rules stated in the output. Training keeps this script's 8x8 recipe (Adam lr
     5e-3, batch 128, at most 60 epochs, patience 10) rather than XAI-TRIS's (lr 5e-4, batch 512, 500
     epochs, patience 400, softmax outputs), which does not fit the minutes of two shared cores.
+    ``--sizes 64`` (``--tag 64``: agop_attribution_protocols_64) runs the same protocols at 64x64 / the
+    XAI-TRIS 64x64 CNN, subsampled as in the default study: 2,400 images (XAI-TRIS: 40,000), at most
+    10 epochs with this script's 64x64 recipe, up to 64 correctly classified test images explained
+    (``--n-explain``); only the ``case`` setting is offered there.
 
 Usage: .venv/bin/python benchmarks/bench_agop_attribution.py [--quick] [--sizes 64 8]
-       [--scenarios linear multiplicative] [--skip sweep timing] [--study protocols]
+       [--scenarios linear multiplicative] [--skip sweep timing] [--study protocols [--sizes 8 | 64] [--tag T]]
 Writes benchmarks/results/agop_attribution.md, .json and agop_attribution_training.png; with
 ``--study protocols`` agop_attribution_protocols.md and .json (``_quick`` with ``--quick``).
 """
@@ -104,6 +108,10 @@ XAI_TRIS_TRAINING = {"epochs": 500, "patience": 400, "batch": 512, "lr": 5e-4}
 PROTOCOL_SETTINGS = {"case": (4000, None), "paper": (10000, None), "paper_recipe": (10000, XAI_TRIS_TRAINING)}
 PROTOCOL_SETTINGS_QUICK = {"case": (1000, None), "paper": (2000, None),
                            "paper_recipe": (2000, {**XAI_TRIS_TRAINING, "epochs": 30, "patience": 20})}
+#: --study protocols --sizes 64: the default study's 64x64 subsample (2,400 images, at most 10 epochs,
+#: SETTINGS[64]'s recipe; XAI-TRIS 64x64 uses 40,000), up to 64 explained images (quick 16).
+PROTOCOL_SETTINGS_64 = {"case": (SETTINGS[64]["n_samples"], None)}
+PROTOCOL_SETTINGS_64_QUICK = {"case": (QUICK[64]["n_samples"], None)}
 MASKS = ("union", "own")
 THRESHOLDS = ("top_k", "half_max")
 SNAPSHOT_ROWS = 256
@@ -218,6 +226,7 @@ def run_case(size: int, scenario: str, background: str, cfg: dict, n_explain: in
                                    ground_truth="own")
         assert np.array_equal(own.X, data.X)
         te_own = own.split((0.8, 0.1, 0.1))[2]
+        own_pixels = int(te_own.ground_truth[0].sum())
     model = build_model("cnn", size, seed)
     snap_x = torch.as_tensor(tr.X[:SNAPSHOT_ROWS])
     # Snapshot scores on a fixed set of test images (the masks; AGOP-Global is one map for all).
@@ -273,6 +282,7 @@ def run_case(size: int, scenario: str, background: str, cfg: dict, n_explain: in
         "n_explained": len(y), "agop_posthoc_seconds": agop_seconds, "gt_pixels": int(masks[0].sum()) if len(y) else None,
         "mean_abs_x_on_gt": float(pix[:, gt].mean()), "mean_abs_x_off_gt": float(pix[:, ~gt].mean()),
         "seconds": time.perf_counter() - t_case,
+        **({"gt_pixels_own": own_pixels} if te_own is not None else {}),
         "_maps": maps_example, "_x": x[0, 0] if len(y) else None, "_mask": masks[0] if len(y) else None,
     }
 
@@ -433,6 +443,12 @@ def _cell(rows, method, kind, thr, key="iou"):
     return d["mean"], d["std"] / np.sqrt(r["n"])
 
 
+def setting_label(c: dict) -> str:
+    """The case's setting name, with the image size appended when it is not 8x8 ("case 64x64")."""
+    size = c.get("size", 8)
+    return c["setting"] if size == 8 else f"{c['setting']} {size}x{size}"
+
+
 def claim_records(cases: list) -> list:
     """One record per (size setting, scenario, mask, threshold) with the three claims' numbers."""
     out = []
@@ -445,7 +461,7 @@ def claim_records(cases: list) -> list:
                 g, _ = _cell(r, "agop_global", kind, thr)
                 rnd, rnd_se = _cell(r, "random", kind, thr)
                 diff_se = float(np.hypot(ig_se, rnd_se))
-                rec = {"setting": c["setting"], "seed": c["seed"], "n_samples": c["n_samples"], "scenario": c["scenario"],
+                rec = {"setting": setting_label(c), "size": c.get("size", 8), "seed": c["seed"], "n_samples": c["n_samples"], "scenario": c["scenario"],
                        "mask": kind, "threshold": thr, "ig": ig, "agop_weighted": w, "agop_global": g, "random": rnd,
                        "w_over_ig": w / ig - 1 if ig > 0 else float("inf"),
                        "g_over_ig": g / ig if ig > 0 else float("inf"),
@@ -478,7 +494,7 @@ def aggregate_seeds(per_seed: list) -> list:
                                                                 "test_accuracy", "n_explained")}
         diffs = np.array([r["ig_minus_random"] for r in rs])
         se = float(diffs.std(ddof=1) / np.sqrt(len(rs))) if len(rs) > 1 else rs[0]["ig_minus_random_se"]
-        rec = {"setting": setting, "n_samples": rs[0]["n_samples"], "scenario": scenario, "mask": kind,
+        rec = {"setting": setting, "size": rs[0].get("size", 8), "n_samples": rs[0]["n_samples"], "scenario": scenario, "mask": kind,
                "threshold": thr, "seeds": [r["seed"] for r in rs], **mean,
                "w_over_ig": mean["agop_weighted"] / mean["ig"] - 1 if mean["ig"] > 0 else float("nan"),
                "g_over_ig": mean["agop_global"] / mean["ig"] if mean["ig"] > 0 else float("nan"),
@@ -493,40 +509,83 @@ def aggregate_seeds(per_seed: list) -> list:
     return out
 
 
+def protocol_paragraphs(args, cases, sizes, seeds, ns) -> list:
+    """The **Protocol.** paragraph of the protocols report, one per image size run (8x8, 64x64)."""
+    out = []
+    if any(c.get("size", 8) == 8 for c in cases):
+        sizes = [(name, n) for name, n in sizes if name in PROTOCOL_SETTINGS]
+        out += [
+            "**Protocol.** XAI-TRIS 8x8, white background, the paper's SNRs (linear 0.18, multiplicative 0.70), "
+            f"seeds {', '.join(map(str, seeds))} (data, initialisation, batches and the random map; every number below "
+            f"is the mean over the {ns} seed(s), per-seed ranges in brackets), 80/10/10 split, the XAI-TRIS CNN8by8 "
+            "(outputs logits). Settings: "
+            + ", ".join(f"`{name}` = {n:,} images, "
+                        + ("XAI-TRIS training (Adam lr 5e-4, batch 512, at most "
+                           f"{(PROTOCOL_SETTINGS_QUICK if args.quick else PROTOCOL_SETTINGS)[name][1]['epochs']} epochs)"
+                           if name == "paper_recipe" else "this script's training")
+                        for name, n in sizes)
+            + " (XAI-TRIS 8x8 uses 10,000 images). This script's training: Adam lr 5e-3, batch 128, at most 60 "
+            "epochs, patience 10 on the validation loss, best weights kept. XAI-TRIS: lr 5e-4, batch 512, 500 epochs, "
+            "patience 400, softmax outputs, 5 runs per model, 2,000 test images explained. Maps: every correctly classified "
+            "test image, explained for its label (IG 50 steps, zero baseline); AGOP-Weighted / -Global use diag(M) "
+            "of the predicted-class logit over the training set, post hoc. Ground truth: `union` = both tetromino "
+            "positions in every image (XAI-TRIS's precision mask, 8 px), `own` = the image's own pattern (4 px). "
+            "Threshold: `top_k` = the k = |GT| largest |a|; `half_max` = |a| >= max|a| / 2 "
+            "(`fl.metrics.iou_at_k(..., threshold=)`). Score: mean IoU over the explained images (mIoU). "
+            "The AGOP paper (Katakam 2026, arXiv 2605.12816) gives only its abstract: it names neither mask nor "
+            "threshold, nor its sample counts, training or seeds.",
+            ""]
+    big = [c for c in cases if c.get("size", 8) != 8]
+    for size in sorted({c["size"] for c in big}):
+        cs = [c for c in big if c["size"] == size]
+        snr = {c["scenario"]: c["snr"] for c in cs}
+        ns_ = sorted({c["n_samples"] for c in cs})
+        cfg = cs[0]["settings"]
+        gt_u = sorted({c["gt_pixels"] for c in cs if c.get("gt_pixels") is not None})
+        gt_o = sorted({c["gt_pixels_own"] for c in cs if c.get("gt_pixels_own") is not None})
+        n_exp = sorted({c["n_explained"] for c in cs})
+        out += [
+            f"**Protocol ({size}x{size}).** XAI-TRIS {size}x{size}, white background, the paper's SNRs ("
+            + ", ".join(f"{k} {v}" for k, v in snr.items()) + f"), seeds {', '.join(map(str, seeds))}, 80/10/10 "
+            f"split, the XAI-TRIS {size}x{size} CNN (outputs logits). **Subsampled** to fit two shared cores: "
+            f"setting `{setting_label(cs[0])}` = {', '.join(f'{n:,}' for n in ns_)} images (XAI-TRIS {size}x{size} "
+            f"uses 40,000; featurelens' own `benchmark --image-size {size}` default 10,000), this script's "
+            f"{size}x{size} training (Adam lr {cfg['lr']:g}, batch {cfg['batch']}, at most {cfg['epochs']} epochs, "
+            f"patience {cfg['patience']} on the validation loss, best weights kept; XAI-TRIS: lr 5e-4, batch 512, "
+            f"500 epochs, patience 400, softmax outputs, 5 runs per model), the same data size and training as the "
+            f"default study's {'--quick ' if args.quick else ''}{size}x{size} cases; maps for the first {'/'.join(map(str, n_exp))} correctly "
+            f"classified test images (at most {args.n_explain or (16 if args.quick else 64)}; XAI-TRIS explains up "
+            "to 2,000), explained for their label (IG 50 steps, zero baseline); AGOP-Weighted / -Global use diag(M) "
+            "of the predicted-class logit over the training set, post hoc. Ground truth: `union` = both tetromino "
+            f"positions in every image (XAI-TRIS's precision mask, {'/'.join(map(str, gt_u))} px), `own` = the "
+            f"image's own pattern ({'/'.join(map(str, gt_o)) or 'n/a'} px). Threshold: `top_k` = the k = |GT| "
+            "largest |a|; `half_max` = |a| >= max|a| / 2 (`fl.metrics.iou_at_k(..., threshold=)`). Score: mean IoU "
+            "over the explained images (mIoU). The AGOP paper (Katakam 2026, arXiv 2605.12816) gives only its "
+            "abstract: it names neither mask nor threshold, nor its sample counts, training or seeds.",
+            ""]
+    return out[:-1]
+
+
 def protocols_report(args, cases, env, total, load_before) -> tuple[str, dict]:
     per_seed = claim_records(cases)
     recs = aggregate_seeds(per_seed)
     seeds = sorted({c["seed"] for c in cases})
     ns = len(seeds)
     order = list(PROTOCOL_SETTINGS)
-    sizes = sorted({(c["setting"], c["n_samples"]) for c in cases}, key=lambda t: order.index(t[0]))
+    runs = sorted({(c.get("size", 8), c["setting"], setting_label(c), c["n_samples"]) for c in cases},
+                  key=lambda t: (t[0], order.index(t[1]) if t[1] in order else len(order), t[3]))
+    sizes = [(setting, n) for size, setting, _, n in runs if size == 8]  # the 8x8 protocol paragraph
     lines = [
         "# AGOP attributions on XAI-TRIS: the three attribution claims under every protocol the library offers",
         "",
         f"torch {env['torch']}, featurelens {env['featurelens']}, one torch thread on {env['cpu']} "
         f"({env['logical_cpus']} logical CPUs, shared). {'QUICK run. ' if args.quick else ''}"
         f"Wall time {total:.0f} s; load average {load_before} before, {load_average()} after. "
-        f"Written by `benchmarks/bench_agop_attribution.py --study protocols{' --quick' if args.quick else ''}`.",
+        f"Written by `benchmarks/bench_agop_attribution.py --study protocols"
+        f"{' --sizes ' + ' '.join(map(str, args.sizes)) if getattr(args, 'sizes', None) else ''}"
+        f"{' --tag ' + args.tag if getattr(args, 'tag', '') else ''}{' --quick' if args.quick else ''}`.",
         "",
-        "**Protocol.** XAI-TRIS 8x8, white background, the paper's SNRs (linear 0.18, multiplicative 0.70), "
-        f"seeds {', '.join(map(str, seeds))} (data, initialisation, batches and the random map; every number below "
-        f"is the mean over the {ns} seed(s), per-seed ranges in brackets), 80/10/10 split, the XAI-TRIS CNN8by8 "
-        "(outputs logits). Settings: "
-        + ", ".join(f"`{name}` = {n:,} images, "
-                    + ("XAI-TRIS training (Adam lr 5e-4, batch 512, at most "
-                       f"{(PROTOCOL_SETTINGS_QUICK if args.quick else PROTOCOL_SETTINGS)[name][1]['epochs']} epochs)"
-                       if name == "paper_recipe" else "this script's training")
-                    for name, n in sizes)
-        + " (XAI-TRIS 8x8 uses 10,000 images). This script's training: Adam lr 5e-3, batch 128, at most 60 "
-        "epochs, patience 10 on the validation loss, best weights kept. XAI-TRIS: lr 5e-4, batch 512, 500 epochs, "
-        "patience 400, softmax outputs, 5 runs per model, 2,000 test images explained. Maps: every correctly classified "
-        "test image, explained for its label (IG 50 steps, zero baseline); AGOP-Weighted / -Global use diag(M) "
-        "of the predicted-class logit over the training set, post hoc. Ground truth: `union` = both tetromino "
-        "positions in every image (XAI-TRIS's precision mask, 8 px), `own` = the image's own pattern (4 px). "
-        "Threshold: `top_k` = the k = |GT| largest |a|; `half_max` = |a| >= max|a| / 2 "
-        "(`fl.metrics.iou_at_k(..., threshold=)`). Score: mean IoU over the explained images (mIoU). "
-        "The AGOP paper (Katakam 2026, arXiv 2605.12816) gives only its abstract: it names neither mask nor "
-        "threshold, nor its sample counts, training or seeds.",
+        *protocol_paragraphs(args, cases, sizes, seeds, ns),
         "",
         "Training per case:",
         "",
@@ -535,7 +594,7 @@ def protocols_report(args, cases, env, total, load_before) -> tuple[str, dict]:
     ]
     for c in cases:
         f = c["fit"]
-        lines.append(f"| {c['setting']} | {c['scenario']} | {c['seed']} | {c['n_samples']:,} | {f['epochs']} "
+        lines.append(f"| {setting_label(c)} | {c['scenario']} | {c['seed']} | {c['n_samples']:,} | {f['epochs']} "
                      f"({f['best_epoch']}) | {f['test_accuracy']:.3f} | {c['n_explained']} |")
     lines += ["", RULES, ""]
 
@@ -581,7 +640,7 @@ def protocols_report(args, cases, env, total, load_before) -> tuple[str, dict]:
               "", "| data | mask | threshold | claim 1 (linear) | claim 2 (mult) | claim 3 (mult) | all three |",
               "|---|---|---|---|---|---|---|"]
     joint = []
-    for name, n in sizes:
+    for name, n in [(label, n) for _, _, label, n in runs]:
         for kind in MASKS:
             for thr in THRESHOLDS:
                 lin = next((r for r in recs if r["setting"] == name and r["scenario"] == "linear"
@@ -637,7 +696,7 @@ def protocols_report(args, cases, env, total, load_before) -> tuple[str, dict]:
     # Per-method tables, one per (mask, threshold).
     groups: dict = {}
     for c in cases:
-        groups.setdefault((c["setting"], c["scenario"]), []).append(c)
+        groups.setdefault((setting_label(c), c["scenario"]), []).append(c)
     heads = [f"{sc[:4].upper()} {st}" for st, sc in groups]
     spread = "std over the images" if ns == 1 else f"std of the per-seed mIoU over {ns} seeds"
     for kind in MASKS:
@@ -684,6 +743,20 @@ def merge_protocols(args) -> int:
     return 0
 
 
+def protocol_plan(args) -> list:
+    """(size, setting) pairs of ``--study protocols``: ``--sizes`` (default 8) x ``--settings`` (default
+    case and paper at 8x8, case at 64x64; 64x64 offers only the subsampled ``case``)."""
+    plan = []
+    for size in args.sizes or [8]:
+        allowed = PROTOCOL_SETTINGS if size == 8 else PROTOCOL_SETTINGS_64
+        wanted = args.settings or (["case", "paper"] if size == 8 else ["case"])
+        bad = [s_ for s_ in wanted if s_ not in allowed]
+        if bad:
+            raise SystemExit(f"--study protocols --sizes {size}: settings {bad} not offered (only {list(allowed)})")
+        plan += [(size, s_) for s_ in wanted]
+    return plan
+
+
 def run_protocols(args) -> int:
     if args.merge:
         return merge_protocols(args)
@@ -691,18 +764,22 @@ def run_protocols(args) -> int:
     env = environment()
     load_before = load_average()
     t_all = time.perf_counter()
-    table_of = PROTOCOL_SETTINGS_QUICK if args.quick else PROTOCOL_SETTINGS
-    base = QUICK[8] if args.quick else SETTINGS[8]
-    n_explain = args.n_explain or (200 if args.quick else 2000)
     seeds = args.seeds or [args.seed]
     cases = []
-    for setting in args.settings:
+    for size, setting in protocol_plan(args):
+        if size == 8:
+            table_of = PROTOCOL_SETTINGS_QUICK if args.quick else PROTOCOL_SETTINGS
+            n_explain = args.n_explain or (200 if args.quick else 2000)
+        else:
+            table_of = PROTOCOL_SETTINGS_64_QUICK if args.quick else PROTOCOL_SETTINGS_64
+            n_explain = args.n_explain or (16 if args.quick else 64)
+        base = (QUICK if args.quick else SETTINGS)[size]
         n, recipe = table_of[setting]
         for seed in seeds:
             for scenario in args.scenarios:
                 cfg = {**(recipe or base), "n_samples": n}
-                print(f"(e) {scenario} 8x8, {setting} ({n} images), seed {seed} ...", flush=True)
-                case = run_case(8, scenario, args.background, cfg, n_explain, seed, protocols=True)
+                print(f"(e) {scenario} {size}x{size}, {setting} ({n} images), seed {seed} ...", flush=True)
+                case = run_case(size, scenario, args.background, cfg, n_explain, seed, protocols=True)
                 case["setting"], case["seed"] = setting, seed
                 print(f"    acc {case['fit']['test_accuracy']:.3f} after {case['fit']['epochs']} epochs, "
                       f"{case['seconds']:.0f} s, {case['n_explained']} explained", flush=True)
@@ -718,7 +795,9 @@ def run_protocols(args) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke scale (under a minute or two)")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[64, 8], choices=[8, 64])
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, choices=[8, 64],
+                        help="image sizes (default 64 8; --study protocols: default 8, 64 runs the default "
+                             "study's subsampled 64x64 setting)")
     parser.add_argument("--scenarios", nargs="+", default=["linear", "multiplicative"],
                         choices=list(fl.datasets.SCENARIOS))
     parser.add_argument("--background", default="white", choices=list(fl.datasets.BACKGROUNDS))
@@ -727,12 +806,13 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--study", default="default", choices=["default", "protocols"],
-                        help="'protocols': the three claims under both ground truths x both thresholds, 8x8, "
-                             "at the case study's and the paper's data sizes (part (e))")
+                        help="'protocols': the three claims under both ground truths x both thresholds, 8x8 "
+                             "at the case study's and the paper's data sizes, or 64x64 subsampled (part (e))")
     parser.add_argument("--seeds", type=int, nargs="+", default=None,
                         help="--study protocols: seeds to average over (default: --seed alone)")
-    parser.add_argument("--settings", nargs="+", default=["case", "paper"], choices=list(PROTOCOL_SETTINGS),
-                        help="--study protocols: data size and training settings to run")
+    parser.add_argument("--settings", nargs="+", default=None, choices=list(PROTOCOL_SETTINGS),
+                        help="--study protocols: data size and training settings to run (default case paper at "
+                             "8x8, case at 64x64)")
     parser.add_argument("--tag", default="", help="--study protocols: suffix of the output files' name")
     parser.add_argument("--merge", type=Path, nargs="+", default=None,
                         help="--study protocols: rebuild the report from the .json files of earlier runs (their "
@@ -747,7 +827,7 @@ def main(argv=None) -> int:
     load_before = load_average()
     t_all = time.perf_counter()
     cases, parts_s = [], {}
-    for size in args.sizes:
+    for size in args.sizes or [64, 8]:
         for scenario in args.scenarios:
             print(f"(a) {scenario} {size}x{size} ...", flush=True)
             case = run_case(size, scenario, args.background, settings[size], n_explain, args.seed)

@@ -200,11 +200,15 @@ def _agop_attribution(doc):
     return rows
 
 
-@extractor("agop_attribution_protocols.json", "agop_attribution_protocols_xai_tris_training.json")
+@extractor("agop_attribution_protocols.json", "agop_attribution_protocols_xai_tris_training.json",
+           "agop_attribution_protocols_64.json")
 def _agop_protocols(doc):
     recipe = any(r.get("setting") == "paper_recipe" for r in doc["claims"])
+    big = any(r.get("size", 8) == 64 for r in doc["claims"])
     seeds = len(doc.get("seeds", []))
-    what = ("8x8, CNN8by8, white background, the paper's SNRs, XAI-TRIS's own training recipe at 10,000 images"
+    what = ("64x64, the XAI-TRIS 64x64 CNN, white background, the paper's SNRs, subsampled: 2,400 images (XAI-TRIS: "
+            "40,000), at most 10 epochs" if big else
+            "8x8, CNN8by8, white background, the paper's SNRs, XAI-TRIS's own training recipe at 10,000 images"
             if recipe else "8x8, CNN8by8, white background, the paper's SNRs, 4,000 (the case study's) and 10,000 "
             "(the paper's) images")
     rows = []
@@ -218,14 +222,18 @@ def _agop_protocols(doc):
                                               for r in recs))
         rows.append(_row(
             "AGOP attributions", AGOP_PAPER, text, combine(vs), measured,
-            f"{what}; means over {seeds} seeds; every correctly classified test image explained; both ground-truth "
+            f"{what}; means over {seeds} seeds; "
+            + ("up to 64 correctly classified test images" if big else "every correctly classified test image")
+            + " explained; both ground-truth "
             "masks (fl.datasets.xai_tris(ground_truth='union' | 'own')) and both IoU thresholds "
             "(fl.metrics.iou_at_k(threshold='top_k' | 'half_max')). " + _agop_rule(doc.get("rules", ""), claim) +
             " Combined over the protocols: reproduced under every one, not when 'not' under every one, partly "
             "otherwise.",
             AGOP_PAPER_PROTOCOL,
-            "The paper explains 2,000 images per case (here 308-863 correctly classified); its mask and threshold "
-            "are unknown, so every combination is run.", "Attributions"))
+            ("The paper explains 2,000 images per case (here 64); far fewer training images and epochs than "
+             "XAI-TRIS at 64x64; its mask and threshold are unknown, so every combination is run." if big else
+             "The paper explains 2,000 images per case (here 308-863 correctly classified); its mask and threshold "
+             "are unknown, so every combination is run."), "Attributions"))
     n_all = doc["verdicts"]["protocols_with_all_three"]
     n_prot = len({(r["setting"], r["mask"], r["threshold"]) for r in doc["claims"]})
     rows.append(_row(

@@ -74,3 +74,50 @@ def test_claim_records_and_seed_means(bench):
 def test_zero_ig_gives_an_infinite_ratio_not_a_crash(bench):
     r = bench.claim_records([_case(0, 0.0, 0.1, 0.5, 0.1)])[0]
     assert r["g_over_ig"] == np.inf and r["verdict_2"] == "partly"
+
+
+def _args(bench, *argv):
+    import argparse
+
+    seen = {}
+
+    def fake_run(args):
+        seen["args"] = args
+        return 0
+
+    orig = bench.run_protocols
+    bench.run_protocols = fake_run
+    try:
+        bench.main(["--study", "protocols", *argv])
+    finally:
+        bench.run_protocols = orig
+    assert isinstance(seen["args"], argparse.Namespace)
+    return seen["args"]
+
+
+def test_protocols_sizes_plan(bench):
+    # Default: 8x8 at both data sizes; --sizes 64: the default study's subsampled 64x64 setting only.
+    assert bench.protocol_plan(_args(bench)) == [(8, "case"), (8, "paper")]
+    assert bench.protocol_plan(_args(bench, "--sizes", "64")) == [(64, "case")]
+    assert bench.protocol_plan(_args(bench, "--sizes", "8", "64", "--settings", "case")) == [(8, "case"), (64, "case")]
+    assert bench.PROTOCOL_SETTINGS_64["case"][0] == bench.SETTINGS[64]["n_samples"]
+    with pytest.raises(SystemExit, match="not offered"):
+        bench.protocol_plan(_args(bench, "--sizes", "64", "--settings", "paper"))
+
+
+def test_64x64_cases_are_labelled_and_described(bench):
+    c8, c64 = _case(0, 0.1, 0.15, 0.8, 0.2), _case(0, 0.1, 0.15, 0.8, 0.2)
+    c64.update(size=64, n_samples=2400, snr=0.65, gt_pixels=862, gt_pixels_own=430,
+               settings=dict(bench.SETTINGS[64]), fit={"test_accuracy": 0.9, "epochs": 3, "best_epoch": 2})
+    assert bench.setting_label(c8) == "case" and bench.setting_label(c64) == "case 64x64"
+    recs = bench.aggregate_seeds(bench.claim_records([c8, c64]))
+    assert {(r["setting"], r["size"]) for r in recs} == {("case", 8), ("case 64x64", 64)}
+    text = "\n".join(bench.protocol_paragraphs(_args(bench, "--sizes", "64"), [c64], [], [0], 1))
+    assert "**Protocol (64x64).**" in text and "Subsampled" in text and "2,400 images" in text
+    assert "862 px" in text and "430 px" in text and "8x8" not in text
+    c64l = dict(c64, scenario="linear", rows=_case(0, 0.1, 0.15, 0.8, 0.2, scenario="linear")["rows"])
+    for c in (c64, c64l):  # the per-method tables list every method
+        c["rows"] = {m: c["rows"].get(m, c["rows"]["random"]) for m in bench.METHODS + bench.EXTRA}
+    _, data = bench.protocols_report(_args(bench, "--sizes", "64"), [c64l, c64], {"torch": "", "featurelens": "",
+                                     "cpu": "", "logical_cpus": 2}, 1.0, None)
+    assert {j["setting"] for j in data["joint"]} == {"case 64x64"} and len(data["joint"]) == 4
