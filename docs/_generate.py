@@ -56,22 +56,28 @@ def _title(text: str, char: str = "=") -> str:
     return f"{text}\n{char * len(text)}\n"
 
 
-def _cell(value) -> str:
-    """One table cell: numbers to 4 significant digits, lists joined (the first 8 and the count),
-    no line breaks or bars."""
+def _plain(value) -> str:
+    """A value as one line of plain text: numbers to 4 significant digits, lists joined (the first 8
+    and the count), no line breaks or bars."""
     if isinstance(value, bool) or value is None:
         text = str(value)
     elif isinstance(value, float):
         text = f"{value:.4g}"
     elif isinstance(value, (list, tuple)):
-        shown = [_cell(v) for v in value[:8]]
+        shown = [_plain(v) for v in value[:8]]
         text = ", ".join(shown) + (f", ... ({len(value)} values)" if len(value) > 8 else "")
     elif isinstance(value, dict):
-        text = "; ".join(f"{k}: {_cell(v)}" for k, v in value.items())
+        text = "; ".join(f"{k}: {_plain(v)}" for k, v in value.items())
     else:
         text = str(value)
-    text = " ".join(text.split())
-    return text.replace("|", "/").replace("\\", "/") or " "
+    return " ".join(text.split()).replace("|", "/").replace("\\", "/")
+
+
+def _cell(value) -> str:
+    """One table cell: :func:`_plain` text, escaped so rst reads it as text, not markup (a word
+    ending in "_", such as the key pattern "speedup_bound_.*", would be a reference, "*" emphasis)."""
+    text = re.sub(r"(?<=\w)_(?=\W|$)", r"\\_", _plain(value)).replace("*", "\\*")
+    return text or " "
 
 
 def _list_table(header: list[str], rows: list[list[str]], widths: str | None = None) -> str:

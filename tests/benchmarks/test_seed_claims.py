@@ -81,9 +81,16 @@ def _verdict_like(obj) -> bool:
     return False
 
 
+#: Results files with verdict-like fields that check no paper's claim, and why.
+NOT_CASE_STUDIES = {
+    "rerun_after_redesign.json": "compares reruns of other benchmarks with their committed results",
+}
+
+
 def test_rows_cover_every_results_file_with_a_verdict_field(rows):
     sources = {r["source"] for r in rows}
-    with_verdicts = [p.name for p in sorted(RESULTS.glob("*.json")) if _verdict_like(_doc(p.name))]
+    with_verdicts = [p.name for p in sorted(RESULTS.glob("*.json"))
+                     if p.name not in NOT_CASE_STUDIES and _verdict_like(_doc(p.name))]
     assert len(with_verdicts) >= 11
     for name in with_verdicts:
         assert f"benchmarks/results/{name}" in sources, name
