@@ -4,16 +4,26 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.featurelens-installed
+# The wheels of the core dependencies (no extras), pinned by constraints.txt, for
+# tests/test_packaging.py: it installs the built wheel into a clean venv offline from this folder.
+WHEELHOUSE ?= .wheelhouse
+WHEELHOUSE_STAMP := $(WHEELHOUSE)/.complete
 
-.PHONY: setup demo test bench docs clean
+.PHONY: setup demo test bench docs dist clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(WHEELHOUSE_STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
+
+# `pip download .` resolves the project's core dependencies (not the project itself) into wheels.
+$(WHEELHOUSE_STAMP): $(STAMP)
+	rm -rf $(WHEELHOUSE)
+	$(PY) -m pip download --quiet --only-binary :all: -d $(WHEELHOUSE) -c constraints.txt .
+	touch $(WHEELHOUSE_STAMP)
 
 demo: setup
 	$(VENV)/bin/featurelens benchmark --out featurelens-report
@@ -62,5 +72,9 @@ docs: setup
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[docs]"
 	$(PY) -m sphinx -b html -W --keep-going -j 1 docs docs/_build/html
 
+# A wheel and an sdist into dist/, built with the setuptools pinned in the venv (no download).
+dist: setup
+	$(PY) -m build --no-isolation --outdir dist
+
 clean:
-	rm -rf $(VENV) featurelens-report featurelens-diagnose audit-report .pytest_cache
+	rm -rf $(VENV) $(WHEELHOUSE) dist featurelens-report featurelens-diagnose audit-report .pytest_cache
