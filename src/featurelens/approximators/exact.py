@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from .._coalitions import MAX_EXACT_PLAYERS, check_game, coalition_table, shapley_from_table
-from ._common import ApproximationResult, model_calls, result
+from ._common import ApproximationResult, approximator, model_calls, result
 
 __all__ = ["exact_shapley"]
 
 
+@approximator("exact_shapley")
 def exact_shapley(game, max_players: int = MAX_EXACT_PLAYERS) -> ApproximationResult:
     """Exact Shapley values from all ``2^n`` coalition values (Shapley 1953)::
 

@@ -13,7 +13,7 @@ from .._linalg import lstsq, normal_equations
 from .._random import numpy_rng
 from .._budgets import check_memory
 from .._coalitions import check_game, chunk_rows, mask_rows
-from ._common import ApproximationResult, ends, game_rows, model_calls, regroup, result, sampling_budget
+from ._common import ApproximationResult, approximator, ends, game_rows, model_calls, regroup, result, sampling_budget
 
 __all__ = ["CoalitionPlan", "kernel_coalitions", "kernel_shap"]
 
@@ -147,6 +147,7 @@ def kernel_coalitions(n: int, budget: int, rng: np.random.Generator) -> Coalitio
     return CoalitionPlan(n, False, enumerated, sampled, share)
 
 
+@approximator("kernel_shap")
 def kernel_shap(game, budget: int | None = None, seed=0) -> ApproximationResult:
     """KernelSHAP: Shapley values as the efficiency-constrained weighted least-squares fit
 
@@ -201,6 +202,10 @@ def kernel_shap(game, budget: int | None = None, seed=0) -> ApproximationResult:
     delta = vn - v0
     # Minimum-norm solve (gelsd) of the small symmetric system: a budget below n - 1 free
     # directions leaves it singular.
+    if not (np.isfinite(ata).all() and np.isfinite(aty).all()):
+        # Finite game values whose weighted sums overflow float64 (|v| near 1e308): the boundary
+        # (approximator) reruns on the rescaled game.
+        raise FloatingPointError("kernel_shap's normal equations overflowed float64")
     head = lstsq(ata, aty)
     phi = np.append(head, delta - head.sum())
     return result(game, phi, v0, vn, used, before, budget)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._validation import check_int
 from .._coalitions import check_game
-from ._common import ApproximationResult, model_calls, result
+from ._common import ApproximationResult, approximator, model_calls, result
 
 __all__ = ["leave_one_out", "leave_one_out_masks"]
 
@@ -24,6 +24,7 @@ def leave_one_out_masks(n: int) -> np.ndarray:
     return masks
 
 
+@approximator("leave_one_out")
 def leave_one_out(game, budget: int | None = None) -> ApproximationResult:
     """Leave-one-out values ``a_i = v(N) - v(N minus {i})`` of a game (see the module docstring).
 

@@ -37,7 +37,7 @@ from .._random import numpy_rng
 from .._validation import check_float, check_option
 from .._budgets import check_budget
 from .._coalitions import check_game
-from ._common import ApproximationResult, model_calls, result
+from ._common import ApproximationResult, approximator, model_calls, result
 
 __all__ = ["DISTANCES", "DISTANCE_SPACES", "SAMPLERS", "SURROGATES", "LimeSettings", "bernoulli_masks",
            "check_lime_budget", "distances", "exponential_kernel", "fit_surrogate", "lime", "lime_masks"]
@@ -216,6 +216,7 @@ def input_space(game):
             None if groups is None else groups.reshape(-1))
 
 
+@approximator("lime")
 def lime(game, budget: int | None = None, seed=0, sampler: str = "bernoulli", surrogate: str = "ridge",
          alpha: float | None = None, distance: str = "cosine", kernel_width: float | None = None,
          distance_space: str = "interpretable") -> ApproximationResult:

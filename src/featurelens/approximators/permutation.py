@@ -11,7 +11,7 @@ from .._random import numpy_rng
 from .._validation import check_int, check_option
 from .. import _coalitions
 from .._coalitions import check_game
-from ._common import ApproximationResult, ends, game_rows, model_calls, result, sampling_budget
+from ._common import ApproximationResult, approximator, ends, game_rows, model_calls, result, sampling_budget
 
 __all__ = ["STATISTICS", "antithetic_permutations", "contribution_chunks", "iter_antithetic_permutations", "minshap",
            "permutation_shap"]
@@ -85,6 +85,7 @@ def contribution_chunks(game, budget, seed, method):
     return n, budget, v0, vn, n_perm, chunks()
 
 
+@approximator("permutation_shap")
 def permutation_shap(game, budget: int | None = None, seed=0) -> ApproximationResult:
     """Permutation sampling with antithetic pairs: ``phi_i`` is the mean over permutations ``pi``
     of ``v(Pre_pi(i) + i) - v(Pre_pi(i))``; every permutation is followed by its reverse (Mitchell,
@@ -112,6 +113,7 @@ def permutation_shap(game, budget: int | None = None, seed=0) -> ApproximationRe
 STATISTICS = ("min", "min_abs")
 
 
+@approximator("minshap")
 def minshap(game, budget: int | None = None, seed=0, statistic: str = "min") -> ApproximationResult:
     """MinShap: the minimum, instead of the mean, of each player's marginal contributions over
     the permutations of :func:`permutation_shap` (same budget and seed give the same orderings;

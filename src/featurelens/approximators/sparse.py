@@ -17,7 +17,7 @@ import numpy as np
 
 from .._validation import check_option
 from .._coalitions import check_game
-from ._common import ApproximationResult, model_calls, result
+from ._common import ApproximationResult, approximator, model_calls, result
 
 __all__ = ["INDICES", "proxy_spex", "spex"]
 
@@ -32,6 +32,7 @@ def _from_interactions(game, n, inter, index, before, budget, **info) -> Approxi
     return result(game, phi, v0, vn, inter.queries, before, budget, interactions=inter, index=index, **info)
 
 
+@approximator("spex")
 def spex(game, budget: int | None = None, seed=0, max_order: int = 5, decoder: str = "soft",
          index: str = "shapley", executor=None) -> ApproximationResult:
     """Shapley (or Banzhaf) values of ``game`` from SPEX's sparse Fourier interactions.
@@ -64,6 +65,7 @@ def spex(game, budget: int | None = None, seed=0, max_order: int = 5, decoder: s
                               t=p["t"], decoder=p["decoder"], n_terms=p["n_terms"])
 
 
+@approximator("proxy_spex")
 def proxy_spex(game, budget: int | None = None, seed=0, max_order: int = 5, n_terms=None, index: str = "shapley",
                executor=None, **gbt_params) -> ApproximationResult:
     """Shapley (or Banzhaf) values of ``game`` from ProxySPEX's sparse Fourier interactions.

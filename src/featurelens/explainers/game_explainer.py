@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from .._validation import check_executor, check_optional_bool, default_baseline, executor_param
+from ..approximators._common import check_result
 from ..games import MaskedModel, split_background
 from ._base import Explainer, Requires
 
@@ -123,7 +124,14 @@ class GameExplainer(Explainer):
 
     def run(self, game, row: int):
         """The :class:`~featurelens.approximators.ApproximationResult` of row ``row``'s game."""
-        return type(self).approximator(game, **self.approximator_options(row))
+        fn = type(self).approximator
+        if not callable(fn):
+            raise TypeError(
+                f"{type(self).__name__}.approximator must be a function (game, **options) -> "
+                "ApproximationResult, set as approximator = staticmethod(featurelens.approximators.kernel_shap) "
+                f"or another approximator (or override run()); got {type(fn).__name__}"
+            )
+        return fn(game, **self.approximator_options(row))
 
     def row_record(self, result) -> dict:
         """Per-row entries of the method beyond :attr:`records` (each becomes a list over rows)."""
@@ -171,7 +179,9 @@ class GameExplainer(Explainer):
         show = sys.stderr.isatty() if self.progress is None else self.progress
         for i in tqdm(range(n_samples), desc=self.name, disable=not show or n_samples < 2, leave=False, unit="sample"):
             game = self.game(x[i], int(target[i]), row=i)
-            res = self.run(game, i)
+            # The boundary between explainer and approximator: an ApproximationResult with one
+            # finite value per player (a subclass's approximator or run() may return anything).
+            res = check_result(self.run(game, i), game.n_players, f"{type(self).__name__}'s approximator")
             n_players = game.n_players
             spread = (lambda v: v.reshape(game.input_shape)) if game.groups is None else (lambda v: v[game.groups])
             maps.append(spread(res.values))
