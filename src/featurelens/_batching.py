@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import torch
+from featurelens._optional import torch
 
 from ._validation import check_int
 

@@ -20,7 +20,7 @@ import sys
 import time
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 from torch import nn
 
 from ._random import parse_seed, root_seed, torch_generator
@@ -64,8 +64,8 @@ def as_tensors(data, name: str = "data") -> tuple[torch.Tensor, torch.Tensor]:
         raise TypeError(
             f"{name} must be a dataset with .X and .y attributes or a pair (X, y); got {type(data).__name__}"
         )
-    X = torch.as_tensor(np.asarray(X) if not isinstance(X, torch.Tensor) else X).float().contiguous()
-    y = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y).long().reshape(-1)
+    X = torch.as_tensor(np.asarray(X) if not is_tensor(X) else X).float().contiguous()
+    y = torch.as_tensor(np.asarray(y) if not is_tensor(y) else y).long().reshape(-1)
     if X.shape[0] != y.shape[0] or X.shape[0] == 0:
         raise ValueError(
             f"{name} must hold as many labels as samples (n >= 1); got X of shape {tuple(X.shape)} "

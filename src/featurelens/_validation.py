@@ -27,7 +27,7 @@ import numbers
 from typing import Iterable
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 
 __all__ = [
     "as_numpy",
@@ -59,11 +59,11 @@ __all__ = [
 def as_numpy(a, name: str) -> np.ndarray:
     """Turn a numpy array, torch tensor, array-like or Explanation into a numpy array."""
     # torch.Tensor has a ``values`` method (sparse tensors), so check for tensors first.
-    if isinstance(a, torch.Tensor):
+    if is_tensor(a):
         return a.detach().cpu().numpy()
     if not callable(getattr(a, "values", None)):
         a = getattr(a, "values", a)  # an Explanation or a pandas object
-    if isinstance(a, torch.Tensor):
+    if is_tensor(a):
         return a.detach().cpu().numpy()
     try:
         return np.asarray(a)
@@ -82,7 +82,7 @@ def numpy_to_tensor(arr: np.ndarray, dtype=None) -> torch.Tensor:
 def check_floating(a: np.ndarray | torch.Tensor, name: str, allow_nan: bool = False) -> None:
     """Refuse non-floating dtypes and NaN/inf values (``allow_nan``: inf only, NaN being a
     legitimate missing value for the models that route it, e.g. tree ensembles)."""
-    if isinstance(a, torch.Tensor):
+    if is_tensor(a):
         if not torch.is_floating_point(a):
             raise TypeError(
                 f"{name} must be a floating-point array; got dtype {a.dtype}. "
@@ -100,7 +100,7 @@ def check_floating(a: np.ndarray | torch.Tensor, name: str, allow_nan: bool = Fa
         with np.errstate(over="ignore", invalid="ignore"):
             finite = bool(np.isfinite(a.sum())) or bool(np.isfinite(a).all())
     if not finite and allow_nan:
-        has_inf = bool(torch.isinf(a).any()) if isinstance(a, torch.Tensor) else bool(np.isinf(a).any())
+        has_inf = bool(torch.isinf(a).any()) if is_tensor(a) else bool(np.isinf(a).any())
         if has_inf:
             raise ValueError(f"{name} contains inf values; expected finite numbers or NaN (missing)")
         return
@@ -171,9 +171,37 @@ def check_float(
 
 
 def check_bool(value, name: str) -> bool:
-    """True or False (numpy bools too); 0/1 and strings are refused, since ``"False"`` is truthy."""
+    """True or False (numpy bools too); anything else is a TypeError naming ``name``.
+
+    The one parser of flags, trust flags included (``load_model(trust=...)``): 0/1, None and
+    strings are refused, never read by their truth value, since ``"false"``, ``"no"`` and ``"0"``
+    are true in Python and would switch on what they ask to switch off.
+
+    Parameters
+    ----------
+    value : object
+        The flag as given.
+    name : str
+        The argument's name, for the error.
+
+    Returns
+    -------
+    bool
+        ``value`` as a plain ``bool``.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a bool, naming ``name``, the value given and its type.
+    """
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False; got {value!r} ({type(value).__name__})")
+        hint = ""
+        if isinstance(value, (str, bytes)):
+            hint = (f"; a string is not a flag (any non-empty string, {'false'!r} included, is true in "
+                    f"Python): pass {name}=True or {name}=False")
+        elif value is None:
+            hint = f"; None is not read as False here: pass {name}=False"
+        raise TypeError(f"{name} must be True or False; got {value!r} ({type(value).__name__}){hint}")
     return bool(value)
 
 
@@ -311,7 +339,7 @@ def check_target_range(target: torch.Tensor, n_outputs: int, name: str = "target
     :func:`resolve_target`: the check of a target resolved with ``n_outputs=None``, made where the
     model's outputs are first seen (one reduction and one read per call)."""
     bad = (target < 0) | (target >= n_outputs)
-    if target.numel() and bool(bad.any()):
+    if (target.size if isinstance(target, np.ndarray) else target.numel()) and bool(bad.any()):
         raise _target_range_error(int(target[bad][0]), n_outputs, name)
 
 
@@ -408,7 +436,7 @@ def default_baseline(policy: str, x, data=None, method: str | None = None):
         raise _refuse_tabular(x, method)
     if policy == "feature_means":
         rows = x if data is None else data
-        rows = rows.detach().cpu().numpy() if isinstance(rows, torch.Tensor) else np.asarray(rows)
+        rows = rows.detach().cpu().numpy() if is_tensor(rows) else np.asarray(rows)
         return rows.mean(axis=0).astype(rows.dtype)
     return 0.0
 
@@ -425,6 +453,8 @@ def resolve_baseline(baseline, x: torch.Tensor, name: str = "baseline", default:
     broadcast view: do not write into it. ``method`` names the explainer in a refusal, ``data``
     the rows of ``"feature_means"``. How the baseline is recorded: :func:`baseline_record`.
     """
+    if isinstance(x, np.ndarray):
+        return _resolve_array_baseline(baseline, x, name, default, method, data)
     if baseline is None:
         baseline = default_baseline(default, x, data=data, method=method)
         if isinstance(baseline, float) and baseline == 0.0:
@@ -436,7 +466,7 @@ def resolve_baseline(baseline, x: torch.Tensor, name: str = "baseline", default:
         )
     if isinstance(baseline, numbers.Real):
         return torch.full_like(x, check_float(baseline, name))
-    if isinstance(baseline, torch.Tensor):
+    if is_tensor(baseline):
         b = baseline.detach()
     else:
         arr = as_numpy(baseline, name)
@@ -453,6 +483,38 @@ def resolve_baseline(baseline, x: torch.Tensor, name: str = "baseline", default:
         return b.expand_as(x)
     if b.ndim == x.ndim and b.shape[0] == 1 and tuple(b.shape[1:]) == tuple(x.shape[1:]):
         return b.expand_as(x)
+    if tuple(b.shape) != tuple(x.shape):
+        raise ValueError(
+            f"{name} must be a scalar, shaped like one input {tuple(x.shape[1:])} or like the batch "
+            f"{tuple(x.shape)}; got shape {tuple(b.shape)}"
+        )
+    return b
+
+
+def _resolve_array_baseline(baseline, x: np.ndarray, name: str, default: str, method, data) -> np.ndarray:
+    """:func:`resolve_baseline` for a numpy batch ``x`` (numpy mode): the same rules and
+    refusals, the result a numpy array in ``x``'s dtype (possibly a broadcast view)."""
+    if baseline is None:
+        baseline = default_baseline(default, x, data=data, method=method)
+    if isinstance(baseline, str) or isinstance(baseline, (bool, np.bool_)):
+        raise TypeError(
+            f"{name} must be None, a number or an array shaped like one input {tuple(x.shape[1:])} or "
+            f"like the batch {tuple(x.shape)}; got {baseline!r}"
+        )
+    if isinstance(baseline, numbers.Real):
+        return np.full_like(x, check_float(baseline, name))
+    arr = as_numpy(baseline, name)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold numbers; got an array of dtype {arr.dtype}")
+    arr = arr.astype(np.float64 if arr.dtype.kind != "f" else arr.dtype, copy=False)
+    check_floating(arr, name)
+    b = arr.astype(x.dtype, copy=False)
+    if b.ndim == 0:
+        return np.full_like(x, float(b))
+    if tuple(b.shape) == tuple(x.shape[1:]):
+        return np.broadcast_to(b, x.shape)
+    if b.ndim == x.ndim and b.shape[0] == 1 and tuple(b.shape[1:]) == tuple(x.shape[1:]):
+        return np.broadcast_to(b, x.shape)
     if tuple(b.shape) != tuple(x.shape):
         raise ValueError(
             f"{name} must be a scalar, shaped like one input {tuple(x.shape[1:])} or like the batch "
@@ -483,7 +545,7 @@ def baseline_record(baseline, default: str = "zeros", x=None):
         return repr(baseline)
     if isinstance(baseline, numbers.Real):
         return float(baseline)
-    if isinstance(baseline, (np.ndarray, torch.Tensor)) and baseline.ndim == 0:
+    if (isinstance(baseline, np.ndarray) or is_tensor(baseline)) and baseline.ndim == 0:
         try:
             return float(baseline)
         except (TypeError, ValueError):

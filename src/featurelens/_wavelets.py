@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 import torch.nn.functional as F
 
 INSTALL_HINT = "pip install featurelens[wavelets] (or pip install PyWavelets)"
@@ -331,7 +331,7 @@ def as_pywt(coeffs: list, ndim: int) -> list:
     """A pyramid as numpy in pywt's format (for comparisons): 1-D ``[a, d_J, ...]``, 2-D
     ``[a, (H, V, D), ...]``, n-D ``[a, {key: d}, ...]``."""
     def np_(t):
-        return t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+        return t.detach().cpu().numpy() if is_tensor(t) else np.asarray(t)
 
     out = [np_(coeffs[0])]
     for d in coeffs[1:]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 
 from ._batching import check_batch_size, chunks
 from ._random import numpy_rng, parse_seed
@@ -248,7 +248,7 @@ class Game:
         """Validate ``masks`` and return them as a C-contiguous ``(q, n_players)`` bool numpy array."""
         n = self.n_players
         expected = f"expected a bool (or integer 0/1) array of shape (q, {n}) (n_players = {n})"
-        if isinstance(masks, torch.Tensor):
+        if is_tensor(masks):
             arr = masks.detach().cpu().numpy()
         else:
             arr = np.asarray(masks)
@@ -419,7 +419,8 @@ class MaskedModel(Game):
             )
         # A Model handed in is used as it is (its batch size is never changed: other explainers may
         # share it); ``batch_size`` only overrides the rows per forward of this game.
-        self.model = model if isinstance(model, Model) else Model.wrap(model, batch_size)
+        # Numpy models play in numpy (Model.with_numpy): no torch on their path.
+        self.model = (model if isinstance(model, Model) else Model.wrap(model, batch_size)).with_numpy()
         xt = self._check_x(x)
         groups_arr = None if groups is None else as_numpy(groups, "groups")
         bg_rows, bg_weights = split_background(background)
@@ -455,7 +456,7 @@ class MaskedModel(Game):
             xt = xt[0]
         self.input_shape = tuple(xt.shape)
         self.x = xt
-        numel = xt.numel()
+        numel = int(np.prod(xt.shape, dtype=np.int64))
         if target is None:
             self.target = int(out[0].argmax())
         else:
@@ -469,7 +470,8 @@ class MaskedModel(Game):
         else:
             self.groups = self._check_groups(groups_arr)
             n_players = int(self.groups.max()) + 1
-            self._groups_flat = torch.from_numpy(self.groups.reshape(-1).astype(np.int64)).to(self.model.device)
+            flat = self.groups.reshape(-1).astype(np.int64)
+            self._groups_flat = flat if self.model.numpy_mode else torch.from_numpy(flat).to(self.model.device)
 
         # Fill values.
         self.background = None
@@ -485,11 +487,13 @@ class MaskedModel(Game):
             self._fill = bg.reshape(bg.shape[0], numel)  # (B, D)
             n_background = bg.shape[0]
             if bg_weights is not None:
-                self.weights = torch.from_numpy(bg_weights).to(self.model.device)  # float64, sums to 1
+                # float64, sums to 1
+                self.weights = bg_weights if self.model.numpy_mode else torch.from_numpy(bg_weights).to(self.model.device)
         else:
             # The one baseline resolver: None (the game's default_baseline), a scalar, one input,
             # or a batch of one, shaped like x.
-            self.baseline = resolve_baseline(baseline, xt[None], "baseline", default=self.default_baseline)[0].contiguous()
+            fill = resolve_baseline(baseline, xt[None], "baseline", default=self.default_baseline)[0]
+            self.baseline = np.ascontiguousarray(fill) if isinstance(fill, np.ndarray) else fill.contiguous()
             self._fill = self.baseline.reshape(1, numel)  # (1, D)
             n_background = 1
         self.n_background = n_background
@@ -500,8 +504,14 @@ class MaskedModel(Game):
         self.model_calls = 0
 
     # -- validation -------------------------------------------------------------------------
-    def _check_x(self, x) -> torch.Tensor:
-        if isinstance(x, torch.Tensor):
+    def _check_x(self, x):
+        if self.model.numpy_mode:
+            arr = as_numpy(x, "x")
+            check_floating(arr, "x")
+            if arr.ndim == 0:
+                raise ValueError("x must be one input, shape (d,) or (C, H, W) etc.; got a scalar")
+            return arr
+        if is_tensor(x):
             check_floating(x, "x")
             t = x.detach()
         else:
@@ -542,6 +552,8 @@ class MaskedModel(Game):
         return values
 
     def _evaluate(self, masks: np.ndarray) -> np.ndarray:
+        if self.model.numpy_mode:
+            return self._evaluate_array(masks)
         m = masks.shape[0]
         keep = numpy_to_tensor(masks).to(self.model.device)  # copies read-only masks (Ray hands those)
         if self._groups_flat is not None:
@@ -559,6 +571,19 @@ class MaskedModel(Game):
         else:
             values = (per_row * self.weights[None, :]).sum(dim=1)
         return values.detach().cpu().numpy()
+
+    def _evaluate_array(self, masks: np.ndarray) -> np.ndarray:
+        """:meth:`_evaluate` of a numpy model (numpy mode): the same rows, in numpy."""
+        m = masks.shape[0]
+        keep = masks if self._groups_flat is None else masks[:, self._groups_flat]
+        x_flat = self.x.reshape(1, 1, -1)
+        rows = np.where(keep[:, None, :], x_flat, self._fill[None, :, :])
+        rows = rows.reshape(m * self.n_background, *self.input_shape)
+        out = self.model.predict(rows, batch_size=self.rows_per_forward, count=False)
+        per_row = out[:, self.target].astype(np.float64).reshape(m, self.n_background)
+        if self.weights is None:
+            return per_row.mean(axis=1)
+        return (per_row * self.weights[None, :]).sum(axis=1)
 
     def __repr__(self) -> str:
         fill = f"background={self.n_background} rows" if self.background is not None else "baseline"

@@ -44,7 +44,7 @@ def test_torchscript_randomisation_runs_and_equals_the_eager_model():
 
 
 def test_reinitialise_matches_reset_parameters_of_eager_layers():
-    from featurelens._audit._torchscript import ScriptLayers
+    from featurelens._audit._script_layers import ScriptLayers
 
     net, _ = _cnn()
     with torch.no_grad():

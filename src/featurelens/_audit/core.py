@@ -12,7 +12,7 @@ import sys
 import time
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 
 from .. import _harness
 from .._random import numpy_rng, parse_seed, seed_record
@@ -253,7 +253,7 @@ def _baseline(baseline, X: np.ndarray):
     if baseline is None:
         return default_baseline("feature_means", X)
     full = resolve_baseline(baseline, torch.from_numpy(X[:1]))
-    if np.ndim(baseline) == 0 and not isinstance(baseline, torch.Tensor):
+    if np.ndim(baseline) == 0 and not is_tensor(baseline):
         return float(full.reshape(-1)[0])
     return full[0].cpu().numpy().astype(X.dtype)
 

@@ -18,7 +18,7 @@ import os
 import re
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .._version import __version__
 from ..plots._png import figure_png

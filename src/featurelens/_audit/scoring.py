@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._torchscript import ScriptLayers, is_script
+from ._torchscript import is_script
 
 RANKING_RULE = (
     "Methods are ranked by faithfulness first: each method gets its rank (1 = best) on "
@@ -222,6 +222,8 @@ def score_method(name, ex, model, x, a, raw, t, masks, settings, notes, executor
     if module is not None and is_script(module):
         # A TorchScript module's layers have no reset_parameters: the wrapper gives each layer that
         # owns parameters a handle that redraws it (torch.nn's default initialisation by original_name).
+        from ._script_layers import ScriptLayers
+
         module = ScriptLayers(module)
     ctx = ScoreContext(
         model=model, x=x, a=a, raw=raw, target=t, explainer=ex, explainer_name=name,

@@ -1,12 +1,12 @@
-"""Explainers, one module per family; importing this package registers them all."""
+"""Explainers, one module per family.
 
-from ._base import Explainer, explainer, explainer_class, list_explainers, register
+The package imports none of them: ``fl.list_explainers()`` reads the table of
+:mod:`featurelens.explainers._catalog`, and an explainer's module is imported (and its class
+registered) when it is first built, so that listing them or building TreeSHAP imports no torch.
+"""
+
+from ._base import Explainer, explainer, explainer_class, explainer_needs, list_explainers, register
 from .game_explainer import GameExplainer
-from . import gradient, agop, shapley, spex  # noqa: F401  (registration side effect)
-from . import perturbation, wavelet  # noqa: F401  (registration side effect)
-from . import tree  # noqa: F401  (registration side effect)
-from . import deeplift, backprop, lrp, ablation, surrogate  # noqa: F401  (registration side effect)
-from . import layer  # noqa: F401  (registration side effect)
-from . import sop  # noqa: F401  (registration side effect)
 
-__all__ = ["Explainer", "GameExplainer", "explainer", "explainer_class", "list_explainers", "register"]
+__all__ = ["Explainer", "GameExplainer", "explainer", "explainer_class", "explainer_needs", "list_explainers",
+           "register"]

@@ -5,23 +5,37 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
+import importlib
 import inspect
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
 
+from .._optional import require_torch, to_numpy, torch
 from .._random import root_seed, row_rng, row_seed_sequence, seed_record
 from .._validation import as_numpy, baseline_record, check_executor, check_int, resolve_baseline
 from ..explanation import Explanation
 from ..models import Model
+from ._catalog import CATALOG
 from ._requires import Requires, script_reason
 
 _REGISTRY: dict[str, type["Explainer"]] = {}
 
+
 def register(name: str):
-    """Class decorator: register an explainer class under ``name``."""
+    """Class decorator: register an explainer class under ``name``.
+
+    Parameters
+    ----------
+    name
+        The name ``fl.explainer(name, model)`` builds it by; it must be new.
+
+    Returns
+    -------
+    callable
+        The decorator, which sets ``cls.name`` and returns the class unchanged.
+    """
 
     def decorate(cls):
         if name in _REGISTRY:
@@ -33,20 +47,99 @@ def register(name: str):
     return decorate
 
 
-def list_explainers() -> list[str]:
-    """Names of all registered explainers, sorted."""
-    return sorted(_REGISTRY)
+def list_explainers(details: bool = False):
+    """The explainers, sorted by name: those that ship (listed without importing them, so without
+    torch) and those registered since.
+
+    Parameters
+    ----------
+    details
+        False (default): the names. True: one dict per explainer with ``name``, ``needs`` (the
+        extra it needs beyond the core install, ``"torch"``, or None) and ``available`` (whether
+        it can run here: its extra is installed).
+
+    Returns
+    -------
+    list
+        Names (str), or dicts with ``details=True``.
+
+    Examples
+    --------
+    >>> import featurelens as fl
+    >>> "tree_shap" in fl.list_explainers()
+    True
+    >>> [d["needs"] for d in fl.list_explainers(details=True) if d["name"] in ("saliency", "tree_shap")]
+    ['torch', None]
+    """
+    names = sorted(set(CATALOG) | set(_REGISTRY))
+    if not details:
+        return names
+    return [{"name": n, "needs": explainer_needs(n), "available": _extra_installed(explainer_needs(n))}
+            for n in names]
+
+
+def explainer_needs(name: str) -> str | None:
+    """The extra the explainer ``name`` needs beyond the core install (``"torch"``), or None.
+
+    Parameters
+    ----------
+    name
+        A name of :func:`list_explainers`.
+
+    Returns
+    -------
+    str or None
+        ``"torch"`` for explainers that need torch, None for those that run on numpy alone (and
+        for explainers registered outside featurelens).
+    """
+    return CATALOG[name][1] if name in CATALOG else None
+
+
+def _extra_installed(extra: str | None) -> bool:
+    if extra is None:
+        return True
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(extra) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def explainer_class(name: str) -> type["Explainer"]:
+    """The class registered as ``name``, its module imported on first use.
+
+    Parameters
+    ----------
+    name
+        A name of :func:`list_explainers`.
+
+    Returns
+    -------
+    type
+        The :class:`Explainer` subclass.
+
+    Raises
+    ------
+    TypeError
+        ``name`` is not a string.
+    ValueError
+        No explainer has that name (close names are suggested).
+    ImportError
+        The explainer needs an extra that is not installed (the message names it).
+    """
     if not isinstance(name, str):
         raise TypeError(f"name must be a string naming an explainer; got {type(name).__name__}")
     if name not in _REGISTRY:
-        close = difflib.get_close_matches(name, _REGISTRY, n=3)
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise ValueError(
-            f"unknown explainer name {name!r}.{hint} Registered: {', '.join(list_explainers())}"
-        )
+        if name not in CATALOG:
+            known = list_explainers()
+            close = difflib.get_close_matches(name, known, n=3)
+            hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise ValueError(f"unknown explainer name {name!r}.{hint} Registered: {', '.join(known)}")
+        module, extra = CATALOG[name]
+        if extra == "torch":
+            require_torch(f"explainer {name!r}")
+        importlib.import_module(f"{__package__}.{module}")
     return _REGISTRY[name]
 
 
@@ -175,8 +268,16 @@ class Explainer:
     #: same; a row-parallel explain still checks by one row, on the caller's side.
     target_in_pass: bool = False
 
+    #: True for explainers that work on numpy arrays as well as tensors (TreeSHAP, the games,
+    #: occlusion, the random floor): on a scikit-learn model or a numpy callable their Model is in
+    #: numpy mode (:meth:`featurelens.models.Model.with_numpy`), so ``_attribute`` gets numpy ``x``
+    #: and ``target`` and torch is never imported; on a torch model it gets tensors as usual.
+    numpy_inputs: bool = False
+
     def __init__(self, model, batch_size: int | None = None, output: str | None = None):
         self.model = Model.wrap(model, batch_size=batch_size, output=output)
+        if self.numpy_inputs:
+            self.model = self.model.with_numpy()
         if self.model.output not in self.outputs:
             raise ValueError(
                 f"explainer {self.name!r} explains outputs in {', '.join(repr(o) for o in self.outputs)} "
@@ -268,7 +369,7 @@ class Explainer:
             first_row = check_int(first_row, "first_row", low=0)
         columns = getattr(x, "columns", None)  # read before x becomes a tensor
         xt = self.model.to_tensor(x)
-        data = xt.detach().cpu().numpy() if isinstance(xt, torch.Tensor) else np.asarray(xt)
+        data = to_numpy(xt)
         input_shape = tuple(data.shape[1:])
         feature_names = self._feature_names(feature_names, columns, input_shape)
         given_kwargs = dict(kwargs)  # before a batch-shaped baseline is repeated for (n, k) targets
@@ -289,13 +390,17 @@ class Explainer:
                     if given is None:
                         given = getattr(self, "baseline", None)
                     if given is not None:
-                        kwargs["baseline"] = resolve_baseline(given, xt).repeat_interleave(per_sample, dim=0)
-                xt = xt.repeat_interleave(per_sample, dim=0)
+                        kwargs["baseline"] = _repeat_rows(resolve_baseline(given, xt), per_sample)
+                xt = _repeat_rows(xt, per_sample)
                 target = t.reshape(-1)
         if part is not None:
             # Targets (and the outputs that picked them) were resolved by the caller.
-            target_t = torch.as_tensor(np.asarray(target).reshape(-1), dtype=torch.long).to(self.model.device)
-            outputs = None if part.outputs is None else part.outputs.to(self.model.device)
+            if isinstance(xt, np.ndarray):
+                target_t = np.asarray(target).reshape(-1).astype(np.int64)
+                outputs = None if part.outputs is None else to_numpy(part.outputs)
+            else:
+                target_t = torch.as_tensor(np.asarray(target).reshape(-1), dtype=torch.long).to(self.model.device)
+                outputs = None if part.outputs is None else torch.as_tensor(part.outputs).to(self.model.device)
         elif target is None and not self.uses_target:
             outputs = None  # one row checks the input; no pass over the batch for unused classes
             target_t = self.model.resolve_target(0, xt, self.model.predict(xt[:1]))
@@ -316,21 +421,20 @@ class Explainer:
         # draws from SeedSequence(root, spawn_key=(row_start + i,)).
         self._stream_root = part.root if part is not None else self._new_stream_root()
         self._row_start = (first_row if part is None else part.start) * (per_sample or 1)
-        target_np = target_t.cpu().numpy()
+        target_np = to_numpy(target_t)
         if executor is not None and part is None:
             rows_target = target_np if per_sample is None else target_np.reshape(-1, per_sample)
             values, extra, arrays = self._rows_in_parts(executor, data, rows_target, outputs, given_kwargs, first_row)
         else:
             with self.model.evaluating():  # once for the whole call, not once per chunk
                 values, extra = self._attribute(xt, target_t, outputs=outputs, **kwargs)
-            if isinstance(values, torch.Tensor):
-                values = values.detach().cpu().numpy()
+            values = to_numpy(values)
             if per_sample is not None:
                 values = np.asarray(values).reshape(-1, per_sample, *np.shape(values)[1:])
             arrays = {}
             extra = dict(extra)
             for name, array in extra.pop("arrays", {}).items():
-                array = array.detach().cpu().numpy() if isinstance(array, torch.Tensor) else np.asarray(array)
+                array = to_numpy(array)
                 if per_sample is not None:
                     array = array.reshape(-1, per_sample, *array.shape[1:])
                 arrays[name] = array
@@ -449,7 +553,7 @@ class Explainer:
         n_workers = max(1, int(getattr(executor, "n_workers", 1)))
         per_worker = max(1, int(getattr(executor, "tasks_per_worker", 3)))
         bounds = [b for b in np.array_split(np.arange(n), min(n, n_workers * per_worker)) if b.size]
-        outputs_cpu = None if outputs is None else outputs.detach().cpu()
+        outputs_cpu = None if outputs is None else to_numpy(outputs)
         items = []
         for b in bounds:
             lo, hi = int(b[0]), int(b[-1]) + 1
@@ -564,6 +668,13 @@ def _explain_part(explainer: Explainer, part: _Part) -> Explanation:
     """The task of a row-parallel explain: explain one part of the rows on a copy of the shared
     explainer (its own Model counter and state, so parts never share mutable state on threads)."""
     return explainer._worker_copy().explain(part.x, target=part.target, _part=part, **part.kwargs)
+
+
+def _repeat_rows(x, times: int):
+    """Each row of ``x`` (an array or tensor) ``times`` times in a row (rows ``0,0,1,1,...``)."""
+    if isinstance(x, np.ndarray):
+        return np.repeat(x, times, axis=0)
+    return x.repeat_interleave(times, dim=0)
 
 
 def _batch_shaped(value, n: int, ndim: int) -> bool:

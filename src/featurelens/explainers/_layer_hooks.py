@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 
 from ._base import Requires
 
@@ -86,7 +86,7 @@ class LayerHook:
     def _hook(self, module, inputs, output):
         if threading.get_ident() != self._me:
             return None
-        if not isinstance(output, torch.Tensor):
+        if not is_tensor(output):
             raise TypeError(
                 f"{self.method}: layer {self.name!r} returns a {type(output).__name__}, not one tensor; "
                 "choose a layer whose output is a tensor"
@@ -181,8 +181,8 @@ class NeuronSelector:
         n, shape = act.shape[0], tuple(act.shape[1:])
         if self.fn is not None:
             value = self.fn(act)
-            if not isinstance(value, torch.Tensor) or tuple(value.shape) != (n,):
-                got = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+            if not is_tensor(value) or tuple(value.shape) != (n,):
+                got = tuple(value.shape) if is_tensor(value) else type(value).__name__
                 raise ValueError(f"neuron: the callable must map layer {layer_name!r}'s output {tuple(act.shape)} "
                                  f"to a tensor of shape ({n},), one value per sample; got {got}")
             return value

@@ -8,14 +8,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from ..models import Model
 
-__all__ = ["Requires", "CONV_TYPES", "script_reason"]
+__all__ = ["Requires", "conv_types", "script_reason"]
 
-#: Layer types that make a "convolutional layer" for ``Requires.conv_layer`` (Grad-CAM's default).
-CONV_TYPES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
+
+def conv_types() -> tuple:
+    """Layer types that make a "convolutional layer" for ``Requires.conv_layer`` (Grad-CAM's
+    default): ``torch.nn.Conv1d/2d/3d`` (read when a torch model is checked, so that importing
+    this module imports no torch)."""
+    return (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
 
 
 def _estimator_reason(estimator, names: tuple) -> str | None:
@@ -38,7 +42,7 @@ def _script_modules(module) -> list[str]:
     "the model itself"; empty for an eager module or no module."""
     if module is None:
         return []
-    if isinstance(module, torch.jit.ScriptModule):
+    if isinstance(module, torch.jit.ScriptModule):  # a module exists: torch is imported already
         return ["the model itself"]
     found = []
     for name, m in module.named_modules():
@@ -120,7 +124,7 @@ class Requires:
         if reason is not None:
             return reason
         if self.conv_layer and not (
-            model.module is not None and any(isinstance(m, CONV_TYPES) for m in model.module.modules())
+            model.module is not None and any(isinstance(m, conv_types()) for m in model.module.modules())
         ):
             return "needs a convolutional layer, and the model has none"
         if self.channel_axis and not 2 <= len(input_shape) <= 4:

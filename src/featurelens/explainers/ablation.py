@@ -31,7 +31,7 @@ and no executor every row is ablated at once in batched passes, with the same va
 from __future__ import annotations
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .. import approximators
 from .._random import numpy_rng, parse_seed

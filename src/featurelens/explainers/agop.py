@@ -13,7 +13,7 @@ Classifiers", 2026, arXiv 2605.12816.
 from __future__ import annotations
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .._validation import as_numpy, check_floating
 from ..learning.agop import agop as compute_agop

@@ -15,7 +15,7 @@ import threading
 import warnings
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .._random import RowNormal, parse_seed, row_draws
 from .._validation import check_float, check_int, check_option, relative_scale

@@ -33,7 +33,7 @@ import warnings
 from typing import ClassVar
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 import torch.nn.functional as F
 
 from .._batching import chunks

@@ -34,7 +34,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .._validation import check_executor, check_optional_bool, default_baseline, executor_param
 from ..approximators._common import check_result
@@ -70,6 +70,7 @@ class GameExplainer(Explainer):
     #: The function of :mod:`featurelens.approximators` this explainer runs (a staticmethod).
     approximator = None
     requires = Requires(gradients=False)
+    numpy_inputs = True  # numpy models play their games in numpy (no torch)
     #: None on tabular rows is refused (a zero lies anywhere on unscaled features); images and
     #: signals get zeros (see :class:`~featurelens.explainers.Explainer`).
     default_baseline = "refuse_tabular"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 import torch.nn.functional as F
 
 from .._batching import chunks
@@ -18,7 +18,7 @@ from .._random import RowNormal, parse_seed, root_seed
 from .._validation import check_bool, check_float, check_option, relative_scale
 from .._budgets import check_budget
 from ._base import Explainer, Requires, register
-from ._requires import CONV_TYPES
+from ._requires import conv_types
 
 
 @register("saliency")
@@ -316,7 +316,7 @@ def _interpolation_mode(mode: str, ndim: int) -> str:
 
 def last_conv_layer(module: torch.nn.Module) -> tuple[str, torch.nn.Module]:
     """The last convolution in registration order (usually the last one applied), with its name."""
-    convs = [(name, m) for name, m in module.named_modules() if isinstance(m, CONV_TYPES)]
+    convs = [(name, m) for name, m in module.named_modules() if isinstance(m, conv_types())]
     if not convs:
         raise ValueError(
             f"gradcam needs a convolutional layer, and model ({type(module).__name__}) has none; "
@@ -395,7 +395,7 @@ class GradCAM(Explainer):
         def hook(mod, inp, out):
             if threading.get_ident() != me:
                 return None
-            if isinstance(out, torch.Tensor) and not out.requires_grad:
+            if is_tensor(out) and not out.requires_grad:
                 # Every weight up to the layer frozen (Captum's test_simple_input_conv_no_grad):
                 # the rest of the network runs on a copy that requires grad, so d f / d A exists.
                 out = out.detach().requires_grad_(True)
@@ -450,30 +450,3 @@ class GradCAM(Explainer):
             kwargs = {"align_corners": False} if mode in ("linear", "bilinear", "bicubic", "trilinear") else {}
             cam = F.interpolate(cam, size=size, mode=mode, **kwargs)
         return cam, {}
-
-
-@register("random")
-class RandomAttribution(Explainer):
-    """A seeded uniform random map in [0, 1), shaped like the input: the floor every method must
-    beat in a benchmark. It never calls the model's gradient (one forward row checks the shape).
-    ``seed``: None, an int or a ``numpy.random.Generator``; row ``i`` of a call draws from its own
-    stream ``SeedSequence(root, spawn_key=(i,))`` (``root`` the int seed, an int drawn from a
-    Generator once per call, fresh entropy for None), so a row's map never depends on the others."""
-
-    requires = Requires(gradients=False)
-
-    accepts = frozenset({"seed"})  # the harness options it takes (see Explainer.accepts)
-
-    def __init__(self, model, seed=0, batch_size: int | None = None):
-        super().__init__(model, batch_size)
-        self.seed = parse_seed(seed)
-
-    def params(self):
-        return {**super().params(), **self.seed_params()}
-
-    def _attribute(self, x, target, outputs):
-        shape = tuple(x.shape[1:])
-        values = np.empty(tuple(x.shape), dtype=np.float32)
-        for i in range(x.shape[0]):
-            values[i] = self.row_rng(i).random(shape)
-        return values, {}

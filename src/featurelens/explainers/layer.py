@@ -24,7 +24,7 @@ in the audit and the benchmark, which do not choose layers (build them with ``la
 
 from __future__ import annotations
 
-import torch
+from featurelens._optional import torch
 
 from .._batching import chunks, expansion_index
 from .._validation import check_bool, check_int

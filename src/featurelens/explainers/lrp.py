@@ -34,7 +34,7 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 import torch.nn.functional as F
 
 from .._validation import check_float, check_option
@@ -153,7 +153,7 @@ class _AdditionRule(torch.overrides.TorchFunctionMode):
         in_place = func in _IN_PLACE_ADDITIONS
         if (in_place or func in _ADDITIONS) and self.active() and len(args) >= 2 and "out" not in kwargs:
             a, b = args[0], args[1]
-            if (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point()
+            if (is_tensor(a) and is_tensor(b) and a.is_floating_point()
                     and b.is_floating_point() and (a.requires_grad or b.requires_grad)
                     and torch.is_grad_enabled()):
                 alpha = kwargs.get("alpha", args[2] if len(args) > 2 else 1)
@@ -524,9 +524,9 @@ class LRP(Explainer):
 
         def make_hook(name):
             def hook(module, args, out):
-                if threading.get_ident() != me or not isinstance(out, torch.Tensor):
+                if threading.get_ident() != me or not is_tensor(out):
                     return None
-                if len(args) != 1 or not isinstance(args[0], torch.Tensor):
+                if len(args) != 1 or not is_tensor(args[0]):
                     if name in self.rules and self.rules[name].kind == "pass":
                         return None  # several inputs: its own additions / concatenations carry the rules
                     raise ValueError(
@@ -559,7 +559,7 @@ class LRP(Explainer):
             if threading.get_ident() != me:
                 return None
             state["forward"] = False
-            if not isinstance(out, torch.Tensor):
+            if not is_tensor(out):
                 return None
             self._seen_outputs.append(out.detach())
             return _ScaleByOutput.apply(out)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .._batching import chunks
 from .._validation import as_numpy, check_executor, check_int, executor_param
@@ -38,7 +38,7 @@ __all__ = ["Occlusion"]
 def _as_shape(value, ndim: int | None, name: str) -> tuple[int, ...] | None:
     """A window or stride: one positive int for every axis, or one per axis (``ndim`` of them;
     None: any number, the check at construction before the input's shape is known)."""
-    if not isinstance(value, (tuple, list, np.ndarray, torch.Size)):
+    if not isinstance(value, (tuple, list, np.ndarray)) and not type(value).__name__ == "Size":
         size = check_int(value, name, low=1)
         return None if ndim is None else (size,) * ndim
     shape = tuple(check_int(v, f"{name}[{i}]", low=1) for i, v in enumerate(value))
@@ -79,6 +79,7 @@ class Occlusion(Explainer):
     audit_order = 0
     name = "occlusion"
     requires = Requires(gradients=False)
+    numpy_inputs = True  # numpy models are occluded in numpy (no torch)
 
     accepts = frozenset({"baseline", "groups", "executor"})  # the harness options it takes (see Explainer.accepts)
 
@@ -138,6 +139,8 @@ class Occlusion(Explainer):
         return masks
 
     def _attribute(self, x, target, outputs=None, baseline=None):
+        if isinstance(x, np.ndarray):  # a numpy model (numpy mode): the same windows in numpy
+            return self._attribute_array(x, target, outputs, baseline)
         masks_np = self.masks(tuple(x.shape[1:]))
         masks = torch.as_tensor(masks_np, device=x.device)
         base = self._resolve_baseline(x, baseline)
@@ -165,6 +168,30 @@ class Occlusion(Explainer):
         return values.to(x.dtype).reshape(x.shape), {"n_windows": int(n_windows)}
 
 
+    def _attribute_array(self, x: np.ndarray, target: np.ndarray, outputs=None, baseline=None):
+        """:meth:`_attribute` for numpy rows of a numpy model: the same chunks and sums."""
+        masks = self.masks(tuple(x.shape[1:]))
+        base = self._resolve_baseline(x, baseline)
+        n, n_windows = x.shape[0], masks.shape[0]
+        f_x = outputs if outputs is not None else self.model.predict(x)
+        start_values = np.asarray(f_x)[np.arange(n), target]
+        rows = self.model.chunk_rows(x, forward_only=True)
+        task = _OcclusionChunk(self.model, x, base, masks, target, start_values)
+        if self.executor is None:
+            drops = np.empty(n * n_windows, dtype=np.float64)
+            for part in chunks(n * n_windows, rows):
+                drops[part] = task.drops(np.arange(part.start, part.stop))
+        else:
+            pairs = np.arange(n * n_windows, dtype=np.int64)[:, None]
+            drops = np.asarray(self.executor(task, pairs, rows), dtype=np.float64)
+            self.model.count_calls(n * n_windows)
+        drops = drops.reshape(n, n_windows)
+        m = masks.reshape(n_windows, -1).astype(np.float64)
+        counts = np.maximum(m.sum(0), 1)
+        values = (drops @ m) / counts
+        return values.astype(x.dtype).reshape(x.shape), {"n_windows": int(n_windows)}
+
+
 class _OcclusionChunk:
     """One chunk of occluded rows: ``drops(index)`` for flat (sample, window) indices, the serial
     loop's body. As an executor's ``evaluate_chunk`` it takes an ``(m, 1)`` int array of indices
@@ -176,8 +203,13 @@ class _OcclusionChunk:
         self.target, self.start_values = target, start_values
         self.n_windows = masks.shape[0]
 
-    def drops(self, index: torch.Tensor, count: bool = True) -> torch.Tensor:
+    def drops(self, index, count: bool = True):
         sample, window = index // self.n_windows, index % self.n_windows
+        if isinstance(self.x, np.ndarray):  # numpy mode
+            occluded = np.where(self.masks[window], self.base[sample], self.x[sample])
+            out = self.model.forward(occluded, count=count)
+            picked = out[np.arange(out.shape[0]), self.target[sample]].astype(np.float64)
+            return self.start_values[sample].astype(np.float64) - picked
         occluded = torch.where(self.masks[window], self.base[sample], self.x[sample])
         with torch.no_grad():  # grad mode is per thread: set here, where the pass runs
             out = self.model.forward(occluded, count=count)
@@ -185,5 +217,7 @@ class _OcclusionChunk:
         return self.start_values[sample].double() - picked
 
     def __call__(self, pairs: np.ndarray) -> np.ndarray:
+        if isinstance(self.x, np.ndarray):
+            return self.drops(np.asarray(pairs).reshape(-1), count=False)
         index = torch.as_tensor(np.asarray(pairs).reshape(-1), device=self.x.device)
         return self.drops(index, count=False).cpu().numpy()

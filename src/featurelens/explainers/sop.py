@@ -21,7 +21,7 @@ import threading
 from collections import namedtuple
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 from torch import nn
 
 from .._random import parse_seed, root_seed
@@ -295,7 +295,7 @@ class SumOfParts(nn.Module):
     def explain_forward(self, x: torch.Tensor) -> SOPOutput:
         """The prediction with its groups: a ``SOPOutput`` (logits, masks, weights,
         group_outputs); ``logits = sum_g weights[:, g] * group_outputs[:, g]``."""
-        if not isinstance(x, torch.Tensor):
+        if not is_tensor(x):
             raise TypeError(f"x must be a torch.Tensor of shape (n, *input_shape); got {type(x).__name__}")
         if self.input_shape is not None and tuple(x.shape[1:]) != self.input_shape:
             raise ValueError(f"x must have shape (n, {', '.join(map(str, self.input_shape))}) (input_shape "
@@ -303,21 +303,21 @@ class SumOfParts(nn.Module):
         n, g = x.shape[0], self.n_groups
         masks = self.group_generator(x)
         expected = (n, g, *x.shape[1:])
-        if (not isinstance(masks, torch.Tensor) or masks.ndim != x.ndim + 1 or tuple(masks.shape[:2]) != (n, g)
+        if (not is_tensor(masks) or masks.ndim != x.ndim + 1 or tuple(masks.shape[:2]) != (n, g)
                 or any(m not in (1, s) for m, s in zip(masks.shape[2:], x.shape[1:]))):
-            got = tuple(masks.shape) if isinstance(masks, torch.Tensor) else type(masks).__name__
+            got = tuple(masks.shape) if is_tensor(masks) else type(masks).__name__
             raise ValueError(f"group_generator must return masks of shape {expected} (trailing axes of size 1 "
                              f"broadcast); got {got}")
         masks = masks.to(x.dtype).expand(expected)
         rows = (x.unsqueeze(1) * masks).reshape(n * g, *x.shape[1:])
         out = self.backbone(rows)  # every group of every sample in one call
-        if not isinstance(out, torch.Tensor) or out.ndim not in (1, 2) or out.shape[0] != n * g:
-            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        if not is_tensor(out) or out.ndim not in (1, 2) or out.shape[0] != n * g:
+            got = tuple(out.shape) if is_tensor(out) else type(out).__name__
             raise ValueError(f"backbone must map {n * g} masked rows to outputs ({n * g}, K) or ({n * g},); got {got}")
         group_outputs = out.reshape(n, g, *out.shape[1:])
         scores = self.group_selector(group_outputs, masks)
-        if not isinstance(scores, torch.Tensor) or tuple(scores.shape) != (n, g):
-            got = tuple(scores.shape) if isinstance(scores, torch.Tensor) else type(scores).__name__
+        if not is_tensor(scores) or tuple(scores.shape) != (n, g):
+            got = tuple(scores.shape) if is_tensor(scores) else type(scores).__name__
             raise ValueError(f"group_selector must return scores of shape ({n}, {g}); got {got}")
         weights = _normalise(scores.to(group_outputs.dtype), self.weight_activation, dim=1)
         w = weights.reshape(n, g, *([1] * (group_outputs.ndim - 2)))

@@ -37,7 +37,7 @@ rows of all the rows of a batch go through one batched pass, with the same per-r
 from __future__ import annotations
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .. import approximators
 from .._random import parse_seed

@@ -41,7 +41,7 @@ the filters); the Haar wavelet is built in and works without it.
 from __future__ import annotations
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .. import _wavelets as wt
 from .._validation import as_numpy, check_int, check_option

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .. import _harness
 from .._random import keyed_rng

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 from torch import nn
 
 from .._random import parse_seed, torch_generator

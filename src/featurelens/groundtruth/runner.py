@@ -42,7 +42,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .. import _harness
 from .._random import parse_seed, root_seed, seed_record

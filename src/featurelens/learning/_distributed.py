@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 __all__ = ["dist_module", "dist_device", "dist_agree"]
 

@@ -19,7 +19,7 @@ input-output Jacobian ``J_f(x) = d f / d x`` is defined), and the Jacobian align
 from __future__ import annotations
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .._random import numpy_rng, parse_seed, root_seed, seed_record, torch_generator
 from .._validation import check_float, check_int, check_option

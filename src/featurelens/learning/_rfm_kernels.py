@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-import torch
+from featurelens._optional import torch
 
 from .._batching import chunks, rows_for_bytes
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-import torch
+from featurelens._optional import torch
 
 from .._random import torch_generator
 from .._validation import progress_bar

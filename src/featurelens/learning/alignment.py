@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .._batching import chunks
 from .._random import parse_seed, torch_generator

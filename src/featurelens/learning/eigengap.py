@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .._validation import as_numpy, check_float, check_int, check_option
 

@@ -22,7 +22,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 import torch.nn.functional as F
 
 from .._batching import chunks, rows_for_bytes

@@ -26,7 +26,7 @@ Compose it with the library's kernels as usual, e.g. ``ConstantKernel() * Neural
 from __future__ import annotations
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 from sklearn.gaussian_process.kernels import Hyperparameter, Kernel
 
 from .._validation import check_bool, check_int, check_option

@@ -10,7 +10,7 @@ and binary cross-entropy for multi-class classification.
 from __future__ import annotations
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 import torch.nn.functional as F
 
 from .._validation import as_numpy, check_float, check_option
@@ -19,7 +19,7 @@ __all__ = ["SupConLoss", "multiclass_bce"]
 
 
 def _check_features(features, name: str = "features") -> torch.Tensor:
-    if not isinstance(features, torch.Tensor):
+    if not is_tensor(features):
         raise TypeError(f"{name} must be a torch.Tensor (n, d) so that gradients reach the network; got {type(features).__name__}")
     if features.ndim != 2:
         raise ValueError(f"{name} must have shape (n, d); got shape {tuple(features.shape)}")
@@ -31,7 +31,7 @@ def _check_features(features, name: str = "features") -> torch.Tensor:
 
 
 def _check_labels(labels, n: int, device, name: str = "labels") -> torch.Tensor:
-    if isinstance(labels, torch.Tensor):
+    if is_tensor(labels):
         t = labels.detach()
         if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
             raise TypeError(f"{name} must hold integer class labels; got dtype {t.dtype}")

@@ -54,7 +54,7 @@ import math
 import warnings
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 
 from .._random import numpy_rng, parse_seed, torch_generator
 from .._validation import as_numpy, check_float, check_int, check_option, check_optional_bool, progress_bar
@@ -237,7 +237,7 @@ class Monitor:
             return False
         t = self.n_calls
         if loss is not None:
-            self.log(t, "loss", float(loss.detach() if isinstance(loss, torch.Tensor) else loss))
+            self.log(t, "loss", float(loss.detach() if is_tensor(loss) else loss))
         current = self._weights()
         if "updates" in self.metrics:
             self._push(self._updates, {n: current[n] - self._previous[n] for n in self.layers})

@@ -19,7 +19,7 @@ compared with ``W^T W`` of the kernel reshaped to (out, c*kh*kw).
 from __future__ import annotations
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .._batching import chunks
 from .._validation import check_float, check_int, check_option

@@ -27,7 +27,7 @@ import time
 import warnings
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data

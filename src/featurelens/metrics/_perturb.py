@@ -20,7 +20,7 @@ import math
 from typing import Callable, Iterator
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 
 from .._random import numpy_rng
 from .._validation import (
@@ -386,8 +386,8 @@ def noisy_linear_imputation(x: np.ndarray, removed: np.ndarray, noise: np.ndarra
 def row_pearson(u, v) -> np.ndarray:
     """Row-wise Pearson correlation of two ``(rows, k)`` arrays (numpy or torch), float64; NaN
     where a row is constant."""
-    u = np.asarray(u.detach().cpu() if isinstance(u, torch.Tensor) else u, dtype=np.float64)
-    v = np.asarray(v.detach().cpu() if isinstance(v, torch.Tensor) else v, dtype=np.float64)
+    u = np.asarray(u.detach().cpu() if is_tensor(u) else u, dtype=np.float64)
+    v = np.asarray(v.detach().cpu() if is_tensor(v) else v, dtype=np.float64)
     u = u - u.mean(1, keepdims=True)
     v = v - v.mean(1, keepdims=True)
     den = np.sqrt((u * u).sum(1) * (v * v).sum(1))
@@ -400,8 +400,8 @@ def row_spearman(u, v) -> np.ndarray:
     scipy.stats.spearmanr); NaN where a row is constant."""
     from scipy.stats import rankdata
 
-    u = np.asarray(u.detach().cpu() if isinstance(u, torch.Tensor) else u, dtype=np.float64)
-    v = np.asarray(v.detach().cpu() if isinstance(v, torch.Tensor) else v, dtype=np.float64)
+    u = np.asarray(u.detach().cpu() if is_tensor(u) else u, dtype=np.float64)
+    v = np.asarray(v.detach().cpu() if is_tensor(v) else v, dtype=np.float64)
     return row_pearson(rankdata(u, axis=1), rankdata(v, axis=1))
 
 

@@ -57,7 +57,7 @@ class ScoreContext:
     channels), which the re-explaining metrics compare with their re-explanations. ``regions``:
     the labels of the regions the region metrics remove whole (None: every element is a region).
     ``module``: the torch module the randomisation tests re-initialise (the audit passes a
-    TorchScript model's handle, ``featurelens._audit._torchscript.ScriptLayers``).
+    TorchScript model's handle, ``featurelens._audit._script_layers.ScriptLayers``).
     ``curves``: where deletion and insertion leave their mean curves; ``cache``: computations that
     several metrics share (the average and maximum sensitivity read one set of noisy copies).
     """

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .._batching import chunks
 from .._validation import check_bool, check_float, check_option

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 from scipy.stats import entropy as _entropy
 
 from .._random import numpy_rng, parse_seed, root_seed

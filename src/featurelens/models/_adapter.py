@@ -39,7 +39,7 @@ import threading
 from typing import Callable
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, is_torch_module, torch
 
 from .._batching import check_batch_size, chunks, default_rows
 from .._validation import (
@@ -54,7 +54,7 @@ from .._validation import resolve_target as _resolve_target
 from ._estimators import estimator_method
 from ._factory_cache import factory_build, factory_key
 from ._frames import FrameCodec, encode_frame, is_dataframe
-from ._outputs import OUTPUTS, checked_outputs, model_returns, to_units
+from ._outputs import OUTPUTS, array_to_units, checked_array_outputs, checked_outputs, model_returns, to_units
 from ._passes import BatchedPasses
 
 
@@ -129,13 +129,13 @@ class Model(BatchedPasses):
             raise TypeError("model is already a featurelens Model; pass it directly instead of wrapping it")
         accepts = check_option(accepts, "accepts", ("numpy", "torch"))
         estimator, method = estimator_method(model)
-        if estimator is None and not (isinstance(model, torch.nn.Module) or callable(model)):
+        if estimator is None and not (is_torch_module(model) or callable(model)):
             raise TypeError(
                 "model must be a torch.nn.Module, a fitted scikit-learn estimator or Pipeline (with "
                 "predict_proba or predict), or a callable mapping a batch to outputs such as "
                 f"estimator.predict_proba; got {type(model).__name__}, which is none of these"
             )
-        self.module = model if isinstance(model, torch.nn.Module) else None
+        self.module = model if is_torch_module(model) else None
         #: The scikit-learn-style estimator (or the owner of a bound ``predict*`` method), else None.
         self.estimator = estimator
         self.function = method if method is not None else model
@@ -148,11 +148,15 @@ class Model(BatchedPasses):
         self._frames = FrameCodec()
         self.batch_size = check_batch_size(batch_size)
         self.auto_batch = batch_size is None  # chunk rows also bounded by input size (chunk_rows)
-        if device is None:
-            param = next(iter(self.module.parameters()), None) if self.module is not None else None
-            device = param.device if param is not None else torch.device("cpu")
-        self.device = check_device(device)
         param = next(iter(self.module.parameters()), None) if self.module is not None else None
+        if device is None and param is not None:
+            device = param.device
+        # A numpy model without a device never needs torch: the device is resolved (torch's CPU
+        # device) only when a consumer moves tensors for it (the ``device`` property).
+        self._device = None if device is None else check_device(device)
+        #: Whether consumers get numpy arrays from this Model (``to_tensor``, ``predict``,
+        #: ``resolve_target``): set by :meth:`with_numpy` for numpy callables and estimators.
+        self.numpy_mode = False
         if self.accepts == "numpy":
             # None: the input's precision is kept (float64 stays float64, other floats float32).
             self.dtype = None
@@ -173,6 +177,18 @@ class Model(BatchedPasses):
         self._parent: Model | None = None  # the Model this one was derived from (with_batch_size)
         self._factory = None  # (factory, key, model_kwargs) of a Model.from_factory
         self.allow_nan = False  # NaN inputs refused unless a consumer routes them (with_missing_values)
+
+    @property
+    def device(self):
+        """The torch device inputs go to (torch's CPU device unless the module or ``device=``
+        says otherwise; reading it imports torch)."""
+        if self._device is None:
+            self._device = torch.device("cpu")
+        return self._device
+
+    @device.setter
+    def device(self, value):
+        self._device = value
 
     # -- construction helpers ---------------------------------------------------------------
     @classmethod
@@ -257,7 +273,7 @@ class Model(BatchedPasses):
             factory, key, _ = self._factory
             built = factory_build(factory, key)
             estimator, method = estimator_method(built)
-            self.module = built if isinstance(built, torch.nn.Module) else None
+            self.module = built if is_torch_module(built) else None
             self.estimator = estimator
             self.function = method if method is not None else built
 
@@ -279,6 +295,24 @@ class Model(BatchedPasses):
         if output == self.output:
             return self
         return self._derive(output=output, output_asked=True)
+
+    def with_numpy(self) -> "Model":
+        """This Model exchanging numpy arrays with its consumer, for the consumers that work on
+        numpy alone (TreeSHAP, the games and approximators, occlusion): ``to_tensor`` returns a
+        validated numpy array, ``predict`` and ``forward`` numpy outputs, ``resolve_target`` an
+        int64 array. Torch is never imported for it. ``self`` for a torch module or a torch
+        callable (they exchange tensors) and for a Model already in numpy mode; else a derived
+        Model counting its calls in this Model's too. The numbers are those of the tensor path:
+        a numpy model is called on the same numpy rows either way.
+
+        Returns
+        -------
+        Model
+            The Model in numpy mode (or ``self``).
+        """
+        if self.accepts == "torch" or self.numpy_mode:
+            return self
+        return self._derive(numpy_mode=True)
 
     def with_missing_values(self) -> "Model":
         """This Model taking NaN in its inputs (missing values; inf is still refused), for a
@@ -406,9 +440,11 @@ class Model(BatchedPasses):
         plain callables refuse non-numeric columns, and any Model refuses other dtypes
         (datetimes, complex), naming the columns.
         """
+        if self.numpy_mode:
+            return self.to_array(x, name)
         if is_dataframe(x):
             x = encode_frame(self._frames, x, name, self.estimator, self.feature_names, self.differentiable)
-        if isinstance(x, torch.Tensor):
+        if is_tensor(x):
             check_floating(x, name, allow_nan=getattr(self, "allow_nan", False))
             t = x.detach()
         else:
@@ -426,6 +462,36 @@ class Model(BatchedPasses):
         if dtype is None:
             dtype = torch.float64 if t.dtype == torch.float64 else torch.float32
         return t.to(device=self.device, dtype=dtype)
+
+    def to_array(self, x, name: str = "x") -> np.ndarray:
+        """Validate a batch as :meth:`to_tensor` does and return it as a numpy array (float64
+        inputs stay float64, other floats become float32), never importing torch.
+
+        Parameters
+        ----------
+        x
+            A batch, samples first: numpy, a tensor or a pandas DataFrame.
+        name
+            The argument's name in error messages.
+
+        Returns
+        -------
+        numpy.ndarray
+            The validated rows (DataFrame columns encoded as :meth:`to_tensor` describes).
+        """
+        if is_dataframe(x):
+            x = encode_frame(self._frames, x, name, self.estimator, self.feature_names, self.differentiable)
+        arr = as_numpy(x, name)
+        check_floating(arr, name, allow_nan=getattr(self, "allow_nan", False))
+        if arr.ndim < 2:
+            raise ValueError(
+                f"{name} must be a batch with the samples along the first axis, shape (n, ...); "
+                f"got shape {tuple(arr.shape)}. For one sample use {name}[None]"
+            )
+        if arr.shape[0] == 0:
+            raise ValueError(f"{name} is an empty batch (shape {tuple(arr.shape)}); expected n >= 1 rows")
+        dtype = np.float64 if arr.dtype == np.float64 else np.float32
+        return arr.astype(dtype, copy=False)
 
     def _model_input(self, arr: np.ndarray):
         """What the numpy callable or estimator is called with: the array, or for an estimator
@@ -468,6 +534,8 @@ class Model(BatchedPasses):
         """
         if count:
             self.count_calls(x.shape[0])
+        if isinstance(x, np.ndarray):
+            return self._forward_array(x)
         needs_grad = x.requires_grad and torch.is_grad_enabled()
         # Decoded before the call: a value that is not a category code raises its own ValueError.
         inputs = x if self.accepts == "torch" else self._model_input(x.detach().cpu().numpy())
@@ -480,6 +548,21 @@ class Model(BatchedPasses):
         out = checked_outputs(out, x, needs_grad, self.dtype or x.dtype, self.display_name)
         if self.output != "raw":
             out = to_units(out, self.returns, self.output)
+        return out
+
+    def _forward_array(self, x: np.ndarray) -> np.ndarray:
+        """The forward pass of a numpy callable or estimator on numpy rows (numpy mode)."""
+        if self.accepts == "torch":
+            raise TypeError(f"model {self.display_name()} takes tensors; got a numpy array (use to_tensor)")
+        try:
+            out = self.function(self._model_input(x))
+        except (RuntimeError, ValueError) as err:
+            raise ValueError(
+                f"x has shape {tuple(x.shape)} (samples first), and the model failed on it: {err}"
+            ) from err
+        out = checked_array_outputs(out, x, self.display_name)
+        if self.output != "raw":
+            out = array_to_units(out, self.returns, self.output)
         return out
 
     def display_name(self) -> str:
@@ -511,8 +594,11 @@ class Model(BatchedPasses):
     def predict(self, x, batch_size: int | None = None, count: bool = True) -> torch.Tensor:
         """Outputs for a batch, computed in chunks without gradients, as a (n, classes) tensor.
         ``count=False``: not added to ``calls`` (see :meth:`forward`)."""
-        x = x if isinstance(x, torch.Tensor) else self.to_tensor(x)
+        x = x if is_tensor(x) or (self.numpy_mode and isinstance(x, np.ndarray)) else self.to_tensor(x)
         bs = self.chunk_rows(x, batch_size, forward_only=True)
+        if isinstance(x, np.ndarray):
+            parts = [self.forward(x[s], count=count) for s in chunks(x.shape[0], bs)]
+            return parts[0] if len(parts) == 1 else np.concatenate(parts)
         with self.evaluating(), torch.no_grad():
             return torch.cat([self.forward(x[s], count=count) for s in chunks(x.shape[0], bs)])
 
@@ -535,6 +621,13 @@ class Model(BatchedPasses):
         use), with the same message. A one-row forward pass costs a tenth of a 32-row CNN pass.
         """
         n = x.shape[0]
+        if isinstance(x, np.ndarray):  # numpy mode: int64 arrays
+            if target is None:
+                outputs = self.predict(x) if outputs is None else outputs
+                return np.asarray(outputs).argmax(axis=1).astype(np.int64)
+            n_out = None if in_pass and outputs is None else (
+                self.n_outputs(x) if outputs is None else int(outputs.shape[1]))
+            return _resolve_target(target, n, n_out, name)
         if target is None:
             if outputs is None:
                 outputs = self.predict(x)
@@ -549,13 +642,16 @@ class Model(BatchedPasses):
         indices checked against ``out``'s number of outputs first (a clear ValueError, not torch's
         index error; see :meth:`resolve_target` with ``in_pass``)."""
         check_target_range(target, int(out.shape[1]), name)
+        if isinstance(out, np.ndarray):
+            return out[np.arange(out.shape[0]), np.asarray(target)][:, None]
         return out.gather(1, target[:, None])
 
     def __repr__(self) -> str:
         kind = self.display_name() if self.estimator is not None else type(self.function).__name__
         bs = "auto" if self.auto_batch else self.batch_size
         units = "" if self.output == "raw" else f", output={self.output!r}"
-        return f"Model({kind}, device={self.device}, batch_size={bs}{units})"
+        where = "numpy" if self._device is None else f"device={self._device}"
+        return f"Model({kind}, {where}, batch_size={bs}{units})"
 
 
 #: Guards the eval-mode bookkeeping of :meth:`Model.evaluating` across threads.

@@ -6,7 +6,7 @@ fitted, and LightGBM's renamed feature names.
 
 from __future__ import annotations
 
-import torch
+from featurelens._optional import is_torch_module, torch
 
 ESTIMATOR_METHODS = ("predict_proba", "decision_function", "predict", "predict_log_proba")
 
@@ -64,12 +64,12 @@ def estimator_method(model):
     a classifier with only ``predict`` (class labels, no gradation) is refused. Regressors and
     other estimators: ``predict``.
     """
-    if isinstance(model, torch.nn.Module):
+    if is_torch_module(model):
         return None, None
     owner = getattr(model, "__self__", None)
     if (
         owner is not None
-        and not isinstance(owner, torch.nn.Module)
+        and not is_torch_module(owner)
         and getattr(model, "__name__", None) in ESTIMATOR_METHODS
         and hasattr(owner, "predict")
     ):

@@ -10,7 +10,7 @@ import math
 from typing import Callable
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 
 from ._estimators import estimator_type, is_classifier_model
 
@@ -109,7 +109,7 @@ def checked_outputs(out, x: torch.Tensor, needs_grad: bool, dtype: torch.dtype, 
     elementwise check runs only when that sum is not finite) are refused. ``name()`` names the
     model in the messages (called only when one is raised)."""
     if isinstance(out, (tuple, list, dict)) and not (isinstance(out, (tuple, list)) and out
-                                                    and not isinstance(out[0], torch.Tensor)):
+                                                    and not is_tensor(out[0])):
         kind = "a dict (e.g. a transformers ModelOutput)" if isinstance(out, dict) else (
             f"a {type(out).__name__} of {len(out)} item(s)")
         raise TypeError(
@@ -118,7 +118,7 @@ def checked_outputs(out, x: torch.Tensor, needs_grad: bool, dtype: torch.dtype, 
             "whose forward returns model(x)[0] or model(x).logits, or "
             "fl.Model(lambda x: model(x)[0], accepts='torch'))"
         )
-    if isinstance(out, torch.Tensor):
+    if is_tensor(out):
         if out.is_complex():
             raise TypeError(f"model {name()} must return real numbers; got a tensor of dtype {out.dtype}")
         if not torch.is_floating_point(out):
@@ -172,3 +172,86 @@ def checked_outputs(out, x: torch.Tensor, needs_grad: bool, dtype: torch.dtype, 
             "Check the model on these inputs (e.g. a log of 0, a division by zero, overflow)"
         )
     return out
+
+
+def array_to_units(out: np.ndarray, returns: str, output: str) -> np.ndarray:
+    """:func:`to_units` on numpy outputs (a numpy model in numpy mode), the same formulas in the
+    outputs' dtype: the sigmoid or softmax of logits and margins, ``log(p) - log1p(-p)`` of
+    probabilities clipped to ``[eps, 1 - eps]``, and the exact log-odds of logits."""
+    with np.errstate(over="ignore", under="ignore"):
+        if returns in ("logits", "margin"):
+            if output == "log_odds":
+                return _array_log_odds_from_logits(out)
+            if out.shape[1] == 1:
+                return (1.0 / (1.0 + np.exp(-out))).astype(out.dtype, copy=False)
+            e = np.exp(out - out.max(axis=1, keepdims=True))
+            return (e / e.sum(axis=1, keepdims=True)).astype(out.dtype, copy=False)
+        p = np.exp(out) if returns == "log_probability" else out
+        if output == "probability":
+            return p
+        eps = np.finfo(p.dtype).eps
+        p = np.clip(p, eps, 1.0 - eps)
+        return (np.log(p) - np.log1p(-p)).astype(out.dtype, copy=False)
+
+
+def _array_log_odds_from_logits(z: np.ndarray) -> np.ndarray:
+    """``z_k - logsumexp_{j != k} z_j`` per output, stably (:func:`log_odds_from_logits` in numpy)."""
+    if z.shape[1] == 1:
+        return z
+    if z.shape[1] == 2:
+        diff = z[:, 1:2] - z[:, 0:1]
+        return np.concatenate([-diff, diff], axis=1)
+    arg = z.argmax(axis=1)[:, None]
+    top = np.take_along_axis(z, arg, axis=1)
+    is_top = np.zeros(z.shape, dtype=bool)
+    np.put_along_axis(is_top, arg, True, axis=1)
+    e = np.exp(z - top)
+    rest = e.sum(axis=1, keepdims=True) - e  # sum over j != k of exp(z_j - top)
+    rest = np.where(is_top, 1.0, rest)
+    lo_other = z - top - np.log(rest)
+    others = np.where(is_top, -np.inf, z)
+    m = others.max(axis=1, keepdims=True)
+    lo_top = top - (m + np.log(np.exp(others - m).sum(axis=1, keepdims=True)))
+    return np.where(is_top, lo_top, lo_other).astype(z.dtype, copy=False)
+
+
+def checked_array_outputs(out, x: np.ndarray, name: Callable[[], str]) -> np.ndarray:
+    """:func:`checked_outputs` for a numpy model in numpy mode: what the function returned for
+    the rows ``x`` as a ``(rows, outputs)`` array in ``x``'s float dtype, or the same errors
+    (non-numbers, a wrong shape, no output, NaN/inf)."""
+    if isinstance(out, (tuple, list, dict)) and not (isinstance(out, (tuple, list)) and out
+                                                    and not is_tensor(out[0])):
+        kind = "a dict" if isinstance(out, dict) else f"a {type(out).__name__} of {len(out)} item(s)"
+        raise TypeError(
+            f"model {name()} returned {kind}; every consumer needs one array of outputs, shape "
+            "(batch,) or (batch, classes)"
+        )
+    try:
+        arr = np.asarray(out.detach().cpu().numpy() if is_tensor(out) else out)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"dtype {arr.dtype}")
+        arr = arr.astype(np.float64).astype(x.dtype, copy=False)
+    except (TypeError, ValueError) as err:
+        raise TypeError(
+            f"model {name()} must return a tensor or an array of numbers; got {type(out).__name__} ({err})"
+        ) from err
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2 or arr.shape[0] != x.shape[0]:
+        raise ValueError(
+            f"model must map a batch of {x.shape[0]} rows to outputs of shape (batch,) or "
+            f"(batch, classes); got output shape {tuple(arr.shape)}"
+        )
+    if arr.shape[1] == 0:
+        raise ValueError(
+            f"model {name()} returned 0 outputs per row (output shape {tuple(arr.shape)}); "
+            "expected at least one output (a score, a logit per class) to explain"
+        )
+    if not math.isfinite(float(arr.sum())) and not bool(np.isfinite(arr).all()):
+        bad = int((~np.isfinite(arr)).any(1).sum())
+        raise ValueError(
+            f"the model returned NaN or inf for {bad} of {x.shape[0]} rows (inputs of shape "
+            f"{tuple(x.shape)}, all finite); attributions of non-finite outputs would be NaN. "
+            "Check the model on these inputs (e.g. a log of 0, a division by zero, overflow)"
+        )
+    return arr

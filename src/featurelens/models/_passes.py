@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-import torch
+from featurelens._optional import torch
 
 from .._batching import chunks, expansion_index
 from .._validation import check_int, check_option

@@ -9,7 +9,7 @@ predictor uses; its diagonal ``M_jj = (1/n) sum_i ||d f(x_i) / d x_j||^2`` score
 from __future__ import annotations
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 from sklearn.base import clone
 from sklearn.utils.multiclass import type_of_target
 

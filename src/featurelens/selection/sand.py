@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 from sklearn.utils.multiclass import type_of_target
 
 from .._random import parse_seed, torch_generator

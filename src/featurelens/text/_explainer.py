@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from .._validation import check_option, check_token_ids
 from .._budgets import check_budget

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 
 from .._batching import DEFAULT_CHUNK_BYTES, rows_for_bytes
 from .._validation import as_numpy, check_int, check_option, check_token_ids
@@ -174,7 +174,7 @@ class ClassifierGame(Game):
     def _outputs(self, masks: np.ndarray) -> np.ndarray:
         batch = self.batch(masks)
         out = self.model_fn(batch)
-        if isinstance(out, torch.Tensor):
+        if is_tensor(out):
             out = out.detach().cpu().double().numpy()
         out = as_numpy(out, "model_fn output").astype(np.float64)
         if out.ndim not in (1, 2) or out.shape[0] != masks.shape[0]:
@@ -448,7 +448,7 @@ class GenerationGame(Game):
                     done += rows.size
                     seq = np.stack([np.concatenate([prompts[r], self.continuation]) for r in rows])
                     logits = forward_ids(self.lm, torch.as_tensor(seq, device=device))
-                    if not isinstance(logits, torch.Tensor) or logits.ndim != 3 or logits.shape[:2] != seq.shape:
+                    if not is_tensor(logits) or logits.ndim != 3 or logits.shape[:2] != seq.shape:
                         raise ValueError(
                             f"lm must return logits of shape (m, L, vocab) = ({seq.shape[0]}, {seq.shape[1]}, "
                             f"vocab); got {getattr(logits, 'shape', type(logits).__name__)}"

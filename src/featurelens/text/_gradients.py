@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 
 from .._batching import chunks, default_rows
 from .._validation import check_int, check_option, check_token_ids
@@ -67,7 +67,7 @@ class _Swap:
 
     def __call__(self, module, inputs, out):
         self.calls += 1
-        if not isinstance(out, torch.Tensor):
+        if not is_tensor(out):
             raise TypeError(f"embedding_layer {self.name!r} must output a tensor (m, L, dim); got {type(out).__name__}")
         if self.replace is None:
             self.captured = out.detach()
@@ -208,7 +208,7 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
         if isinstance(continuation, str):
             cont = list(players.tokenizer(continuation, add_special_tokens=False)["input_ids"])
         else:
-            if isinstance(continuation, torch.Tensor):
+            if is_tensor(continuation):
                 continuation = continuation.detach().cpu().tolist()
             if np.ndim(continuation) != 1:
                 raise TypeError(f"continuation must be a str or a list of token ids; got {continuation!r}")
@@ -249,7 +249,7 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
 
     def value(out, m):
         logits = getattr(out, "logits", out)
-        if not isinstance(logits, torch.Tensor):
+        if not is_tensor(logits):
             raise TypeError(f"model must return a logits tensor (or an object with .logits); got {type(logits).__name__}")
         if lm:
             if logits.ndim != 3 or tuple(logits.shape[:2]) != (m, L):

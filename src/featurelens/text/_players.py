@@ -6,7 +6,7 @@ import re
 from typing import Callable
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 
 from .._validation import check_int, check_option, check_token_ids
 
@@ -219,7 +219,7 @@ class Players:
 
     def check_mask(self, mask) -> np.ndarray:
         """``mask`` as a bool ``(n,)`` (or ``(q, n)``) array; a ValueError naming ``mask`` else."""
-        arr = mask.detach().cpu().numpy() if isinstance(mask, torch.Tensor) else np.asarray(mask)
+        arr = mask.detach().cpu().numpy() if is_tensor(mask) else np.asarray(mask)
         if arr.shape[-1:] != (self.n,) or arr.ndim not in (1, 2):
             raise ValueError(f"mask must have shape ({self.n},) or (q, {self.n}) (one entry per player); got {arr.shape}")
         if arr.dtype != np.bool_:

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from ..._random import numpy_rng
 from ..._validation import check_float, check_int, check_option

@@ -90,6 +90,7 @@ class TreeShap(Explainer):
 
     audit_default = "reads the trees of a fitted tree model and explains in its own units; request it with methods="
     requires = Requires(gradients=False, estimators=supported_tree_models())
+    numpy_inputs = True  # the trees are read in numpy: no torch on this path
     accepts: frozenset = frozenset()  # no shared harness options (no seed, baseline or groups)
 
     outputs = ("raw", "probability", "log_odds")  # which ones apply depends on the trees (above)
@@ -270,7 +271,7 @@ class TreeShap(Explainer):
         rows = self._rows(arr, "x")
         step = 256 if self.model.auto_batch else int(self.model.batch_size)
         values, base, inter = self._compute(rows, self.background, step)
-        t = target.detach().cpu().numpy().astype(np.int64)
+        t = np.asarray(target.detach().cpu().numpy() if hasattr(target, "detach") else target).astype(np.int64)
         values, base, inter = self._select(values, base, inter, t, rows.shape[0])
         extra = {"base_values": [float(b) for b in base]}
         if inter is not None:
@@ -291,7 +292,7 @@ class TreeShap(Explainer):
         n = e.values.shape[0]
         outputs = self.model.predict(self.model.to_tensor(x)) if target is None else None
         if target is None:
-            t = outputs.detach().cpu().numpy().argmax(axis=1)
+            t = np.asarray(outputs.detach().cpu().numpy() if hasattr(outputs, "detach") else outputs).argmax(axis=1)
         else:
             n_out = int(self.model.predict(self.model.to_tensor(x)[:1]).shape[1])
             t = np.asarray(resolve_target(target, n, n_out)).astype(np.int64)

@@ -6,7 +6,7 @@ correlation, infidelity. The arguments, units and ``groups`` are those of
 from __future__ import annotations
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from ..._random import numpy_rng, parse_seed
 from ..._validation import check_bool, check_float, check_int, check_option, relative_scale

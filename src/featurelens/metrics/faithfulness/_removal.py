@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from ..._random import numpy_rng, parse_seed
 from ..._validation import (

@@ -25,7 +25,7 @@ import itertools
 from collections.abc import Iterator
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from ..._random import numpy_rng, parse_seed
 from ..._validation import check_bool, check_float, check_int, check_option

@@ -33,6 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..._validation import check_bool, check_int, check_option
+from featurelens._optional import is_tensor
 
 __all__ = ["precision_at_k", "iou_at_k", "emd_score", "relevance_mass", "relevance_rank_accuracy"]
 
@@ -188,12 +189,12 @@ def emd_score(a, masks, *, backend: str = "auto", pool: int = 1) -> np.ndarray:
 
 def _to_numpy(obj, name: str) -> np.ndarray:
     torch = sys.modules.get("torch")  # a tensor can only exist if torch is already imported
-    is_tensor = torch is not None and isinstance(obj, torch.Tensor)
+    is_tensor = torch is not None and is_tensor(obj)
     if not is_tensor and not isinstance(obj, np.ndarray):
         values = getattr(obj, "values", None)  # Explanation-like; torch's .values() is a method
         if values is not None and not callable(values):
             obj = values
-            is_tensor = torch is not None and isinstance(obj, torch.Tensor)
+            is_tensor = torch is not None and is_tensor(obj)
     if is_tensor:
         t = obj.detach().cpu()
         if t.dtype == torch.bfloat16 or t.dtype == torch.float16:

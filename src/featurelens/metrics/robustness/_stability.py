@@ -18,7 +18,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 
 from ..._batching import chunks
 from ..._random import parse_seed
