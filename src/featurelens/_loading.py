@@ -41,6 +41,7 @@ import numpy as np
 from ._fitted_categories import category_positions, fitted_categories, type_columns
 from ._loading_errors import LoadError, LoadWarning
 from ._model_files import is_torch_save, is_torchscript, load_pickle, load_skops, load_torch, zip_names
+from ._validation import check_bool
 
 __all__ = ["LoadError", "LoadWarning", "load_model", "load_data", "load_labels", "check_model_data",
            "whole_number_labels", "fitted_categories"]
@@ -93,8 +94,10 @@ def load_model(path, architecture: str | None = None, image_size: int | None = N
     without running code from the file; pickle, joblib and TorchScript files are code and need
     ``trust=True`` (``trusted_types`` only ever widens what skops trusts). A path that is missing,
     a folder or not a regular file (a FIFO, ``/dev/zero``) is refused before it is opened. ``image_size`` (8 or 64) picks the built-in architecture's input size;
-    None tries both.
+    None tries both. ``trust`` must be True or False: anything else (``"false"``, ``"0"``, ``""``,
+    None, 0) is a TypeError, never read by its truth value (:func:`featurelens._validation.check_bool`).
     """
+    trust = check_bool(trust, "trust")
     path = _regular_file(path, "model file")
     suffix = _suffix(path)
     names = zip_names(path)

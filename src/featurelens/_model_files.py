@@ -14,6 +14,7 @@ import warnings
 import zipfile
 
 from ._loading_errors import LoadError
+from ._validation import check_bool
 
 __all__ = ["zip_names", "is_torchscript", "is_torch_save", "state_dict_of", "build_architecture", "load_torch",
            "load_skops", "load_pickle", "WHY_PICKLE", "WHY_TORCHSCRIPT"]
@@ -93,6 +94,10 @@ def build_architecture(path: str, state: dict, architecture: str, image_size: in
 
 
 def load_torch(path: str, names, architecture, image_size, trust: bool):
+    """Load a torch file: a state dict (``weights_only=True``) into the built-in ``architecture``;
+    a TorchScript archive or a pickled module only with ``trust=True`` (True or False only: a
+    string such as ``"false"`` is a TypeError, never read as true)."""
+    trust = check_bool(trust, "trust")
     import torch
 
     if is_torchscript(names):
@@ -156,7 +161,13 @@ def load_skops(path: str, trust: bool, trusted_types=()):
     """Load a skops file with skops' default trusted types plus ``trusted_types`` (type names as
     ``skops.io.get_untrusted_types`` prints them, from ``--trust-type NAME``); ``trust=True``
     trusts every type in the file. A file holding other types is refused with the exact
-    ``--trust-type`` flags that would load it."""
+    ``--trust-type`` flags that would load it. ``trust`` is True or False only (a string such as
+    ``"false"`` is a TypeError), and ``trusted_types`` a list of type names (a single string, whose
+    characters would be read as names, is refused)."""
+    trust = check_bool(trust, "trust")
+    if isinstance(trusted_types, (str, bytes)) or not hasattr(trusted_types or (), "__iter__"):
+        raise TypeError(f"trusted_types must be a list of type names, e.g. [{'sklearn.tree._tree.Tree'!r}]; "
+                        f"got {trusted_types!r} ({type(trusted_types).__name__})")
     try:
         import skops.io as sio
     except ImportError as err:
@@ -188,6 +199,10 @@ def load_skops(path: str, trust: bool, trusted_types=()):
 
 
 def load_pickle(path: str, trust: bool):
+    """Load a joblib/pickle file, only with ``trust=True`` (unpickling runs code from the file);
+    ``trust`` is True or False only: a string such as ``"false"`` is a TypeError, never read as
+    true."""
+    trust = check_bool(trust, "trust")
     if not trust:
         raise LoadError(
             f"refusing to load {path}: it is a pickle/joblib file, and {WHY_PICKLE}. Pass "
