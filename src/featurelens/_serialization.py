@@ -19,6 +19,7 @@ import json
 import math
 import numbers
 import os
+import stat
 import tempfile
 import zipfile
 from typing import Any, Iterable
@@ -36,6 +37,7 @@ __all__ = [
     "npz_path",
     "write_npz",
     "read_npz",
+    "special_file_kind",
     "read_meta",
     "check_keys",
     "meta_field",
@@ -245,6 +247,18 @@ def npz_size_problem(path: str, max_bytes=None) -> str | None:
             "or max_bytes=) or read it with numpy yourself (np.load(path, allow_pickle=False))")
 
 
+def special_file_kind(mode: int) -> str:
+    """What a path that is not a regular file or a folder is, from its ``st_mode``: ``"a FIFO
+    (named pipe)"``, ``"a device"`` (``/dev/zero``), ``"a socket"``, else ``"not a regular file"``."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
 def read_npz(path: str | os.PathLike, kind: str, required: Iterable[str], optional: Iterable[str] = (),
              prefixes: Iterable[str] = (), max_bytes=None) -> tuple[str, dict]:
     """Read every array of the ``.npz`` file ``path`` (``.npz`` appended when the bare name does not
@@ -252,17 +266,29 @@ def read_npz(path: str | os.PathLike, kind: str, required: Iterable[str], option
 
     ``required`` arrays must be present; ``optional`` ones and names starting with one of
     ``prefixes`` may be; any other name is refused. A missing file raises ``FileNotFoundError``;
-    every other problem :class:`SavedFileError`. Object arrays are never loaded, and an archive
+    every other problem :class:`SavedFileError`, a path that is not a regular file (a FIFO, a device
+    such as ``/dev/zero``, a socket) included, which is never opened (reading it could block or
+    run forever). Object arrays are never loaded, and an archive
     that would decompress to more than :func:`npz_limit` ``(max_bytes)`` bytes (1 GiB by default)
     is refused before anything is decompressed (:func:`npz_size_problem`).
     """
     path = os.fspath(path)
-    if not os.path.exists(path) and os.path.exists(path + ".npz"):
+    if not os.path.lexists(path) and os.path.exists(path + ".npz"):
         path += ".npz"
-    if os.path.isdir(path):
+    # stat first, never open: opening a FIFO for reading blocks until a writer comes, and a device
+    # such as /dev/zero reads forever.
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"saved featurelens {kind} {path!r} does not exist") from None
+    except OSError as err:
+        raise SavedFileError(path, kind, None, f"it cannot be read ({err.strerror or err}); expected a .npz file "
+                             "written by featurelens's save()") from None
+    if stat.S_ISDIR(mode):
         raise SavedFileError(path, kind, None, "it is a folder; expected a .npz file written by featurelens's save()")
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"saved featurelens {kind} {path!r} does not exist")
+    if not stat.S_ISREG(mode):
+        raise SavedFileError(path, kind, None, f"it is not a regular file (it is {special_file_kind(mode)}), so it "
+                             "was not opened; expected a .npz file written by featurelens's save()")
     if not zipfile.is_zipfile(path):
         with open(path, "rb") as f:
             head = f.read(8)

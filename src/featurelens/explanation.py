@@ -460,7 +460,9 @@ def load_explanation(path: str | os.PathLike, max_bytes: int | None = None) -> E
     defaults (None, ``"raw"``). Anything else (a corrupt
     or truncated archive, an object array, broken JSON, a missing, unknown or mistyped field)
     raises ``featurelens._serialization.SavedFileError``, a ``ValueError`` naming the file,
-    the field, what was found and what was expected; a missing file raises ``FileNotFoundError``.
+    the field, what was found and what was expected; a missing file raises ``FileNotFoundError``,
+    and a path that is not a regular file (a FIFO, a device such as ``/dev/zero``) a
+    ``SavedFileError`` saying what it is, without opening it (reading a FIFO blocks).
     ``values`` must have a samples axis (at least one dimension) and ``feature_names`` one name per
     input element (of ``data``, or of ``values`` less its sample and target axes).
 
