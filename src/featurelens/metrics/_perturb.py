@@ -16,11 +16,15 @@ the metric-specific strings ``"blur"``, ``"mean"`` and ``"min"`` on top (:func:`
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import sys
 from typing import Callable, Iterator
 
 import numpy as np
-from featurelens._optional import is_tensor, torch
+from featurelens._optional import TORCH_EXTRA, is_tensor, torch
+
+from ._ops import host, ops
 
 from .._random import numpy_rng
 from .._validation import (
@@ -62,7 +66,13 @@ def broadcast_attributions(a: np.ndarray, x_shape: tuple, name: str = "a") -> np
 
 
 def prepare(model, x, a, target, output: str | None = None, executor=None):
-    """Validate once: return (Model, x tensor, a tensor like x, target long tensor, f_t(x) (n,)).
+    """Validate once: return (Model, x, a like x, target, f_t(x) (n,) float64).
+
+    A numpy model (a scikit-learn estimator or a numpy callable) is used in numpy mode
+    (:meth:`featurelens.models.Model.with_numpy`): ``x`` and ``a`` come back as numpy arrays (in
+    ``x``'s float dtype), the target as an int64 array and ``f_t(x)`` as a float64 array, and no
+    later step of the metric imports torch. A torch model gets tensors on its device (``target``
+    a long tensor), as before. The model is called on the same numpy rows either way.
 
     ``output``: the units the metric sees the model's outputs in, ``"raw"``, ``"probability"`` or
     ``"log_odds"`` (:class:`featurelens.models.Model`); None keeps the Model's own (``"raw"`` for
@@ -70,13 +80,14 @@ def prepare(model, x, a, target, output: str | None = None, executor=None):
     every later forward pass of the metric is too. ``executor``: the forward passes of the perturbed
     copies run on its workers (:meth:`featurelens.models.Model.with_executor`).
     """
-    m = Model.wrap(model, output=output).with_executor(executor)
+    m = Model.wrap(model, output=output).with_numpy().with_executor(executor)
     xt = m.to_tensor(x, "x")
+    xp = ops(xt)
     a_np = broadcast_attributions(attributions_array(a), tuple(xt.shape))
     outputs = m.predict(xt)
     t = m.resolve_target(target, xt, outputs)
-    at = torch.tensor(np.asarray(a_np), device=xt.device).to(xt.dtype)  # copies a read-only broadcast
-    return m, xt, at, t, outputs.gather(1, t[:, None])[:, 0].double()
+    at = xp.copy_as(a_np, xt.dtype, like=xt)  # copies a read-only broadcast
+    return m, xt, at, t, xp.to_float64(xp.pick(outputs, t))
 
 
 def regions(groups, x_shape: tuple, spatial_map: bool) -> tuple[np.ndarray | None, int]:
@@ -109,27 +120,26 @@ def regions(groups, x_shape: tuple, spatial_map: bool) -> tuple[np.ndarray | Non
     return inverse.astype(np.int64), int(labels.size)
 
 
-def region_scores(a: torch.Tensor, region_of: np.ndarray | None, n_regions: int) -> torch.Tensor:
-    """Summed attribution per region, (n, G), float64."""
-    flat = a.reshape(a.shape[0], -1).double()
+def region_scores(a, region_of: np.ndarray | None, n_regions: int):
+    """Summed attribution per region, (n, G), float64 (numpy or torch, as ``a``). The sums run
+    element by element in order on both backends, so they agree bit for bit."""
+    xp = ops(a)
+    flat = xp.to_float64(a.reshape(a.shape[0], -1))
     if region_of is None:
         return flat
-    idx = torch.as_tensor(region_of, device=a.device)
-    return torch.zeros(a.shape[0], n_regions, dtype=torch.float64, device=a.device).index_add_(1, idx, flat)
+    return xp.index_add_columns(a.shape[0], n_regions, region_of, flat)
 
 
-def descending_ranks(scores: torch.Tensor) -> torch.Tensor:
+def descending_ranks(scores):
     """Rank of every region per sample, 0 = largest score; ties go to the smaller index (stable)."""
-    order = torch.sort(-scores, dim=1, stable=True).indices
-    ranks = torch.empty_like(order)
-    ranks.scatter_(1, order, torch.arange(scores.shape[1], device=scores.device).expand_as(order))
-    return ranks
+    xp = ops(scores)
+    return xp.inverse_permutation(xp.stable_argsort(-scores, axis=1))
 
 
-def element_view(per_region: torch.Tensor, region_of: np.ndarray | None, x_shape: tuple) -> torch.Tensor:
-    """Spread a per-region tensor (..., G) over the elements of one input: (..., *x_shape[1:])."""
+def element_view(per_region, region_of: np.ndarray | None, x_shape: tuple):
+    """Spread a per-region array (..., G) over the elements of one input: (..., *x_shape[1:])."""
     if region_of is not None:
-        per_region = per_region[..., torch.as_tensor(region_of, device=per_region.device)]
+        per_region = per_region[..., ops(per_region).asarray(region_of, like=per_region)]
     return per_region.reshape(*per_region.shape[:-1], *x_shape[1:])
 
 
@@ -137,30 +147,67 @@ def element_view(per_region: torch.Tensor, region_of: np.ndarray | None, x_shape
 # baselines
 
 
-def gaussian_blur(x: torch.Tensor, sigma: float) -> torch.Tensor:
-    """Separable Gaussian blur over the last two axes (reflect padding, kernel radius 3 sigma)."""
+def _gaussian_kernel(sigma: float) -> tuple[int, np.ndarray]:
+    """The blur's radius ``max(1, ceil(3 sigma))`` and its normalised float64 Gaussian kernel."""
     radius = max(1, int(math.ceil(3 * sigma)))
-    t = torch.arange(-radius, radius + 1, dtype=torch.float64)
+    t = np.arange(-radius, radius + 1, dtype=np.float64)
+    k = np.exp(-0.5 * (t / sigma) ** 2)
+    return radius, k / k.sum()
+
+
+def gaussian_blur(x, sigma: float):
+    """Separable Gaussian blur over the last two axes (reflect padding, kernel radius 3 sigma).
+
+    Parameters
+    ----------
+    x
+        Images ``(..., h, w)``: a tensor (blurred with torch's convolutions on its device) or a
+        numpy array (numpy mode: the same padding and kernel, the same numbers up to the order of
+        the kernel's sums).
+    sigma
+        The standard deviation of the Gaussian, in pixels (> 0).
+
+    Returns
+    -------
+    array or tensor
+        The blurred images, shaped and typed like ``x``.
+    """
+    radius, k_np = _gaussian_kernel(sigma)
+    shape = tuple(x.shape)
+    # reflect padding needs pad < size; replicate covers tiny images.
+    reflect = radius < min(shape[-2], shape[-1])
+    if isinstance(x, np.ndarray):
+        h, w = shape[-2:]
+        k = k_np.astype(x.dtype)
+        img = np.pad(x.reshape(-1, h, w), ((0, 0), (radius, radius), (radius, radius)),
+                     mode="reflect" if reflect else "edge")
+        rows = k[0] * img[:, :, 0:w]
+        for j in range(1, k.size):  # along the width first, as torch's first convolution
+            rows = rows + k[j] * img[:, :, j : j + w]
+        out = k[0] * rows[:, 0:h, :]
+        for j in range(1, k.size):
+            out = out + k[j] * rows[:, j : j + h, :]
+        return out.reshape(shape)
+    t = torch.arange(-radius, radius + 1, dtype=torch.float64)  # torch's own exp, as it always was
     k = torch.exp(-0.5 * (t / sigma) ** 2)
     k = (k / k.sum()).to(device=x.device, dtype=x.dtype)
-    shape = x.shape
     img = x.reshape(-1, 1, shape[-2], shape[-1])
-    # reflect padding needs pad < size; replicate covers tiny images.
-    mode = "reflect" if radius < min(shape[-2], shape[-1]) else "replicate"
-    img = torch.nn.functional.pad(img, (radius, radius, radius, radius), mode=mode)
+    img = torch.nn.functional.pad(img, (radius, radius, radius, radius), mode="reflect" if reflect else "replicate")
     img = torch.nn.functional.conv2d(img, k.view(1, 1, 1, -1))
     img = torch.nn.functional.conv2d(img, k.view(1, 1, -1, 1))
     return img.reshape(shape)
 
 
-def baseline_tensor(baseline, x: torch.Tensor, blur_sigma: float | None = None) -> torch.Tensor:
-    """The replacement values, shaped like ``x``.
+def baseline_tensor(baseline, x, blur_sigma: float | None = None):
+    """The replacement values, shaped like ``x`` (a numpy array for a numpy ``x``, numpy mode;
+    a tensor on ``x``'s device otherwise).
 
     Anything :func:`featurelens._validation.resolve_baseline` takes (a number for a constant,
     an array shaped like ``x`` or like one input; None is its policy ``"zeros"``, the metrics'
     one meaning of None), or one of the strings: ``"blur"`` (Gaussian blur of each image, sigma
     ``blur_sigma``, default max(1, min(h, w) / 8) pixels), ``"mean"`` (each sample's mean),
-    ``"min"`` (each sample's minimum, Quantus's "black").
+    ``"min"`` (each sample's minimum, Quantus's "black"). The result may be a broadcast view:
+    do not write into it.
     """
     if not isinstance(baseline, str):
         return resolve_baseline(baseline, x, "baseline", default="zeros")
@@ -172,9 +219,10 @@ def baseline_tensor(baseline, x: torch.Tensor, blur_sigma: float | None = None) 
             )
         sigma = check_float(blur_sigma, "blur_sigma", low=0.0, low_inclusive=False, allow_none=True)
         return gaussian_blur(x, max(1.0, min(x.shape[-2:]) / 8) if sigma is None else sigma)
+    xp = ops(x)
     flat = x.reshape(x.shape[0], -1)
-    per_sample = flat.mean(1) if baseline == "mean" else flat.min(1).values
-    return per_sample.view(-1, *([1] * (x.ndim - 1))).expand_as(x)
+    per_sample = flat.mean(1) if baseline == "mean" else xp.amin(flat, 1)
+    return xp.expand(per_sample.reshape(-1, *([1] * (x.ndim - 1))), tuple(x.shape))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -215,17 +263,29 @@ def uniform_draws(seed, n_copies: int, shape: tuple, radius: np.ndarray) -> Iter
         yield rng.uniform(-1.0, 1.0, size=shape) * r
 
 
-def noisy_copies(xt: torch.Tensor, radius: float, n_samples: int, seed, relative: bool):
+def sample_scale(x):
+    """:func:`featurelens._validation.relative_scale` of ``x`` (its value range per sample, 1 for a
+    constant sample), for a tensor or a numpy array (numpy mode), in ``x``'s kind and dtype."""
+    if not isinstance(x, np.ndarray):
+        return relative_scale(x)
+    flat = x.reshape(x.shape[0], -1)
+    r = flat.max(1) - flat.min(1)
+    return np.where(r > 0, r, np.ones_like(r))
+
+
+def noisy_copies(xt, radius: float, n_samples: int, seed, relative: bool):
     """The robustness metrics' noisy neighbours of a batch: ``n_samples`` copies of ``xt`` plus
     noise uniform in the L-inf ball of radius ``radius * (max x_i - min x_i)`` (``relative``, see
     :func:`featurelens._validation.relative_scale`) or ``radius``, drawn by :func:`uniform_draws`
     of ``seed``. Returns ``(noise, moved)``: the float64 draws (n_samples, n, *x.shape[1:]) and
-    the copies as one copy-major batch (n_samples * n, *x.shape[1:]) in ``xt``'s dtype."""
+    the copies as one copy-major batch (n_samples * n, *x.shape[1:]) in ``xt``'s kind and dtype
+    (numpy in numpy mode, else a tensor on ``xt``'s device)."""
+    xp = ops(xt)
     n = xt.shape[0]
-    r = radius * (relative_scale(xt) if relative else torch.ones(n, device=xt.device))
-    noise = np.stack(list(uniform_draws(numpy_rng(seed), n_samples, tuple(xt.shape), r.double().cpu().numpy())))
-    noise_t = torch.as_tensor(noise, device=xt.device).to(xt.dtype)
-    return noise, (xt.unsqueeze(0) + noise_t).reshape(n_samples * n, *xt.shape[1:])
+    r = radius * (sample_scale(xt) if relative else xp.ones(n, like=xt, dtype=xp.float32))  # float32 ones, as always
+    noise = np.stack(list(uniform_draws(numpy_rng(seed), n_samples, tuple(xt.shape), host(xp.to_float64(r)))))
+    noise_t = xp.astype(xp.asarray(noise, like=xt), xt.dtype)
+    return noise, (xt[None] + noise_t).reshape(n_samples * n, *xt.shape[1:])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -252,8 +312,9 @@ def forward_copies(
     The Model is only read, never changed.
     """
     make_rows = copy_rows(x, make_block)
+    to_float64 = ops(x).to_float64
     return m.expanded_forward(
-        x, n_copies, make_rows, target=target, transform=lambda v, c, s: v.double(), batch_size=m.chunk_rows(x)
+        x, n_copies, make_rows, target=target, transform=lambda v, c, s: to_float64(v), batch_size=m.chunk_rows(x)
     )
 
 
@@ -308,7 +369,7 @@ def copy_rows(x: torch.Tensor, make_block: Callable[[slice], torch.Tensor]):
             for j in range(block.shape[0]):
                 built[next_copy + j] = block[j]
             next_copy = last + 1
-        return torch.stack([built[c] for c in range(first, last + 1)])[copy_idx - first, sample_idx]
+        return ops(x).stack([built[c] for c in range(first, last + 1)])[copy_idx - first, sample_idx]
 
     return make_rows
 
@@ -403,6 +464,49 @@ def row_spearman(u, v) -> np.ndarray:
     u = np.asarray(u.detach().cpu() if is_tensor(u) else u, dtype=np.float64)
     v = np.asarray(v.detach().cpu() if is_tensor(v) else v, dtype=np.float64)
     return row_pearson(rankdata(u, axis=1), rankdata(v, axis=1))
+
+
+# --------------------------------------------------------------------------------------------------
+# metrics that need a torch module
+
+
+def torch_installed() -> bool:
+    """Whether torch can be found here, without importing it (already imported, or locatable)."""
+    if sys.modules.get("torch") is not None:
+        return True
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def refuse_torch_only(metric: str, needs: str, got: str, prefix: str = "model must be a torch.nn.Module"):
+    """Raise the refusal of a metric that needs a torch module (``metric``, which ``needs`` it: "its
+    layers are re-initialised") on a model that is not one (``got``: what was given).
+
+    Parameters
+    ----------
+    metric
+        The metric's name, first in the message.
+    needs
+        Why it needs a torch module.
+    got
+        What the model is (``"a RandomForestClassifier"``).
+    prefix
+        The requirement, as the message states it.
+
+    Raises
+    ------
+    ImportError
+        torch is not installed here: the message names the extra ``featurelens[torch]``.
+    TypeError
+        torch is installed but the model is not a torch module (the message names the extra too).
+    """
+    extra = f'pip install "{TORCH_EXTRA}"'
+    if not torch_installed():
+        raise ImportError(f"{metric} needs torch, which is not installed here ({extra}): {prefix} ({needs}); "
+                          f"got {got}")
+    raise TypeError(f"{metric}: {prefix} ({needs}; torch models need {extra}); got {got}")
 
 
 # --------------------------------------------------------------------------------------------------

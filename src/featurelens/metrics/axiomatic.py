@@ -27,6 +27,7 @@ from .._validation import check_bool, check_float, check_option
 from ..explainers._base import Explainer
 from ..models import Model
 from . import _perturb as P
+from ._ops import host, ops
 
 __all__ = ["completeness", "input_invariance", "non_sensitivity"]
 
@@ -49,9 +50,9 @@ def completeness(model, x, a, target=None, *, baseline=0.0, blur_sigma=None, out
     a_arr = P.attributions_array(a)
     m, xt, _, t, fx = P.prepare(model, x, a_arr, target, output=output, executor=executor)
     base = P.baseline_tensor(baseline, xt, blur_sigma)
-    fb = P.forward_copies(m, xt, t, 1, lambda s: base.unsqueeze(0))[0]
+    fb = P.forward_copies(m, xt, t, 1, lambda s: base[None])[0]
     total = a_arr.reshape(a_arr.shape[0], -1).sum(axis=1, dtype=np.float64)
-    return total - (fx - fb).cpu().numpy()
+    return total - host(fx - fb)
 
 
 _NS_COUNTS = ("zero_attribution", "symmetric")
@@ -103,23 +104,24 @@ def non_sensitivity(
     m, xt, at, t, fx = P.prepare(model, x, a_arr, target, output=output, executor=executor)
     spatial = a_arr.shape != tuple(xt.shape)
     region_of, n_regions = P.regions(groups, tuple(xt.shape), spatial)
-    scores = P.region_scores(at.abs(), region_of, n_regions)  # (n, G)
+    xp = ops(xt)
+    scores = P.region_scores(xp.abs(at), region_of, n_regions)  # (n, G)
     if normalise:
-        scores = scores / scores.max(1, keepdim=True).values.clamp_min(torch.finfo(scores.dtype).tiny)
-    zero = (scores < eps).cpu().numpy()
+        scores = scores / xp.clamp_min(xp.amax(scores, 1, keepdims=True), xp.tiny(scores.dtype))
+    zero = host(scores < eps)
     if region_of is None:
-        region_el = torch.arange(n_regions, device=xt.device).reshape(xt.shape[1:])
+        region_el = xp.arange(n_regions, like=xt).reshape(*xt.shape[1:])
     else:
-        region_el = torch.as_tensor(region_of, device=xt.device).reshape(xt.shape[1:])
+        region_el = xp.asarray(region_of, like=xt).reshape(*xt.shape[1:])
     base = P.baseline_tensor(baseline, xt, blur_sigma)
 
     def block(s):
-        ids = torch.arange(s.start, s.stop, device=xt.device).view(-1, *([1] * xt.ndim))
-        hit = region_el.unsqueeze(0).unsqueeze(0) == ids  # (k, 1, *one input)
-        return torch.where(hit, base.unsqueeze(0), xt.unsqueeze(0))
+        ids = xp.arange(s.start, s.stop, like=xt).reshape(-1, *([1] * xt.ndim))
+        hit = region_el[None, None] == ids  # (k, 1, *one input)
+        return xp.where(hit, base[None], xt[None])
 
     f_pert = P.forward_copies(m, xt, t, n_regions, block)  # (G, n)
-    insensitive = ((f_pert - fx[None, :]).abs() < atol).T.cpu().numpy()
+    insensitive = host(xp.abs(f_pert - fx[None, :]) < atol).T
     if count == "zero_attribution":
         return (zero & ~insensitive).sum(axis=1).astype(np.float64)
     return (zero ^ insensitive).sum(axis=1).astype(np.float64)
@@ -129,12 +131,18 @@ def non_sensitivity(
 # input invariance
 
 _SCORES = ("match", "max_abs_diff")
-_FIRST_LAYERS = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
+
+
+def _first_layers() -> tuple:
+    """The layer types whose bias can absorb a constant shift of the input (torch imported here,
+    on first use, never when this module is imported)."""
+    return (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
 
 
 def _first_layer(module: torch.nn.Module) -> tuple[str, torch.nn.Module]:
+    kinds = _first_layers()
     for name, sub in module.named_modules():
-        if isinstance(sub, _FIRST_LAYERS):
+        if isinstance(sub, kinds):
             return name, sub
     raise ValueError(
         "input_invariance needs a model whose first layer is a torch.nn.Linear or ConvNd (its bias "
@@ -261,13 +269,11 @@ def input_invariance(
     ex = P.as_explainer(explainer, model, explainer_params)
     module = ex.model.module
     if module is None:
-        raise TypeError(
-            "input_invariance needs a torch.nn.Module model (it changes the first layer's bias); got "
-            f"{type(ex.model.function).__name__}"
-        )
+        P.refuse_torch_only("input_invariance", "it changes the first layer's bias",
+                            ex.model.display_name(), prefix="the model must be a torch.nn.Module")
     xt = ex.model.to_tensor(x, "x")
     n = xt.shape[0]
-    t = ex.model.resolve_target(target, xt).cpu().numpy()
+    t = host(ex.model.resolve_target(target, xt))
     if attributions is None:
         a1 = P.explain_maps(ex, xt, t, "input_invariance").values
     else:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-from featurelens._optional import torch
+from featurelens._optional import is_torch_module, torch
 from scipy.stats import entropy as _entropy
 
 from .._random import numpy_rng, parse_seed, root_seed
@@ -26,7 +26,8 @@ from .._budgets import check_budget
 from ..explainers._base import Explainer, explainer_class
 from ..explainers._base import explainer as make_explainer
 from ..models import Model
-from ._perturb import as_explainer, explain_maps, row_pearson, row_spearman
+from ._ops import host
+from ._perturb import as_explainer, explain_maps, refuse_torch_only, row_pearson, row_spearman
 
 __all__ = ["model_randomization", "smooth_mprt", "efficient_mprt", "random_logit"]
 
@@ -144,10 +145,8 @@ class _Randomiser:
                 "explainer must be a registered explainer name or a featurelens Explainer; "
                 f"got {type(explainer).__name__}"
             )
-        if not isinstance(module, torch.nn.Module):
-            raise TypeError(
-                f"model must be a torch.nn.Module (its layers are re-initialised); got {type(module).__name__}"
-            )
+        if not is_torch_module(module):
+            refuse_torch_only(fn, "its layers are re-initialised", type(module).__name__)
         self.model, self.module = model, module
         if self.base is None:
             self.base = make_explainer(self.name, self._wrap(module), **self.params)
@@ -191,7 +190,7 @@ class _Randomiser:
 def _start(R: "_Randomiser", x, target, executor, attributions=None, explain: bool = True):
     """The common start of the randomisation tests: the batch as a tensor on the model, its targets,
     and the original model's flattened explanations (given, or computed when ``explain``)."""
-    if x is None or isinstance(x, (torch.nn.Module, Model)):
+    if x is None or is_torch_module(x) or isinstance(x, Model):
         got = "None" if x is None else f"a model ({type(x).__name__})"
         raise TypeError(
             f"{R.fn}: x must be the batch to explain; got {got}. The call is {R.fn}(explainer, x, target=None, "
@@ -200,7 +199,7 @@ def _start(R: "_Randomiser", x, target, executor, attributions=None, explain: bo
     m = R.base.model
     xt = m.to_tensor(x, "x")
     n = xt.shape[0]
-    t = m.resolve_target(target, xt).cpu().numpy()
+    t = host(m.resolve_target(target, xt))
     if not explain:
         return m, xt, n, t, None
     a0 = _explain_flat(R.fn, R.base, xt, t, executor, n) if attributions is None else _given(attributions, n)
@@ -451,7 +450,7 @@ def random_logit(
     n_classes = outputs.shape[1]
     if n_classes < 2:
         raise ValueError(f"random_logit needs a model with at least 2 outputs (classes); got {n_classes}")
-    t = m.resolve_target(target, xt, outputs).cpu().numpy()
+    t = host(m.resolve_target(target, xt, outputs))
     j = numpy_rng(seed).integers(0, n_classes - 1, size=n)
     off = j + (j >= t)
     a = _explain_flat("random_logit", ex, xt, t, executor, n) if attributions is None else _given(attributions, n)

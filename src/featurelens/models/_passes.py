@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import numpy as np
+
 from featurelens._optional import torch
 
 from .._batching import chunks, expansion_index
@@ -139,12 +141,16 @@ class BatchedPasses:
         The forward-only twin of :meth:`expanded_gradient` (metrics: perturbation curves,
         infidelity, sensitivity). Rows are expansion-major (:func:`featurelens._batching.expansion_index`);
         chunks follow :meth:`chunk_rows` with ``forward_only=True`` (``batch_size`` overrides it).
+        In numpy mode (:meth:`with_numpy`: a numpy ``x``) every tensor below is a numpy array
+        (the indices int64 arrays) and torch is never imported; the chunks and reductions are the
+        same, so are the values.
 
         Parameters
         ----------
         x
-            The validated batch ``(n, ...)`` (from :meth:`to_tensor`); only its length, device and
-            per-row size are used here, ``make_rows`` reads the inputs.
+            The validated batch ``(n, ...)`` (from :meth:`to_tensor`: a tensor, or a numpy array
+            in numpy mode); only its length, device and per-row size are used here, ``make_rows``
+            reads the inputs.
         n_expand
             Copies per sample (an int >= 1).
         make_rows
@@ -163,7 +169,9 @@ class BatchedPasses:
 
         Returns
         -------
-        A tensor on the model's device, in the dtype of the (transformed) outputs.
+        tensor or numpy.ndarray
+            A tensor on the model's device (a numpy array in numpy mode), in the dtype of the
+            (transformed) outputs.
         """
         n_expand = check_int(n_expand, "n_expand", low=1)
         reduce = check_option(reduce, "reduce", (None, "sum", "mean", "max", "min"))
@@ -171,6 +179,8 @@ class BatchedPasses:
         bs = self.chunk_rows(x, batch_size, forward_only=True)
         if bs >= n:
             bs = (bs // n) * n  # whole copies per chunk: the sum over copies is a reshape
+        if isinstance(x, np.ndarray):
+            return self._expanded_forward_array(x, n_expand, make_rows, target, transform, reduce, bs)
         total_rows = n_expand * n
         result = None
         with self.evaluating(), torch.no_grad():
@@ -212,15 +222,66 @@ class BatchedPasses:
             result /= n_expand
         return result
 
+    def _expanded_forward_array(self, x: np.ndarray, n_expand: int, make_rows, target, transform, reduce,
+                                bs: int) -> np.ndarray:
+        """:meth:`expanded_forward` in numpy mode (:meth:`with_numpy`): ``x``, the rows
+        ``make_rows`` builds, the indices it is given (int64 arrays), ``target`` and the result are
+        numpy arrays, and torch is never imported. The chunks, their order and the reductions are
+        those of the tensor path, so the values are the same."""
+        n = x.shape[0]
+        total_rows = n_expand * n
+        result = None
+        for part, copy_idx, sample_idx, out in self._expanded_chunks(x, total_rows, bs, n, make_rows):
+            if target is not None:
+                out = out[np.arange(out.shape[0]), np.asarray(target)[sample_idx]]
+            if transform is not None:
+                out = np.asarray(transform(out, copy_idx, sample_idx))
+                if out.shape[0] != part.stop - part.start:
+                    raise ValueError(
+                        f"transform must return one row per input row ({part.stop - part.start}); "
+                        f"got shape {tuple(out.shape)}"
+                    )
+            if reduce is None:
+                if result is None:
+                    result = np.empty((total_rows,) + tuple(out.shape[1:]), dtype=out.dtype)
+                result[part] = out
+                continue
+            if result is None:
+                result = np.zeros((n,) + tuple(out.shape[1:]), dtype=out.dtype)
+                if reduce in ("max", "min"):
+                    result.fill(-math.inf if reduce == "max" else math.inf)
+            whole = part.start % n == 0 and (part.stop - part.start) % n == 0
+            if reduce in ("sum", "mean"):
+                if whole:
+                    result += out.reshape(-1, n, *out.shape[1:]).sum(0)
+                else:
+                    np.add.at(result, sample_idx, out)
+            elif whole:
+                per = out.reshape(-1, n, *out.shape[1:])
+                result = np.maximum(result, per.max(0)) if reduce == "max" else np.minimum(result, per.min(0))
+            elif reduce == "max":
+                np.maximum.at(result, sample_idx, out)
+            else:
+                np.minimum.at(result, sample_idx, out)
+        if reduce is None:
+            return result.reshape(n_expand, n, *result.shape[1:])
+        if reduce == "mean":
+            result /= n_expand
+        return result
+
     def _expanded_chunks(self, x, total_rows: int, bs: int, n: int, make_rows):
         """``(part, copy_idx, sample_idx, outputs)`` per chunk of :meth:`expanded_forward`, in
         order: evaluated here, or with an executor (:meth:`with_executor`) a window of chunks at a
-        time on its workers (the rows built here, in order; counted here)."""
+        time on its workers (the rows built here, in order; counted here). For a numpy ``x``
+        (numpy mode) the indices, rows and outputs are numpy arrays."""
         executor = getattr(self, "executor", None)
         parts = list(chunks(total_rows, bs))
+        array = isinstance(x, np.ndarray)
+        index = _array_expansion_index if array else expansion_index
+        device = None if array else x.device
         if executor is None:
             for part in parts:
-                copy_idx, sample_idx = expansion_index(part, n, x.device)
+                copy_idx, sample_idx = index(part, n, device)
                 yield part, copy_idx, sample_idx, self.forward(make_rows(copy_idx, sample_idx))
             return
         window = max(1, int(executor.n_workers) * int(getattr(executor, "tasks_per_worker", 3)))
@@ -228,15 +289,30 @@ class BatchedPasses:
         for start in range(0, len(parts), window):
             batch = []
             for part in parts[start : start + window]:
-                copy_idx, sample_idx = expansion_index(part, n, x.device)
-                batch.append((part, copy_idx, sample_idx, make_rows(copy_idx, sample_idx).cpu()))
-            outs = executor.map(_forward_rows, [rows for *_, rows in batch], shared=plain)
+                copy_idx, sample_idx = index(part, n, device)
+                rows = make_rows(copy_idx, sample_idx)
+                batch.append((part, copy_idx, sample_idx, rows if array else rows.cpu()))
+            outs = executor.map(_forward_array_rows if array else _forward_rows, [rows for *_, rows in batch],
+                                shared=plain)
             for (part, copy_idx, sample_idx, rows), out in zip(batch, outs):
                 self.count_calls(rows.shape[0])
-                yield part, copy_idx, sample_idx, out.to(x.device)
+                yield part, copy_idx, sample_idx, (np.asarray(out) if array else out.to(x.device))
+
+
+def _array_expansion_index(rows: slice, n: int, device=None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`featurelens._batching.expansion_index` in numpy: ``(copy_index, sample_index)``
+    int64 arrays of the expanded rows ``rows`` of ``n`` samples."""
+    r = np.arange(rows.start, rows.stop, dtype=np.int64)
+    return r // n, r % n
 
 
 def _forward_rows(model, rows: torch.Tensor) -> torch.Tensor:
     """One chunk of :meth:`Model.expanded_forward` on an executor's worker (not counted there)."""
     with model.evaluating(), torch.no_grad():
         return model.forward(rows.to(model.device), count=False).cpu()
+
+
+def _forward_array_rows(model, rows: np.ndarray) -> np.ndarray:
+    """One numpy-mode chunk of :meth:`Model.expanded_forward` on an executor's worker (not counted
+    there): the numpy model on numpy rows, no torch."""
+    return model.forward(rows, count=False)

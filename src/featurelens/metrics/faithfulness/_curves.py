@@ -6,12 +6,12 @@ correlation, infidelity. The arguments, units and ``groups`` are those of
 from __future__ import annotations
 
 import numpy as np
-from featurelens._optional import torch
 
 from ..._random import numpy_rng, parse_seed
-from ..._validation import check_bool, check_float, check_int, check_option, relative_scale
+from ..._validation import check_bool, check_float, check_int, check_option
 from ..._budgets import check_budget
 from .. import _perturb as P
+from .._ops import host, ops
 
 __all__ = ["deletion_curve", "insertion_curve", "faithfulness_correlation", "infidelity"]
 
@@ -23,20 +23,22 @@ def _curve(model, x, a, target, steps, baseline, groups, blur_sigma, insert: boo
     spatial = a_arr.shape != tuple(xt.shape)
     region_of, n_regions = P.regions(groups, tuple(xt.shape), spatial)
     base = P.baseline_tensor(baseline, xt, blur_sigma)
+    xp = ops(xt)
     ranks = P.descending_ranks(P.region_scores(at, region_of, n_regions))
     rank_el = P.element_view(ranks, region_of, tuple(xt.shape))  # (n, *one input)
-    # Regions removed (inserted) after step k: the round(k G / steps) most relevant ones.
-    removed = torch.round(torch.arange(steps + 1, dtype=torch.float64) * n_regions / steps).long()
-    removed = removed.to(xt.device)
+    # Regions removed (inserted) after step k: the round(k G / steps) most relevant ones
+    # (round half to even, torch.round's rule and numpy's).
+    removed_np = np.round(np.arange(steps + 1, dtype=np.float64) * n_regions / steps).astype(np.int64)
+    removed = xp.asarray(removed_np, like=xt)
 
     def block(s):
-        k = removed[s].view(-1, 1, *([1] * (xt.ndim - 1)))
-        hit = rank_el.unsqueeze(0) < k  # (k, n, ...): the regions already removed / inserted
+        k = removed[s].reshape(-1, 1, *([1] * (xt.ndim - 1)))
+        hit = rank_el[None] < k  # (k, n, ...): the regions already removed / inserted
         keep, fill = (base, xt) if insert else (xt, base)
-        return torch.where(hit, fill.unsqueeze(0), keep.unsqueeze(0))
+        return xp.where(hit, fill[None], keep[None])
 
-    curves = P.forward_copies(m, xt, t, steps + 1, block).T.cpu().numpy()
-    fractions = removed.cpu().numpy() / n_regions
+    curves = host(P.forward_copies(m, xt, t, steps + 1, block)).T
+    fractions = removed_np / n_regions
     # The trapezoid rule by hand: np.trapezoid is numpy >= 2 only (np.trapz is deprecated there).
     auc = (0.5 * (curves[:, 1:] + curves[:, :-1]) * np.diff(fractions)[None, :]).sum(1)
     return curves, auc
@@ -151,16 +153,17 @@ def faithfulness_correlation(
     check_budget(n_subsets, "n_subsets", low=2, per=n, unit="model evaluations", what=f"for {n} inputs",
                  nbytes=lambda v: 32 * v * n, hint="lower n_subsets, or pass fewer inputs per call")
     draws = P.subset_draws(numpy_rng(seed), n, n_regions, n_subsets, subset_size)
-    sums = torch.empty(n_subsets, n, dtype=torch.float64, device=xt.device)
+    xp = ops(xt)
+    sums = xp.empty((n_subsets, n), like=xt, dtype=xp.float64)
 
     def block(s):
-        masks = torch.as_tensor(np.stack([next(draws) for _ in range(s.stop - s.start)]), device=xt.device)
-        sums[s] = (masks * scores.unsqueeze(0)).sum(-1)
+        masks = xp.asarray(np.stack([next(draws) for _ in range(s.stop - s.start)]), like=xt)
+        sums[s] = (masks * scores[None]).sum(-1)
         hit = P.element_view(masks, region_of, tuple(xt.shape))
-        return torch.where(hit, base.unsqueeze(0), xt.unsqueeze(0))
+        return xp.where(hit, base[None], xt[None])
 
     outs = P.forward_copies(m, xt, t, n_subsets, block)
-    drops = f0.unsqueeze(0) - outs
+    drops = f0[None] - outs
     return _CORRELATIONS[similarity](sums.T, drops.T)
 
 
@@ -203,26 +206,29 @@ def infidelity(
     relative = check_bool(relative, "relative")
     normalise = check_bool(normalise, "normalise")
     m, xt, at, t, f0 = P.prepare(model, x, a, target, output=output, executor=executor)
-    scale = noise_std * (relative_scale(xt) if relative else torch.ones(xt.shape[0], device=xt.device))
+    xp = ops(xt)
+    scale = noise_std * (P.sample_scale(xt) if relative else xp.ones(xt.shape[0], like=xt, dtype=xp.float32))
     n = xt.shape[0]
     check_budget(n_perturbations, "n_perturbations", per=n, unit="model evaluations", what=f"for {n} inputs",
                  hint="lower n_perturbations, or pass fewer inputs per call")
-    draws = P.gaussian_draws(numpy_rng(seed), n_perturbations, tuple(xt.shape), scale.double().cpu().numpy())
-    dots = torch.empty(n_perturbations, n, dtype=torch.float64, device=xt.device)
-    a64 = at.double()
+    draws = P.gaussian_draws(numpy_rng(seed), n_perturbations, tuple(xt.shape), host(xp.to_float64(scale)))
+    dots = xp.empty((n_perturbations, n), like=xt, dtype=xp.float64)
+    a64 = xp.to_float64(at)
 
     def block(s):
-        noise = torch.as_tensor(np.stack([next(draws) for _ in range(s.stop - s.start)]), device=xt.device)
-        dots[s] = (noise * a64.unsqueeze(0)).reshape(noise.shape[0], n, -1).sum(-1)
-        return xt.unsqueeze(0) - noise.to(xt.dtype)
+        noise = xp.asarray(np.stack([next(draws) for _ in range(s.stop - s.start)]), like=xt)
+        dots[s] = (noise * a64[None]).reshape(noise.shape[0], n, -1).sum(-1)
+        return xt[None] - xp.astype(noise, xt.dtype)
 
     outs = P.forward_copies(m, xt, t, n_perturbations, block)
-    drops = f0.unsqueeze(0) - outs  # (N, n)
+    drops = f0[None] - outs  # (N, n)
     if normalise:
         den = (dots * dots).mean(0)
-        beta = torch.where(den > 0, (dots * drops).mean(0) / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(den))
+        positive = den > 0
+        ones, zeros = xp.ones(tuple(den.shape), like=den), xp.zeros(tuple(den.shape), like=den)
+        beta = xp.where(positive, (dots * drops).mean(0) / xp.where(positive, den, ones), zeros)
         dots = dots * beta
-    return ((dots - drops) ** 2).mean(0).cpu().numpy()
+    return host(((dots - drops) ** 2).mean(0))
 
 
 # ------------------------------------------------------------------------------------------------

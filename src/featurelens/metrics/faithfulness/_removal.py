@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from featurelens._optional import torch
 
 from ..._random import numpy_rng, parse_seed
 from ..._validation import (
@@ -33,6 +32,7 @@ from ..._validation import (
     check_option,
 )
 from .. import _perturb as P
+from .._ops import host, ops
 
 __all__ = ["irof", "region_perturbation", "road", "selectivity"]
 
@@ -58,11 +58,12 @@ def _patch_or_groups(xt, spatial, groups, patch_size):
 def _removal_outputs(m, xt, t, rank_el, base, ks):
     """``f_t`` of the copies j = 0..len(ks)-1 in which every element of rank < ks[j] is replaced by
     the baseline: (len(ks), n) float64."""
-    ks_t = torch.as_tensor(np.asarray(ks, dtype=np.int64), device=xt.device)
+    xp = ops(xt)
+    ks_t = xp.asarray(np.asarray(ks, dtype=np.int64), like=xt)
 
     def block(s):
-        k = ks_t[s].view(-1, 1, *([1] * (xt.ndim - 1)))
-        return torch.where(rank_el.unsqueeze(0) < k, base.unsqueeze(0), xt.unsqueeze(0))
+        k = ks_t[s].reshape(-1, 1, *([1] * (xt.ndim - 1)))
+        return xp.where(rank_el[None] < k, base[None], xt[None])
 
     return P.forward_copies(m, xt, t, len(ks), block)
 
@@ -75,7 +76,7 @@ def _ranks(scores, order, seed=None):
         return P.descending_ranks(-scores)
     rng = numpy_rng(seed)
     perm = np.stack([rng.permutation(scores.shape[1]) for _ in range(scores.shape[0])])
-    return torch.as_tensor(perm, device=scores.device)
+    return ops(scores).asarray(perm, like=scores)
 
 
 def _trapezoid(curves: np.ndarray) -> np.ndarray:
@@ -150,10 +151,11 @@ def road(
                              f"(it imputes whole pixels); got shape {g.shape}")
         pix_region, n_regions = P.regions(g.reshape(h, w), (1, h, w), False)
     # Pixel scores: the attribution summed over channels (and regions), then ranked.
+    xp = ops(xt)
     pix_scores = P.region_scores(at.reshape(img_shape).sum(1), None, h * w)
-    scores = P.region_scores(pix_scores.view(n, h, w), pix_region, n_regions) if groups is not None else pix_scores
+    scores = P.region_scores(pix_scores.reshape(n, h, w), pix_region, n_regions) if groups is not None else pix_scores
     ranks = _ranks(scores, order)
-    rank_pix = ranks[:, torch.as_tensor(pix_region, device=ranks.device)].reshape(n, h, w).cpu().numpy()
+    rank_pix = host(ranks[:, xp.asarray(pix_region, like=ranks)].reshape(n, h, w))
     ks = [int(n_regions * float(p) / 100) for p in pct]  # Quantus's int(a_size * p / 100)
     empty = [float(p) for p, k in zip(pct, ks) if p > 0 and k == 0]
     if empty:  # the untouched input again: a score of nothing removed, under another name
@@ -163,7 +165,7 @@ def road(
         raise ValueError(f"percentages {empty} remove no {unit[:-1]}: floor({n_regions} {unit} * p / 100) = 0; "
                          f"each percentage must be 0 (the untouched input) or at least 100 / {n_regions} = "
                          f"{100 / n_regions:.6g} for these {n_regions} {unit}.{hint}")
-    x64 = xt.detach().double().cpu().numpy().reshape(img_shape)
+    x64 = host(xp.to_float64(xt)).reshape(img_shape)
     draws = P.gaussian_draws(numpy_rng(seed), len(ks), img_shape, np.full(n, noise_std))
 
     def block(s):
@@ -173,10 +175,10 @@ def road(
         filled = P.noisy_linear_imputation(
             np.broadcast_to(x64, noises.shape).reshape(-1, *img_shape[1:]),
             removed.reshape(-1, h, w), noises.reshape(-1, *img_shape[1:]))
-        return torch.as_tensor(filled, device=xt.device).to(xt.dtype).reshape(len(idx), *xt.shape)
+        return xp.astype(xp.asarray(filled, like=xt), xt.dtype).reshape(len(idx), *xt.shape)
 
     predicted = P.forward_copies_predicted(m, xt, len(ks), block)  # (P, n)
-    curves = (predicted == t.unsqueeze(0)).T.double().cpu().numpy()
+    curves = host(predicted == t[None]).T.astype(np.float64)
     return curves, curves.mean(1)
 
 
@@ -254,17 +256,18 @@ def irof(
         sizes = np.full(xt.shape[0], n_reg)
     else:
         seg, sizes = _sample_groups(groups, tuple(xt.shape))
+    xp = ops(xt)
     n, s_max = xt.shape[0], int(sizes.max())
-    seg_t = torch.as_tensor(seg, device=xt.device)
-    flat = at.reshape(n, -1).double()
-    sums = torch.zeros(n, s_max, dtype=torch.float64, device=xt.device).scatter_add_(1, seg_t, flat)
-    counts = torch.zeros_like(sums).scatter_add_(1, seg_t, torch.ones_like(flat))
-    means = torch.where(counts > 0, sums / counts.clamp(min=1), torch.full_like(sums, -math.inf))
+    seg_t = xp.asarray(seg, like=xt)
+    flat = xp.to_float64(at.reshape(n, -1))
+    sums = xp.scatter_add_rows(n, s_max, seg_t, flat)
+    counts = xp.scatter_add_rows(n, s_max, seg_t, xp.ones(tuple(flat.shape), like=flat))
+    means = xp.where(counts > 0, sums / xp.clamp_min(counts, 1.0), xp.full_like(sums, -math.inf))
     ranks = P.descending_ranks(means)
-    rank_el = ranks.gather(1, seg_t).reshape(xt.shape)
+    rank_el = xp.take_columns(ranks, seg_t).reshape(*xt.shape)
     base = P.baseline_tensor(baseline, xt, blur_sigma)
     outs = _removal_outputs(m, xt, t, rank_el, base, range(1, s_max + 1))  # (S, n)
-    curves = (outs / f0.unsqueeze(0)).T.cpu().numpy()
+    curves = host(outs / f0[None]).T
     valid = np.arange(s_max)[None, :] < sizes[:, None]
     curves = np.where(valid, curves, np.nan)
     pairs = np.where(valid[:, 1:], 0.5 * (curves[:, 1:] + curves[:, :-1]), 0.0)
@@ -312,7 +315,7 @@ def selectivity(
     ranks = P.descending_ranks(P.region_scores(at, region_of, n_regions))
     rank_el = P.element_view(ranks, region_of, tuple(xt.shape))
     base = P.baseline_tensor(baseline, xt, blur_sigma)
-    curves = _removal_outputs(m, xt, t, rank_el, base, range(1, n_regions + 1)).T.cpu().numpy()
+    curves = host(_removal_outputs(m, xt, t, rank_el, base, range(1, n_regions + 1))).T
     return curves, _trapezoid(curves)
 
 
@@ -361,7 +364,7 @@ def region_perturbation(
     base = P.baseline_tensor(baseline, xt, blur_sigma)
     n_steps = min(steps, n_regions)
     outs = _removal_outputs(m, xt, t, rank_el, base, range(1, n_steps + 1))
-    curves = (f0.unsqueeze(0) - outs).T.cpu().numpy()
+    curves = host(f0[None] - outs).T
     return curves, curves.sum(1) / (n_steps + 1)
 
 

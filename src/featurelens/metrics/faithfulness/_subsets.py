@@ -25,13 +25,13 @@ import itertools
 from collections.abc import Iterator
 
 import numpy as np
-from featurelens._optional import torch
 
 from ..._random import numpy_rng, parse_seed
 from ..._validation import check_bool, check_float, check_int, check_option
 from ..._budgets import check_budget
 from ...models import Model
 from .. import _perturb as P
+from .._ops import host, ops
 
 __all__ = ["monotonicity", "monotonicity_correlation", "sensitivity_n", "sufficiency"]
 
@@ -41,7 +41,7 @@ def _scored_regions(model, x, a, target, groups, output, executor, use_abs: bool
     a_arr = P.attributions_array(a)
     m, xt, at, t, f0 = P.prepare(model, x, a_arr, target, output=output, executor=executor)
     region_of, n_regions = P.regions(groups, tuple(xt.shape), a_arr.shape != tuple(xt.shape))
-    scores = P.region_scores(at.abs() if use_abs else at, region_of, n_regions)
+    scores = P.region_scores(ops(at).abs(at) if use_abs else at, region_of, n_regions)
     return m, xt, t, f0, region_of, n_regions, scores
 
 
@@ -123,18 +123,19 @@ def sensitivity_n(
     rng = numpy_rng(seed)
     draws = itertools.chain.from_iterable(P.subset_draws(rng, n, n_regions, n_subsets, s) for s in sizes)
     total = len(sizes) * n_subsets
-    sums = torch.empty(total, n, dtype=torch.float64, device=xt.device)
+    xp = ops(xt)
+    sums = xp.empty((total, n), like=xt, dtype=xp.float64)
 
     def block(s):
-        masks = torch.as_tensor(np.stack([next(draws) for _ in range(s.stop - s.start)]), device=xt.device)
-        sums[s] = (masks * scores.unsqueeze(0)).sum(-1)
+        masks = xp.asarray(np.stack([next(draws) for _ in range(s.stop - s.start)]), like=xt)
+        sums[s] = (masks * scores[None]).sum(-1)
         hit = P.element_view(masks, region_of, tuple(xt.shape))
-        return torch.where(hit, base.unsqueeze(0), xt.unsqueeze(0))
+        return xp.where(hit, base[None], xt[None])
 
-    drops = f0.unsqueeze(0) - P.forward_copies(m, xt, t, total, block)  # (total, n)
+    drops = f0[None] - P.forward_copies(m, xt, t, total, block)  # (total, n)
     # (sizes, subsets, n) -> rows (n * sizes) of n_subsets values each
-    u = sums.view(len(sizes), n_subsets, n).permute(2, 0, 1).reshape(-1, n_subsets)
-    v = drops.view(len(sizes), n_subsets, n).permute(2, 0, 1).reshape(-1, n_subsets)
+    u = host(sums).reshape(len(sizes), n_subsets, n).transpose(2, 0, 1).reshape(-1, n_subsets)
+    v = host(drops).reshape(len(sizes), n_subsets, n).transpose(2, 0, 1).reshape(-1, n_subsets)
     out = P.row_pearson(u, v).reshape(n, len(sizes))
     return out[:, 0] if single else out
 
@@ -184,15 +185,18 @@ def monotonicity(
     m, xt, t, _, region_of, n_regions, scores = _scored_regions(model, x, a, target, groups, output, executor, use_abs)
     steps = n_regions if steps is None else check_int(steps, f"steps (of {n_regions} regions)", low=1, high=n_regions)
     base = P.baseline_tensor(baseline, xt, blur_sigma)
+    xp = ops(xt)
     ranks = P.descending_ranks(-scores)  # 0 = least relevant
     rank_el = P.element_view(ranks, region_of, tuple(xt.shape))
-    inserted = torch.round(torch.arange(steps + 1, dtype=torch.float64) * n_regions / steps).long().to(xt.device)
+    # round half to even, torch.round's rule and numpy's
+    inserted = xp.asarray(np.round(np.arange(steps + 1, dtype=np.float64) * n_regions / steps).astype(np.int64),
+                          like=xt)
 
     def block(s):
-        k = inserted[s].view(-1, 1, *([1] * (xt.ndim - 1)))
-        return torch.where(rank_el.unsqueeze(0) < k, xt.unsqueeze(0), base.unsqueeze(0))
+        k = inserted[s].reshape(-1, 1, *([1] * (xt.ndim - 1)))
+        return xp.where(rank_el[None] < k, xt[None], base[None])
 
-    curves = P.forward_copies(m, xt, t, steps + 1, block).T.cpu().numpy()  # (n, steps + 1)
+    curves = host(P.forward_copies(m, xt, t, steps + 1, block)).T  # (n, steps + 1)
     ok = np.all(np.diff(curves[:, 1:], axis=1) >= 0, axis=1).astype(np.float64)
     return (ok, curves) if return_curves else ok
 
@@ -269,19 +273,20 @@ def monotonicity_correlation(
                  hint="lower n_samples, group the features into fewer regions (groups=) or pass fewer inputs")
     fill = None if uniform else P.baseline_tensor(baseline, xt, blur_sigma)
     draws = uniform_region_draws(numpy_rng(seed), n, n_regions, reps, low, high) if uniform else None
-    eye = torch.eye(n_regions, dtype=torch.bool, device=xt.device)
+    xp = ops(xt)
+    eye = xp.eye_bool(n_regions, like=xt)
 
     def block(s):
-        regs = torch.arange(s.start, s.stop, device=xt.device) // reps
-        hit = P.element_view(eye[regs], region_of, tuple(xt.shape)).unsqueeze(1)  # (k, 1, ...)
+        regs = xp.arange(s.start, s.stop, like=xt) // reps
+        hit = P.element_view(eye[regs], region_of, tuple(xt.shape))[:, None]  # (k, 1, ...)
         if uniform:
-            vals = torch.as_tensor(np.stack([next(draws) for _ in range(s.stop - s.start)]), device=xt.device)
-            vals = vals.to(xt.dtype).view(*vals.shape, *([1] * (xt.ndim - 1)))  # (k, n, 1, ...)
-            return torch.where(hit, vals, xt.unsqueeze(0))
-        return torch.where(hit, fill.unsqueeze(0), xt.unsqueeze(0))
+            vals = xp.asarray(np.stack([next(draws) for _ in range(s.stop - s.start)]), like=xt)
+            vals = xp.astype(vals, xt.dtype).reshape(*vals.shape, *([1] * (xt.ndim - 1)))  # (k, n, 1, ...)
+            return xp.where(hit, vals, xt[None])
+        return xp.where(hit, fill[None], xt[None])
 
     outs = P.forward_copies(m, xt, t, n_regions * reps, block)  # (G * reps, n)
-    var = ((outs - f0.unsqueeze(0)) ** 2).view(n_regions, reps, n).mean(1).T  # (n, G)
+    var = ((outs - f0[None]) ** 2).reshape(n_regions, reps, n).mean(1).T  # (n, G)
     return P.row_spearman(scores, var)
 
 
@@ -332,7 +337,7 @@ def sufficiency(model, x, a, target=None, *, threshold=0.6, distance="seuclidean
     use_abs = check_bool(abs, "abs")
     a_arr = P.attributions_array(a)
     # Only the predicted classes are needed: one forward pass (P.prepare would add a second).
-    m = Model.wrap(model, output=output)
+    m = Model.wrap(model, output=output).with_numpy()  # numpy mode for a numpy model: no torch
     xt = m.to_tensor(x, "x")
     P.broadcast_attributions(a_arr, tuple(xt.shape))  # checks the maps' shape
     n = xt.shape[0]
@@ -344,7 +349,7 @@ def sufficiency(model, x, a, target=None, *, threshold=0.6, distance="seuclidean
             "sufficiency needs the predicted class of a classifier (argmax over >= 2 outputs); the model "
             f"returns {outputs.shape[1]} output per sample"
         )
-    labels = outputs.argmax(1).cpu().numpy()
+    labels = host(outputs).argmax(1)
     e = np.asarray(a_arr, dtype=np.float64).reshape(n, -1)
     e = np.abs(e) if use_abs else e
     from scipy.spatial.distance import cdist

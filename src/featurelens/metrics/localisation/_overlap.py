@@ -188,14 +188,15 @@ def emd_score(a, masks, *, backend: str = "auto", pool: int = 1) -> np.ndarray:
 
 
 def _to_numpy(obj, name: str) -> np.ndarray:
-    torch = sys.modules.get("torch")  # a tensor can only exist if torch is already imported
-    is_tensor = torch is not None and is_tensor(obj)
-    if not is_tensor and not isinstance(obj, np.ndarray):
+    # is_tensor never imports torch: a tensor can only exist if torch is already imported
+    tensor = is_tensor(obj)
+    if not tensor and not isinstance(obj, np.ndarray):
         values = getattr(obj, "values", None)  # Explanation-like; torch's .values() is a method
         if values is not None and not callable(values):
             obj = values
-            is_tensor = torch is not None and is_tensor(obj)
-    if is_tensor:
+            tensor = is_tensor(obj)
+    if tensor:
+        torch = sys.modules["torch"]
         t = obj.detach().cpu()
         if t.dtype == torch.bfloat16 or t.dtype == torch.float16:
             t = t.float()

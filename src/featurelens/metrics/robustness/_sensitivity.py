@@ -33,6 +33,7 @@ from ..._random import parse_seed
 from ..._validation import check_bool, check_executor, check_float
 from ..._budgets import check_budget
 from .. import _perturb as P
+from .._ops import host
 
 __all__ = ["max_sensitivity", "avg_sensitivity", "local_lipschitz"]
 
@@ -49,18 +50,19 @@ def _noisy_explanations(metric, explainer, x, target, radius, n_samples, seed, r
     xt = m.to_tensor(x, "x")
     n = xt.shape[0]
     # The noisy copies, their noise (float64) and their maps are held whole.
+    per_input = int(np.prod(xt.shape[1:]))
     check_budget(n_samples, "n_samples", per=n, unit="explained inputs", what=f"for {n} inputs",
-                 nbytes=lambda v: 24 * v * xt[:1].numel() * n, hint="lower n_samples, or pass fewer inputs per call")
-    t = m.resolve_target(target, xt)
+                 nbytes=lambda v: 24 * v * per_input * n, hint="lower n_samples, or pass fewer inputs per call")
+    t = host(m.resolve_target(target, xt))  # numpy mode (a numpy explainer's Model): no torch
     if attributions is None:
-        a = P.explain_maps(explainer, xt, t.cpu().numpy(), metric, executor).values
+        a = P.explain_maps(explainer, xt, t, metric, executor).values
     else:
         a = P.attributions_array(attributions, "attributions")
     if a.ndim < 1 or a.shape[0] != n:
         raise ValueError(f"attributions must hold one map per sample ({n}); got shape {a.shape}")
     a = np.asarray(a, dtype=np.float64).reshape(n, -1)
     noise, x_noisy = P.noisy_copies(xt, radius, n_samples, seed, relative)
-    e = P.explain_maps(explainer, x_noisy, t.repeat(n_samples).cpu().numpy(), metric, executor)
+    e = P.explain_maps(explainer, x_noisy, np.tile(t, n_samples), metric, executor)
     a_noisy = np.asarray(e.values, dtype=np.float64).reshape(n_samples, n, -1)
     if a_noisy.shape[2] != a.shape[1]:
         raise ValueError(

@@ -26,6 +26,7 @@ from ..._validation import check_bool, check_executor, check_float, check_int, c
 from ..._budgets import check_budget
 from ...explainers._base import Explainer
 from .. import _perturb as P
+from .._ops import host, ops
 
 __all__ = [
     "continuity",
@@ -72,17 +73,19 @@ def _nanmax(v: np.ndarray, axis: int) -> np.ndarray:
 # continuity
 
 
-def _translate(x: torch.Tensor, fill: torch.Tensor, shift: int, axis: int) -> torch.Tensor:
+def _translate(x, fill, shift: int, axis: int):
     """``x`` moved by ``shift`` positions along ``axis`` (positive: towards higher indices); the
-    vacated positions take ``fill``'s values there."""
+    vacated positions take ``fill``'s values there. A new array (numpy) or tensor, like ``x``."""
     size = x.shape[axis]
-    out = fill.clone()
+    out = ops(x).copy_as(fill, x.dtype)
     if abs(shift) >= size:
         return out
+    dst, src = [slice(None)] * x.ndim, [slice(None)] * x.ndim
     if shift >= 0:
-        out.narrow(axis, shift, size - shift).copy_(x.narrow(axis, 0, size - shift))
+        dst[axis], src[axis] = slice(shift, size), slice(0, size - shift)
     else:
-        out.narrow(axis, 0, size + shift).copy_(x.narrow(axis, -shift, size + shift))
+        dst[axis], src[axis] = slice(0, size + shift), slice(-shift, size)
+    out[tuple(dst)] = x[tuple(src)]
     return out
 
 
@@ -150,11 +153,12 @@ def continuity(
     shifts = [-length + (k + 1) * dx for k in range(steps)]
     n = xt.shape[0]
     outputs = m.predict(xt)
-    t = m.resolve_target(target, xt, outputs)
-    moved = torch.stack([_translate(xt, fill, s, axis) for s in shifts])  # (steps, n, ...)
+    t = host(m.resolve_target(target, xt, outputs))
+    xp = ops(xt)
+    moved = xp.stack([_translate(xt, fill, s, axis) for s in shifts])  # (steps, n, ...)
     rows = moved.reshape(steps * n, *xt.shape[1:])
-    a = _maps("continuity", ex, xt, t.cpu().numpy(), executor, n)
-    e_k = P.explain_maps(ex, rows, t.repeat(steps).cpu().numpy(), "continuity", executor)
+    a = _maps("continuity", ex, xt, t, executor, n)
+    e_k = P.explain_maps(ex, rows, np.tile(t, steps), "continuity", executor)
     a_k = np.asarray(e_k.values, dtype=np.float64).reshape(steps, n, -1)
     if normalise:
         a = _normalise_by_max(a)
@@ -162,13 +166,13 @@ def continuity(
     if abs_:
         a, a_k = np.abs(a), np.abs(a_k)
     num = np.abs(a_k - a[None]).sum(2)
-    diff = (moved.double() - xt.double()[None]).reshape(steps, n, -1)
-    den = torch.linalg.vector_norm(diff, dim=2).cpu().numpy() + 1e-9
+    diff = (xp.to_float64(moved) - xp.to_float64(xt)[None]).reshape(steps, n, -1)
+    den = host(xp.norm(diff, 2)) + 1e-9
     ratio = num / den
     if same_prediction:
         # the translated copies' classes: from the explainer's own pass where it keeps its outputs
-        out_k = e_k.extra["outputs"] if "outputs" in e_k.extra else m.predict(rows).cpu().numpy()
-        changed = np.asarray(out_k).argmax(1).reshape(steps, n) != outputs.argmax(1).cpu().numpy()[None]
+        out_k = e_k.extra["outputs"] if "outputs" in e_k.extra else host(m.predict(rows))
+        changed = np.asarray(out_k).argmax(1).reshape(steps, n) != host(outputs).argmax(1)[None]
         ratio[changed] = np.nan
         return _nanmax(ratio, 0)
     return ratio.max(0)
@@ -250,8 +254,8 @@ def consistency(
     n = xt.shape[0]
     outputs = m.predict(xt)
     if attributions is None:
-        t = m.resolve_target(target, xt, outputs)
-        a = _maps("consistency", ex, xt, t.cpu().numpy(), executor, n)
+        t = host(m.resolve_target(target, xt, outputs))
+        a = _maps("consistency", ex, xt, t, executor, n)
     else:
         a = _given_maps(attributions, n)
     if discretise in ("top_k", "first_k_sign") and k > a.shape[1]:
@@ -261,7 +265,7 @@ def consistency(
     if abs_:
         a = np.abs(a)
     labels = _keys(a, discretise, k, decimals)
-    pred = outputs.argmax(1).cpu().numpy().astype(np.int64)
+    pred = host(outputs).argmax(1).astype(np.int64)
     same_label = np.bincount(labels)[labels] - 1
     pair = labels * (int(pred.max()) + 1) + pred
     both = np.bincount(pair)[pair] - 1
@@ -335,27 +339,27 @@ def _relative_stability(kind, explainer, x, target, radius, n_samples, seed, rel
     executor = check_executor(executor, "executor", rows=True)
     m = ex.model
     if kind == "representation" and m.module is None:
-        raise TypeError(
-            "relative_representation_stability needs model to be a torch.nn.Module (it reads the output of "
-            f"layer {layer!r})"
-        )
+        P.refuse_torch_only(_RRS, f"it reads the output of layer {layer!r}", m.display_name(),
+                            prefix="needs model to be a torch.nn.Module")
     xt = m.to_tensor(x, "x")
+    xp = ops(xt)
     n = xt.shape[0]
+    per_input = int(np.prod(xt.shape[1:]))
     check_budget(n_samples, "n_samples", per=n, unit="explained inputs", what=f"for {n} inputs",
-                 nbytes=lambda v: 24 * v * xt[:1].numel() * n, hint="lower n_samples, or pass fewer inputs per call")
+                 nbytes=lambda v: 24 * v * per_input * n, hint="lower n_samples, or pass fewer inputs per call")
     if kind == "representation":  # the clean layer outputs and predictions in one pass
         h, outputs = _layer_outputs(m, layer, xt, with_outputs=True)
         outputs = torch.as_tensor(outputs)
     else:
         outputs = m.predict(xt)
-    t = m.resolve_target(target, xt, outputs)
+    t = host(m.resolve_target(target, xt, outputs))
     metric = f"relative_{kind}_stability"
     if attributions is None:
-        a = _maps(metric, ex, xt, t.cpu().numpy(), executor, n)
+        a = _maps(metric, ex, xt, t, executor, n)
     else:
         a = _given_maps(attributions, n)
     _, moved = P.noisy_copies(xt, radius, n_samples, seed, relative)
-    t_moved = t.repeat(n_samples).cpu().numpy()
+    t_moved = np.tile(t, n_samples)
     if kind == "representation":
         e_moved, h_moved = _explain_reading_layer(ex, layer, moved, t_moved, executor, metric)
     else:
@@ -369,8 +373,8 @@ def _relative_stability(kind, explainer, x, target, radius, n_samples, seed, rel
     out_moved = e_moved.extra.get("outputs") if kind == "output" or same_prediction else None
     need_outputs = (kind == "output" or same_prediction) and out_moved is None
     if kind == "input":
-        x64 = xt.double().cpu().numpy().reshape(1, n, -1)
-        den = _relative(x64, moved.double().cpu().numpy().reshape(n_samples, n, -1), eps_min)
+        x64 = host(xp.to_float64(xt)).reshape(1, n, -1)
+        den = _relative(x64, host(xp.to_float64(moved)).reshape(n_samples, n, -1), eps_min)
     elif kind == "representation":
         if h_moved is None:
             h_moved = _layer_outputs(m, layer, moved, with_outputs=need_outputs)
@@ -379,14 +383,14 @@ def _relative_stability(kind, explainer, x, target, radius, n_samples, seed, rel
                 need_outputs = False
         den = _relative(h[None], h_moved.reshape(n_samples, n, -1), eps_min)
     if need_outputs:
-        out_moved = m.predict(moved).double().cpu().numpy()
+        out_moved = host(xp.to_float64(m.predict(moved)))
     if out_moved is not None:
         out_moved = np.asarray(out_moved, dtype=np.float64).reshape(n_samples, n, -1)
     if kind == "output":
-        den = np.linalg.norm(outputs.double().cpu().numpy()[None] - out_moved, axis=-1)
+        den = np.linalg.norm(host(xp.to_float64(outputs))[None] - out_moved, axis=-1)
     ratio = num / np.maximum(den, eps_min)
     if same_prediction:
-        changed = out_moved.argmax(2) != outputs.argmax(1).cpu().numpy()[None]
+        changed = out_moved.argmax(2) != host(outputs).argmax(1)[None]
         ratio[changed] = np.nan
     return _nanmax(ratio, 0)
 
