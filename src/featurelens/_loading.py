@@ -145,7 +145,7 @@ def check_model_data(model, X: np.ndarray, data_path: str = "the data", names=No
             )
     from .models import Model
 
-    probe = Model(model)
+    probe = Model(model).with_numpy()  # numpy models: no torch on this path
     if hasattr(probe, "with_missing_values"):  # NaN reaches the model, which accepts or refuses it
         probe = probe.with_missing_values()
     try:

@@ -29,6 +29,7 @@ __all__ = [
     "to_numpy",
     "torch",
     "torch_available",
+    "torch_version",
 ]
 
 #: The pip requirement that brings torch in, named by every refusal.
@@ -142,6 +143,28 @@ def is_torch_module(x) -> bool:
     """
     module = sys.modules.get("torch")
     return module is not None and isinstance(x, module.nn.Module)
+
+
+def torch_version() -> str | None:
+    """The installed torch's version, read from its package metadata (without importing torch), or
+    None when torch is not installed.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"2.13.0"``.
+    """
+    module = sys.modules.get("torch")
+    if module is not None and getattr(module, "__version__", None):
+        return str(module.__version__)
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover - Python < 3.8
+        return None
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return None
 
 
 def to_numpy(x):

@@ -12,7 +12,7 @@ import sys
 import time
 
 import numpy as np
-from featurelens._optional import is_tensor, torch
+from featurelens._optional import is_tensor, to_numpy, torch
 
 from .. import _harness
 from .._random import numpy_rng, parse_seed, seed_record
@@ -31,6 +31,7 @@ from .._validation import (
     resolve_target,
 )
 from ..explainers._base import explainer_class, list_explainers
+from ..explainers._catalog import EXTRAS
 from ..models import Model
 from ..report import check_out
 from ._torchscript import gradcam_reason, is_script
@@ -71,7 +72,8 @@ class AuditTable(list):
 
 def _wrap_model(model, batch_size):
     """A Model for torch modules, featurelens Models, scikit-learn estimators and callables."""
-    wrapped = Model.wrap(model, batch_size=batch_size)  # estimators included: the adapter takes them
+    # estimators included: the adapter takes them, in numpy mode (no torch on their path)
+    wrapped = Model.wrap(model, batch_size=batch_size).with_numpy()
     return wrapped, wrapped.module
 
 
@@ -95,17 +97,23 @@ def choose_methods(model: Model, x_shape: tuple, methods=None):
     audited data). Other models: occlusion, KernelSHAP, permutation Shapley, exact Shapley when
     there are at most 10 players. Always the seeded ``random`` map as the floor.
     """
-    registered = list_explainers()
+    # Explainers whose extra (torch) is not installed are listed, never imported: skipped with the
+    # pip line that brings them.
+    unavailable = {d["name"]: f"needs torch, which is not installed: {EXTRAS['torch']}"
+                   for d in list_explainers(details=True) if not d["available"]}
+    registered = [m for m in list_explainers() if m not in unavailable]
     if methods is not None:
         if isinstance(methods, str):
             methods = [methods]
         names = list(dict.fromkeys(methods))
         for name in names:
-            if not isinstance(name, str) or name not in registered:
+            if not isinstance(name, str) or (name not in registered and name not in unavailable):
                 explainer_class(name)  # raises naming the registered explainers
         if not names:
             raise ValueError("methods must name at least one explainer; got an empty list")
-        return _applicable(names, model, x_shape)
+        chosen, skipped = _applicable([n for n in names if n not in unavailable], model, x_shape)
+        skipped.update({n: unavailable[n] for n in names if n in unavailable})
+        return chosen, skipped
     # The defaults are those whose class says audit_default=True (the others give the reason they
     # are left out), gradient explainers on differentiable models and the others on models without
     # gradients, in their declared audit_order, then by name.
@@ -124,6 +132,7 @@ def choose_methods(model: Model, x_shape: tuple, methods=None):
             "needs gradients, and the model is not differentiable" if _gradient_based(name)
             else "black-box; the model has gradients, so the gradient methods are audited (request it with methods=)"
         ))
+    skipped.update(unavailable)
     if "random" in registered:
         chosen.append("random")
     return chosen, skipped
@@ -185,7 +194,7 @@ def _targets(model: Model, x: np.ndarray, y, target, classes) -> np.ndarray:
         elif np.asarray(y).dtype.kind not in "iu":
             raise TypeError(f"y must hold integer class indices (one per sample); got dtype {np.asarray(y).dtype}")
         return resolve_target(np.asarray(y), n, n_outputs, name="y")
-    return model.resolve_target(None, xt, outputs).cpu().numpy()
+    return to_numpy(model.resolve_target(None, xt, outputs))
 
 
 def _input_dtype(wrapped: Model, X) -> type:
@@ -252,10 +261,10 @@ def _baseline(baseline, X: np.ndarray):
     :func:`featurelens._validation.resolve_baseline`."""
     if baseline is None:
         return default_baseline("feature_means", X)
-    full = resolve_baseline(baseline, torch.from_numpy(X[:1]))
+    full = to_numpy(resolve_baseline(baseline, X[:1]))
     if np.ndim(baseline) == 0 and not is_tensor(baseline):
         return float(full.reshape(-1)[0])
-    return full[0].cpu().numpy().astype(X.dtype)
+    return full[0].astype(X.dtype)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -533,7 +542,7 @@ def audit(
         f_x = None
         if x.ndim == 2 and explanations:  # the explained outputs, for the report's waterfall check
             try:
-                f_x = wrapped.predict(x).detach().cpu().numpy().astype(np.float64)[np.arange(len(x)), t]
+                f_x = to_numpy(wrapped.predict(x)).astype(np.float64)[np.arange(len(x)), t]
             except Exception as err:  # the check is a caption; it must not lose the report
                 notes.append(f"the model's outputs for the waterfall caption failed ({type(err).__name__}: {err})")
         report_path = write_report(

@@ -18,7 +18,7 @@ import os
 import re
 
 import numpy as np
-from featurelens._optional import torch
+from featurelens._optional import torch_version
 
 from .._version import __version__
 from ..plots._png import figure_png
@@ -387,7 +387,7 @@ def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, 
         "featurelens audit: which explanation to trust",
         f"model {type(model).__name__}, {settings['n_explain']} audited samples of shape "
         f"{tuple(x.shape[1:])}, seed {settings['seed']}; featurelens {__version__}, torch "
-        f"{torch.__version__}; {total:.1f} s",
+        f"{torch_version() or 'not installed'}; {total:.1f} s",
     )
     page.add_heading("Verdict")
     page.add_paragraph(verdict)
@@ -471,7 +471,7 @@ def _write(out, rows, verdict, notes, settings, curves, explanations, x, masks, 
         "curves": {m: {k: v.tolist() for k, v in c.items()} for m, c in curves.items()},
         "targets": np.asarray(t).tolist(), "settings": settings_json, "notes": notes,
         "metrics": dict(metrics or {}), "skipped_metrics": dict(skipped_metrics or {}),
-        "seconds": total, "versions": {"featurelens": __version__, "torch": torch.__version__},
+        "seconds": total, "versions": {"featurelens": __version__, "torch": torch_version()},
         "model": type(model).__name__,
     }
     if tabular:  # the numbers behind the bar charts

@@ -6,7 +6,11 @@ does, explain the first rows with one explainer and write a report folder:
   ``x0, x1, ...``), then ``base_value`` (what the attributions add up from, where the method has
   one), ``target`` (the explained output index) and ``output`` (the units of the explained output
   and so of the values: ``raw``, ``probability`` or ``log_odds``, as the explainer recorded them in
-  the Explanation, e.g. ``log_odds`` for tree_shap on a binary gradient boosting classifier);
+  the Explanation, e.g. ``log_odds`` for tree_shap on a binary gradient boosting classifier). A
+  header cell that a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, carriage
+  return at its start) or that starts with a single quote gets one more leading single quote, so
+  ``=a`` is written ``'=a`` and ``'=a`` is written ``''=a``: drop one leading quote to read a name
+  back (:func:`featurelens.cli.select.csv_text_value`);
 - ``explanation.npz``: the :class:`~featurelens.Explanation` (:meth:`~featurelens.Explanation.save`);
 - ``bar.png``, ``beeswarm.png``, ``waterfall.png`` (the first row; only when the method has base
   values): :mod:`featurelens.plots` (shap-style summary plots, Lundberg & Lee 2017,
@@ -307,7 +311,7 @@ def _explain(args, model, description, X, y, names) -> int:
 
     output = getattr(args, "output", None)
     try:
-        wrapped = Model(model) if output is None else Model(model, output=output)
+        wrapped = (Model(model) if output is None else Model(model, output=output)).with_numpy()
     except (ValueError, TypeError) as err:
         raise _Usage(f"--output {output}: {err}") from err
     method = args.method or ("integrated_gradients" if wrapped.differentiable else "kernel_shap")

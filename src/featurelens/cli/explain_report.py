@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 
+from .._optional import to_numpy
 from .select import csv_text_cell
 
 __all__ = ["EFFICIENCY_TOLERANCE", "TOP", "UNIT_NAMES", "explained_units", "explained_outputs", "efficiency_gap",
@@ -90,7 +91,7 @@ def explained_outputs(model, rows, targets, units: str) -> np.ndarray:
         if margin is not None and units == "margin" and margin.ndim == 2 and margin.shape[0] == n:
             return margin[np.arange(n), targets]
     wrapped = model if units == model.output else model.with_output(units)
-    outputs = wrapped.predict(rows).detach().cpu().numpy().astype(np.float64)
+    outputs = to_numpy(wrapped.predict(rows)).astype(np.float64)
     return outputs[np.arange(n), targets]
 
 
@@ -255,7 +256,8 @@ def write_report(args, e, values, base, targets, f_x, gap, names, data, descript
     with report_folder(args.out, "explain", args.overwrite) as tmp:
         if values_file == "values.csv":
             # a header cell such as "=HYPERLINK(...)" (a column name from the user's data) must be
-            # shown as text by a spreadsheet, never run as a formula: the same escaping as select's
+            # shown as text by a spreadsheet, never run as a formula: the same escaping as select's,
+            # which also quotes a leading quote, so that "=a" and "'=a" stay distinct (reversible)
             table.to_csv(os.path.join(tmp, values_file), index=False,
                          header=[csv_text_cell(c) for c in table.columns])
         else:

@@ -276,8 +276,8 @@ class Explainer:
 
     def __init__(self, model, batch_size: int | None = None, output: str | None = None):
         self.model = Model.wrap(model, batch_size=batch_size, output=output)
-        if self.numpy_inputs:
-            self.model = self.model.with_numpy()
+        # Numpy models stay in numpy for the explainers that compute in numpy, tensors otherwise.
+        self.model = self.model.with_numpy() if self.numpy_inputs else self.model.with_tensors()
         if self.model.output not in self.outputs:
             raise ValueError(
                 f"explainer {self.name!r} explains outputs in {', '.join(repr(o) for o in self.outputs)} "
@@ -460,7 +460,9 @@ class Explainer:
             model_calls=self.model.calls - calls_before,
             seconds=time.perf_counter() - start,
             extra=arrays,
-            feature_names=feature_names,
+            # feature_names name the elements of one input: a layer's attributions (values shaped
+            # like the layer's output, not like the input) get none
+            feature_names=feature_names if values.shape[1 if per_sample is None else 2:] == input_shape else None,
             data=data,
             base_values=base_values,
             output=self.model.output,

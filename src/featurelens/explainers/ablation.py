@@ -46,6 +46,7 @@ class _LeaveOneOut(GameExplainer):
     every row at once through batched passes when the fill is a tensor like ``x``."""
 
     approximator = staticmethod(approximators.leave_one_out)
+    numpy_inputs = False  # its batched passes are torch (featurelens[torch])
     requires = Requires(gradients=False)
     row_params = frozenset({"full_values"})
     records = ("full_values",)  # the drops do not add up to the output: no base value

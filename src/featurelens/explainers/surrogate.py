@@ -118,6 +118,7 @@ class Lime(GameExplainer):
                 **self.seed_params()}
 
     approximator = staticmethod(approximators.lime)
+    numpy_inputs = False  # its batched passes are torch (featurelens[torch])
 
     def width(self, n_players: int) -> float:
         """The kernel width used for ``n_players`` players."""

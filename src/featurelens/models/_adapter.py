@@ -314,6 +314,21 @@ class Model(BatchedPasses):
             return self
         return self._derive(numpy_mode=True)
 
+    def with_tensors(self) -> "Model":
+        """This Model exchanging tensors with its consumer (the default): ``self`` unless it is in
+        numpy mode (:meth:`with_numpy`), else a derived Model in tensor mode counting its calls in
+        this Model's too. For the consumers that compute in torch (gradients, the Captum-family
+        perturbations) when they are handed a Model in numpy mode.
+
+        Returns
+        -------
+        Model
+            The Model in tensor mode (or ``self``).
+        """
+        if not self.numpy_mode:
+            return self
+        return self._derive(numpy_mode=False)
+
     def with_missing_values(self) -> "Model":
         """This Model taking NaN in its inputs (missing values; inf is still refused), for a
         consumer that routes them exactly (TreeSHAP of trees that learned where missing values
