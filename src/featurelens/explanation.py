@@ -107,37 +107,57 @@ class Explanation:
 
     def __post_init__(self):
         self.values = np.asarray(self.values)
+        if self.values.ndim == 0:
+            raise ValueError(f"values must have a samples axis, shape (n, ...); got a 0-d array ({self.values!r}): "
+                             "pass values[None] for one sample")
+        shape = self.values.shape
         self.extra = {str(k): np.asarray(v) for k, v in (self.extra or {}).items()}
         if self.target is not None:
             self.target = np.asarray(self.target)
+            if self.target.ndim not in (1, 2) or self.target.shape != shape[: self.target.ndim]:
+                raise ValueError(f"target must hold one output index per sample, shape {shape[:1]} (or (n, k) = "
+                                 f"{shape[:2]} for k targets per sample), for values of shape {shape}; got shape "
+                                 f"{self.target.shape}")
         self.output = check_option(self.output, "output", OUTPUTS)
+        if self.base_values is not None:
+            base = self.base_values = np.asarray(self.base_values, dtype=np.float64)
+            if self.target is not None:
+                ok = base.shape == self.target.shape
+                want = (f"one value per (sample, target), shape {self.target.shape} like target"
+                        if self.target.ndim == 2 else f"one value per sample, shape {shape[:1]} like target")
+            else:
+                ok = base.ndim in (1, 2) and base.shape == shape[: base.ndim]
+                want = f"one value per sample, shape {shape[:1]}" + (
+                    f" (or {shape[:2]} for several targets per sample, values (n, k, ...))" if len(shape) >= 2 else "")
+            if not ok:
+                raise ValueError(f"base_values must hold {want}, for values of shape {shape}; got shape {base.shape}")
+        lead = self.target.ndim if self.target is not None else (
+            self.base_values.ndim if self.base_values is not None else 1)
         if self.feature_names is not None:
             self.feature_names = _names(self.feature_names, "feature_names", ints=False)
+            size = int(np.prod(shape[lead:]))
+            if len(self.feature_names) != size:
+                per = f"{shape[lead:]}" if len(shape) > lead else "() (a single feature)"
+                raise ValueError(f"feature_names must name each of the {size} elements of one input: values of "
+                                 f"shape {shape} hold inputs of shape {per}; got {len(self.feature_names)} names")
         if self.data is not None:
             self.data = np.asarray(self.data)
-            if self.data.ndim < 1 or self.data.shape[0] != self.values.shape[0]:
-                raise ValueError(f"data must hold the {self.values.shape[0]} explained rows (one per sample of "
-                                 f"values); got shape {self.data.shape}")
-        if self.feature_names is not None and self.data is not None:
-            size = int(np.prod(self.data.shape[1:]))
-            if len(self.feature_names) != size:
-                raise ValueError(f"feature_names must name each of the {size} elements of one input; "
-                                 f"got {len(self.feature_names)} names")
-        if self.base_values is not None:
-            self.base_values = np.asarray(self.base_values, dtype=np.float64)
-            if self.base_values.ndim not in (1, 2) or self.base_values.shape != self.values.shape[: self.base_values.ndim]:
-                raise ValueError(f"base_values must hold one value per sample, shape {self.values.shape[:1]} (or "
-                                 f"{self.values.shape[:2]} for several targets per sample); got shape "
-                                 f"{self.base_values.shape}")
+            if self.data.ndim < 1 or self.data.shape[0] != shape[0]:
+                raise ValueError(f"data must hold the {shape[0]} explained rows (one per sample of values of shape "
+                                 f"{shape}), shape ({shape[0]}, ...); got shape {self.data.shape}")
+            if self.feature_names is not None and self.data.shape[1:] != shape[lead:]:
+                raise ValueError(f"data must hold the inputs that feature_names name, shape "
+                                 f"{(shape[0],) + shape[lead:]} for values of shape {shape}; got shape "
+                                 f"{self.data.shape}")
         if (self.group_values is None) != (self.groups is None):
             raise ValueError("give group_values and groups together (one value per group and the group names), or neither")
         if self.groups is not None:
             self.groups = _names(self.groups, "groups", ints=True)
             self.group_values = np.asarray(self.group_values)
-            if self.group_values.ndim < 2 or self.group_values.shape[-1] != len(self.groups) \
-                    or self.group_values.shape[:-1] != self.values.shape[: self.group_values.ndim - 1]:
-                raise ValueError(f"group_values must have shape (n, n_groups) (or (n, k, n_groups)) with "
-                                 f"n = {self.values.shape[0]} and n_groups = {len(self.groups)}; got shape "
+            expected = shape[:lead] + (len(self.groups),)
+            if self.group_values.shape != expected:
+                raise ValueError(f"group_values must hold one value per group and {'(sample, target)' if lead == 2 else 'sample'}, "
+                                 f"shape {expected} for values of shape {shape} and {len(self.groups)} groups; got shape "
                                  f"{self.group_values.shape}")
 
     @property
@@ -262,13 +282,24 @@ class Explanation:
         ``target``: for an explanation of several outputs per sample (values ``(n, k, d)``), the
         output whose values to take: one of the explained output indices (``e.target``), which
         every sample must have explained. Without it such an explanation is refused, as it does not
-        fit one table. ``flatten=True``: inputs of more than one axis (images ``(c, h, w)``) get one
-        column per element, in ``np.ravel`` order, named by ``feature_names`` when they name every
-        element, else by the flat position; without it they are refused.
+        fit one table. ``target`` is an int or None: a bool, a float or a class label is a
+        TypeError (``target=True`` is not read as output 1). ``flatten=True``: inputs of more than
+        one axis (images ``(c, h, w)``) get one column per element, in ``np.ravel`` order, named by
+        ``feature_names`` when they name every element, else by the flat position; without it they
+        are refused.
+
+        Every indexing result has a table: one feature (``e[:, "age"]``, ``e[0, "age"]``) is one
+        column named by the feature; a single row (``e[0]``) a table of one row; no rows
+        (``e[[]]``) an empty table with the columns.
         """
         pd = _optional("pandas", "Explanation.to_frame()")
         check_bool(data, "data")
         check_bool(flatten, "flatten")
+        if target is not None and (not isinstance(target, (int, np.integer)) or isinstance(target, (bool, np.bool_))):
+            raise TypeError(f"to_frame: target must be an int (an output index, one of those in e.target) or None; "
+                            f"got {target!r} ({type(target).__name__})"
+                            + ("; True is not read as output 1" if isinstance(target, (bool, np.bool_)) else ""))
+        target = None if target is None else int(target)
         e = self._as_batch()
         n = len(e.values)
         several = (e.base_values is not None and e.base_values.ndim == 2) or (
@@ -294,8 +325,8 @@ class Explanation:
                 raise ValueError("to_frame(data=True): an explanation with groups has one value per group and no "
                                  "data per group; call to_frame() for the group values, or index e.data yourself")
             names = [g for g in e.groups]
-        elif len(shape) == 1:
-            names = list(e.feature_names) if e.feature_names is not None else list(range(shape[0]))
+        elif len(shape) <= 1:  # (d,) features, or () after one feature was picked (e[:, "age"])
+            names = list(e.feature_names) if e.feature_names is not None else list(range(int(np.prod(shape))))
         else:
             if not flatten:
                 raise ValueError(f"to_frame: one input has shape {shape} (values of shape {values.shape}), which "
@@ -304,7 +335,7 @@ class Explanation:
             size = int(np.prod(shape))
             names = (list(e.feature_names) if e.feature_names is not None and len(e.feature_names) == size
                      else list(range(size)))
-        table = np.asarray(values).reshape(n, -1)
+        table = np.asarray(values).reshape(n, int(np.prod(shape)))  # explicit: n may be 0 (e[[]])
         index = pd.RangeIndex(n, name="sample")
         if not data:
             if base is not None and "base_value" in names:
@@ -317,7 +348,7 @@ class Explanation:
         if e.data is None:
             raise ValueError("to_frame(data=True) needs the explained rows, and this explanation has data=None "
                              "(explain them again with the rows, or call to_frame() for the values alone)")
-        rows = np.asarray(e.data).reshape(n, -1)
+        rows = np.asarray(e.data).reshape(n, int(np.prod(e.data.shape[1:])))
         if rows.shape[1] != table.shape[1]:
             raise ValueError(f"to_frame(data=True): the values have {table.shape[1]} elements per sample and the data "
                              f"{rows.shape[1]} (inputs of shape {e.data.shape[1:]}; a layer's attributions are not "
@@ -539,18 +570,21 @@ def load_explanation(path: str | os.PathLike, max_bytes: int | None = None) -> E
         if not name:
             raise SavedFileError(path, _KIND, f"array {key!r}", "found an empty name; expected extra/NAME")
         extra[name] = _ser.array_field(path, _KIND, arrays, key, "biuf")
-    return Explanation(
-        values=values,
-        method=method,
-        params=meta["params"],
-        target=target,
-        model_calls=model_calls,
-        seconds=seconds,
-        extra=extra,
-        feature_names=feature_names,
-        data=data,
-        base_values=base_values,
-        output=output,
-        group_values=group_values,
-        groups=groups,
-    )
+    try:
+        return Explanation(
+            values=values,
+            method=method,
+            params=meta["params"],
+            target=target,
+            model_calls=model_calls,
+            seconds=seconds,
+            extra=extra,
+            feature_names=feature_names,
+            data=data,
+            base_values=base_values,
+            output=output,
+            group_values=group_values,
+            groups=groups,
+        )
+    except ValueError as err:  # fields that fit the schema one by one but not together
+        raise SavedFileError(path, _KIND, None, str(err)) from None

@@ -5,7 +5,8 @@ the file (pandas), fits the selector on the numeric feature columns (every colum
 prints the selected columns with their scores (higher = more important) and ranks (and p-values for
 MinShap), and writes them as a CSV (``column,score,rank[,pvalue]``) with ``--out``; a column name
 that a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, tab or carriage
-return) is written with a leading single quote. Data with fewer than 2 rows are refused; a
+return), or that starts with a single quote itself, is written with a leading single quote
+(:func:`csv_text_cell`; :func:`csv_text_value` reads it back). Data with fewer than 2 rows are refused; a
 selection the data cannot support (all columns constant, ...) is printed with a warning. Exit codes: 0 on success, 2 for a usage error (a
 missing or unreadable file, an unknown target column, non-numeric or missing feature values, a bad
 ``k``, an unknown method, an unusable ``--out``, executor flags that do not fit together or a missing
@@ -28,7 +29,8 @@ import sys
 from .executor import add_executor_flags
 from .options import non_negative_int, positive_int
 
-__all__ = ["add_parser", "run", "METHODS", "EXECUTOR_METHODS", "OUT_HEADERS", "csv_text_cell", "make_selector"]
+__all__ = ["add_parser", "run", "METHODS", "EXECUTOR_METHODS", "OUT_HEADERS", "csv_text_cell", "csv_text_value",
+           "make_selector"]
 
 #: The first line of a file ``--out`` wrote: an existing file that starts otherwise is not replaced
 #: without ``--overwrite``.
@@ -56,12 +58,45 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_text_cell(text: str) -> str:
-    """A text cell safe to open in a spreadsheet: one that starts with ``=``, ``+``, ``-``, ``@``,
-    a tab or a carriage return gets a leading single quote (the OWASP CSV-injection rule), so a
-    column named ``=HYPERLINK(...)`` is shown as text, never run as a formula. Numbers are written
-    as numbers and need no escaping."""
+    """A text cell safe to open in a spreadsheet, and reversible.
+
+    A cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading
+    single quote (the OWASP CSV-injection rule), so a column named ``=HYPERLINK(...)`` is shown as
+    text, never run as a formula. A cell that starts with a single quote gets one more, so that
+    ``=a`` (written ``'=a``) and ``'=a`` (written ``''=a``) stay distinct: reading a cell back is
+    dropping one leading quote when there is one (:func:`csv_text_value`). Numbers are written as
+    numbers and need no escaping.
+
+    Parameters
+    ----------
+    text : str
+        The cell (a column name); anything else is turned into ``str`` first.
+
+    Returns
+    -------
+    str
+        The cell as written to the CSV file.
+    """
     text = str(text)
-    return "'" + text if text.startswith(_FORMULA_START) else text
+    return "'" + text if text.startswith(_FORMULA_START + ("'",)) else text
+
+
+def csv_text_value(cell: str) -> str:
+    """The text that :func:`csv_text_cell` escaped into ``cell``: one leading single quote dropped.
+
+    Parameters
+    ----------
+    cell : str
+        A text cell as read from a CSV file written by ``featurelens select`` or ``featurelens
+        explain`` (``values.csv``'s header).
+
+    Returns
+    -------
+    str
+        The original text: ``csv_text_value(csv_text_cell(t)) == t`` for every ``t``.
+    """
+    cell = str(cell)
+    return cell[1:] if cell.startswith("'") else cell
 
 
 def add_parser(sub) -> None:
