@@ -590,15 +590,6 @@ def test_explainer_on_lightgbm_and_xgboost_classifiers_with_a_dataframe(data):
     assert e2.params["feature_perturbation"] == "interventional"
 
 
-def test_explainer_refuses_a_raw_booster_with_a_hint(data):
-    import featurelens as fl
-
-    X, y, _, _ = data
-    booster = lgb.train({"num_leaves": 5, "verbose": -1}, lgb.Dataset(np.nan_to_num(X), y), num_boost_round=2)
-    with pytest.raises(TypeError, match=r"raw Booster.*LGBMRegressor.*tree_shap_values\(booster, X\)"):
-        fl.explainer("tree_shap", booster)
-
-
 def test_lightgbm_nan_on_a_feature_without_missing_values_shap_is_wrong(models, data):
     """A LightGBM split with missing_type "None" (the feature had no NaN in training) reads NaN as
     0.0; shap 0.51's interventional walker sends NaN the default way instead. Ours equals brute

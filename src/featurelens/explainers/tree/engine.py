@@ -73,16 +73,18 @@ def _row_blocks(n_rows: int, n_paths: int):
 def _compiled(ens: Ensemble, packed, x, bg, pairs: bool):
     """Values (n, d, K) or pair sums (n, d, d, K, both orders) and the base value (K,)."""
     n, d, K = x.shape[0], ens.n_features, ens.n_out
+    if bg is None:
+        base = ens.offset + packed.root_value
+        if not pairs:
+            return numba_kernels.path_dependent_values(packed, x), base
+        out = np.zeros((n, d, d, K))
+        numba_kernels.path_dependent_pairs(packed, x, out)
+        return out, base
     out = np.zeros((n, d, d, K) if pairs else (n, d, K))
     base = ens.offset.copy()
-    if bg is None:
-        base += np.prod(packed.zero, axis=1) @ packed.value
-        (numba_kernels.path_dependent_pairs if pairs else numba_kernels.path_dependent_values)(
-            packed, x, out)
-        return out, base
     P = packed.feature.shape[0]
     scale = 1.0 / bg.shape[0]
-    full = (np.uint64(1) << packed.length.astype(np.uint64)) - np.uint64(1)
+    full = packed.full
     reach = np.zeros(P)
     kernel = numba_kernels.interventional_pairs if pairs else numba_kernels.interventional_values
     # the background in blocks too, so both mask arrays stay bounded
@@ -241,10 +243,13 @@ def _path_pair(o, q, paths: Paths, nodes, weights, n_features, out):
         out[:, uniq, k] += np.add.reduceat(flat * val[:, k], starts, axis=1)
 
 
-def interaction_values(ens: Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int):
+def interaction_values(ens: Ensemble, x: np.ndarray, bg: np.ndarray | None, batch_size: int,
+                       shap=None):
     """:func:`~featurelens.explainers.tree.tree_shap_interaction_values` on a built ensemble and
     prepared rows: ``(values, base_value)``, values (n, d, d) or (n, d, d, K) (see
-    :func:`shap_values` for the arguments)."""
+    :func:`shap_values` for the arguments); ``shap``: the ``(values, base_value)`` of
+    :func:`shap_values` on the same rows when the caller has them (the diagonal is filled from
+    them instead of computing them again)."""
     n, d, K = x.shape[0], ens.n_features, ens.n_out
     packed = _packed(ens)
     pairs = np.zeros((n, d * d, K))
@@ -271,7 +276,10 @@ def interaction_values(ens: Ensemble, x: np.ndarray, bg: np.ndarray | None, batc
                            d, part)
                 pairs[start : start + m] += part.reshape(m, R, d * d, K).mean(axis=1)
     values = pairs.reshape(n, d, d, K) / 2.0
-    phi, base = _shap_tree_columns(ens, x, bg, batch_size)
+    if shap is not None and ens.tree_columns is None:  # the tree columns are the input's
+        phi, base = shap
+    else:
+        phi, base = _shap_tree_columns(ens, x, bg, batch_size)
     phi = phi.reshape(n, d, K)
     diag = np.arange(d)
     values[:, diag, diag, :] = 0.0  # (a feature never pairs with itself on a merged path)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .paths import Ensemble, Paths, extract_paths
+from .paths import Ensemble, Paths, extract_paths, forest_paths
+from .raw_boosters import RawBooster
 
 _SKLEARN_TREES = (
     "DecisionTreeRegressor",
@@ -42,28 +43,56 @@ _BOOSTERS = (
 
 
 def supported_tree_models() -> tuple[str, ...]:
-    """Names of the estimator classes :func:`tree_shap_values` accepts: the scikit-learn trees and
-    ensembles and the LightGBM / XGBoost scikit-learn wrappers (raw ``lightgbm.Booster`` and
-    ``xgboost.Booster`` objects are accepted by the functions as well)."""
+    """Names of the estimator classes :func:`tree_shap_values` accepts.
+
+    Returns
+    -------
+    tuple of str
+        The scikit-learn trees and ensembles and the LightGBM / XGBoost scikit-learn wrappers. Raw
+        ``lightgbm.Booster`` and ``xgboost.Booster`` objects (what ``lgb.train`` / ``xgb.train``
+        return and a saved model file loads into) are accepted as well, by the functions and by
+        the explainer ``tree_shap`` (through
+        :func:`~featurelens.explainers.tree.raw_boosters.booster_estimator`).
+    """
     return _SKLEARN_TREES + _BOOSTERS
 
 
-def _sklearn_tree_paths(tree, scale, normalize, out_index=None) -> Paths:
+def _sklearn_tree_part(tree, scale, normalize, column=None, n_out=1) -> tuple:
+    """A scikit-learn tree as the arguments of :func:`~.paths.extract_paths`: its node arrays,
+    its leaf values (class fractions for a classifier; with ``column``, the single output placed
+    in that column of ``n_out``) and ``scale``."""
     t = tree.tree_
     value = np.asarray(t.value, dtype=np.float64)  # (nodes, n_outputs, max_classes)
     if normalize:  # classifier: class fractions (already fractions in recent scikit-learn)
         sums = value.sum(axis=2, keepdims=True)
         value = value / np.where(sums > 0, sums, 1.0)
         value = value[:, 0, :]
-    elif out_index is None:
+    elif column is None:
         value = value[:, :, 0]
     else:
-        value = value[:, out_index : out_index + 1, 0]
-    nan_left = getattr(t, "missing_go_to_left", np.zeros(t.node_count, dtype=np.uint8))
-    return extract_paths(
-        t.children_left, t.children_right, t.feature, t.threshold, nan_left,
-        np.asarray(t.weighted_n_node_samples, dtype=np.float64), value, scale,
-    )
+        placed = np.zeros((value.shape[0], n_out))
+        placed[:, column] = value[:, 0, 0]
+        value = placed
+    nan_left = getattr(t, "missing_go_to_left", None)
+    if nan_left is None:
+        nan_left = np.zeros(t.node_count, dtype=np.uint8)
+    return (t.children_left, t.children_right, t.feature, t.threshold, nan_left,
+            t.weighted_n_node_samples, value, scale)
+
+
+def _numeric_ensemble(parts, offset, n_out, squeeze, float32, allow_nan, d, **kwargs) -> Ensemble:
+    """The :class:`~.paths.Ensemble` of trees with numerical splits only (``parts``: the
+    arguments of :func:`~.paths.extract_paths` per tree): read by one compiled walk where numba
+    is installed (:func:`~.paths.forest_paths`, the compiled engine's arrays built at once), else
+    tree by tree in Python."""
+    forest = forest_paths(parts)
+    if forest is None:
+        return Ensemble([extract_paths(*part) for part in parts], offset, n_out, squeeze, float32,
+                        allow_nan, d, **kwargs)
+    paths, packed = forest
+    ens = Ensemble(paths, offset, n_out, squeeze, float32, allow_nan, d, **kwargs)
+    ens.packed = packed
+    return ens
 
 
 def _average_path_length(n) -> np.ndarray:
@@ -93,8 +122,9 @@ def _node_depths(left, right) -> np.ndarray:
     return depth
 
 
-def _isolation_tree_paths(tree, features, scale) -> Paths:
-    """One isolation tree of an IsolationForest as paths whose leaves hold its path length.
+def _isolation_tree_part(tree, features, scale) -> tuple:
+    """One isolation tree of an IsolationForest as the arguments of :func:`~.paths.extract_paths`,
+    its leaves holding its path length.
 
     A point reaching a leaf at depth ``k`` that held ``m`` of the tree's training samples (the
     unweighted ``n_node_samples``, as scikit-learn counts them) has path length ``h = k + c(m)``
@@ -111,21 +141,22 @@ def _isolation_tree_paths(tree, features, scale) -> Paths:
     features = np.asarray(features, dtype=np.int64)
     feature = np.asarray(t.feature, dtype=np.int64)
     feature = np.where(feature >= 0, features[np.maximum(feature, 0)], feature)
-    nan_left = getattr(t, "missing_go_to_left", np.zeros(t.node_count, dtype=np.uint8))
-    return extract_paths(left, right, feature, t.threshold, nan_left,
-                          np.asarray(t.weighted_n_node_samples, dtype=np.float64), value, scale)
+    nan_left = getattr(t, "missing_go_to_left", None)
+    if nan_left is None:
+        nan_left = np.zeros(t.node_count, dtype=np.uint8)
+    return (left, right, feature, t.threshold, nan_left, t.weighted_n_node_samples, value, scale)
 
 
 def _isolation_forest(model, name, d) -> Ensemble:
     """An IsolationForest as the mean of its trees' path lengths, ``E[h(x)]`` (see
-    :func:`_isolation_tree_paths`); its scores are functions of that mean:
+    :func:`_isolation_tree_part`); its scores are functions of that mean:
     ``score_samples = -2 ** (-E[h(x)] / c(max_samples_))`` and ``decision_function =
     score_samples - offset_`` (recorded in ``ens.isolation`` for the explainer's params)."""
     trees = model.estimators_
-    paths = [_isolation_tree_paths(t, f, 1.0 / len(trees))
+    parts = [_isolation_tree_part(t, f, 1.0 / len(trees))
              for t, f in zip(trees, model.estimators_features_)]
     nan = _sklearn_allows_nan(model)
-    ens = Ensemble(paths, np.zeros(1), 1, True, True, nan, d)
+    ens = _numeric_ensemble(parts, np.zeros(1), 1, True, True, nan, d)
     ens.units = "raw"
     ens.explained = "expected_path_length"
     ens.isolation = {"c_max_samples": float(_average_path_length([model._max_samples])[0]),
@@ -156,6 +187,17 @@ def _hgb_paths(predictor, k_out, n_out) -> Paths:
         nodes["missing_go_to_left"], nodes["count"].astype(np.float64), value, 1.0,
         categorical=categorical,
     )
+
+
+def _hgb_part(predictor, k_out, n_out) -> tuple:
+    """A HistGradientBoosting predictor's tree without categorical nodes as the arguments of
+    :func:`~.paths.extract_paths` (see :func:`_hgb_paths`)."""
+    nodes = predictor.nodes
+    is_leaf = nodes["is_leaf"].astype(bool)
+    value = np.zeros((len(nodes), n_out))
+    value[:, k_out] = nodes["value"]
+    return (np.where(is_leaf, -1, nodes["left"].astype(np.int64)), nodes["right"], nodes["feature_idx"],
+            nodes["num_threshold"], nodes["missing_go_to_left"], nodes["count"].astype(np.float64), value, 1.0)
 
 
 def _hgb_preprocessor(model, d):
@@ -200,6 +242,8 @@ def build_ensemble(model) -> Ensemble:
     """The :class:`~.paths.Ensemble` of a fitted tree model: scikit-learn trees and ensembles read
     here, LightGBM and XGBoost models by :func:`.boosters.build_booster`; a TypeError naming the
     supported models for anything else, a ValueError for an unfitted one."""
+    if isinstance(model, RawBooster):  # a raw Booster seen as an estimator: read its trees
+        model = model.booster
     name = type(model).__name__
     module = type(model).__module__
     if module.split(".")[0] in ("lightgbm", "xgboost"):
@@ -217,29 +261,25 @@ def build_ensemble(model) -> Ensemble:
     if name.startswith("HistGradientBoosting"):
         baseline = np.asarray(model._baseline_prediction, dtype=np.float64).ravel()
         n_out = baseline.size
-        paths = [
-            _hgb_paths(pred, k, n_out) for stage in model._predictors for k, pred in enumerate(stage)
-        ]
         preprocess, tree_columns = _hgb_preprocessor(model, d)
-        ens = Ensemble(paths, baseline, n_out, n_out == 1, False, True, d,
-                        preprocess=preprocess, tree_columns=tree_columns)
+        predictors = [(k, pred) for stage in model._predictors for k, pred in enumerate(stage)]
+        if any(pred.nodes["is_categorical"].any() for _, pred in predictors):
+            ens = Ensemble([_hgb_paths(pred, k, n_out) for k, pred in predictors], baseline, n_out,
+                           n_out == 1, False, True, d, preprocess=preprocess, tree_columns=tree_columns)
+        else:
+            ens = _numeric_ensemble([_hgb_part(pred, k, n_out) for k, pred in predictors], baseline,
+                                    n_out, n_out == 1, False, True, d, preprocess=preprocess,
+                                    tree_columns=tree_columns)
         ens.units = _classifier_units(name, n_out)
         return ens
     if name.startswith("GradientBoosting"):
         stages = model.estimators_  # (n_stages, K) DecisionTreeRegressors
         n_out = stages.shape[1]
         lr = float(model.learning_rate)
-        paths = []
-        for stage in stages:
-            for k, tree in enumerate(stage):
-                p = _sklearn_tree_paths(tree, lr, False)
-                value = np.zeros((p.value.shape[0], n_out))
-                value[:, k] = p.value[:, 0]
-                p.value = value
-                paths.append(p)
+        parts = [_sklearn_tree_part(tree, lr, False, k, n_out) for stage in stages for k, tree in enumerate(stage)]
         init = _constant_init(model, name, d)
         offset = np.zeros(n_out) if init is None else np.asarray(init, dtype=np.float64)
-        ens = Ensemble(paths, offset, n_out, n_out == 1, True, False, d)
+        ens = _numeric_ensemble(parts, offset, n_out, n_out == 1, True, False, d)
         ens.units = _classifier_units(name, n_out)
         ens.nan_reason = (f"scikit-learn's {name} does not accept missing values; "
                           "HistGradientBoosting does")
@@ -253,13 +293,13 @@ def build_ensemble(model) -> Ensemble:
         if int(getattr(model, "n_outputs_", 1)) != 1:
             raise TypeError(f"tree_shap_values does not support multi-output {name} (n_outputs_ > 1)")
         n_out = len(model.classes_)
-        paths = [_sklearn_tree_paths(t, scale, True) for t in trees]
-        ens = Ensemble(paths, np.zeros(n_out), n_out, False, True, nan, d)
+        parts = [_sklearn_tree_part(t, scale, True) for t in trees]
+        ens = _numeric_ensemble(parts, np.zeros(n_out), n_out, False, True, nan, d)
         ens.units = "probability"  # class fractions: predict_proba itself
         return _nan_rule(ens, name, nan)
     n_out = int(getattr(model, "n_outputs_", 1))
-    paths = [_sklearn_tree_paths(t, scale, False) for t in trees]
-    return _nan_rule(Ensemble(paths, np.zeros(n_out), n_out, n_out == 1, True, nan, d), name, nan)
+    parts = [_sklearn_tree_part(t, scale, False) for t in trees]
+    return _nan_rule(_numeric_ensemble(parts, np.zeros(n_out), n_out, n_out == 1, True, nan, d), name, nan)
 
 
 def _classifier_units(name, n_out):

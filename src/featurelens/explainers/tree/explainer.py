@@ -5,6 +5,8 @@ scikit-learn Pipeline)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from featurelens._validation import check_bool, check_option
@@ -13,11 +15,44 @@ from ...games import split_background
 from .._base import Explainer, Requires, register
 from .engine import interaction_values, shap_values
 from .ensemble import build_ensemble, supported_tree_models
+from .fast import fast_explanation
 from .functions import probability_refusal, probability_shap
 from .paths import prepare_rows
 from .pipeline import explain_pipeline_final_step
+from .raw_boosters import RawBooster, booster_estimator, is_raw_booster
 
 __all__ = ["TreeShap"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _TreeRequires(Requires):
+    """:class:`Requires` that also takes a raw LightGBM / XGBoost Booster seen as an estimator
+    (:class:`~featurelens.explainers.tree.raw_boosters.RawBooster`), which is no scikit-learn
+    estimator class of the listed names."""
+
+    def why_not(self, model, input_shape: tuple, n_players: int | None = None) -> str | None:
+        """The reason ``tree_shap`` does not apply to ``model``, or None (see :class:`Requires`)."""
+        estimator = getattr(model, "estimator", None)
+        if isinstance(estimator, RawBooster) or is_raw_booster(estimator):
+            return Requires.why_not(dataclasses.replace(self, estimators=None), model, input_shape, n_players)
+        return super().why_not(model, input_shape, n_players)
+
+
+def _booster_as_estimator(model):
+    """A raw Booster (or a Model around one) as the estimator the Model adapter calls
+    (:func:`~featurelens.explainers.tree.raw_boosters.booster_estimator`); anything else as it is.
+    For a raw Booster the "raw" output is its raw score, the margin the trees sum to: a Model
+    asked for ``output="raw"`` becomes one in the default units."""
+    if is_raw_booster(model):
+        return booster_estimator(model)
+    estimator = getattr(model, "estimator", None)
+    if is_raw_booster(estimator) and hasattr(model, "with_output"):
+        from ...models import Model
+
+        asked = model.output if model.output_asked and model.output != "raw" else None
+        return Model.wrap(booster_estimator(estimator), batch_size=None if model.auto_batch else model.batch_size,
+                          output=asked)
+    return model
 
 
 @register("tree_shap")
@@ -89,7 +124,7 @@ class TreeShap(Explainer):
     """
 
     audit_default = "reads the trees of a fitted tree model and explains in its own units; request it with methods="
-    requires = Requires(gradients=False, estimators=supported_tree_models())
+    requires = _TreeRequires(gradients=False, estimators=supported_tree_models())
     numpy_inputs = True  # the trees are read in numpy: no torch on this path
     accepts: frozenset = frozenset()  # no shared harness options (no seed, baseline or groups)
 
@@ -97,7 +132,7 @@ class TreeShap(Explainer):
 
     def __init__(self, model, background=None, batch_size: int | None = None,
                  interactions: bool = False, feature_perturbation: str | None = None):
-        super().__init__(model, batch_size=batch_size)
+        super().__init__(_booster_as_estimator(model), batch_size=batch_size)
         explicit = getattr(self.model, "output_asked", False)  # output="raw" asked, not the default
         self.interactions = check_bool(interactions, "interactions")
         fp = check_option(feature_perturbation, "feature_perturbation",
@@ -120,10 +155,6 @@ class TreeShap(Explainer):
             reason = self.requires.why_not(self.model, (est.n_features_in_,)
                                            if hasattr(est, "n_features_in_") else (1,))
             if reason is not None:
-                if type(est).__name__ == "Booster" and type(est).__module__.split(".")[0] in ("lightgbm", "xgboost"):
-                    reason += (" (a raw Booster is no scikit-learn estimator: fit the library's scikit-learn "
-                               "wrapper, e.g. LGBMRegressor / XGBClassifier, or call "
-                               "featurelens.explainers.tree.tree_shap_values(booster, X))")
                 raise TypeError(f"explainer 'tree_shap' {reason}")
             self._ensemble = build_ensemble(est)
             if self._ensemble.allow_nan:  # the trees route NaN as the model's predict does
@@ -137,6 +168,7 @@ class TreeShap(Explainer):
             raise ValueError("output='probability' of a Pipeline's booster is not supported; explain the "
                              "margin (output='log_odds'), or the final step on pipeline[:-1].transform(X)")
         self.feature_perturbation = "tree_path_dependent" if background is None else "interventional"
+        self._background_rows = None if background is None else int(np.shape(split_background(background)[0])[0])
         self.background_weights = None
         if background is None or self._pipeline is not None:
             self.background = None
@@ -194,8 +226,7 @@ class TreeShap(Explainer):
         params = super().params()
         params["output"] = self._units
         params["feature_perturbation"] = self.feature_perturbation
-        bg = self._pipeline_background if self._pipeline is not None else self.background
-        params["background_rows"] = None if bg is None else int(np.shape(split_background(bg)[0])[0])
+        params["background_rows"] = self._background_rows
         params["background_weighted"] = self.background_weights is not None
         params["interactions"] = self.interactions
         if self._ensemble.explained is not None:  # what "raw" is here (an IsolationForest)
@@ -205,10 +236,38 @@ class TreeShap(Explainer):
         return params
 
     def explain(self, x, target=None, feature_names=None, *args, **kwargs):
+        """Explain the rows ``x`` for ``target``, as :meth:`Explainer.explain
+        <featurelens.explainers.Explainer.explain>`; a Pipeline's rows are explained on its
+        transformed features.
+
+        Rows of numbers (a float array, a DataFrame of numeric columns) with a given ``target``
+        take a short path (:mod:`.fast`) that reads the trees only: the same explanation, no
+        model call. ``target=None`` (the predicted class) costs one model pass over the rows.
+
+        Parameters
+        ----------
+        x : array-like or DataFrame, (n, d)
+            The rows to explain.
+        target : None, int or array-like of int
+            The output explained per row (see :class:`TreeShap` for the binary boosters' targets).
+        feature_names : list of str, optional
+            One name per column (default: a DataFrame's columns).
+        *args, **kwargs
+            The other arguments of :meth:`Explainer.explain <featurelens.explainers.Explainer.explain>`.
+
+        Returns
+        -------
+        Explanation
+            Values (n, d), base values per row, units in ``output``; interaction values in
+            ``extra["interactions"]`` with ``interactions=True``.
+        """
         if self._pipeline is not None:
             if args or kwargs.get("executor") is not None:
                 raise TypeError("tree_shap of a Pipeline explains its rows in one call (no executor)")
             return self._explain_pipeline(x, target, feature_names)
+        e = fast_explanation(self, x, target, feature_names, args, kwargs)
+        if e is not None:
+            return e
         if not self._ensemble.allow_nan:  # the library's own rule, named (before any model call)
             try:
                 missing = bool(np.isnan(np.asarray(x, dtype=np.float64)).any())
@@ -259,7 +318,9 @@ class TreeShap(Explainer):
             values, base = probability_shap(self._ensemble, rows, bg, step)
             return values, base, None
         values, base = shap_values(self._ensemble, rows, bg, step)
-        inter = interaction_values(self._ensemble, rows, bg, step)[0] if self.interactions else None
+        inter = None
+        if self.interactions:  # the diagonal from the values just computed
+            inter = interaction_values(self._ensemble, rows, bg, step, shap=(values, base))[0]
         return values, base, inter
 
     def _attribute(self, x, target, outputs=None, **kwargs):

@@ -1,12 +1,23 @@
-"""Compiled TreeSHAP kernels (numba): the same per-path games as the numpy engine, one row at a time.
+"""Compiled TreeSHAP kernels (numba): the same per-path games as the numpy engine, with small buffers.
 
 The numpy engine (:mod:`featurelens.explainers.tree.engine`) evaluates every (row, path, element,
 quadrature node) at once in large temporary arrays; these kernels walk the same arrays with a few
-small buffers, in parallel over rows (``numba.prange``; ``numba.set_num_threads`` bounds the
-threads). The path-dependent values walk each path with a block of 64 rows at once, in branch-free
-inner loops over the rows that compile to SIMD instructions (the per-path parallelism of
-GPUTreeShap, Mitchell et al. 2022, turned to rows); the others go row by row. Trees with
-numerical splits only are also read into paths by a compiled walk (:func:`walk_numeric_tree`).
+small buffers. The path-dependent values walk each path with a block of up to 64 rows at once, in
+branch-free inner loops over the block's rows that compile to SIMD instructions (the per-path
+parallelism of GPUTreeShap, Mitchell et al. 2022, turned to rows); the others go row by row. Trees
+with numerical splits only are read into paths by a compiled walk as well
+(:mod:`.numba_walk`).
+
+Each kernel has a serial and a parallel form around one compiled body (a block or a row): small
+calls run serially, since starting the threads of a parallel loop costs more than a few rows of
+work (milliseconds on a busy machine), and calls with at least :data:`PARALLEL_MIN_WORK` units of
+work run in parallel over rows (``numba.prange``; ``numba.set_num_threads`` bounds the threads).
+
+Compiled once per machine: every kernel is cached on disk (``cache=True``, in ``__pycache__``
+next to this file, or numba's user-wide cache folder, or ``NUMBA_CACHE_DIR``), so a later process
+loads the machine code instead of compiling it. Where no cache folder is writable (a read-only
+install without a writable home folder) numba refuses ``cache=True``; :func:`njit` then compiles
+without the cache, once per process.
 
 Per path of length L (distinct features on the path), with o_j = 1[x satisfies element j] and
 q_j the "feature absent" factor:
@@ -30,29 +41,49 @@ whole ensemble.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 
 import numpy as np
 
-try:  # numba is optional: without it the numpy engine runs (same values, slower)
+try:  # without numba the numpy engine runs (same values, slower)
     import numba
     from numba import prange
 
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised where numba is absent
     numba = None
+    prange = range
     HAVE_NUMBA = False
 
+__all__ = ["HAVE_NUMBA", "MAX_PATH_FEATURES", "PARALLEL_MIN_WORK", "Packed", "pack", "usable", "njit",
+           "path_dependent_values", "path_dependent_pairs", "satisfied_masks", "interventional_values",
+           "interventional_pairs"]
+
 #: numba's workqueue threading layer (its fallback where neither OpenMP nor TBB is present) aborts
-#: the process when two Python threads launch parallel kernels at once; calls are serialised
-#: (each call already uses every core).
+#: the process when two Python threads launch parallel kernels at once; parallel calls are
+#: serialised (each already uses every core). Serial kernels need no lock.
 _KERNEL_LOCK = threading.Lock()
 
 
 def njit(*args, **kwargs):
-    """``numba.njit`` with the on-disk cache where one is writable (numba refuses ``cache=True``
-    when it finds no writable cache folder, e.g. a read-only install without a home folder)."""
+    """``numba.njit`` with the on-disk cache where one is writable.
+
+    numba refuses ``cache=True`` with a RuntimeError ("no locator available") when it finds no
+    writable cache folder (a read-only install without a writable home folder and without
+    ``NUMBA_CACHE_DIR``); the function is then compiled without the cache, once per process.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        Passed to ``numba.njit`` (``cache=True`` dropped where no cache folder is writable).
+
+    Returns
+    -------
+    callable
+        The decorator.
+    """
 
     def decorate(fn):
         try:
@@ -63,6 +94,7 @@ def njit(*args, **kwargs):
 
     return decorate
 
+
 #: Rows the path-dependent kernel walks through each path together (its SIMD width, in effect;
 #: 32 to 128 measured alike, 16 several times slower).
 _ROW_BLOCK = 64
@@ -70,12 +102,17 @@ _ROW_BLOCK = 64
 #: Longest path (distinct features) the kernels take; longer ensembles use the numpy engine.
 MAX_PATH_FEATURES = 63
 
+#: Rows times path elements (times background rows, for the interventional kernels) from which a
+#: call runs in parallel over rows; below it the serial form runs (thread start-up dominates).
+PARALLEL_MIN_WORK = 200_000
+
 
 class Packed:
     """All paths of an ensemble in flat arrays (see :func:`pack`)."""
 
     __slots__ = ("feature", "lower", "upper", "nan_ok", "zero", "length", "value", "cat_row",
-                 "cat_table", "cat_count", "gl_nodes", "gl_weights", "max_length")
+                 "cat_table", "cat_count", "gl_nodes", "gl_weights", "max_length", "elements",
+                 "root_value", "beta", "full")
 
 
 def pack(ens) -> Packed:
@@ -83,7 +120,20 @@ def pack(ens) -> Packed:
 
     ``cat_row[p, j]`` is -1 for numerical elements, else the row of ``cat_table`` (categories
     0..C-1, then the "other value" slot at column ``cat_count[row]``) that holds element j's
-    categories.
+    categories. Also kept, so that no call recomputes them: ``root_value`` (K,), the trees'
+    cover-weighted mean output (the path-dependent base value without the ensemble's offset),
+    ``elements`` (the number of path elements, the unit of :data:`PARALLEL_MIN_WORK`), the Beta
+    table of the interventional kernels and each path's full bit mask.
+
+    Parameters
+    ----------
+    ens : Ensemble
+        The ensemble (:class:`~featurelens.explainers.tree.paths.Ensemble`).
+
+    Returns
+    -------
+    Packed
+        The arrays the kernels read.
     """
     paths = ens.paths
     D = max(p.feature.shape[1] for p in paths)
@@ -129,23 +179,78 @@ def pack(ens) -> Packed:
     else:
         out.cat_table = np.zeros((1, 1), dtype=np.bool_)
         out.cat_count = np.zeros(1, dtype=np.int64)
+    return _finish(out, D)
+
+
+def pack_arrays(feature, lower, upper, nan_ok, zero, length, value) -> Packed:
+    """:func:`pack` from a forest's paths already in flat arrays (numerical splits only; see
+    :func:`featurelens.explainers.tree.paths.forest_paths`).
+
+    Parameters
+    ----------
+    feature, lower, upper, nan_ok, zero : ndarray, (P, D)
+        The path elements, as :class:`~featurelens.explainers.tree.paths.Paths` holds them.
+    length : ndarray of int, (P,)
+        The number of elements of each path.
+    value : ndarray of float64, (P, K)
+        Leaf values (scaled).
+
+    Returns
+    -------
+    Packed
+    """
+    out = Packed()
+    out.feature = np.ascontiguousarray(feature, dtype=np.int64)
+    out.lower = np.ascontiguousarray(lower, dtype=np.float64)
+    out.upper = np.ascontiguousarray(upper, dtype=np.float64)
+    out.nan_ok = np.ascontiguousarray(nan_ok, dtype=np.bool_)
+    out.zero = np.ascontiguousarray(zero, dtype=np.float64)
+    out.length = np.ascontiguousarray(length, dtype=np.int64)
+    out.value = np.ascontiguousarray(value, dtype=np.float64)
+    out.cat_row = np.full(out.feature.shape, -1, dtype=np.int64)
+    out.cat_table = np.zeros((1, 1), dtype=np.bool_)
+    out.cat_count = np.zeros(1, dtype=np.int64)
+    return _finish(out, out.feature.shape[1])
+
+
+def _finish(out: Packed, D: int) -> Packed:
+    """The tables every packing shares: lengths, the root value, quadrature, Beta table, masks."""
+    P = out.feature.shape[0]
     out.max_length = int(out.length.max()) if P else 0
+    out.elements = int(out.length.sum())
+    out.root_value = np.prod(out.zero, axis=1) @ out.value
     Q = max(1, (D + 1) // 2)
     out.gl_nodes = np.zeros((D + 1, Q))
     out.gl_weights = np.zeros((D + 1, Q))
     for length in range(1, D + 1):
-        m = (length + 1) // 2
-        t, w = np.polynomial.legendre.leggauss(m)
-        out.gl_nodes[length, :m] = (t + 1.0) / 2.0
-        out.gl_weights[length, :m] = w / 2.0
+        t, w = _gauss_legendre(length)
+        out.gl_nodes[length, : t.size] = t
+        out.gl_weights[length, : t.size] = w
+    out.beta = _beta_table(out.max_length + 1)
+    out.full = (np.uint64(1) << np.minimum(out.length, 63).astype(np.uint64)) - np.uint64(1)
     return out
 
 
 def usable(packed: Packed) -> bool:
-    """Whether the compiled kernels can run this ensemble."""
+    """Whether the compiled kernels can run this ensemble (numba installed, paths of at most
+    :data:`MAX_PATH_FEATURES` features)."""
     return HAVE_NUMBA and packed.max_length <= MAX_PATH_FEATURES
 
 
+def _parallel(work: int) -> bool:
+    """Whether a call with ``work`` units runs in parallel (see :data:`PARALLEL_MIN_WORK`)."""
+    return work >= PARALLEL_MIN_WORK and numba.get_num_threads() > 1
+
+
+@functools.lru_cache(maxsize=None)
+def _gauss_legendre(length: int) -> tuple:
+    """The ceil(length / 2) Gauss-Legendre nodes and weights on [0, 1] (exact for polynomials of
+    degree < length + 1)."""
+    t, w = np.polynomial.legendre.leggauss((length + 1) // 2)
+    return (t + 1.0) / 2.0, w / 2.0
+
+
+@functools.lru_cache(maxsize=None)
 def _beta_table(n: int) -> np.ndarray:
     """``B[a, b] = a! b! / (a + b + 1)!`` for a, b < n: the integral of t^a (1-t)^b over [0, 1]."""
     table = np.zeros((n, n))
@@ -170,132 +275,177 @@ if HAVE_NUMBA:
             return cat_table[row, code]
         return lower[p, j] < v and v <= upper[p, j]
 
-    @njit(cache=True, parallel=True)
-    def _path_dependent_values(XT, feature, lower, upper, nan_ok, zero, length, value, cat_row,
-                               cat_table, cat_count, gl_nodes, gl_weights, outT):
-        """Path-dependent values of the rows (columns of ``XT``, (d, n)) into ``outT`` (K, d, n).
+    @njit(cache=True)
+    def _pd_block(XT, r0, m, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
+                  cat_count, gl_nodes, gl_weights, outT, o, fac, prod, acc):
+        """Path-dependent values of rows ``r0 .. r0 + m`` (columns of ``XT``, (d, n)) into ``outT``
+        (K, d, n), with the block buffers ``o`` (D, B), ``fac`` (D, Q, B), ``prod`` (Q, B) and
+        ``acc`` (B,), B >= m.
 
-        A block of ``_ROW_BLOCK`` rows walks every path together: the inner loops run over the
-        block's rows with no branches (the factor of element j at node t is ``c + o_j (a - c)``
-        with ``a = z + t (1 - z)`` and ``c = z (1 - t)``), so they compile to SIMD instructions.
-        A factor is 0 only when o_j = z_j = 0; the product is then 0 and element j contributes
-        (o_j - z_j) * ... = 0, so the division uses 1 in its place.
+        The inner loops run over the block's rows with no branches (the factor of element j at
+        node t is ``c + o_j (a - c)`` with ``a = z + t (1 - z)`` and ``c = z (1 - t)``), so they
+        compile to SIMD instructions. A factor is 0 only when o_j = z_j = 0; the product is then
+        0 and element j contributes (o_j - z_j) * ... = 0, so the division uses 1 in its place.
         """
-        d, n = XT.shape
-        P, D = feature.shape
+        P = feature.shape[0]
         K = value.shape[1]
-        Qm = gl_nodes.shape[1]
-        RB = _ROW_BLOCK
-        n_blocks = (n + RB - 1) // RB
-        for blk in prange(n_blocks):
-            r0 = blk * RB
-            m = min(RB, n - r0)
-            o = np.zeros((D, RB))
-            fac = np.ones((D, Qm, RB))
-            prod = np.zeros((Qm, RB))
-            acc = np.zeros(RB)
-            for p in range(P):
-                L = length[p]
-                Q = (L + 1) // 2
-                for j in range(L):
-                    f = feature[p, j]
-                    row = cat_row[p, j]
-                    if row >= 0:  # categorical element: look each value's category up
-                        c_n = cat_count[row]
-                        for r in range(m):
-                            v = XT[f, r0 + r]
-                            if v != v:
-                                o[j, r] = 1.0 if nan_ok[p, j] else 0.0
-                            else:
-                                code = c_n
-                                if v >= 0.0 and v < c_n and v == math.floor(v):
-                                    code = int(v)
-                                o[j, r] = 1.0 if cat_table[row, code] else 0.0
-                    else:
-                        lo = lower[p, j]
-                        hi = upper[p, j]
-                        na = 1.0 if nan_ok[p, j] else 0.0
-                        for r in range(m):
-                            v = XT[f, r0 + r]
-                            ok = 1.0 if (lo < v and v <= hi) else 0.0
-                            o[j, r] = na if v != v else ok
-                for qi in range(Q):
-                    t = gl_nodes[L, qi]
-                    w = gl_weights[L, qi]
-                    for r in range(RB):
-                        prod[qi, r] = w
-                    for j in range(L):
-                        z = zero[p, j]
-                        a = z + t * (1.0 - z)
-                        c = z * (1.0 - t)
-                        for r in range(RB):
-                            fv = c + o[j, r] * (a - c)
-                            fac[j, qi, r] = fv
-                            prod[qi, r] *= fv
+        for p in range(P):
+            L = length[p]
+            Q = (L + 1) // 2
+            for j in range(L):
+                f = feature[p, j]
+                row = cat_row[p, j]
+                if row >= 0:  # categorical element: look each value's category up
+                    c_n = cat_count[row]
+                    for r in range(m):
+                        v = XT[f, r0 + r]
+                        if v != v:
+                            o[j, r] = 1.0 if nan_ok[p, j] else 0.0
+                        else:
+                            code = c_n
+                            if v >= 0.0 and v < c_n and v == math.floor(v):
+                                code = int(v)
+                            o[j, r] = 1.0 if cat_table[row, code] else 0.0
+                else:
+                    lo = lower[p, j]
+                    hi = upper[p, j]
+                    na = 1.0 if nan_ok[p, j] else 0.0
+                    for r in range(m):
+                        v = XT[f, r0 + r]
+                        ok = 1.0 if (lo < v and v <= hi) else 0.0
+                        o[j, r] = na if v != v else ok
+            for qi in range(Q):
+                t = gl_nodes[L, qi]
+                w = gl_weights[L, qi]
+                for r in range(m):
+                    prod[qi, r] = w
                 for j in range(L):
                     z = zero[p, j]
-                    f = feature[p, j]
-                    for r in range(RB):
-                        acc[r] = 0.0
-                    for qi in range(Q):
-                        for r in range(RB):
-                            fv = fac[j, qi, r]
-                            acc[r] += prod[qi, r] / (fv + (1.0 if fv == 0.0 else 0.0))
-                    for k in range(K):
-                        vk = value[p, k]
-                        for r in range(m):
-                            outT[k, f, r0 + r] += (o[j, r] - z) * acc[r] * vk
+                    a = z + t * (1.0 - z)
+                    c = z * (1.0 - t)
+                    for r in range(m):
+                        fv = c + o[j, r] * (a - c)
+                        fac[j, qi, r] = fv
+                        prod[qi, r] *= fv
+            for j in range(L):
+                z = zero[p, j]
+                f = feature[p, j]
+                for r in range(m):
+                    acc[r] = 0.0
+                for qi in range(Q):
+                    for r in range(m):
+                        fv = fac[j, qi, r]
+                        acc[r] += prod[qi, r] / (fv + (1.0 if fv == 0.0 else 0.0))
+                for k in range(K):
+                    vk = value[p, k]
+                    for r in range(m):
+                        outT[k, f, r0 + r] += (o[j, r] - z) * acc[r] * vk
+
+    @njit(cache=True)
+    def _pd_serial(XT, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
+                   cat_count, gl_nodes, gl_weights, outT):
+        """:func:`_pd_block` over every block of rows, one after the other."""
+        n = XT.shape[1]
+        D = feature.shape[1]
+        Qm = gl_nodes.shape[1]
+        B = max(1, min(n, _ROW_BLOCK))
+        o = np.zeros((D, B))
+        fac = np.ones((D, Qm, B))
+        prod = np.zeros((Qm, B))
+        acc = np.zeros(B)
+        for r0 in range(0, n, B):
+            m = min(B, n - r0)
+            _pd_block(XT, r0, m, feature, lower, upper, nan_ok, zero, length, value, cat_row,
+                      cat_table, cat_count, gl_nodes, gl_weights, outT, o, fac, prod, acc)
 
     @njit(cache=True, parallel=True)
-    def _path_dependent_pairs(X, feature, lower, upper, nan_ok, zero, length, value, cat_row,
-                              cat_table, cat_count, gl_nodes, gl_weights, out):
-        """Interaction indices summed into ``out`` (n, d, d, K), both (i, j) and (j, i)."""
-        n = X.shape[0]
-        P, D = feature.shape
+    def _pd_parallel(XT, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
+                     cat_count, gl_nodes, gl_weights, outT):
+        """:func:`_pd_block` over the blocks of rows in parallel (each block its own buffers and
+        its own columns of ``outT``)."""
+        n = XT.shape[1]
+        D = feature.shape[1]
+        Qm = gl_nodes.shape[1]
+        B = _ROW_BLOCK
+        n_blocks = (n + B - 1) // B
+        for blk in prange(n_blocks):
+            r0 = blk * B
+            m = min(B, n - r0)
+            o = np.zeros((D, B))
+            fac = np.ones((D, Qm, B))
+            prod = np.zeros((Qm, B))
+            acc = np.zeros(B)
+            _pd_block(XT, r0, m, feature, lower, upper, nan_ok, zero, length, value, cat_row,
+                      cat_table, cat_count, gl_nodes, gl_weights, outT, o, fac, prod, acc)
+
+    @njit(cache=True)
+    def _pairs_row(X, r, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
+                   cat_count, gl_nodes, gl_weights, out, o, fac, l2o):
+        """Path-dependent interaction indices of row ``r`` summed into ``out`` (n, d, d, K), both
+        (i, j) and (j, i), with the row buffers ``o``, ``fac`` (D,) and ``l2o`` (D, D)."""
+        P = feature.shape[0]
         K = value.shape[1]
-        for r in prange(n):
+        for p in range(P):
+            L = length[p]
+            if L < 2:
+                continue
+            for j in range(L):
+                o[j] = 1.0 if _satisfied(X[r, feature[p, j]], p, j, lower, upper, nan_ok,
+                                         cat_row, cat_table, cat_count) else 0.0
+                for i in range(L):
+                    l2o[j, i] = 0.0
+            for qi in range((L + 1) // 2):
+                t = gl_nodes[L, qi]
+                w = gl_weights[L, qi]
+                for j in range(L):
+                    z = zero[p, j]
+                    fac[j] = z + t * (o[j] - z)
+                prod = 1.0
+                for j in range(L):
+                    prod *= fac[j]
+                for a in range(L):
+                    if fac[a] == 0.0:  # then o_a = q_a = 0: element a pairs with nothing
+                        continue
+                    for b in range(a + 1, L):
+                        if fac[b] != 0.0:
+                            l2o[a, b] += w * prod / (fac[a] * fac[b])
+            for a in range(L):
+                da = o[a] - zero[p, a]
+                if da == 0.0:
+                    continue
+                fa = feature[p, a]
+                for b in range(a + 1, L):
+                    db = o[b] - zero[p, b]
+                    if db == 0.0:
+                        continue
+                    c = da * db * l2o[a, b]
+                    fb = feature[p, b]
+                    for k in range(K):
+                        v = c * value[p, k]
+                        out[r, fa, fb, k] += v
+                        out[r, fb, fa, k] += v
+
+    @njit(cache=True)
+    def _pairs_serial(X, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
+                      cat_count, gl_nodes, gl_weights, out):
+        D = feature.shape[1]
+        o = np.empty(D)
+        fac = np.empty(D)
+        l2o = np.empty((D, D))
+        for r in range(X.shape[0]):
+            _pairs_row(X, r, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
+                       cat_count, gl_nodes, gl_weights, out, o, fac, l2o)
+
+    @njit(cache=True, parallel=True)
+    def _pairs_parallel(X, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
+                        cat_count, gl_nodes, gl_weights, out):
+        D = feature.shape[1]
+        for r in prange(X.shape[0]):
             o = np.empty(D)
             fac = np.empty(D)
             l2o = np.empty((D, D))
-            for p in range(P):
-                L = length[p]
-                if L < 2:
-                    continue
-                for j in range(L):
-                    o[j] = 1.0 if _satisfied(X[r, feature[p, j]], p, j, lower, upper, nan_ok,
-                                             cat_row, cat_table, cat_count) else 0.0
-                    for i in range(L):
-                        l2o[j, i] = 0.0
-                for qi in range((L + 1) // 2):
-                    t = gl_nodes[L, qi]
-                    w = gl_weights[L, qi]
-                    for j in range(L):
-                        z = zero[p, j]
-                        fac[j] = z + t * (o[j] - z)
-                    prod = 1.0
-                    for j in range(L):
-                        prod *= fac[j]
-                    for a in range(L):
-                        if fac[a] == 0.0:  # then o_a = q_a = 0: element a pairs with nothing
-                            continue
-                        for b in range(a + 1, L):
-                            if fac[b] != 0.0:
-                                l2o[a, b] += w * prod / (fac[a] * fac[b])
-                for a in range(L):
-                    da = o[a] - zero[p, a]
-                    if da == 0.0:
-                        continue
-                    fa = feature[p, a]
-                    for b in range(a + 1, L):
-                        db = o[b] - zero[p, b]
-                        if db == 0.0:
-                            continue
-                        c = da * db * l2o[a, b]
-                        fb = feature[p, b]
-                        for k in range(K):
-                            v = c * value[p, k]
-                            out[r, fa, fb, k] += v
-                            out[r, fb, fa, k] += v
+            _pairs_row(X, r, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
+                       cat_count, gl_nodes, gl_weights, out, o, fac, l2o)
 
     @njit(cache=True)
     def _masks(X, feature, lower, upper, nan_ok, length, cat_row, cat_table, cat_count):
@@ -321,268 +471,168 @@ if HAVE_NUMBA:
             c += 1
         return c
 
-    @njit(cache=True, parallel=True)
-    def _interventional_values(x_masks, bg_masks, feature, length, value, beta, scale, out):
-        """Single-reference Shapley values summed over ``bg_masks``, times ``scale``, into ``out``."""
-        n, P = x_masks.shape
+    @njit(cache=True)
+    def _iv_row(x_masks, bg_masks, r, feature, length, full, value, beta, scale, out):
+        """Single-reference Shapley values of row ``r`` summed over ``bg_masks``, times ``scale``."""
+        P = x_masks.shape[1]
         R = bg_masks.shape[0]
         K = value.shape[1]
-        for r in prange(n):
-            for p in range(P):
-                full = (np.uint64(1) << np.uint64(length[p])) - np.uint64(1)
-                xm = x_masks[r, p]
-                for b in range(R):
-                    bm = bg_masks[b, p]
-                    if (xm | bm) != full:  # an element neither satisfies: the leaf is unreachable
+        for p in range(P):
+            xm = x_masks[r, p]
+            for b in range(R):
+                bm = bg_masks[b, p]
+                if (xm | bm) != full[p]:  # an element neither satisfies: the leaf is unreachable
+                    continue
+                only_x = xm & ~bm
+                only_b = bm & ~xm
+                na = _popcount(only_x)
+                nb = _popcount(only_b)
+                c_x = beta[na - 1, nb] * scale if na > 0 else 0.0
+                c_b = beta[na, nb - 1] * scale if nb > 0 else 0.0
+                for j in range(length[p]):
+                    bit = np.uint64(1) << np.uint64(j)
+                    if only_x & bit:
+                        c = c_x
+                    elif only_b & bit:
+                        c = -c_b
+                    else:
                         continue
-                    only_x = xm & ~bm
-                    only_b = bm & ~xm
-                    na = _popcount(only_x)
-                    nb = _popcount(only_b)
-                    c_x = beta[na - 1, nb] * scale if na > 0 else 0.0
-                    c_b = beta[na, nb - 1] * scale if nb > 0 else 0.0
-                    for j in range(length[p]):
-                        bit = np.uint64(1) << np.uint64(j)
-                        if only_x & bit:
-                            c = c_x
-                        elif only_b & bit:
-                            c = -c_b
-                        else:
-                            continue
-                        f = feature[p, j]
-                        for k in range(K):
-                            out[r, f, k] += c * value[p, k]
+                    f = feature[p, j]
+                    for k in range(K):
+                        out[r, f, k] += c * value[p, k]
+
+    @njit(cache=True)
+    def _iv_serial(x_masks, bg_masks, feature, length, full, value, beta, scale, out):
+        for r in range(x_masks.shape[0]):
+            _iv_row(x_masks, bg_masks, r, feature, length, full, value, beta, scale, out)
 
     @njit(cache=True, parallel=True)
-    def _interventional_pairs(x_masks, bg_masks, feature, length, value, beta, scale, out):
-        """Single-reference interaction indices (both orders) summed over ``bg_masks``, times ``scale``."""
-        n, P = x_masks.shape
+    def _iv_parallel(x_masks, bg_masks, feature, length, full, value, beta, scale, out):
+        for r in prange(x_masks.shape[0]):
+            _iv_row(x_masks, bg_masks, r, feature, length, full, value, beta, scale, out)
+
+    @njit(cache=True)
+    def _ip_row(x_masks, bg_masks, r, feature, length, full, value, beta, scale, out, sign, pos):
+        """Single-reference interaction indices of row ``r`` (both orders) summed over
+        ``bg_masks``, times ``scale``, with the row buffers ``sign`` and ``pos`` (D,)."""
+        P = x_masks.shape[1]
         R = bg_masks.shape[0]
         K = value.shape[1]
+        for p in range(P):
+            L = length[p]
+            xm = x_masks[r, p]
+            for b in range(R):
+                bm = bg_masks[b, p]
+                if (xm | bm) != full[p]:
+                    continue
+                only_x = xm & ~bm
+                only_b = bm & ~xm
+                na = _popcount(only_x)
+                nb = _popcount(only_b)
+                if na + nb < 2:
+                    continue
+                cnt = 0
+                for j in range(L):
+                    bit = np.uint64(1) << np.uint64(j)
+                    if only_x & bit:
+                        pos[cnt] = j
+                        sign[cnt] = 1.0
+                        cnt += 1
+                    elif only_b & bit:
+                        pos[cnt] = j
+                        sign[cnt] = -1.0
+                        cnt += 1
+                for u in range(cnt):
+                    for w in range(u + 1, cnt):
+                        # the other elements: a' of x's group, b' of b's group
+                        ra = na - (1 if sign[u] > 0 else 0) - (1 if sign[w] > 0 else 0)
+                        rb = nb - (1 if sign[u] < 0 else 0) - (1 if sign[w] < 0 else 0)
+                        c = sign[u] * sign[w] * beta[ra, rb] * scale
+                        fa = feature[p, pos[u]]
+                        fb = feature[p, pos[w]]
+                        for k in range(K):
+                            v = c * value[p, k]
+                            out[r, fa, fb, k] += v
+                            out[r, fb, fa, k] += v
+
+    @njit(cache=True)
+    def _ip_serial(x_masks, bg_masks, feature, length, full, value, beta, scale, out):
         D = feature.shape[1]
-        for r in prange(n):
+        sign = np.empty(D)
+        pos = np.empty(D, dtype=np.int64)
+        for r in range(x_masks.shape[0]):
+            _ip_row(x_masks, bg_masks, r, feature, length, full, value, beta, scale, out, sign, pos)
+
+    @njit(cache=True, parallel=True)
+    def _ip_parallel(x_masks, bg_masks, feature, length, full, value, beta, scale, out):
+        D = feature.shape[1]
+        for r in prange(x_masks.shape[0]):
             sign = np.empty(D)
             pos = np.empty(D, dtype=np.int64)
-            for p in range(P):
-                L = length[p]
-                full = (np.uint64(1) << np.uint64(L)) - np.uint64(1)
-                xm = x_masks[r, p]
-                for b in range(R):
-                    bm = bg_masks[b, p]
-                    if (xm | bm) != full:
-                        continue
-                    only_x = xm & ~bm
-                    only_b = bm & ~xm
-                    na = _popcount(only_x)
-                    nb = _popcount(only_b)
-                    if na + nb < 2:
-                        continue
-                    cnt = 0
-                    for j in range(L):
-                        bit = np.uint64(1) << np.uint64(j)
-                        if only_x & bit:
-                            pos[cnt] = j
-                            sign[cnt] = 1.0
-                            cnt += 1
-                        elif only_b & bit:
-                            pos[cnt] = j
-                            sign[cnt] = -1.0
-                            cnt += 1
-                    for u in range(cnt):
-                        for w in range(u + 1, cnt):
-                            # the other elements: a' of x's group, b' of b's group
-                            ra = na - (1 if sign[u] > 0 else 0) - (1 if sign[w] > 0 else 0)
-                            rb = nb - (1 if sign[u] < 0 else 0) - (1 if sign[w] < 0 else 0)
-                            c = sign[u] * sign[w] * beta[ra, rb] * scale
-                            fa = feature[p, pos[u]]
-                            fb = feature[p, pos[w]]
-                            for k in range(K):
-                                v = c * value[p, k]
-                                out[r, fa, fb, k] += v
-                                out[r, fb, fa, k] += v
+            _ip_row(x_masks, bg_masks, r, feature, length, full, value, beta, scale, out, sign, pos)
 
 
-if HAVE_NUMBA:
-
-    @njit(cache=True)
-    def _walk_numeric_tree(left, right, feature, threshold, nan_left, cover, n_leaves, depth):
-        """Merged root-to-leaf paths of a tree with numerical splits only (see
-        :func:`featurelens.explainers.tree.paths.extract_paths`, whose Python walk this
-        mirrors): per leaf, its node and one element per distinct feature (sorted by feature).
-
-        Depth-first with an explicit stack; the path state of the node at depth d is row d of
-        the ``cur_*`` arrays, computed when the node is popped from its parent's row d - 1 (which
-        stays valid until the parent's whole subtree is done).
-        """
-        f_out = np.zeros((n_leaves, depth), dtype=np.int64)
-        lo_out = np.full((n_leaves, depth), -np.inf)
-        hi_out = np.full((n_leaves, depth), np.inf)
-        nan_out = np.ones((n_leaves, depth), dtype=np.bool_)
-        z_out = np.ones((n_leaves, depth))
-        len_out = np.zeros(n_leaves, dtype=np.int64)
-        leaf_node = np.zeros(n_leaves, dtype=np.int64)
-        cur_f = np.zeros((depth + 1, depth), dtype=np.int64)
-        cur_lo = np.zeros((depth + 1, depth))
-        cur_hi = np.zeros((depth + 1, depth))
-        cur_nan = np.zeros((depth + 1, depth), dtype=np.bool_)
-        cur_z = np.zeros((depth + 1, depth))
-        cur_len = np.zeros(depth + 1, dtype=np.int64)
-        # stack entries: node, its depth, its parent, whether it is the parent's left child
-        st_node = np.zeros(2 * depth + 2, dtype=np.int64)
-        st_depth = np.zeros(2 * depth + 2, dtype=np.int64)
-        st_parent = np.zeros(2 * depth + 2, dtype=np.int64)
-        st_left = np.zeros(2 * depth + 2, dtype=np.bool_)
-        top = 1
-        st_node[0] = 0
-        st_depth[0] = 0
-        st_parent[0] = -1
-        leaf = 0
-        while top > 0:
-            top -= 1
-            node = st_node[top]
-            d = st_depth[top]
-            parent = st_parent[top]
-            if parent < 0:
-                cur_len[0] = 0
-            else:
-                # the parent's state with its split applied
-                m = cur_len[d - 1]
-                for j in range(m):
-                    cur_f[d, j] = cur_f[d - 1, j]
-                    cur_lo[d, j] = cur_lo[d - 1, j]
-                    cur_hi[d, j] = cur_hi[d - 1, j]
-                    cur_nan[d, j] = cur_nan[d - 1, j]
-                    cur_z[d, j] = cur_z[d - 1, j]
-                f = feature[parent]
-                slot = m
-                for j in range(m):
-                    if cur_f[d, j] == f:
-                        slot = j
-                        break
-                if slot == m:  # a new feature on this path, inserted in feature order
-                    while slot > 0 and cur_f[d, slot - 1] > f:
-                        cur_f[d, slot] = cur_f[d, slot - 1]
-                        cur_lo[d, slot] = cur_lo[d, slot - 1]
-                        cur_hi[d, slot] = cur_hi[d, slot - 1]
-                        cur_nan[d, slot] = cur_nan[d, slot - 1]
-                        cur_z[d, slot] = cur_z[d, slot - 1]
-                        slot -= 1
-                    cur_f[d, slot] = f
-                    cur_lo[d, slot] = -np.inf
-                    cur_hi[d, slot] = np.inf
-                    cur_nan[d, slot] = True
-                    cur_z[d, slot] = 1.0
-                    m += 1
-                cur_len[d] = m
-                is_left = st_left[top]
-                t = threshold[parent]
-                if is_left:
-                    if t < cur_hi[d, slot]:
-                        cur_hi[d, slot] = t
-                    cur_nan[d, slot] = cur_nan[d, slot] and nan_left[parent] != 0
-                else:
-                    if t > cur_lo[d, slot]:
-                        cur_lo[d, slot] = t
-                    cur_nan[d, slot] = cur_nan[d, slot] and nan_left[parent] == 0
-                pc = cover[parent]
-                cur_z[d, slot] *= cover[node] / pc if pc > 0 else 0.0
-            if left[node] < 0:
-                m = cur_len[d]
-                for j in range(m):
-                    f_out[leaf, j] = cur_f[d, j]
-                    lo_out[leaf, j] = cur_lo[d, j]
-                    hi_out[leaf, j] = cur_hi[d, j]
-                    nan_out[leaf, j] = cur_nan[d, j]
-                    z_out[leaf, j] = cur_z[d, j]
-                len_out[leaf] = m
-                leaf_node[leaf] = node
-                leaf += 1
-                continue
-            # push right then left: the left subtree is walked first
-            st_node[top] = right[node]
-            st_depth[top] = d + 1
-            st_parent[top] = node
-            st_left[top] = False
-            st_node[top + 1] = left[node]
-            st_depth[top + 1] = d + 1
-            st_parent[top + 1] = node
-            st_left[top + 1] = True
-            top += 2
-        return f_out, lo_out, hi_out, nan_out, z_out, len_out, leaf_node
-
-    @njit(cache=True)
-    def _tree_depth(left, right):
-        """Levels below the root of the deepest node."""
-        level = np.zeros(left.shape[0], dtype=np.int64)
-        stack = np.zeros(left.shape[0] + 1, dtype=np.int64)
-        top = 1
-        depth = 0
-        while top > 0:
-            top -= 1
-            node = stack[top]
-            if left[node] >= 0:
-                for child in (left[node], right[node]):
-                    level[child] = level[node] + 1
-                    if level[child] > depth:
-                        depth = level[child]
-                    stack[top] = child
-                    top += 1
-        return depth
+def _run(serial, parallel, work, *args):
+    """One kernel call: the serial form below :data:`PARALLEL_MIN_WORK` units of ``work``, else
+    the parallel form (under the lock, see ``_KERNEL_LOCK``)."""
+    if not _parallel(work):
+        serial(*args)
+        return
+    with _KERNEL_LOCK:
+        parallel(*args)
 
 
-def walk_numeric_tree(left, right, feature, threshold, nan_left, cover):
-    """:func:`_walk_numeric_tree` on a tree's node arrays (see there); numba only."""
-    left = np.ascontiguousarray(left, dtype=np.int64)
-    right = np.ascontiguousarray(right, dtype=np.int64)
-    depth = int(_tree_depth(left, right))
-    n_leaves = int((left < 0).sum())
-    return _walk_numeric_tree(left, right, np.ascontiguousarray(feature, dtype=np.int64),
-                              np.ascontiguousarray(threshold, dtype=np.float64),
-                              np.ascontiguousarray(nan_left, dtype=np.int64),
-                              np.ascontiguousarray(cover, dtype=np.float64), n_leaves, max(1, depth))
+def path_dependent_values(packed: Packed, x: np.ndarray) -> np.ndarray:
+    """The path-dependent TreeSHAP values of rows ``x`` (n, d), without the base value.
 
+    Parameters
+    ----------
+    packed : Packed
+        The ensemble's arrays (:func:`pack`).
+    x : ndarray of float64, (n, d)
+        Rows prepared by :func:`~featurelens.explainers.tree.paths.prepare_rows`.
 
-def path_dependent_values(packed: Packed, x: np.ndarray, out: np.ndarray) -> None:
-    """Add the path-dependent TreeSHAP values of rows ``x`` (n, d) into ``out`` (n, d, K)."""
+    Returns
+    -------
+    ndarray of float64, (n, d, K)
+        A view of a (K, d, n) array (the kernel's layout).
+    """
     n, d = x.shape
     out_t = np.zeros((packed.value.shape[1], d, n))
-    with _KERNEL_LOCK:
-        _path_dependent_values(np.ascontiguousarray(x.T), packed.feature, packed.lower, packed.upper,
-                               packed.nan_ok, packed.zero, packed.length, packed.value,
-                               packed.cat_row, packed.cat_table, packed.cat_count, packed.gl_nodes,
-                               packed.gl_weights, out_t)
-    out += out_t.transpose(2, 1, 0)
+    _run(_pd_serial, _pd_parallel, n * packed.elements if n > _ROW_BLOCK else 0,
+         np.ascontiguousarray(x.T), packed.feature, packed.lower, packed.upper, packed.nan_ok,
+         packed.zero, packed.length, packed.value, packed.cat_row, packed.cat_table, packed.cat_count,
+         packed.gl_nodes, packed.gl_weights, out_t)
+    return out_t.transpose(2, 1, 0)
 
 
 def path_dependent_pairs(packed: Packed, x: np.ndarray, out: np.ndarray) -> None:
-    """Add the path-dependent interaction indices (both orders) into ``out`` (n, d, d, K)."""
-    with _KERNEL_LOCK:
-        _path_dependent_pairs(x, packed.feature, packed.lower, packed.upper, packed.nan_ok,
-                              packed.zero, packed.length, packed.value, packed.cat_row,
-                              packed.cat_table, packed.cat_count, packed.gl_nodes, packed.gl_weights,
-                              out)
+    """Add the path-dependent interaction indices (both orders) of rows ``x`` (n, d) into ``out``
+    (n, d, d, K)."""
+    _run(_pairs_serial, _pairs_parallel, x.shape[0] * packed.elements * max(1, packed.max_length),
+         np.ascontiguousarray(x), packed.feature, packed.lower, packed.upper, packed.nan_ok, packed.zero,
+         packed.length, packed.value, packed.cat_row, packed.cat_table, packed.cat_count,
+         packed.gl_nodes, packed.gl_weights, out)
 
 
 def satisfied_masks(packed: Packed, x: np.ndarray) -> np.ndarray:
-    """(n, P) uint64 bit masks of the elements each row satisfies."""
-    return _masks(x, packed.feature, packed.lower, packed.upper, packed.nan_ok, packed.length,
-                  packed.cat_row, packed.cat_table, packed.cat_count)
+    """(n, P) uint64 bit masks of the elements each row of ``x`` (n, d) satisfies."""
+    return _masks(np.ascontiguousarray(x), packed.feature, packed.lower, packed.upper, packed.nan_ok,
+                  packed.length, packed.cat_row, packed.cat_table, packed.cat_count)
 
 
 def interventional_values(packed: Packed, x_masks: np.ndarray, bg_masks: np.ndarray, scale: float,
                           out: np.ndarray) -> None:
     """Add ``scale`` times the single-reference TreeSHAP values of the rows of ``x_masks`` summed
-    over the background rows of ``bg_masks`` (masks from :func:`satisfied_masks`) into ``out``."""
-    beta = _beta_table(packed.max_length + 1)
-    with _KERNEL_LOCK:
-        _interventional_values(x_masks, bg_masks, packed.feature, packed.length, packed.value, beta,
-                               float(scale), out)
+    over the background rows of ``bg_masks`` (masks from :func:`satisfied_masks`) into ``out``
+    (n, d, K)."""
+    _run(_iv_serial, _iv_parallel, x_masks.size * bg_masks.shape[0], x_masks, bg_masks, packed.feature,
+         packed.length, packed.full, packed.value, packed.beta, float(scale), out)
 
 
 def interventional_pairs(packed: Packed, x_masks: np.ndarray, bg_masks: np.ndarray, scale: float,
                          out: np.ndarray) -> None:
     """The same for the interaction indices (both orders) into ``out`` (n, d, d, K)."""
-    beta = _beta_table(packed.max_length + 1)
-    with _KERNEL_LOCK:
-        _interventional_pairs(x_masks, bg_masks, packed.feature, packed.length, packed.value, beta,
-                              float(scale), out)
+    _run(_ip_serial, _ip_parallel, x_masks.size * bg_masks.shape[0] * max(1, packed.max_length),
+         x_masks, bg_masks, packed.feature, packed.length, packed.full, packed.value, packed.beta,
+         float(scale), out)

@@ -140,7 +140,9 @@ def _numeric_paths(left, right, feature, threshold, nan_left, cover, leaf_value,
 
     if not numba_kernels.HAVE_NUMBA:
         return None
-    f, lo, hi, nan_ok, zero, length, leaf_node = numba_kernels.walk_numeric_tree(
+    from .numba_walk import walk_numeric_tree
+
+    f, lo, hi, nan_ok, zero, length, leaf_node = walk_numeric_tree(
         left, right, feature, threshold, nan_left, cover)
     width = max(1, int(length.max()))
     valid = np.arange(width)[None, :] < length[:, None]
@@ -167,12 +169,67 @@ def _intersect_cats(a, b):
     return (set_a | set_b, other, False)
 
 
+def forest_paths(trees):
+    """The paths of many trees with numerical splits only, read by one compiled walk
+    (:func:`.numba_walk.walk_forest`), or None without numba (then :func:`extract_paths` reads
+    each tree in Python).
+
+    Parameters
+    ----------
+    trees : list of tuple
+        Per tree ``(left, right, feature, threshold, nan_left, cover, leaf_value, scale)`` as
+        :func:`extract_paths` takes them (``leaf_value`` (n_nodes, K), the same K for every tree).
+
+    Returns
+    -------
+    tuple or None
+        ``(paths, packed)``: a function returning one :class:`Paths` per tree (views of the
+        forest's arrays; the numpy engine's input, built only when it runs) and the compiled
+        engine's arrays (:func:`.numba_kernels.pack_arrays`).
+    """
+    from . import numba_kernels
+
+    if not numba_kernels.HAVE_NUMBA or not trees:
+        return None
+    from .numba_walk import walk_forest
+
+    f, lo, hi, nan_ok, zero, length, leaf_node, leaf_start = walk_forest([t[:6] for t in trees])
+    sizes = np.array([len(t[0]) for t in trees], dtype=np.int64)
+    node_start = np.concatenate([[0], np.cumsum(sizes)])
+    k = np.asarray(trees[0][6]).reshape(sizes[0], -1).shape[1]
+    leaf_values = np.concatenate([np.asarray(t[6], dtype=np.float64).reshape(-1, k) for t in trees])
+    scale = np.array([float(t[7]) for t in trees])
+    tree_of = np.repeat(np.arange(len(trees)), np.diff(leaf_start))
+    value = leaf_values[node_start[tree_of] + leaf_node] * scale[tree_of, None]
+    width = max(1, int(length.max()))
+    f, lo, hi = f[:, :width], lo[:, :width], hi[:, :width]
+    nan_ok, zero = nan_ok[:, :width], zero[:, :width]
+    packed = numba_kernels.pack_arrays(f, lo, hi, nan_ok, zero, length, value)
+
+    def per_tree():
+        out = []
+        for t in range(len(trees)):
+            a, b = leaf_start[t], leaf_start[t + 1]
+            w = max(1, int(length[a:b].max()))
+            valid = np.arange(w)[None, :] < length[a:b, None]
+            out.append(Paths(f[a:b, :w], lo[a:b, :w], hi[a:b, :w], nan_ok[a:b, :w], zero[a:b, :w],
+                             valid, value[a:b]))
+        return out
+
+    return per_tree, packed
+
+
 class Ensemble:
-    """Paths of every tree, the constant added to the sum of trees, the output layout."""
+    """Paths of every tree, the constant added to the sum of trees, the output layout.
+
+    ``paths`` is a list of :class:`Paths` (one per tree), or a function returning it, called on
+    first use of :attr:`paths` (:func:`forest_paths`: the compiled engine reads ``packed`` and
+    never needs them).
+    """
 
     def __init__(self, paths, offset, n_out, squeeze, float32, allow_nan, n_features, input_map=None,
                  preprocess=None, tree_columns=None):
-        self.paths = paths
+        self._paths = paths
         self.offset = np.asarray(offset, dtype=np.float64).reshape(n_out)
         self.n_out = n_out
         self.squeeze = squeeze  # return (n, d) and a float when True
@@ -214,6 +271,17 @@ class Ensemble:
         # What NaN is refused with when ``allow_nan`` is False (the library's own rule).
         self.nan_reason = ("only HistGradientBoosting, LightGBM, XGBoost and scikit-learn trees "
                            "and forests that accept missing values route them")
+
+    @property
+    def paths(self) -> list:
+        """One :class:`Paths` per tree."""
+        if callable(self._paths):
+            self._paths = self._paths()
+        return self._paths
+
+    @paths.setter
+    def paths(self, value):
+        self._paths = value
 
 
 def frame_rows(frame, name, ens: Ensemble) -> np.ndarray:
