@@ -147,6 +147,7 @@ def main(argv) -> dict:
 
     return {
         "version": fl.__version__,
+        "featurelens_file": fl.__file__,
         "values_shape": list(e.values.shape),
         "output": e.output,
         "additivity": additivity,
