@@ -23,6 +23,7 @@ import types
 
 __all__ = [
     "TORCH_EXTRA",
+    "lazy_import",
     "is_tensor",
     "is_torch_module",
     "require_torch",
@@ -165,6 +166,48 @@ def torch_version() -> str | None:
         return version("torch")
     except PackageNotFoundError:
         return None
+
+
+def lazy_import(package: str, table: dict, name: str):
+    """The attribute ``name`` of a package whose public names are loaded on first use (PEP 562):
+    ``table`` maps each public name to its submodule (relative to ``package``). A submodule that
+    needs torch, imported without torch, raises the ImportError naming the extra.
+
+    Parameters
+    ----------
+    package
+        The package's ``__name__``.
+    table
+        Public name -> submodule name.
+    name
+        The attribute asked for.
+
+    Returns
+    -------
+    object
+        The attribute.
+
+    Raises
+    ------
+    AttributeError
+        ``name`` is not in ``table``.
+    ImportError
+        The submodule needs an optional dependency that is not installed.
+    """
+    try:
+        module = table[name]
+    except KeyError:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+    try:
+        loaded = importlib.import_module(f"{package}.{module}")
+    except ImportError as err:
+        if (getattr(err, "name", None) or "").split(".")[0] == "torch" or "needs torch" in str(err):
+            raise ImportError(
+                f"{package}.{name} needs torch, which is not installed here: pip install \"{TORCH_EXTRA}\" "
+                f"(see the installation page). Underlying error: {err}"
+            ) from err
+        raise
+    return getattr(loaded, name)
 
 
 def to_numpy(x):

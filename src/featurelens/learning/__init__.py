@@ -5,30 +5,54 @@ mergeable accumulator), neural collapse, class-manifold geometry and capacity, t
 Mahalanobis++ OOD scores, Jacobian alignment and the GrokAlign penalty, gradient signal-to-noise
 ratios, the supervised contrastive and multi-class BCE losses, and a training monitor."""
 
-from .agop import AGOPAccumulator, AGOPTracker, agop
-from .alignment import GrokAlign, JacobianAlignment, jacobian_alignment
-from .collapse import neural_collapse
-from .eigengap import EigengapDetector
-from .kernels import NeuralFeatureKernel
-from .gsnr import GSNRResult, InfiniteGSNRWarning, gsnr, gsnr_monitor_metric
-from .losses import SupConLoss, multiclass_bce
-from .manifolds import (
-    ManifoldCapacity,
-    ManifoldGeometry,
-    cover_fraction,
-    manifold_capacity,
-    manifold_geometry,
-    target_linearity,
-    virtual_covariance,
-)
-from .monitor import Monitor, train_with_monitor
-from .nfa import layer_agops, nfa
-from .ood import MahalanobisOOD
-from .random_features import RandomFeatureRidge, RFRBoostClassifier, RFRBoostRegressor
-from .representation_stats import compression_discrimination, effective_rank, linear_probe
-from .rfm import RFMClassifier, RFMRegressor
-from .sae import SparseAutoencoder, dead_latents, dictionary_recovery, norm_detectors
-from .similarity import CKAAccumulator, cka
+import sys as _sys
+
+from .._optional import lazy_import as _lazy_import
+
+#: public name -> submodule: loaded on first use (PEP 562), so that the package imports without torch
+_LAZY = {
+    "AGOPAccumulator": "agop",
+    "AGOPTracker": "agop",
+    "agop": "agop",
+    "GrokAlign": "alignment",
+    "JacobianAlignment": "alignment",
+    "jacobian_alignment": "alignment",
+    "neural_collapse": "collapse",
+    "EigengapDetector": "eigengap",
+    "NeuralFeatureKernel": "kernels",
+    "GSNRResult": "gsnr",
+    "InfiniteGSNRWarning": "gsnr",
+    "gsnr": "gsnr",
+    "gsnr_monitor_metric": "gsnr",
+    "SupConLoss": "losses",
+    "multiclass_bce": "losses",
+    "ManifoldCapacity": "manifolds",
+    "ManifoldGeometry": "manifolds",
+    "cover_fraction": "manifolds",
+    "manifold_capacity": "manifolds",
+    "manifold_geometry": "manifolds",
+    "target_linearity": "manifolds",
+    "virtual_covariance": "manifolds",
+    "Monitor": "monitor",
+    "train_with_monitor": "monitor",
+    "layer_agops": "nfa",
+    "nfa": "nfa",
+    "MahalanobisOOD": "ood",
+    "RandomFeatureRidge": "random_features",
+    "RFRBoostClassifier": "random_features",
+    "RFRBoostRegressor": "random_features",
+    "compression_discrimination": "representation_stats",
+    "effective_rank": "representation_stats",
+    "linear_probe": "representation_stats",
+    "RFMClassifier": "rfm",
+    "RFMRegressor": "rfm",
+    "SparseAutoencoder": "sae",
+    "dead_latents": "sae",
+    "dictionary_recovery": "sae",
+    "norm_detectors": "sae",
+    "CKAAccumulator": "similarity",
+    "cka": "similarity",
+}
 
 __all__ = [
     "agop",
@@ -73,3 +97,13 @@ __all__ = [
     "multiclass_bce",
     "NeuralFeatureKernel",
 ]
+
+
+def __getattr__(name):
+    value = _lazy_import(__name__, _LAZY, name)
+    setattr(_sys.modules[__name__], name, value)
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

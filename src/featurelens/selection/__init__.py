@@ -5,16 +5,24 @@ Degenerate data (one row, a target with one value, more clusters than rows) rais
 selection the data cannot support (all features tied, constant columns selected) warns with
 :class:`DegenerateDataWarning`."""
 
-from ._base import DegenerateDataWarning
-from .agop import AGOPSelector
-from .dynamic import HyperDFS
-from .iif_learn import IIFLearn
-from .minkowski import MinkowskiWeightedSelector
-from .minshap import MinShapSelector
-from .nbse import NBSE
-from .sand import SAND, NoiseGainLayer
-from .siofs import SIOFS
-from .stability import stability
+import sys as _sys
+
+from .._optional import lazy_import as _lazy_import
+
+#: public name -> submodule: loaded on first use (PEP 562), so that the package imports without torch
+_LAZY = {
+    "DegenerateDataWarning": "_base",
+    "AGOPSelector": "agop",
+    "HyperDFS": "dynamic",
+    "IIFLearn": "iif_learn",
+    "MinkowskiWeightedSelector": "minkowski",
+    "MinShapSelector": "minshap",
+    "NBSE": "nbse",
+    "SAND": "sand",
+    "NoiseGainLayer": "sand",
+    "SIOFS": "siofs",
+    "stability": "stability",
+}
 
 __all__ = [
     "SAND",
@@ -29,3 +37,13 @@ __all__ = [
     "HyperDFS",
     "DegenerateDataWarning",
 ]
+
+
+def __getattr__(name):
+    value = _lazy_import(__name__, _LAZY, name)
+    setattr(_sys.modules[__name__], name, value)
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -32,7 +32,7 @@ method can be scored against the truth:
 
 from .index_models import IndexModel, MULTI_INDEX_LINKS, SINGLE_INDEX_LINKS, multi_index, single_index
 from .noise_models import ICA_SOURCES, ICAMixture, LabelNoise, SpikedCovariance, ica_mixture, label_noise, spiked_covariance
-from .tasks import ContinualTasks, OutputScaled, continual_tasks
+from .tasks import ContinualTasks, continual_tasks
 
 __all__ = [
     "IndexModel",
@@ -51,3 +51,12 @@ __all__ = [
     "MULTI_INDEX_LINKS",
     "ICA_SOURCES",
 ]
+
+
+def __getattr__(name):
+    # OutputScaled is a torch module: imported on first use, so that the generators need no torch.
+    if name == "OutputScaled":
+        from .output_scale import OutputScaled
+
+        return OutputScaled
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
