@@ -22,6 +22,7 @@ from featurelens._optional import torch_version
 
 from .._version import __version__
 from ..plots._png import figure_png
+from ..plots._text import plain_text
 from ..report import Cell, HTMLReport, report_folder, write_json
 from .scoring import RANKING_RULE, audit_columns, clean_rows, format_score, is_finite, row_keys
 
@@ -83,7 +84,8 @@ def _curves_figure(curves: dict) -> bytes:
         for m, c in curves.items():
             if key in c:
                 frac = np.linspace(0.0, 1.0, len(c[key]))
-                ax.plot(frac, c[key], label=m, lw=1.8 if m != "random" else 1.2, ls="--" if m == "random" else "-")
+                ax.plot(frac, c[key], label=plain_text(m), lw=1.8 if m != "random" else 1.2,
+                        ls="--" if m == "random" else "-")
         ax.set_title(label, fontsize=9)
         ax.set_xlabel(f"fraction of features {'removed' if key == 'deletion' else 'inserted'}, most relevant first", fontsize=8)
         ax.set_ylabel("target output (mean over samples)", fontsize=8)
@@ -166,7 +168,8 @@ def ranking_figure(values: dict, names: list[str], units: str, top: int = TOP):
     fig = Figure(figsize=(3.6 * ncols + 0.4, nrows * (0.32 * k + 1.5)))
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     lead = _top_names(values[methods[0]], names, k)
-    colour = {n: _PALETTE[i % len(_PALETTE)] for i, n in enumerate(lead)}
+    # keyed by the tick labels as drawn: names escaped from mathtext (plain_text)
+    colour = {plain_text(n): _PALETTE[i % len(_PALETTE)] for i, n in enumerate(lead)}
     for r, (ax, m) in enumerate(zip(axes, methods)):
         # Only the top k: a "sum of the other features" bar would dwarf them when d is large.
         order = np.argsort(-_mean_abs(values[m]), kind="stable")[:k]
@@ -180,7 +183,7 @@ def ranking_figure(values: dict, names: list[str], units: str, top: int = TOP):
         ax.tick_params(axis="y", labelsize=7)
         ax.tick_params(axis="x", labelsize=6)
         ax.set_xlabel("mean |value|", fontsize=7)
-        ax.set_title(f"{r + 1}. {m}" + (" (ranked first)" if r == 0 else ""), fontsize=8)
+        ax.set_title(plain_text(f"{r + 1}. {m}" + (" (ranked first)" if r == 0 else "")), fontsize=8)
     for ax in axes[len(methods):]:
         ax.set_visible(False)
     fig.suptitle(f"Which features each method finds most important (mean |value| over the audited rows; "
@@ -202,17 +205,17 @@ def method_figures(method: str, values: np.ndarray, x: np.ndarray, names: list[s
     figs = {}
     fig = Figure(figsize=(6.5, 0.4 * k + 1.3))
     plots.bar(values, feature_names=names, max_display=top, ax=fig.add_subplot(1, 1, 1))
-    fig.axes[0].set_title(f"{method}: mean |value| per feature", fontsize=10)
+    fig.axes[0].set_title(plain_text(f"{method}: mean |value| per feature"), fontsize=10)
     figs["bar"] = fig
     fig = Figure(figsize=(7.0, 0.45 * k + 1.5))
     plots.beeswarm(values, data=x, feature_names=names, max_display=top, ax=fig.add_subplot(1, 1, 1))
-    fig.axes[0].set_title(f"{method}: every audited row", fontsize=10)
+    fig.axes[0].set_title(plain_text(f"{method}: every audited row"), fontsize=10)
     figs["beeswarm"] = fig
     if base is not None:
         fig = Figure(figsize=(7.0, 0.45 * k + 1.6))
         plots.waterfall(values[0], base_value=float(base), data_row=x[0], feature_names=names, max_display=top,
                         ax=fig.add_subplot(1, 1, 1))
-        fig.axes[0].set_title(f"{method}: the first audited row", fontsize=10)
+        fig.axes[0].set_title(plain_text(f"{method}: the first audited row"), fontsize=10)
         figs["waterfall"] = fig
     return figs
 

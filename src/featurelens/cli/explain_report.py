@@ -185,6 +185,7 @@ def write_report(args, e, values, base, targets, f_x, gap, names, data, descript
     import pandas as pd
 
     from .. import plots
+    from ..plots._text import plain_text
     from ..report import HTMLReport, report_folder
 
     taken = set(names)
@@ -205,8 +206,8 @@ def write_report(args, e, values, base, targets, f_x, gap, names, data, descript
     for file, rows, title, caption in beeswarm_groups(targets, classes):
         def draw_beeswarm(ax, rows=rows, title=title):
             plots.beeswarm(values[rows], data=data[rows], feature_names=names, ax=ax)
-            if title:
-                ax.set_title(title, fontsize=10)
+            if title:  # a class name from the data, drawn as it is (never as mathtext)
+                ax.set_title(plain_text(title), fontsize=10)
 
         figures[file] = (_figure(draw_beeswarm), caption)
     if base is not None:
@@ -220,8 +221,8 @@ def write_report(args, e, values, base, targets, f_x, gap, names, data, descript
         def draw_waterfall(ax):
             plots.waterfall(values[0], base_value=base[0], data_row=data[0] if first_row is None else first_row,
                             feature_names=names, ax=ax)
-            ax.set_xlabel(f"{class_label(targets[0], classes)} (output {targets[0]}), "
-                          f"{UNIT_NAMES.get(units, units)}", fontsize=8)
+            ax.set_xlabel(plain_text(f"{class_label(targets[0], classes)} (output {targets[0]}), "
+                                     f"{UNIT_NAMES.get(units, units)}"), fontsize=8)
 
         figures["waterfall.png"] = (_figure(draw_waterfall),
                                     f"row 0: from the base value {base[0]:.4g} {ends} "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_float, check_int
+from ._text import plain_text, plain_texts
 from ._tabular_inputs import (
     NEG_COLOUR,
     POS_COLOUR,
@@ -116,10 +117,10 @@ def dependence(feature, values, data=None, feature_names=None, interaction_index
     colour = "#1e88e5" if k is None else value_colours(x[:, k], cm)
     ax.scatter(x[:, j], v[:, j], s=14, c=colour, linewidths=0, alpha=0.9, rasterized=n > 500)
     ax.axhline(0.0, color="#999999", lw=0.6, zorder=0)
-    ax.set_xlabel(names[j])
-    ax.set_ylabel(f"attribution of {names[j]}")
+    ax.set_xlabel(plain_text(names[j]))
+    ax.set_ylabel(plain_text(f"attribution of {names[j]}"))
     if k is not None:
-        add_colorbar(ax, cm, names[k])
+        add_colorbar(ax, cm, plain_text(names[k]))
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return ax
@@ -151,8 +152,8 @@ def interaction_heatmap(matrix, feature_names=None, ax=None, cmap="RdBu_r"):
     # aspect="auto": square cells come from the figure size; an equal-aspect image would shrink
     # after tight_layout() has placed it, which then cuts the labels.
     im = ax.imshow(m, cmap=resolve_cmap(cmap), vmin=-top, vmax=top, interpolation="nearest", aspect="auto")
-    ax.set_xticks(np.arange(d), names, rotation=90)
-    ax.set_yticks(np.arange(d), names)
+    ax.set_xticks(np.arange(d), plain_texts(names), rotation=90)
+    ax.set_yticks(np.arange(d), plain_texts(names))
     # The colour bar is an inset of the heatmap's own Axes (not space taken from the figure), so
     # plt.tight_layout() sees the two as one box and does not clip the y labels.
     cb = ax.figure.colorbar(im, cax=ax.inset_axes([1.03, 0.0, 0.046, 1.0]))
@@ -192,7 +193,7 @@ def interaction_network(matrix, feature_names=None, threshold=None, ax=None):
     ax.scatter(px, py, s=sizes, color="#f3f3f3", edgecolors="#444444", zorder=2)
     for i in range(d):
         ha = "left" if px[i] > 0.1 else "right" if px[i] < -0.1 else "center"
-        ax.text(1.14 * px[i], 1.14 * py[i], names[i], ha=ha, va="center", fontsize=9)
+        ax.text(1.14 * px[i], 1.14 * py[i], plain_text(names[i]), ha=ha, va="center", fontsize=9)
     ax.set_xlim(-1.6, 1.6)
     ax.set_ylim(-1.35, 1.35)
     ax.set_aspect("equal")

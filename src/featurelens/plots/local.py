@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_float
+from ._text import plain_text
 from ._tabular_inputs import (
     NEG_COLOUR,
     POS_COLOUR,
@@ -80,7 +81,9 @@ def _row_texts(data_row, d: int) -> list[str]:
 
 
 def _label(names, x, i) -> str:
-    return names[i] if x is None else f"{names[i]} = {x[i]}"
+    """The label of feature ``i``, escaped from mathtext (a name or a category such as ``$x^$``
+    is drawn as it is)."""
+    return plain_text(names[i] if x is None else f"{names[i]} = {x[i]}")
 
 
 def waterfall(values_row, base_value=None, data_row=None, feature_names=None, max_display: int = 10, ax=None):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_numpy, check_int
+from ._text import plain_text, plain_texts
 
 
 def subplot_grid(ncols: int, nrows: int = 1, size: float = 2.2):
@@ -38,7 +39,7 @@ def show_map(ax, m: np.ndarray, cmap: str = "RdBu_r", title: str | None = None):
     ax.set_xticks([])
     ax.set_yticks([])
     if title:
-        ax.set_title(title, fontsize=8)
+        ax.set_title(plain_text(title), fontsize=8)
 
 
 def plot_explanation(explanation, index=None, inputs=None, cmap="RdBu_r", ax=None, max_samples=8):
@@ -60,11 +61,10 @@ def plot_explanation(explanation, index=None, inputs=None, cmap="RdBu_r", ax=Non
         names = getattr(explanation, "feature_names", None)
         if names is not None and len(names) == row.size:
             long = row.size > 8 or max(len(str(name)) for name in names) > 6
-            ax.set_xticks(np.arange(row.size), [str(name) for name in names], rotation=90 if long else 0,
-                          fontsize=8)
+            ax.set_xticks(np.arange(row.size), plain_texts(names), rotation=90 if long else 0, fontsize=8)
         ax.set_xlabel("feature")
         ax.set_ylabel("attribution")
-        ax.set_title(f"{explanation.method}, sample {i}", fontsize=9)
+        ax.set_title(plain_text(f"{explanation.method}, sample {i}"), fontsize=9)
         return fig
     maps = image_map(values)
     if index is None:

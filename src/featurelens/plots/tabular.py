@@ -27,6 +27,9 @@ Conventions shared by every function of the three modules:
   one last entry ("Sum of N other features"), as in shap: ``max_display`` is the number of entries.
 * Each function draws into ``ax`` (a new figure when None), returns that Axes and never calls
   ``plt.show``. Bad input raises a TypeError/ValueError naming the argument.
+* Names are drawn as they are, never as mathtext: a feature named ``$x^$`` is drawn ``$x^$``
+  (:func:`featurelens.plots._text.plain_text`; the Axes' ``Text.get_text()`` holds each ``$``
+  escaped as ``\\$``).
 * Attribution values must be finite. Feature values (``data``, ``data_row``) may hold NaN (a
   missing value, which tree models accept): such points are drawn grey. The one row of
   ``waterfall`` and ``force`` may also hold categories (strings), shown as they are: pass
@@ -39,6 +42,7 @@ import numpy as np
 
 from .._random import numpy_rng
 from .._validation import as_numpy, check_option
+from ._text import plain_text, plain_texts
 from ._tabular_inputs import (
     OTHER_COLOUR,
     POS_COLOUR,
@@ -93,7 +97,7 @@ def bar(values, feature_names=None, max_display: int = 10, ax=None):
     ax = axes_for(ax, (6.5, 0.45 * len(heights) + 1.3))
     y = np.arange(len(heights))
     ax.barh(y, heights, height=0.7, color=colours)
-    ax.set_yticks(y, labels)
+    ax.set_yticks(y, plain_texts(labels))
     ax.set_ylim(len(heights) - 0.5, -0.5)  # the first (largest) bar on top
     top = max(heights) or 1.0
     for yi, h in zip(y, heights):
@@ -158,8 +162,8 @@ def beeswarm(values, data=None, feature_names=None, max_display: int = 10, ax=No
         else:  # no data: one colour; the grouped rest grey
             colour = "#1e88e5" if r < len(shown) else OTHER_COLOUR
         ax.scatter(vals, yc + 0.4 * _swarm_offsets(vals), s=12, c=colour, linewidths=0, alpha=0.9,
-                   zorder=2, rasterized=n > 500, label=label)
-    ax.set_yticks([k - 1 - r for r in range(k)], [row[0] for row in rows])
+                   zorder=2, rasterized=n > 500, label=plain_text(label))
+    ax.set_yticks([k - 1 - r for r in range(k)], plain_texts(row[0] for row in rows))
     ax.set_ylim(-0.6, k - 0.4)
     ax.set_xlabel("attribution (impact on model output)")
     for side in ("top", "right", "left"):
@@ -218,7 +222,7 @@ def heatmap(values, feature_names=None, max_display: int = 10, order="hclust", a
     ax = axes_for(ax, (8.0, 0.4 * k + 1.6))
     top = float(np.abs(image).max()) or 1.0
     im = ax.imshow(image, aspect="auto", cmap=resolve_cmap(cmap), vmin=-top, vmax=top, interpolation="nearest")
-    ax.set_yticks(np.arange(k), labels)
+    ax.set_yticks(np.arange(k), plain_texts(labels))
     ax.set_xlabel("rows" + (" (clustered)" if isinstance(order, str) else ""))
     cb = ax.figure.colorbar(im, ax=ax, aspect=40, pad=0.02)
     cb.set_label("attribution")

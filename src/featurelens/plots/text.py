@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_int
+from ._text import plain_text, plain_texts
 
 __all__ = ["text", "text_interactions"]
 
@@ -133,7 +134,8 @@ def text(explanation_or_values, players_or_names=None, ax=None, max_chars: int =
     tokens)``, as the explanation records them; plain arrays: ``value``). ``title``: None (default)
     names the method and what is explained, ``"kernel_shap: class 1"`` or ``"spex (Shapley
     values): continuation ' Paris.'"`` (none for a plain array); a str is used as it is; False
-    draws none. Returns the Axes (its ``texts`` are the words, in order; the colour bar is the
+    draws none. Every text is drawn literally, never as mathtext (a word or title ``$x^$`` is
+    drawn ``$x^$``; ``Text.get_text()`` holds each ``$`` escaped as ``\\$``). Returns the Axes (its ``texts`` are the words, in order; the colour bar is the
     figure's last Axes, its label the units); never calls ``plt.show``.
     """
     values = _values_of(explanation_or_values)
@@ -167,7 +169,7 @@ def text(explanation_or_values, players_or_names=None, ax=None, max_chars: int =
     for p, v, (r, c) in zip(pieces, values, lines):
         colour = _POS if v > 0 else _NEG
         alpha = _alpha(v, scale)
-        ax.text(c, r, p, family="monospace", fontsize=10, va="center", ha="left",
+        ax.text(c, r, plain_text(p), family="monospace", fontsize=10, va="center", ha="left",
                 bbox=dict(boxstyle="round,pad=0.15", facecolor=(*colour, alpha), edgecolor="none"))
     ax.set_xlim(-1, max_chars + 1)
     ax.set_ylim(n_rows - 0.5, -0.5)
@@ -181,7 +183,7 @@ def text(explanation_or_values, players_or_names=None, ax=None, max_chars: int =
     if title is None and (method is not None or what is not None):
         title = ": ".join(t for t in (method, what) if t)
     if title:
-        ax.set_title(title, fontsize=9, loc="left")
+        ax.set_title(plain_text(title), fontsize=9, loc="left")
     if colorbar:
         from matplotlib.cm import ScalarMappable
         from matplotlib.colors import Normalize
@@ -192,7 +194,7 @@ def text(explanation_or_values, players_or_names=None, ax=None, max_chars: int =
         base = None if method is None else method.split(" ")[0]
         label = (units if base is None else
                  f"Shapley value from {base} ({units})" if interactions else f"{base} value ({units})")
-        cb.set_label(f"{label}; red raises it, blue lowers it", fontsize=8)
+        cb.set_label(plain_text(f"{label}; red raises it, blue lowers it"), fontsize=8)
         cb.ax.tick_params(labelsize=7)
     return ax
 
@@ -237,8 +239,8 @@ def text_interactions(interactions, players_or_names=None, k: int = 8, index: st
     text_ax, terms_ax = axes
     text(interactions, pieces, ax=text_ax, max_chars=max_chars, colorbar=colorbar, title=False)
     what, _ = _explained(interactions)
-    text_ax.set_title(f"Shapley values{'' if what is None else ' of ' + what} (red raises the output, blue lowers it)",
-                      fontsize=9, loc="left")
+    text_ax.set_title(plain_text(f"Shapley values{'' if what is None else ' of ' + what} (red raises the output, "
+                                 "blue lowers it)"), fontsize=9, loc="left")
     if not terms:
         terms_ax.text(0.5, 0.5, "no interaction terms of two or more players", ha="center", va="center",
                       transform=terms_ax.transAxes)
@@ -247,9 +249,9 @@ def text_interactions(interactions, players_or_names=None, k: int = 8, index: st
     labels = [" \u00d7 ".join(pieces[i] for i in t) for t, _ in terms][::-1]
     values = np.array([v for _, v in terms][::-1])
     terms_ax.barh(np.arange(len(terms)), values, color=[_POS if v > 0 else _NEG for v in values])
-    terms_ax.set_yticks(np.arange(len(terms)), labels, fontsize=9)
+    terms_ax.set_yticks(np.arange(len(terms)), plain_texts(labels), fontsize=9)
     terms_ax.axvline(0.0, color="0.3", linewidth=0.8)
-    terms_ax.set_xlabel(f"{shown.index} interaction value")
-    terms_ax.set_title(f"strongest interactions ({interactions.params.get('method', interactions.index)})",
+    terms_ax.set_xlabel(plain_text(f"{shown.index} interaction value"))
+    terms_ax.set_title(plain_text(f"strongest interactions ({interactions.params.get('method', interactions.index)})"),
                        fontsize=9, loc="left")
     return text_ax, terms_ax
