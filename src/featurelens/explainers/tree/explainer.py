@@ -218,6 +218,10 @@ class TreeShap(Explainer):
         own preprocessing (HistGradientBoosting's categorical features) or with categorical
         columns gets them as it takes them (the Model decodes its codes back to the values
         first), so the trees see the codes the library itself computes."""
+        if isinstance(self.model.estimator, RawBooster) and self.model.categories:
+            raise TypeError(f"{name} has non-numeric column(s) {list(self.model.categories)[:5]}; a raw "
+                            "Booster takes numbers (category codes as numbers, as booster.predict takes "
+                            "them): give the codes, or fit the library's scikit-learn wrapper")
         if self._ensemble.preprocess is not None or (self.model.categories and self.model.feature_names):
             arr = self.model.decode(arr)
         return prepare_rows(arr, name, self._ensemble)
@@ -268,6 +272,12 @@ class TreeShap(Explainer):
         e = fast_explanation(self, x, target, feature_names, args, kwargs)
         if e is not None:
             return e
+        if isinstance(self.model.estimator, RawBooster) and hasattr(x, "dtypes") and getattr(x, "ndim", 0) == 2:
+            odd = [str(c) for c, dt in zip(x.columns, x.dtypes) if getattr(dt, "kind", "O") not in "biuf"]
+            if odd:
+                raise TypeError(f"x has non-numeric column(s) {odd[:5]}; a raw Booster takes numbers "
+                                "(category codes as numbers, as booster.predict takes them): give the "
+                                "codes, or fit the library's scikit-learn wrapper")
         if not self._ensemble.allow_nan:  # the library's own rule, named (before any model call)
             try:
                 missing = bool(np.isnan(np.asarray(x, dtype=np.float64)).any())

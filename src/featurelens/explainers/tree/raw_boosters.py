@@ -110,7 +110,18 @@ class RawBooster:
         self.objective, self._classes, self.n_features_in_ = _objective(booster)
 
     def _rows(self, X):
-        arr = np.asarray(X, dtype=np.float64)
+        dtypes = getattr(X, "dtypes", None)
+        if dtypes is not None and getattr(X, "ndim", 0) == 2:
+            odd = [str(c) for c, dt in zip(X.columns, dtypes) if getattr(dt, "kind", "O") not in "biuf"]
+            if odd:
+                raise TypeError(f"X column(s) {odd[:5]} are not numbers; a raw {self.library} Booster "
+                                "takes numbers (category codes as numbers, as booster.predict takes "
+                                "them): give their codes, or fit the library's scikit-learn wrapper")
+        try:
+            arr = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"X must hold numbers (a raw {self.library} Booster takes numbers, category "
+                            f"codes as numbers); got {type(X).__name__} that does not convert ({err})") from err
         if arr.ndim == 1:
             arr = arr[None, :]
         if arr.ndim != 2 or arr.shape[1] != self.n_features_in_:
@@ -124,10 +135,17 @@ class RawBooster:
         if self.library == "lightgbm":
             out = self.booster.predict(arr, raw_score=True)
         else:
-            import xgboost
-
-            out = self.booster.predict(xgboost.DMatrix(arr, missing=np.nan), output_margin=True)
+            out = self.booster.predict(self._dmatrix(arr), output_margin=True)
         return np.asarray(out, dtype=np.float64)
+
+    def _dmatrix(self, arr):
+        """XGBoost's input for rows of numbers, with the Booster's feature names and types (a
+        Booster trained on named or categorical columns refuses a DMatrix without them)."""
+        import xgboost
+
+        types = self.booster.feature_types
+        return xgboost.DMatrix(arr, missing=np.nan, feature_names=self.booster.feature_names,
+                               feature_types=types, enable_categorical=bool(types) and "c" in types)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.library}.Booster, objective={self.objective!r})"
@@ -179,9 +197,7 @@ class BoosterClassifier(RawBooster):
             z = np.exp(z - z.max(axis=1, keepdims=True))
             p = z / z.sum(axis=1, keepdims=True)
         else:
-            import xgboost
-
-            p = np.asarray(self.booster.predict(xgboost.DMatrix(arr, missing=np.nan)), dtype=np.float64)
+            p = np.asarray(self.booster.predict(self._dmatrix(arr)), dtype=np.float64)
         if p.ndim == 1:
             p = np.column_stack([1.0 - p, p])
         return p
