@@ -42,6 +42,19 @@ counterpart, how the audit calls it): :func:`list_metrics` lists them by family 
 ``spec.score(ScoreContext(...))`` calls any of them one way. The audit and
 the ground-truth benchmark read their metrics from these specs.
 
+Numpy models (issue 32): a scikit-learn estimator or a numpy callable is scored in numpy mode
+(:meth:`featurelens.models.Model.with_numpy`): the batch, the maps, the targets and every perturbed
+copy are numpy arrays and torch is never imported, so every metric that needs only forward passes
+of the model (faithfulness, completeness, non-sensitivity) runs without the ``torch`` extra, and so
+does every re-explaining metric whose explainer works on numpy (occlusion, the Shapley explainers,
+SPEX, TreeSHAP, the random map). The values are those of the torch path: the model is called on the
+same numpy rows. A torch model is scored on tensors on its device, as before. The metrics that need
+a torch module (:func:`model_randomization`, :func:`efficient_mprt`, :func:`smooth_mprt`,
+:func:`input_invariance`, :func:`relative_representation_stability`) refuse a numpy model with a
+TypeError naming ``featurelens[torch]`` (an ImportError when torch is not installed); their specs
+require ``"parameters"`` or ``"layer"``, so the audit skips them on such a model, with the reason.
+``import featurelens.metrics`` imports no torch.
+
 Budgets: the counts of perturbed copies (``n_subsets``, ``n_samples``, ``n_perturbations``,
 ``n_mosaics``) are refused with a ValueError before any work when they ask for more than
 ``featurelens._budgets.MAX_EVALUATIONS`` (10^8) evaluations per call, first per input, then

@@ -9,6 +9,12 @@ Everything here is private. The public metrics call:
 - :func:`forward_copies`, which sends ``n_copies`` perturbed copies of the whole batch through the
   model with :meth:`featurelens.models.Model.expanded_forward`, in chunks of the Model's rows.
 
+Numpy mode: for a numpy model (a scikit-learn estimator or a numpy callable) :func:`prepare` puts the
+Model in numpy mode (:meth:`featurelens.models.Model.with_numpy`), and every helper here takes and
+returns numpy arrays for a numpy batch and tensors for a tensor batch (:mod:`featurelens.metrics._ops`
+holds the few operations that read differently in numpy and torch), so a metric is written once and
+never imports torch on a numpy model.
+
 Parameter checks are those of :mod:`featurelens._validation` (``seed`` is None, an int or a numpy
 Generator everywhere); baselines go through :func:`featurelens._validation.resolve_baseline`, with
 the metric-specific strings ``"blur"``, ``"mean"`` and ``"min"`` on top (:func:`baseline_tensor`).
@@ -294,12 +300,13 @@ def noisy_copies(xt, radius: float, n_samples: int, seed, relative: bool):
 
 def forward_copies(
     m: Model,
-    x: torch.Tensor,
-    target: torch.Tensor,
+    x,
+    target,
     n_copies: int,
-    make_block: Callable[[slice], torch.Tensor],
-) -> torch.Tensor:
-    """Target outputs of ``n_copies`` perturbed copies of the batch, (n_copies, n) float64.
+    make_block: Callable,
+):
+    """Target outputs of ``n_copies`` perturbed copies of the batch, (n_copies, n) float64 (a
+    numpy array for a numpy ``x``, numpy mode; else a tensor on ``x``'s device).
 
     ``make_block(copies)`` returns the inputs of the copies in the slice, shaped
     (k, n, *x.shape[1:]); it is called once per copy, in order (the seeded draws are consumed
@@ -346,15 +353,15 @@ def patch_regions(x_shape: tuple, patch_size: int) -> tuple[np.ndarray, int]:
     return np.broadcast_to(pix, one).reshape(-1).astype(np.int64), int(n_rows * n_cols)
 
 
-def copy_rows(x: torch.Tensor, make_block: Callable[[slice], torch.Tensor]):
+def copy_rows(x, make_block: Callable):
     """The ``make_rows(copy_index, sample_index)`` of :meth:`Model.expanded_forward` for perturbed
     copies built whole, ``make_block(copies) -> (k, n, *x.shape[1:])``, called once per copy in order
     (the rule :func:`forward_copies` follows; chunks smaller than a copy keep the copies they cut)."""
     n = x.shape[0]
-    built: dict[int, torch.Tensor] = {}
+    built: dict = {}
     next_copy = 0
 
-    def make_rows(copy_idx: torch.Tensor, sample_idx: torch.Tensor) -> torch.Tensor:
+    def make_rows(copy_idx, sample_idx):
         nonlocal next_copy
         first, last = int(copy_idx[0]), int(copy_idx[-1])
         whole = int(sample_idx[0]) == 0 and sample_idx.shape[0] == (last - first + 1) * n
@@ -374,11 +381,10 @@ def copy_rows(x: torch.Tensor, make_block: Callable[[slice], torch.Tensor]):
     return make_rows
 
 
-def forward_copies_predicted(
-    m: Model, x: torch.Tensor, n_copies: int, make_block: Callable[[slice], torch.Tensor]
-) -> torch.Tensor:
+def forward_copies_predicted(m: Model, x, n_copies: int, make_block: Callable):
     """The predicted class (argmax of the outputs) of ``n_copies`` perturbed copies of the batch,
-    (n_copies, n) long; ``make_block`` and the chunks as in :func:`forward_copies`."""
+    (n_copies, n) int64 (numpy or torch, as ``x``); ``make_block`` and the chunks as in
+    :func:`forward_copies`."""
     return m.expanded_forward(
         x, n_copies, copy_rows(x, make_block), target=None, transform=lambda v, c, s: v.argmax(1),
         batch_size=m.chunk_rows(x),

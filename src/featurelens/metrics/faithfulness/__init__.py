@@ -16,8 +16,9 @@ spatial map (n, h, w) / (n, 1, h, w), spread over the channels), and ``target`` 
 predicted class, an int, or one int per sample). ``f_t`` below is the model's ``target`` output in
 the units ``output=`` asks for (default: raw, the logit or whatever the model returns;
 ``"probability"`` or ``"log_odds"``, see :class:`featurelens.models.Model`). Every perturbed copy of every sample goes through the model
-in chunked batches (the Model's batching), on the model's device. Scores come back as float64
-numpy arrays with one entry per sample.
+in chunked batches (the Model's batching), on the model's device; a scikit-learn estimator or a
+numpy callable is evaluated in numpy mode, without torch (:mod:`featurelens.metrics`). Scores come
+back as float64 numpy arrays with one entry per sample.
 
 ``groups`` (deletion/insertion and faithfulness correlation): an int array shaped like one input
 (or, for images, like the spatial map) that assigns elements to regions; regions are then removed
