@@ -85,11 +85,14 @@ class WorkerError(RuntimeError):
 
 class WorkerDiedError(WorkerError):
     """A worker (a Ray actor, a Dask worker) died while running a task, and the task was not
-    finished within the executor's retries.
+    finished within the executor's retries; or the workers died as they started (a Ray actor and
+    its replacement), or every worker of a Dask cluster is gone and none came back.
 
     ``worker`` names the worker (``"Ray actor 1 (pid 4242)"``, a Dask worker's address), ``task``
-    is the index of the task in the ``Executor.map`` call and ``retries`` the retries used. The
-    executor has replaced the dead worker (or its cluster does) and stays usable.
+    is the index of the task in the ``Executor.map`` call (None when no task was running) and
+    ``retries`` the retries used. After a death while running a task the executor has replaced the
+    dead worker (or its cluster does) and stays usable; the message says when it is not, and how
+    to restart.
     """
 
     def __init__(self, message: str, where: str = "a worker", worker: str | None = None, task: int | None = None,

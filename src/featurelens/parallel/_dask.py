@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import time
 
-from .._validation import check_int
+from .._validation import check_float, check_int
 from ._base import Executor, WorkerDiedError, import_optional, unpicklable_error, worker_error
 
 
@@ -39,6 +40,11 @@ class DaskExecutor(Executor):
     ``retries=`` submit option re-runs tasks that *raise*, which for pure tasks only repeats the
     error, so it is not used.)
 
+    When every worker is gone (they died and nothing restarted them, e.g. workers started without
+    a nanny), a call waits ``worker_timeout`` seconds for one to join, then raises a
+    :class:`WorkerDiedError` naming the workers it last ran on and how to start workers again; a
+    later call runs on whatever workers have joined by then.
+
     Parameters
     ----------
     client
@@ -47,12 +53,17 @@ class DaskExecutor(Executor):
         it on ``close``.
     max_retries
         How many times one ``map`` call re-sends its tasks lost with a dead worker (>= 0).
+    worker_timeout
+        Seconds a call waits for a worker when the cluster has none (a nanny restarting a dead
+        worker, a worker joining), before it fails saying the workers are gone (default 30, the
+        time a scatter waited before; >= 0).
     """
 
     remote = True
 
-    def __init__(self, client, max_retries: int = 3):
+    def __init__(self, client, max_retries: int = 3, worker_timeout: float = 30.0):
         self.max_retries = check_int(max_retries, "max_retries", low=0)
+        self.worker_timeout = check_float(worker_timeout, "worker_timeout", low=0)
         distributed = import_optional("distributed", "dask", "DaskExecutor")
         self._owns_client = False
         if isinstance(client, str):
@@ -64,6 +75,8 @@ class DaskExecutor(Executor):
                 f"{type(client).__name__}"
             )
         self._client = client
+        #: The workers seen at the last call (or at creation): named when every one of them is gone.
+        self._seen = self._workers()
 
     @property
     def n_workers(self) -> int:
@@ -83,6 +96,8 @@ class DaskExecutor(Executor):
                 cloudpickle.dumps((fn, shared))
             except Exception:
                 raise unpicklable_error(err, "Dask workers", (fn, shared)) from err
+            if not self._workers():  # the workers went between the check and the scatter
+                raise self._no_workers(0.0) from err
             raise RuntimeError(
                 f"the task's function and shared object pickle, but the Dask cluster did not take them "
                 f"({type(err).__name__}: {' '.join(str(err).split())[:300]}); its workers may have died or be "
@@ -94,6 +109,41 @@ class DaskExecutor(Executor):
             return set(self._client.nthreads())
         except Exception:  # pragma: no cover - a scheduler that is gone
             return set()
+
+    def _live_workers(self) -> set:
+        """The cluster's workers now, waiting up to ``worker_timeout`` seconds for one when there
+        are none; the error of :meth:`_no_workers` when none joins."""
+        deadline = time.monotonic() + self.worker_timeout
+        workers = self._workers()
+        while not workers and time.monotonic() < deadline:
+            time.sleep(0.1)
+            workers = self._workers()
+        if not workers:
+            raise self._no_workers(self.worker_timeout)
+        self._seen = workers
+        return workers
+
+    def _no_workers(self, waited: float) -> RuntimeError:
+        """The cluster has no worker: a :class:`WorkerDiedError` naming the workers this executor
+        last saw (they died or left), or a RuntimeError for a cluster that never had any."""
+        try:
+            address = self._client.scheduler.address
+        except Exception:  # pragma: no cover - a client without a scheduler
+            address = "(unknown address)"
+        start = (f"start workers (`dask worker {address}`, best under a nanny, which restarts a worker that dies; "
+                 "for a LocalCluster, cluster.scale(n))")
+        if not self._seen:
+            return RuntimeError(f"the Dask cluster at {address} has no workers (none joined within "
+                                f"worker_timeout={waited:g} s); {start}, then call again")
+        seen = sorted(self._seen)
+        shown = ", ".join(seen[:4]) + (", ..." if len(seen) > 4 else "")
+        return WorkerDiedError(
+            f"every Dask worker is gone: the scheduler at {address} lists none (this executor last ran on "
+            f"{len(seen)}: {shown}), and none joined within worker_timeout={waited:g} s. They died or were "
+            f"retired and nothing restarted them; {start} and call again: this executor runs on the workers the "
+            "cluster has at each call",
+            "a Dask worker", seen[0] if len(seen) == 1 else shown, None, 0,
+        )
 
     def map(self, fn, items, shared=None):
         self._check_open()
@@ -108,7 +158,7 @@ class DaskExecutor(Executor):
         out: list = [None] * len(items)
         todo = list(range(len(items)))
         for attempt in range(self.max_retries + 1):
-            workers = self._workers()
+            workers = self._live_workers()  # none: wait worker_timeout, then say the workers are gone
             payload = self._scatter(fn, shared)
             futures = [client.submit(_dask_task, payload, items[i], pure=False) for i in todo]
             try:
@@ -174,4 +224,5 @@ class DaskExecutor(Executor):
         return self._client is None
 
     def __repr__(self) -> str:
-        return f"DaskExecutor({self._client!r}, max_retries={self.max_retries})"
+        return (f"DaskExecutor({self._client!r}, max_retries={self.max_retries}, "
+                f"worker_timeout={self.worker_timeout:g})")

@@ -39,6 +39,10 @@ def _ray_death_reason(err: BaseException) -> str:
     return text[:300] or type(err).__name__
 
 
+#: How many times an actor that dies while it starts (its process killed or crashing before it
+#: answers) is replaced by a new one before the executor gives up with a :class:`WorkerDiedError`.
+START_RETRIES = 1
+
 #: The environment variable that sets :class:`RayExecutor`'s ``start_timeout`` when it is not given.
 START_TIMEOUT_ENV = "FEATURELENS_RAY_START_TIMEOUT"
 #: ``start_timeout`` when neither the argument nor :data:`START_TIMEOUT_ENV` gives one (seconds).
@@ -111,6 +115,9 @@ class RayExecutor(Executor):
         longer. None (the default): the environment variable ``FEATURELENS_RAY_START_TIMEOUT``
         (seconds, > 0) when it is set, else 120 s. The variable also reaches the executors that
         :func:`featurelens.parallel.make_executor` and the command line's ``--executor ray`` create.
+        An actor that dies while it starts (its process killed, out of memory, a crash importing
+        torch) is replaced by a new one, :data:`START_RETRIES` (1) time; when the replacement dies
+        too, a :class:`WorkerDiedError` says so and how to restart (the executor is closed).
     max_retries
         How many times one task of a ``map`` call is run again after the actor running it
         died (its process exited or was killed). A dead actor is replaced by a new one (which
@@ -176,39 +183,74 @@ class RayExecutor(Executor):
                         f"and the Ray cluster has {have:g}; lower num_workers or num_{kind.lower()}s"
                     )
             self._actor_cls = ray.remote(num_cpus=self.num_cpus, num_gpus=self.num_gpus)(_RayWorker)
-            self._actors = [self._actor_cls.remote() for _ in range(num_workers)]
-            # Wait for the actors here, so start-up fails (or is paid) now, not in the first call.
+            self._actors = [None] * num_workers
             #: The process ids of the actors, in order (a replaced actor's is its successor's).
-            self.pids = self._wait_started(self._actors)
-            #: How many dead actors this executor replaced, over its life.
+            self.pids = [None] * num_workers
+            #: How many dead actors this executor replaced, over its life (at start-up too).
             self.restarts = 0
+            # Wait for the actors here, so start-up fails (or is paid) now, not in the first call.
+            self._start(range(num_workers))
         except BaseException:
             self.close()
             raise
 
-    def _wait_started(self, actors: list) -> list:
-        """The pids of ``actors``, once they run; a RuntimeError saying what the cluster has free
-        when they do not start within ``start_timeout``."""
+    def _start(self, positions) -> None:
+        """New actors at ``positions`` (of ``self._actors``), waited for until they run; their pids
+        go to ``self.pids``. An actor that dies before it answers (its process killed or crashing
+        as it starts) is replaced, :data:`START_RETRIES` times; then a :class:`WorkerDiedError`
+        says the workers died and how to restart. A RuntimeError says what the cluster has free
+        when the actors do not start within ``start_timeout``."""
         ray = self._ray
-        refs = [a.pid.remote() for a in actors]
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.start_timeout)
-        if len(ready) < len(refs):
-            free, resources = ray.available_resources(), ray.cluster_resources()
-            raise RuntimeError(_start_timeout_message(
-                len(refs) - len(ready), len(refs), self.num_cpus, self.num_gpus, self.start_timeout,
-                self._start_timeout_source, free, resources))
-        return ray.get(refs)
+        dead = ray.exceptions.RayActorError  # ActorDiedError, ActorUnavailableError
+        tries = dict.fromkeys(positions, 0)
+        todo = list(tries)
+        while todo:
+            for k in todo:
+                self._actors[k] = self._actor_cls.remote()
+            refs = {k: self._actors[k].pid.remote() for k in todo}
+            ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=self.start_timeout)
+            if len(ready) < len(refs):
+                free, resources = ray.available_resources(), ray.cluster_resources()
+                raise RuntimeError(_start_timeout_message(
+                    len(refs) - len(ready), len(refs), self.num_cpus, self.num_gpus, self.start_timeout,
+                    self._start_timeout_source, free, resources))
+            again = []
+            for k, ref in refs.items():
+                try:
+                    self.pids[k] = ray.get(ref)
+                except dead as err:
+                    if tries[k] >= START_RETRIES:
+                        raise self._start_died(k, err, tries[k]) from None
+                    tries[k] += 1
+                    self.restarts += 1
+                    self._kill(k)
+                    again.append(k)
+            todo = again
+
+    def _start_died(self, k: int, err: BaseException, retries: int) -> WorkerDiedError:
+        """The error when actor ``k`` and each of its ``retries`` replacements died as they started."""
+        n = len(self._actors)
+        replaced = (f"and so did the {retries} new actor{'s' if retries > 1 else ''} started in its place "
+                    f"(START_RETRIES={START_RETRIES})" if retries else "(no retry left)")
+        return WorkerDiedError(
+            f"Ray actor {k} of {n} died while starting ({_ray_death_reason(err)}), {replaced}: the workers' "
+            "processes are killed or crash as they start (out of memory, each one importing torch and your "
+            "modules; a crash in that import; a node that went away). Check `ray status` and the worker logs "
+            "(/tmp/ray/session_latest/logs on the node), free memory or lower num_workers, then create the "
+            "executor again (RayExecutor(...); make_executor and --executor ray create a new one on each run)",
+            "a Ray actor", f"Ray actor {k}", None, retries,
+        )
+
+    def _kill(self, k: int) -> None:
+        try:
+            self._ray.kill(self._actors[k], no_restart=True)
+        except Exception:  # already gone
+            pass
 
     def _replace(self, k: int) -> None:
         """Actor ``k`` died: a new actor takes its place (and its resources, freed by the death)."""
-        ray = self._ray
-        try:
-            ray.kill(self._actors[k], no_restart=True)
-        except Exception:  # already gone
-            pass
-        actor = self._actor_cls.remote()
-        self._actors[k] = actor
-        self.pids[k] = self._wait_started([actor])[0]
+        self._kill(k)
+        self._start([k])
         self.restarts += 1
 
     def map(self, fn, items, shared=None):
