@@ -95,7 +95,7 @@ def load_model(path, architecture: str | None = None, image_size: int | None = N
     ``trust=True`` (``trusted_types`` only ever widens what skops trusts). A path that is missing,
     a folder or not a regular file (a FIFO, ``/dev/zero``) is refused before it is opened. ``image_size`` (8 or 64) picks the built-in architecture's input size;
     None tries both. ``trust`` must be True or False: anything else (``"false"``, ``"0"``, ``""``,
-    None, 0) is a TypeError, never read by its truth value (:func:`featurelens._validation.check_bool`).
+    None, 0) is a TypeError, never read by its truth value (``featurelens._validation.check_bool``).
     """
     trust = check_bool(trust, "trust")
     path = _regular_file(path, "model file")

@@ -116,7 +116,7 @@ class RayExecutor(Executor):
         (seconds, > 0) when it is set, else 120 s. The variable also reaches the executors that
         :func:`featurelens.parallel.make_executor` and the command line's ``--executor ray`` create.
         An actor that dies while it starts (its process killed, out of memory, a crash importing
-        torch) is replaced by a new one, :data:`START_RETRIES` (1) time; when the replacement dies
+        torch) is replaced by a new one, ``START_RETRIES`` (1) time; when the replacement dies
         too, a :class:`WorkerDiedError` says so and how to restart (the executor is closed).
     max_retries
         How many times one task of a ``map`` call is run again after the actor running it
@@ -197,7 +197,7 @@ class RayExecutor(Executor):
     def _start(self, positions) -> None:
         """New actors at ``positions`` (of ``self._actors``), waited for until they run; their pids
         go to ``self.pids``. An actor that dies before it answers (its process killed or crashing
-        as it starts) is replaced, :data:`START_RETRIES` times; then a :class:`WorkerDiedError`
+        as it starts) is replaced, ``START_RETRIES`` times; then a :class:`WorkerDiedError`
         says the workers died and how to restart. A RuntimeError says what the cluster has free
         when the actors do not start within ``start_timeout``."""
         ray = self._ray

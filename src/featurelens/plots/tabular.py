@@ -28,7 +28,7 @@ Conventions shared by every function of the three modules:
 * Each function draws into ``ax`` (a new figure when None), returns that Axes and never calls
   ``plt.show``. Bad input raises a TypeError/ValueError naming the argument.
 * Names are drawn as they are, never as mathtext: a feature named ``$x^$`` is drawn ``$x^$``
-  (:func:`featurelens.plots._text.plain_text`; the Axes' ``Text.get_text()`` holds each ``$``
+  (``featurelens.plots._text.plain_text``; the Axes' ``Text.get_text()`` holds each ``$``
   escaped as ``\\$``).
 * Attribution values must be finite. Feature values (``data``, ``data_row``) may hold NaN (a
   missing value, which tree models accept): such points are drawn grey. The one row of

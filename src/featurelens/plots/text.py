@@ -135,8 +135,9 @@ def text(explanation_or_values, players_or_names=None, ax=None, max_chars: int =
     names the method and what is explained, ``"kernel_shap: class 1"`` or ``"spex (Shapley
     values): continuation ' Paris.'"`` (none for a plain array); a str is used as it is; False
     draws none. Every text is drawn literally, never as mathtext (a word or title ``$x^$`` is
-    drawn ``$x^$``; ``Text.get_text()`` holds each ``$`` escaped as ``\\$``). Returns the Axes (its ``texts`` are the words, in order; the colour bar is the
-    figure's last Axes, its label the units); never calls ``plt.show``.
+    drawn ``$x^$``; ``Text.get_text()`` holds each ``$`` escaped as ``\\$``). Returns the Axes
+    (its ``texts`` are the words, in order; the colour bar is the figure's last Axes, its label
+    the units); never calls ``plt.show``.
     """
     values = _values_of(explanation_or_values)
     pieces = _pieces_of(players_or_names, values.shape[0], explanation_or_values)
