@@ -9,6 +9,12 @@ import sys as _sys
 
 from .._optional import lazy_import as _lazy_import
 
+# Names that are also submodules (the import system would set the package attribute to the
+# submodule when another name loads it): imported now; these modules import no torch.
+from .agop import agop  # noqa: E402
+from .gsnr import gsnr  # noqa: E402
+from .nfa import nfa  # noqa: E402
+
 #: public name -> submodule: loaded on first use (PEP 562), so that the package imports without torch
 _LAZY = {
     "AGOPAccumulator": "agop",

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from featurelens._optional import torch
-import torch.nn.functional as F
 
 from .._batching import chunks, rows_for_bytes
 from .._validation import as_numpy, check_option
@@ -77,10 +76,10 @@ def _loss_function(loss, n_outputs: int):
         return loss
     loss = check_option(loss, "loss", LOSSES)
     if loss == "mse":
-        return lambda out, t: F.mse_loss(out.reshape(t.shape), t)
+        return lambda out, t: torch.nn.functional.mse_loss(out.reshape(t.shape), t)
     if n_outputs == 1:
-        return lambda out, t: F.binary_cross_entropy_with_logits(out.reshape(t.shape), t)
-    return lambda out, t: F.cross_entropy(out, t)
+        return lambda out, t: torch.nn.functional.binary_cross_entropy_with_logits(out.reshape(t.shape), t)
+    return lambda out, t: torch.nn.functional.cross_entropy(out, t)
 
 
 def _targets(y, n: int, loss, n_outputs: int, dtype, device, name: str = "y") -> torch.Tensor:

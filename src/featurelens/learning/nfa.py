@@ -28,7 +28,9 @@ from ..models import Model
 __all__ = ["nfa", "layer_agops", "matrix_power_psd", "correlation"]
 
 MEASURES = ("pearson", "cosine", "pearson_offdiag")
-_LAYER_TYPES = (torch.nn.Linear, torch.nn.Conv2d)
+def _layer_types() -> tuple:
+    """The layer types the NFA reads (read when a network is inspected: no torch at import)."""
+    return (torch.nn.Linear, torch.nn.Conv2d)
 
 
 def resolve_module(model) -> tuple[Model, torch.nn.Module]:
@@ -43,7 +45,7 @@ def resolve_module(model) -> tuple[Model, torch.nn.Module]:
 def select_layers(module: torch.nn.Module, layers) -> dict[str, torch.nn.Module]:
     """The named Linear/Conv2d modules: those named in ``layers`` (in that order), or with ``layers``
     None every Linear and every Conv2d with ``groups=1``."""
-    valid = {name: mod for name, mod in module.named_modules() if isinstance(mod, _LAYER_TYPES)}
+    valid = {name: mod for name, mod in module.named_modules() if isinstance(mod, _layer_types())}
     if not valid:
         raise ValueError("model has no torch.nn.Linear or torch.nn.Conv2d layer; the NFA needs one")
     if layers is None:
