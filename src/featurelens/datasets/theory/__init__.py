@@ -60,3 +60,7 @@ def __getattr__(name):
 
         return OutputScaled
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"OutputScaled"})
