@@ -348,7 +348,6 @@ def tour(clean_venv, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="torch-free paths in progress", strict=False)
 def test_readme_tabular_tour_runs_in_the_clean_install_without_torch(clean_venv, tour):
     out, proc = tour
     assert proc.returncode == 0, f"the tour failed in the clean install:\n{proc.stderr[-6000:]}"
