@@ -87,6 +87,8 @@ def _curves(monitor, summary):
         ], False))
     if ("grokalign_penalty", "model") in present:
         panels.append(("GrokAlign penalty lambda mean ||J||_F", [("grokalign_penalty", "model", "penalty")], True))
+    from ..plots._text import plain_text
+
     rows = (len(panels) + 2) // 3
     fig = Figure(figsize=(13, 3.2 * rows))
     fig.subplots_adjust(left=0.05, right=0.98, bottom=0.08 / rows * 2, top=1 - 0.05 / rows * 2, wspace=0.22,
@@ -96,7 +98,7 @@ def _curves(monitor, summary):
         for metric, layer, label in lines:
             if (metric, layer) in present:
                 s, v = monitor.series(metric, layer)
-                ax.plot(s, v, label=label, lw=1.1)
+                ax.plot(s, v, label=plain_text(label), lw=1.1)
         if log:
             ax.set_yscale("log")
         if summary["fired_step"] is not None:

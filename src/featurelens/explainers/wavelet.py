@@ -267,6 +267,8 @@ def plot_wam_scales(explanation, index: int = 0, inputs=None, cmap: str = "magma
         raise ValueError(f"index must be in [0, {len(scales)}); got {index!r}")
     maps = scales[int(index)]
     levels = maps.shape[0] - 1
+    from ..plots._text import plain_text
+
     titles = [f"level {j}" + (" (finest)" if j == 1 else "") for j in range(1, levels + 1)] + [f"approx. {levels}"]
     panels = list(zip(maps, titles))
     if inputs is not None:
@@ -287,6 +289,6 @@ def plot_wam_scales(explanation, index: int = 0, inputs=None, cmap: str = "magma
             ax.set_title(title, fontsize=8)
         else:
             show_map(ax, m, cmap, title)
-    fig.suptitle(f"{explanation.method}: scales of sample {int(index)}", fontsize=9)
+    fig.suptitle(plain_text(f"{explanation.method}: scales of sample {int(index)}"), fontsize=9)
     fig.tight_layout()
     return fig

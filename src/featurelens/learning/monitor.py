@@ -423,6 +423,8 @@ class Monitor:
             raise ValueError("nothing to plot yet: call step() until something is recorded")
         from matplotlib.figure import Figure
 
+        from ..plots._text import plain_text
+
         ncols = min(3, len(metrics))
         nrows = math.ceil(len(metrics) / ncols)
         if fig is None:
@@ -434,12 +436,12 @@ class Monitor:
             layers = list(dict.fromkeys(r["layer"] for r in self.records if r["metric"] == metric))
             for layer in layers:
                 s, v = self.series(metric, layer)
-                ax.plot(s, v, label=layer, lw=1.2)
+                ax.plot(s, v, label=plain_text(layer), lw=1.2)  # layer names are user data
             if metric.endswith("_gap") or metric in ("loss", "agop_trace"):
                 ax.set_yscale("log")
             if self.fired_step is not None:
                 ax.axvline(self.fired_step, color="k", ls="--", lw=1, label=f"detector ({self.fired_step})")
-            ax.set_title(metric, fontsize=9)
+            ax.set_title(plain_text(metric), fontsize=9)
             ax.set_xlabel("step", fontsize=8)
             ax.tick_params(labelsize=7)
             if len(layers) > 1 or (self.fired_step is not None and i == 0):
