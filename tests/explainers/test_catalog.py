@@ -78,7 +78,9 @@ def test_without_torch_each_entry_raises_or_runs():
                "permutation_shap": {{"background": X[:10], "budget": 64}},
                "minshap": {{"background": X[:10], "budget": 64}},
                "exact_shapley": {{"background": X[:10]}},
-               "spex": {{"background": X[:10], "budget": 512, "max_order": 2}}}}
+               "spex": {{"background": X[:10], "budget": 512, "max_order": 2}},
+               "feature_ablation": {{"baseline": X.mean(0)}}, "feature_permutation": {{}},
+               "lime": {{"baseline": X.mean(0), "n_samples": 64}}}}
     out = {{"listed": fl.list_explainers(), "details": fl.list_explainers(details=True), "results": {{}}}}
     for name in {names!r}:
         try:
@@ -137,3 +139,59 @@ def test_explanation_values_equal_with_and_without_torch():
 def test_unknown_name_still_lists_the_catalog():
     with pytest.raises(ValueError, match="Did you mean 'tree_shap'"):
         _base.explainer_class("tree_sahp")
+
+
+class _TorchWrapper:
+    """The estimator's predict_proba as a float64 torch module (a dummy float64 parameter sets
+    the Model's dtype): the tensor path over the very same function."""
+
+    @staticmethod
+    def build(est):
+        import torch
+
+        class Wrapped(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.dtype_anchor = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+
+            def forward(self, x):
+                return torch.as_tensor(est.predict_proba(x.detach().cpu().numpy()), dtype=torch.float64)
+
+        return Wrapped()
+
+
+NUMPY_CASES = {
+    "kernel_shap": lambda X: {"background": X[:8], "budget": 64},
+    "permutation_shap": lambda X: {"background": X[:8], "budget": 64},
+    "exact_shapley": lambda X: {"background": X[:8]},
+    "minshap": lambda X: {"background": X[:8], "budget": 64},
+    "spex": lambda X: {"background": X[:8], "budget": 512, "max_order": 2},
+    "occlusion": lambda X: {"baseline": X.mean(0)},
+    "feature_ablation": lambda X: {"baseline": X.mean(0)},
+    "feature_permutation": lambda X: {},
+    "lime": lambda X: {"baseline": X.mean(0), "n_samples": 64},
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_CASES))
+def test_numpy_mode_equals_the_tensor_path(name):
+    """A scikit-learn model explained in numpy mode gives the values of the same function as a
+    float64 torch module (tensor mode), to float64 rounding."""
+    import numpy as np
+    from sklearn.datasets import make_classification
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    import featurelens as fl
+
+    X, y = make_classification(n_samples=80, n_features=6, n_informative=4, random_state=1)
+    gbc = GradientBoostingClassifier(n_estimators=10, random_state=0).fit(X, y)
+    options = NUMPY_CASES[name](X)
+    numpy_ex = fl.explainer(name, gbc, **options)
+    assert numpy_ex.model.numpy_mode
+    torch_ex = fl.explainer(name, _TorchWrapper.build(gbc), **options)
+    assert not torch_ex.model.numpy_mode
+    a = numpy_ex.explain(X[:4], target=1)
+    b = torch_ex.explain(X[:4], target=1)
+    assert isinstance(a.values, np.ndarray) and a.values.shape == (4, 6)
+    np.testing.assert_allclose(a.values, b.values, rtol=0, atol=1e-10)
+    assert a.model_calls == b.model_calls

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 #: name -> (module, extra it needs or None)
 CATALOG: dict[str, tuple[str, str | None]] = {
-    # numpy alone: trees, games and approximators, occlusion, the random floor
+    # numpy alone: trees, games and approximators, occlusion, ablation, LIME, the random floor
     "tree_shap": ("tree", None),
     "exact_shapley": ("shapley", None),
     "kernel_shap": ("shapley", None),
@@ -25,10 +25,10 @@ CATALOG: dict[str, tuple[str, str | None]] = {
     "spex": ("spex", None),
     "occlusion": ("perturbation", None),
     "random": ("random_map", None),
+    "feature_ablation": ("ablation", None),
+    "feature_permutation": ("ablation", None),
+    "lime": ("surrogate", None),
     # torch
-    "feature_ablation": ("ablation", "torch"),
-    "feature_permutation": ("ablation", "torch"),
-    "lime": ("surrogate", "torch"),
     "agop_global": ("agop", "torch"),
     "agop_local": ("agop", "torch"),
     "agop_weighted": ("agop", "torch"),

@@ -31,7 +31,8 @@ and no executor every row is ablated at once in batched passes, with the same va
 from __future__ import annotations
 
 import numpy as np
-from featurelens._optional import torch
+
+from .._arrays import host, ops
 
 from .. import approximators
 from .._random import numpy_rng, parse_seed
@@ -46,7 +47,7 @@ class _LeaveOneOut(GameExplainer):
     every row at once through batched passes when the fill is a tensor like ``x``."""
 
     approximator = staticmethod(approximators.leave_one_out)
-    numpy_inputs = False  # its batched passes are torch (featurelens[torch])
+    numpy_inputs = True  # a numpy model is ablated in numpy (the batched passes through ops())
     requires = Requires(gradients=False)
     row_params = frozenset({"full_values"})
     records = ("full_values",)  # the drops do not add up to the output: no base value
@@ -64,15 +65,16 @@ class _LeaveOneOut(GameExplainer):
         the fill. The ``(n_players + 1) x n`` rows are built chunk by chunk (at most
         ``batch_size`` per model call), as Captum batches its perturbations, instead of one small
         game per row."""
+        xp = ops(x)  # numpy for a numpy model (numpy mode), torch otherwise
         n = x.shape[0]
         flat, fill_flat = x.reshape(n, -1), fill.reshape(n, -1)
         d = flat.shape[1]
         if self.groups is None:
-            player = torch.arange(d, device=x.device)
+            player = xp.arange(d, like=x)
             n_players = d
         else:
             labels = np.asarray(self.groups).reshape(-1).astype(np.int64)
-            player = torch.as_tensor(labels, device=x.device)
+            player = xp.asarray(labels, like=x)
             n_players = int(labels.max()) + 1
 
         def make_rows(copy_idx, sample_idx):
@@ -82,16 +84,16 @@ class _LeaveOneOut(GameExplainer):
                 # where over (copies, rows, elements), no row gathers and a (copies, elements)
                 # mask instead of one per row. The same rows, element for element.
                 first = int(copy_idx[0])
-                copies = torch.arange(first, first + m // n, device=x.device)
+                copies = xp.arange(first, first + m // n, like=x)
                 hit = (player[None, :] == (copies - 1)[:, None])[:, None, :]
-                return torch.where(hit, fill_flat[None], flat[None]).reshape(-1, *x.shape[1:])
+                return xp.where(hit, fill_flat[None], flat[None]).reshape(-1, *x.shape[1:])
             hit = player[None, :] == (copy_idx - 1)[:, None]  # copy 0: nothing removed
-            rows = torch.where(hit, fill_flat[sample_idx], flat[sample_idx])
+            rows = xp.where(hit, fill_flat[sample_idx], flat[sample_idx])
             return rows.reshape(-1, *x.shape[1:])
 
         v = self.model.expanded_forward(x, n_players + 1, make_rows, target=target,
-                                        transform=lambda out, c, s: out.double())  # (G + 1, n)
-        v = v.detach().cpu().numpy()
+                                        transform=lambda out, c, s: xp.to_float64(out))  # (G + 1, n)
+        v = host(v)
         phi = v[0][None, :] - v[1:]  # (G, n)
         if self.groups is None:
             values = phi.T.reshape(x.shape)
@@ -212,13 +214,14 @@ class FeaturePermutation(_LeaveOneOut):
         labels = (np.zeros(0, dtype=np.int64) if self.groups is None
                   else np.asarray(self.groups).reshape(-1).astype(np.int64))
         n_players = int(np.prod(shape)) if self.groups is None else int(labels.max()) + 1 if labels.size else 0
-        perms = torch.as_tensor(self.permutations(n, n_players, self._stream_root), device=x.device)
+        xp = ops(x)  # numpy for a numpy model (numpy mode), torch otherwise
+        perms = xp.asarray(self.permutations(n, n_players, self._stream_root), like=x)
         flat = x.reshape(n, -1)
-        element_player = (torch.arange(flat.shape[1], device=x.device) if self.groups is None
-                          else torch.as_tensor(labels, device=x.device))
+        element_player = xp.arange(flat.shape[1], like=x) if self.groups is None else xp.asarray(labels, like=x)
         # Fill z_r: element e of row r comes from row pi_{player(e)}(r).
         source_rows = perms[element_player].T  # (n, D)
-        self._fills = flat.gather(0, source_rows).reshape(x.shape)
+        columns = xp.arange(flat.shape[1], like=x)
+        self._fills = flat[source_rows, columns[None, :]].reshape(x.shape)
         try:
             return self._rows(x, target)
         finally:

@@ -37,7 +37,8 @@ rows of all the rows of a batch go through one batched pass, with the same per-r
 from __future__ import annotations
 
 import numpy as np
-from featurelens._optional import torch
+
+from .._arrays import host, ops
 
 from .. import approximators
 from .._random import parse_seed
@@ -118,7 +119,7 @@ class Lime(GameExplainer):
                 **self.seed_params()}
 
     approximator = staticmethod(approximators.lime)
-    numpy_inputs = False  # its batched passes are torch (featurelens[torch])
+    numpy_inputs = True  # a numpy model is fitted in numpy (the batched passes through ops())
 
     def width(self, n_players: int) -> float:
         """The kernel width used for ``n_players`` players."""
@@ -152,21 +153,22 @@ class Lime(GameExplainer):
             n_players = int(labels.max()) + 1
         masks = np.stack([self.settings.masks(self.n_samples, n_players, self.row_rng(i)) for i in range(n)])
         keep_all = np.concatenate([np.ones((n, 1, n_players), dtype=bool), masks], axis=1)  # (n, S + 1, G)
-        keep_t = torch.as_tensor(keep_all, device=x.device)
-        player = torch.as_tensor(labels, device=x.device)
+        xp = ops(x)  # numpy for a numpy model (numpy mode), torch otherwise
+        keep_t = xp.asarray(keep_all, like=x)
+        player = xp.asarray(labels, like=x)
 
         def make_rows(copy_idx, sample_idx):
             kept = keep_t[sample_idx, copy_idx][:, player]  # (m, d)
-            return torch.where(kept, flat[sample_idx], fill[sample_idx]).reshape(-1, *x.shape[1:])
+            return xp.where(kept, flat[sample_idx], fill[sample_idx]).reshape(-1, *x.shape[1:])
 
         v = self.model.expanded_forward(x, self.n_samples + 1, make_rows, target=target,
-                                        transform=lambda out, c, s: out.double())
-        v = v.detach().cpu().numpy()  # (S + 1, n)
+                                        transform=lambda out, c, s: xp.to_float64(out))
+        v = host(v)  # (S + 1, n)
         maps, base, r2s = [], [], []
         for i in range(n):
             space = ()
             if self.distance_space == "input":
-                space = (flat[i].double().cpu().numpy(), fill[i].double().cpu().numpy(),
+                space = (host(flat[i]).astype(np.float64), host(fill[i]).astype(np.float64),
                          None if self.groups is None else labels)
             weights = self.settings.weights(masks[i], *space)
             coef, intercept, r2 = self.settings.fit(masks[i], v[1:, i], weights)

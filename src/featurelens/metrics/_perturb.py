@@ -30,7 +30,7 @@ from typing import Callable, Iterator
 import numpy as np
 from featurelens._optional import TORCH_EXTRA, is_tensor, torch
 
-from ._ops import host, ops
+from .._arrays import host, ops
 
 from .._random import numpy_rng
 from .._validation import (

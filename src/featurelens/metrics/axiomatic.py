@@ -27,7 +27,7 @@ from .._validation import check_bool, check_float, check_option
 from ..explainers._base import Explainer
 from ..models import Model
 from . import _perturb as P
-from ._ops import host, ops
+from .._arrays import host, ops
 
 __all__ = ["completeness", "input_invariance", "non_sensitivity"]
 

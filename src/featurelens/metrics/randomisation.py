@@ -26,7 +26,7 @@ from .._budgets import check_budget
 from ..explainers._base import Explainer, explainer_class
 from ..explainers._base import explainer as make_explainer
 from ..models import Model
-from ._ops import host
+from .._arrays import host
 from ._perturb import as_explainer, explain_maps, refuse_torch_only, row_pearson, row_spearman
 
 __all__ = ["model_randomization", "smooth_mprt", "efficient_mprt", "random_logit"]

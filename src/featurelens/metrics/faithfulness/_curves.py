@@ -11,7 +11,7 @@ from ..._random import numpy_rng, parse_seed
 from ..._validation import check_bool, check_float, check_int, check_option
 from ..._budgets import check_budget
 from .. import _perturb as P
-from .._ops import host, ops
+from ..._arrays import host, ops
 
 __all__ = ["deletion_curve", "insertion_curve", "faithfulness_correlation", "infidelity"]
 

@@ -32,7 +32,7 @@ from ..._validation import (
     check_option,
 )
 from .. import _perturb as P
-from .._ops import host, ops
+from ..._arrays import host, ops
 
 __all__ = ["irof", "region_perturbation", "road", "selectivity"]
 

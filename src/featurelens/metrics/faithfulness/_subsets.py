@@ -31,7 +31,7 @@ from ..._validation import check_bool, check_float, check_int, check_option
 from ..._budgets import check_budget
 from ...models import Model
 from .. import _perturb as P
-from .._ops import host, ops
+from ..._arrays import host, ops
 
 __all__ = ["monotonicity", "monotonicity_correlation", "sensitivity_n", "sufficiency"]
 

@@ -33,7 +33,7 @@ from ..._random import parse_seed
 from ..._validation import check_bool, check_executor, check_float
 from ..._budgets import check_budget
 from .. import _perturb as P
-from .._ops import host
+from ..._arrays import host
 
 __all__ = ["max_sensitivity", "avg_sensitivity", "local_lipschitz"]
 

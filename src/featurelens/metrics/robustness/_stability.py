@@ -26,7 +26,7 @@ from ..._validation import check_bool, check_executor, check_float, check_int, c
 from ..._budgets import check_budget
 from ...explainers._base import Explainer
 from .. import _perturb as P
-from .._ops import host, ops
+from ..._arrays import host, ops
 
 __all__ = [
     "continuity",

@@ -1,4 +1,5 @@
-"""The array operations the perturbation metrics need, for numpy arrays and torch tensors alike.
+"""The array operations the numpy-mode consumers need (the perturbation metrics, the batched
+perturbation explainers), for numpy arrays and torch tensors alike.
 
 A metric on a numpy model (a scikit-learn estimator or a numpy callable) works in numpy mode
 (:meth:`featurelens.models.Model.with_numpy`): its batch, maps, targets and the model's outputs are
@@ -17,28 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from featurelens._optional import is_tensor, torch
+from featurelens._optional import is_tensor, to_numpy, torch
 
 __all__ = ["NUMPY", "TORCH", "ops", "host"]
 
 
-def host(x) -> np.ndarray:
-    """``x`` as a numpy array on the host: a tensor detached and copied to the CPU, a numpy array
-    as it is (no copy).
-
-    Parameters
-    ----------
-    x
-        A numpy array or a torch tensor.
-
-    Returns
-    -------
-    numpy.ndarray
-        The values.
-    """
-    if is_tensor(x):
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
+#: ``x`` as a numpy array on the host (a tensor detached and copied to the CPU, a numpy array as it
+#: is): the one conversion, :func:`featurelens._optional.to_numpy`.
+host = to_numpy
 
 
 class _NumpyOps:
