@@ -19,7 +19,7 @@ def _layers_with_parameters(module) -> list[tuple[str, torch.nn.Module]]:
 
 
 def reinitialise(layer) -> None:
-    """Redraw the parameters of one TorchScript layer in place (:func:`_reinitialise`, without
+    """Redraw the parameters of one TorchScript layer in place (``_reinitialise``, without
     autograd)."""
     with torch.no_grad():
         _reinitialise(layer)

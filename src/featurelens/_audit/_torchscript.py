@@ -1,7 +1,7 @@
 """TorchScript models in the audit: their layers are reachable (``named_modules()`` lists each
 submodule as a ``RecursiveScriptModule`` whose ``original_name`` is the eager class name, e.g.
 ``"Conv2d"``), but they have no ``reset_parameters`` and run no Python hooks. This module lets the
-randomisation check re-initialise them (:mod:`featurelens._audit._script_layers`, which needs
+randomisation check re-initialise them (``featurelens._audit._script_layers``, which needs
 torch) and names what cannot run, and why.
 """
 

@@ -1,7 +1,7 @@
 """Explainers, one module per family.
 
 The package imports none of them: ``fl.list_explainers()`` reads the table of
-:mod:`featurelens.explainers._catalog`, and an explainer's module is imported (and its class
+``featurelens.explainers._catalog``, and an explainer's module is imported (and its class
 registered) when it is first built, so that listing them or building TreeSHAP imports no torch.
 """
 

@@ -1,4 +1,4 @@
-"""Continual-learning task sequences (the lazy/rich output scale is in :mod:`.output_scale`)."""
+"""Continual-learning task sequences (the lazy/rich output scale is in ``output_scale.py``)."""
 
 from __future__ import annotations
 
