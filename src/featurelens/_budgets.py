@@ -8,6 +8,13 @@ call, which the environment variable ``FEATURELENS_MAX_EVALUATIONS`` (or assigni
 ``featurelens._budgets.MAX_EVALUATIONS``) raises or lowers, and one bound on memory, the memory
 available now (:func:`available_memory`, checked by :func:`check_memory`). The int checks under a
 budget are those of ``featurelens._validation``.
+
+Sizes. A size-like argument of an estimator or a layer (a width, a hidden size, a number of
+latents or random features, a rank) asks for memory rather than work: :func:`check_sizes` turns
+the sizes into the memory of the model they build (:func:`training_bytes`: its parameters, their
+gradients and Adam's two moments, and the activations of a batch) and refuses them, before
+anything is allocated, when that exceeds the available memory, naming the argument responsible,
+its value, the parameters and the memory.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ __all__ = [
     "available_memory",
     "check_memory",
     "check_budget",
+    "check_sizes",
+    "training_bytes",
 ]
 
 
@@ -167,3 +176,46 @@ def check_budget(
     if nbytes is not None:
         check_memory(nbytes, f"{name}={value}{' (' + what + ')' if what else ''}", way_out + ".")
     return value
+
+
+def training_bytes(n_parameters, n_activations=0, itemsize: int = 4) -> int:
+    """Bytes to train a model of ``n_parameters`` parameters by Adam (the parameters, their
+    gradients and Adam's two moments: 4 copies) holding ``n_activations`` activation values of a
+    batch at once (3 copies: the values, their gradients and one temporary), at ``itemsize`` bytes
+    a value (4: float32). Ints of any size are kept exact (never an overflow)."""
+    return int(itemsize) * (4 * int(n_parameters) + 3 * int(n_activations))
+
+
+def _smallest(value):
+    """The smallest setting of a size: 1, or a tuple of ones for a tuple of widths."""
+    return tuple(1 for _ in value) if isinstance(value, tuple) else 1
+
+
+def check_sizes(sizes: dict, estimate, what: str, *, hint: str | None = None, limit=None) -> None:
+    """Refuse, before anything is allocated, size-like arguments whose model does not fit in memory.
+
+    ``sizes`` maps each size-like argument to its (already int-checked) value, an int or a tuple of
+    ints (the widths of hidden layers); ``estimate(**sizes)`` returns ``(n_parameters, nbytes)`` of
+    the model they build, ints (see :func:`training_bytes`). When ``nbytes`` exceeds ``limit``
+    (default :func:`available_memory`), a ValueError names the argument responsible (the one whose
+    smallest setting frees the most memory), its value, the other sizes, the parameters and the
+    memory, e.g. ``"width=1048576 (hyper_hidden=64, classifier_hidden=16; HyperDFS on 4 features)
+    needs about 4.4e+12 parameters, about 70.4 TB of memory to train, more than the 21 GB
+    available; lower width"``. ``what`` says what the sizes build; ``hint`` replaces the way out.
+    """
+    n_parameters, nbytes = estimate(**sizes)
+    limit = available_memory() if limit is None else limit
+    if limit is None or nbytes <= limit:
+        return
+    freed = {}
+    for name, value in sizes.items():
+        smaller = dict(sizes, **{name: _smallest(value)})
+        freed[name] = nbytes - estimate(**smaller)[1]
+    name = max(freed, key=lambda k: freed[k])
+    value = sizes[name]
+    others = ", ".join(f"{k}={v!r}" for k, v in sizes.items() if k != name)
+    raise ValueError(
+        f"{name}={value!r} ({others + '; ' if others else ''}{what}) needs about {format_count(n_parameters)} "
+        f"parameters, about {format_bytes(nbytes)} of memory to train, more than the {format_bytes(limit)} "
+        f"available; {hint or f'lower {name}'}"
+    )

@@ -40,7 +40,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._random import numpy_rng, parse_seed, root_seed
 from .._validation import check_float, check_int, check_option
-from .._budgets import check_memory, format_count
+from .._budgets import check_memory, check_sizes, format_count
 from ._rf_solvers import (
     ACTIVATIONS, activate, check_common, check_features, cross_entropy, draw_features, draw_layer, fit_logistic,
     line_search, probabilities, ridge, sandwiched_ridge, standardiser, swim_layer,
@@ -319,11 +319,19 @@ class _RFRBoostBase(BaseEstimator):
 
     # ---------------------------------------------------------------- fit
     def _fit(self, X: np.ndarray, Y: np.ndarray):
-        # Before any work: the features of every layer and their p x p ridge systems (float64).
-        p, width = int(self.n_features), max(X.shape[1], int(self.hidden_dim or 0))
-        check_memory(8 * (4 * X.shape[0] * (p + width) + 3 * p * p + 2 * width * p),
-                     f"n_features={p} ({format_count(p)} random features per layer, {X.shape[0]} rows)",
-                     "lower n_features (or hidden_dim).")
+        # Before any work: the weights of every layer, the features of one and their p x p ridge
+        # systems (float64), naming the size responsible (n_features or hidden_dim).
+        n, d, n_layers = X.shape[0], X.shape[1], int(self.n_layers)
+
+        def size(n_features, hidden_dim=0):
+            width = max(d, hidden_dim)
+            params = d * hidden_dim + n_layers * ((width + d + 2) * n_features + 2 * n_features * width)
+            return params, 8 * (params + 4 * n * (n_features + width) + 3 * n_features ** 2 + 2 * width * n_features)
+
+        sizes = {"n_features": int(self.n_features)}
+        if self.hidden_dim is not None:
+            sizes["hidden_dim"] = int(self.hidden_dim)
+        check_sizes(sizes, size, f"{type(self).__name__} with n_layers={n_layers} on {n} rows of {d} features")
         # The fit is many small matrix products (L-BFGS and line-search iterations): on a busy CPU a
         # multithreaded OpenBLAS spun ~15x slower on them (measured, iris, 2 shared cores), so small
         # problems run on one BLAS thread, as the Monitor's probes do.

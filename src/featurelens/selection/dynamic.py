@@ -59,7 +59,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._random import parse_seed, torch_generator
 from .._training import limited_threads
 from .._validation import check_device, check_float, check_int
-from .._budgets import check_budget
+from .._budgets import check_budget, check_sizes, training_bytes
 
 __all__ = ["HyperDFS"]
 
@@ -168,9 +168,26 @@ def _policy_masks(net, head, x, budget, eps, gen, dtype):
     return m
 
 
-def _rows_per_chunk(d: int, width: int) -> int:
-    """Rows per forward pass so that one pass holds about 2^22 token entries (rows x d x width)."""
-    return max(1, min(4096, 2**22 // max(1, d * width)))
+def _network_size(d: int, n_classes: int, heads: int, batch_size: int, width: int, hyper_hidden: int,
+                  classifier_hidden: int) -> tuple[int, int]:
+    """``(parameters, bytes)`` of training :class:`_HyperDFSNet` (ints, exact for any size): the
+    parameters with their gradients and Adam's moments, the float64 copy kept after the fit, and the
+    activations of the largest pass (a batch, or a chunk of the value head's candidate subsets)."""
+    w, H, h, C = width, hyper_hidden, classifier_hidden, n_classes
+    theta = d * h + h + h * C + C if h else d * C + C  # the generated classifier's parameters
+    encoder = d * w + w + (w + 1) * w + w + w * w + w + 2 * (4 * w * w + 4 * w) + 4 * w + 2 * w * w + 2 * w + w
+    hyper = w * H + H + H * theta + theta + theta  # the hypernetwork and theta_0
+    value = (w + 2 * d) * H + H + H * H + H + H * d + d
+    params = encoder + hyper + value
+    rows = max(batch_size, _rows_per_chunk(d, w, theta))
+    activations = rows * (12 * d * w + heads * d * d + 3 * theta + 4 * H)
+    return params, training_bytes(params, activations) + 8 * params + 4 * value
+
+
+def _rows_per_chunk(d: int, width: int, theta: int = 0) -> int:
+    """Rows per forward pass so that one pass holds about 2^22 token entries (rows x d x width) and
+    at most 2^22 generated classifier parameters (rows x theta)."""
+    return max(1, min(4096, 2**22 // max(1, d * width, theta)))
 
 
 class HyperDFS(ClassifierMixin, BaseEstimator):
@@ -299,6 +316,14 @@ class HyperDFS(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y holds a single class ({self.classes_[0]!r}); HyperDFS needs at least 2 classes")
         n, d = X.shape
         budget = self._check_budget_vs(self.budget, d)
+        # Before any allocation: the network the sizes build must fit in memory (issue: width=2**20
+        # ended in an allocator error, classifier_hidden=2**24 in a 5.6 GB run that failed later).
+        check_sizes(
+            {"width": int(self.width), "hyper_hidden": int(self.hyper_hidden),
+             "classifier_hidden": int(self.classifier_hidden)},
+            lambda **sizes: _network_size(d, len(self.classes_), int(self.n_heads), int(self.batch_size), **sizes),
+            f"HyperDFS on {d} features, {len(self.classes_)} classes",
+        )
         check_budget(self.epochs, "epochs", per=n, unit="rows through the model", what=f"({n} rows per epoch)")
         check_budget(self.value_epochs, "value_epochs", per=n * (d + 1), unit="rows through the model",
                      what=f"({n} rows, each with {d} + 1 subsets, per epoch)")
@@ -344,7 +369,7 @@ class HyperDFS(ClassifierMixin, BaseEstimator):
         vopt = torch.optim.Adam(net.value_net.parameters(), lr=float(self.lr))
         vsched = torch.optim.lr_scheduler.CosineAnnealingLR(vopt, T_max=int(self.value_epochs))
         eye = torch.eye(d, dtype=dtype, device=device)
-        chunk = _rows_per_chunk(d, int(self.width))
+        chunk = _rows_per_chunk(d, int(self.width), net.theta0.numel())
         value_losses = []
         for _ in range(int(self.value_epochs)):
             # the policy of this epoch (its states and its roll-outs): the head as it was at the
@@ -419,7 +444,7 @@ class HyperDFS(ClassifierMixin, BaseEstimator):
         xt, budget = self._prepare(X, budget)
         orders, logits = [], []
         with limited_threads(1):
-            step = _rows_per_chunk(xt.shape[1], int(self.width))
+            step = _rows_per_chunk(xt.shape[1], int(self.width), self.network_.theta0.numel())
             for s in range(0, xt.shape[0], step):
                 o, _, lg = self._run(xt[s:s + step], budget)
                 orders.append(o)

@@ -24,7 +24,7 @@ from sklearn.utils.multiclass import type_of_target
 
 from .._random import parse_seed, torch_generator
 from .._validation import check_device, check_float, check_int, check_option, check_optional_bool
-from .._budgets import check_budget
+from .._budgets import check_budget, check_sizes, training_bytes
 from ._base import ScoreSelector
 
 __all__ = ["NoiseGainLayer", "SAND"]
@@ -83,6 +83,14 @@ class NoiseGainLayer(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"n_features={self.n_features}, k={self.k}, sigma={self.sigma}"
+
+
+def _mlp_size(d: int, hidden: tuple, n_out: int, rows: int) -> tuple[int, int]:
+    """``(parameters, bytes)`` of training SAND's MLP ``d -> hidden... -> n_out`` on ``rows`` rows a
+    step (ints, exact for any size)."""
+    widths = (d, *hidden, n_out)
+    params = d + sum(a * b + b for a, b in zip(widths[:-1], widths[1:]))  # the gains and the layers
+    return params, training_bytes(params, rows * sum(widths))
 
 
 class SAND(ScoreSelector):
@@ -235,6 +243,9 @@ class SAND(ScoreSelector):
             n_out = 1
             loss_fn = torch.nn.MSELoss()
 
+        if self.module is None:  # before any allocation: the MLP of ``hidden`` must fit in memory
+            check_sizes({"hidden": hidden}, lambda hidden: _mlp_size(d, hidden, n_out, min(batch_size, n)),
+                        f"SAND's MLP on {d} features")
         device = check_device(self.device)
         # An int seed seeds both streams with itself; a numpy Generator (or None) gives one drawn int.
         gen = torch_generator(self.seed)
