@@ -93,19 +93,41 @@ def test_modified_backprop_equals_captum(name, case):
 
 
 @pytest.mark.parametrize("name", ["guided_backprop", "deconvolution"])
-def test_functional_relu_keeps_its_gradient_like_captum(name):
+def test_functional_relu_gets_the_rule_and_functional_false_keeps_its_gradient_like_captum(name):
     net, x = FunctionalNet().double(), np.random.default_rng(3).normal(size=(4, 6))
+    # Default: F.relu gets the rule of a ReLU module, so the values are those of the same
+    # weights with a module at every ReLU.
+    modules = torch.nn.Sequential(net.a, torch.nn.ReLU(), net.b, torch.nn.ReLU(), net.c)
     ours = fl.explainer(name, net).explain(x, target=1).values
+    np.testing.assert_allclose(ours, fl.explainer(name, modules).explain(x, target=1).values, rtol=0, atol=1e-14)
+    bare = FunctionalNet(module_relu=False).double()
+    np.testing.assert_allclose(fl.explainer(name, bare).explain(x, target=1).values, ours, rtol=0, atol=1e-14)
+    # functional=False: only modules are modified, as in Captum
+    old = fl.explainer(name, net, functional=False).explain(x, target=1).values
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ref = _captum(name)(net).attribute(torch.tensor(x), target=1).detach().numpy()
-    _close(ours, ref)
-    # a model with functional ReLUs only: a warning, and the result is the plain gradient
-    bare = FunctionalNet(module_relu=False).double()
+    _close(old, ref)
+    assert np.abs(old - ours).max() > 1e-3
+    # functional=False on a model with functional ReLUs only: a warning, and the plain gradient
     with pytest.warns(UserWarning, match="no torch.nn.ReLU module"):
-        ex = fl.explainer(name, bare)
+        ex = fl.explainer(name, bare, functional=False)
     plain = fl.explainer("saliency", bare).explain(x, target=1).values
     np.testing.assert_array_equal(ex.explain(x, target=1).values, plain)
+
+
+@pytest.mark.parametrize("name", ["guided_backprop", "deconvolution"])
+def test_a_forward_without_any_relu_warns_once_and_gives_the_gradient(name):
+    torch.manual_seed(6)
+    net = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 2)).double()
+    x = np.random.default_rng(7).normal(size=(3, 6))
+    ex = fl.explainer(name, net)
+    with pytest.warns(UserWarning, match="ran no ReLU"):
+        values = ex.explain(x, target=0).values
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per explainer
+        ex.explain(x, target=0)
+    np.testing.assert_array_equal(values, fl.explainer("saliency", net).explain(x, target=0).values)
 
 
 def test_rules_on_one_hidden_layer_by_hand():

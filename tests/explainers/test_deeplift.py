@@ -176,14 +176,21 @@ def test_unsupported_activation_falls_back_to_gradient_with_one_warning(act):
     assert e.params["max_abs_gap"] > 1e-3  # the gap is reported, not hidden
 
 
-def test_functional_relu_is_invisible_to_hooks_and_shows_in_the_gap():
+def test_functional_relu_gets_the_rescale_rule_and_functional_false_is_captum():
     net = _Functional().double().eval()
     x = rng_data((5, 4), 1)
+    # Default: F.relu gets the Rescale rule, as a ReLU module would (same weights, module ReLU).
     e = fl.explainer("deeplift", net).explain(x, target=1)
+    modules = nn.Sequential(net.a, nn.ReLU(), net.b)
+    np.testing.assert_allclose(e.values, fl.explainer("deeplift", modules).explain(x, target=1).values,
+                               rtol=0, atol=1e-14)
+    assert e.params["max_abs_gap"] < 1e-12 and e.params["functional"] is True
+    # functional=False: invisible to the hooks, the gradient passes, as in Captum (the gap shows it)
+    old = fl.explainer("deeplift", net, functional=False).explain(x, target=1)
     ref, captum_gap = captum_dl(net, x, np.zeros_like(x), 1)
-    np.testing.assert_allclose(e.values, ref, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(e.params["completeness_gap"], captum_gap, atol=1e-5)
-    assert e.params["max_abs_gap"] > 1e-3
+    np.testing.assert_allclose(old.values, ref, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(old.params["completeness_gap"], captum_gap, atol=1e-5)
+    assert old.params["max_abs_gap"] > 1e-3
 
 
 def test_reused_and_inplace_modules():

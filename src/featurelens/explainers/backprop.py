@@ -1,9 +1,12 @@
 """Modified-backward gradient attributions: guided backpropagation, deconvolution, and GradientSHAP
 (expected gradients with noise).
 
-Guided backprop and deconvolution change only the backward rule of ``torch.nn.ReLU`` modules, by
-forward hooks that route each ReLU's output through a small autograd function; the hooks are
-removed in a ``finally`` block, so the model is unchanged afterwards. GradientSHAP is an expanded
+Guided backprop and deconvolution change only the backward rule of ReLUs: ``torch.nn.ReLU``
+modules, by forward hooks that route each ReLU's output through a small autograd function (at each
+call of a module called several times per pass, as torchvision's shared ``ReLU(inplace=True)``),
+and functional ReLUs in a ``forward`` (``F.relu``, ``torch.relu``, ``x.relu_()``), by a torch
+function mode active during the model's forward; the hooks are removed in a ``finally`` block, so
+the model is unchanged afterwards. GradientSHAP is an expanded
 gradient pass (:meth:`featurelens.models.Model.expanded_gradient`) over random points between the
 input and baselines drawn from a background.
 """
@@ -18,10 +21,11 @@ import numpy as np
 from featurelens._optional import torch
 
 from .._random import RowNormal, parse_seed, row_draws
-from .._validation import check_float, check_int, check_option, relative_scale
+from .._validation import check_bool, check_float, check_int, check_option, relative_scale
 from .._budgets import check_budget
 from ..games import split_background
 from ._base import Explainer, Requires, register
+from ._functional_rules import FunctionalRules
 
 # --------------------------------------------------------------------------------------------------
 # guided backprop and deconvolution
@@ -57,45 +61,75 @@ class ReLUBackprop(Explainer):
     """Shared machinery: the gradient of the target output with every ``torch.nn.ReLU`` module's
     backward rule replaced by ``_rule`` for the duration of one call.
 
-    Only ``torch.nn.ReLU`` *modules* are modified, as in Captum: ReLUs applied functionally
-    (``torch.relu``, ``F.relu``, ``x.clamp(min=0)``) and other activations keep their ordinary
-    gradient. A model with no ``torch.nn.ReLU`` module gets a warning at construction (its result is
-    the plain gradient, i.e. saliency). In-place ReLUs (``nn.ReLU(inplace=True)``) work: the hook
-    keeps the module's input by running the module on a copy.
+    Every ReLU of the forward pass is modified: ``torch.nn.ReLU`` modules at each call (a module
+    called several times, as torchvision's ``BasicBlock`` calls its one ``ReLU(inplace=True)``),
+    and with ``functional=True`` (the default) the functional ReLUs of a ``forward``
+    (``F.relu``, ``torch.relu``, ``x.relu()``, ``x.relu_()``, in place or not), which get the rule
+    of a ReLU module: the values equal those of the same network with a distinct ``nn.ReLU`` at
+    every call site (tests/explainers/test_reused_modules.py). Captum modifies modules only and
+    refuses a reused one; ``functional=False`` reproduces that (functional ReLUs keep their
+    gradient, and a model without a ReLU module gets a warning at construction). Other
+    activations (``x.clamp(min=0)``, GELU) keep their ordinary gradient; a pass that ran no ReLU at
+    all gives the plain gradient (saliency), with one warning. In-place ReLUs work: the hook keeps
+    the module's input by running the module on a copy.
     """
 
     requires = Requires(gradients=True, hooks="rules")  # refused for TorchScript (Requires.hooks)
     _rule: type[torch.autograd.Function]
 
-    def __init__(self, model, batch_size: int | None = None):
+    def __init__(self, model, batch_size: int | None = None, functional: bool = True):
         super().__init__(model, batch_size)
+        self.functional = check_bool(functional, "functional")
         module = self.model.module
         if module is None:
             raise TypeError(
                 f"{self.name} needs model to be a torch.nn.Module (it changes the backward rule of its "
                 f"torch.nn.ReLU modules); got a {type(self.model.function).__name__}"
             )
-        if not any(isinstance(m, torch.nn.ReLU) for m in module.modules()):
+        self._warned = False
+        if not self.functional and not any(isinstance(m, torch.nn.ReLU) for m in module.modules()):
+            self._warned = True
             warnings.warn(
-                f"{self.name}: model ({type(module).__name__}) has no torch.nn.ReLU module; functional "
-                "ReLUs (torch.relu, F.relu) are not seen, so the result is the plain gradient "
+                f"{self.name}: model ({type(module).__name__}) has no torch.nn.ReLU module and functional=False: "
+                "functional ReLUs (torch.relu, F.relu) are not seen, so the result is the plain gradient "
                 "(as Captum's, which also hooks only nn.ReLU modules)",
                 UserWarning,
                 stacklevel=3,
             )
 
+    def params(self):
+        return {**super().params(), "functional": self.functional}
+
     def relu_modules(self) -> list:
         """The ``torch.nn.ReLU`` modules whose backward rule a call replaces."""
         return [m for m in self.model.module.modules() if isinstance(m, torch.nn.ReLU)]
 
+    def _functional_calls(self, rule):
+        """The functional ReLUs of the forward (``F.relu``, ``torch.relu``, ``x.relu_()``) through
+        ``rule(call)`` while entered (nothing with ``functional=False``)."""
+        if not self.functional:
+            return contextlib.nullcontext()
+        return FunctionalRules(self.model.module, self.relu_modules(), ("relu",), rule)
+
+    def _ran(self, seen: list) -> None:
+        """Warn once when a pass ran no ReLU at all (the result is then the plain gradient)."""
+        if not seen and not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"{self.name}: the forward pass of {type(self.model.module).__name__} ran no ReLU (no "
+                "torch.nn.ReLU module, no F.relu / torch.relu call), so the result is the plain gradient",
+                UserWarning, stacklevel=4)
+
     @contextlib.contextmanager
     def _hooked(self):
         """Forward hooks on every ReLU module that replace its output by ``_rule(input)`` (same
-        values, modified backward), acting only on this thread's passes (the threads of a
-        row-parallel explain share the module); removed in ``finally``."""
+        values, modified backward), and the same for each functional ReLU of the forward, acting
+        only on this thread's passes (the threads of a row-parallel explain share the module);
+        removed in ``finally``."""
         me = threading.get_ident()
         rule = self._rule
         kept = {}  # module -> its input, for in-place ReLUs (which overwrite it)
+        seen = []
 
         def pre(module, args):
             if threading.get_ident() != me or not getattr(module, "inplace", False):
@@ -106,18 +140,25 @@ class ReLUBackprop(Explainer):
         def post(module, args, out):
             if threading.get_ident() != me:
                 return None
+            seen.append(True)
             source = kept.pop(module) if module in kept else args[0]
             return rule.apply(source)
+
+        def functional_rule(call):
+            seen.append(True)
+            return call.finish(rule.apply(call.x.clone() if call.inplace else call.x))
 
         handles = []
         try:
             for m in self.relu_modules():
                 handles.append(m.register_forward_pre_hook(pre))
                 handles.append(m.register_forward_hook(post))
-            yield
+            with self._functional_calls(functional_rule):
+                yield
         finally:
             for h in handles:
                 h.remove()
+        self._ran(seen)
 
     def _attribute(self, x, target, outputs):
         with self._hooked():
@@ -130,9 +171,10 @@ class GuidedBackprop(ReLUBackprop):
     ``g_in = g_out * 1[x > 0] * 1[g_out > 0]`` (only positive gradients through positive inputs).
 
     Springenberg, Dosovitskiy, Brox, Riedmiller, "Striving for Simplicity: The All Convolutional
-    Net", ICLR 2015 workshop, arXiv 1412.6806. Equal to Captum's ``GuidedBackprop``: only
-    ``torch.nn.ReLU`` modules are modified (functional ReLUs keep their plain gradient, with a
-    warning when the model has no ReLU module); the result is not multiplied by the input.
+    Net", ICLR 2015 workshop, arXiv 1412.6806. Equal to Captum's ``GuidedBackprop`` where Captum
+    runs (no reused ReLU module; with ``functional=False``, or no functional ReLU): functional ReLUs
+    get the rule too by default (see :class:`ReLUBackprop`); the result is not multiplied by the
+    input.
     """
 
     audit_default = "a Captum-family method, not audited by default; request it with methods="
@@ -147,22 +189,35 @@ class GuidedBackprop(ReLUBackprop):
         the output). Acts only on this thread's passes; the module hooks are removed in
         ``finally`` (the gradient hooks live on the outputs of that pass only)."""
         me = threading.get_ident()
+        seen = []
 
         def clamp(grad):
             return grad.clamp(min=0)
 
         def post(module, args, out):
-            if threading.get_ident() == me and out.requires_grad:
+            if threading.get_ident() == me:
+                seen.append(True)
+                if out.requires_grad:
+                    out.register_hook(clamp)
+
+        def functional_rule(call):
+            # The same for a functional ReLU: relu's own backward masks, the hook clamps g first.
+            seen.append(True)
+            out = call.run(call.x.clone() if call.inplace else call.x)
+            if out.requires_grad:
                 out.register_hook(clamp)
+            return call.finish(out)
 
         handles = []
         try:
             for m in self.relu_modules():
                 handles.append(m.register_forward_hook(post))
-            yield
+            with self._functional_calls(functional_rule):
+                yield
         finally:
             for h in handles:
                 h.remove()
+        self._ran(seen)
 
 
 @register("deconvolution")
@@ -171,9 +226,9 @@ class Deconvolution(ReLUBackprop):
     ``g_in = max(g_out, 0)``, ignoring the forward mask.
 
     Zeiler, Fergus, "Visualizing and Understanding Convolutional Networks", ECCV 2014,
-    arXiv 1311.2901. Equal to Captum's ``Deconvolution``: only ``torch.nn.ReLU`` modules are
-    modified (functional ReLUs keep their plain gradient, with a warning when the model has no ReLU
-    module); the result is not multiplied by the input.
+    arXiv 1311.2901. Equal to Captum's ``Deconvolution`` where Captum runs (no reused ReLU module;
+    with ``functional=False``, or no functional ReLU): functional ReLUs get the rule too by default
+    (see :class:`ReLUBackprop`); the result is not multiplied by the input.
     """
 
     audit_default = "a Captum-family method, not audited by default; request it with methods="

@@ -18,7 +18,12 @@ the baseline rows; the pass on ``x`` then replaces each hooked module's output b
 same value whose local derivative is the DeepLift multiplier (``Delta out / Delta in`` for the
 elementwise activations), so one ordinary backward pass of the target output carries the chain rule
 of multipliers to the input. Linear modules (Linear, Conv, BatchNorm in eval, Dropout in eval,
-average pooling, Flatten) need no hook: their multiplier is their gradient. The hooks are removed in
+average pooling, Flatten) need no hook: their multiplier is their gradient. Functional activations
+and max pools in a ``forward`` (``F.relu``, ``torch.relu``, ``x.relu_()``, ``torch.sigmoid``,
+``F.max_pool2d``) get the rule of their module, by a torch function mode active during the model's
+forward (``functional=True``, the default); modules called several times per pass (torchvision's
+shared ``ReLU(inplace=True)``) and functional calls are matched to the reference pass call by call,
+and in-place ones run on a copy of their input. The hooks are removed in
 a ``finally`` block, and act only on the passes of the thread that registered them. The layer
 variants add one forward hook on the layer (:mod:`._layer_hooks`): it records ``z(x')`` in the
 reference pass and puts a leaf in place of ``z(x)`` in the pass on ``x``, so the backward pass
@@ -39,6 +44,7 @@ import torch.nn.functional as F
 from .._batching import chunks
 from .._validation import check_bool, check_float, check_option
 from ._base import Explainer, Requires, register
+from ._functional_rules import FunctionalRules
 from ._layer_hooks import LayerHook, NamedLayerRequires, resolve_layer
 
 nn = torch.nn
@@ -111,26 +117,40 @@ class _SoftmaxRule(torch.autograd.Function):
         return u, None, None, None, None
 
 
+#: Functional calls (:mod:`._functional_rules`) with a DeepLift rule: the Rescale activations and
+#: max pooling, as their modules in :data:`RESCALE_TYPES` and :data:`MAXPOOL_TYPES`.
+FUNCTIONAL_RESCALE = ("relu", "elu", "leaky_relu", "sigmoid", "tanh", "softplus")
+FUNCTIONAL_MAXPOOL = ("max_pool1d", "max_pool2d", "max_pool3d")
+
+
 class _Hooks:
     """The hooks of one DeepLift call on ``module``: ``record`` mode stores each hooked module's
     input and output per call (the reference pass), ``replace`` mode swaps the outputs for tensors
     whose derivative is the DeepLift multiplier against the k-th recorded call. A module used
-    several times in one forward pass is matched call by call."""
+    several times in one forward pass is matched call by call; with ``root`` (the model's module)
+    the functional activations and max pools of its forward (``F.relu``, ``torch.sigmoid``,
+    ``x.relu_()``, ``F.max_pool2d``: ``_functional_rules``) get the same rules, matched by
+    their order in the forward pass."""
 
-    def __init__(self, hooked: dict, eps: float):
+    def __init__(self, hooked: dict, eps: float, root=None, maxpool: str = "rescale"):
         self.hooked, self.eps = hooked, eps
         self.thread = threading.get_ident()
         self.mode = None
         self.refs = {m: [] for m in hooked}
         self.count = {m: 0 for m in hooked}
+        self.calls, self.call_count = [], 0  # the functional calls: (kind, input, output) per call
         self.inputs = {}
         self.handles = []
+        kinds = FUNCTIONAL_RESCALE + (FUNCTIONAL_MAXPOOL if maxpool == "rescale" else ())
+        self.functional = None if root is None else FunctionalRules(root, hooked, kinds, self._functional_call)
 
     def __enter__(self):
         try:
             for m in self.hooked:
                 self.handles.append(m.register_forward_pre_hook(self._pre))
                 self.handles.append(m.register_forward_hook(self._post))
+            if self.functional is not None:
+                self.functional.__enter__()
         except BaseException:
             self.remove()
             raise
@@ -144,14 +164,52 @@ class _Hooks:
         for h in self.handles:
             h.remove()
         self.handles = []
+        if self.functional is not None and self.functional._handles:
+            self.functional.__exit__(None, None, None)
 
     def record(self):
         self.mode = "record"
         self.refs = {m: [] for m in self.hooked}
+        self.calls = []
 
     def replace(self):
         self.mode = "replace"
         self.count = {m: 0 for m in self.hooked}
+        self.call_count = 0
+
+    def _functional_call(self, call):
+        """A functional activation or max pool of the forward (a ``_functional_rules.Call``):
+        recorded in the reference pass, its rule against the k-th recorded call in the pass on x."""
+        if self.mode is None or threading.get_ident() != self.thread:
+            return call.finish(call.run(call.x.clone() if call.inplace else call.x))
+        if self.mode == "record":
+            a = call.x.detach().clone()
+            y = call.run(a)
+            self.calls.append((call.kind, a, y.detach().clone()))  # the model may change y in place
+            return call.finish(y)
+        k = self.call_count
+        self.call_count = k + 1
+        if k >= len(self.calls) or self.calls[k][0] != call.kind:
+            ref = "none" if k >= len(self.calls) else self.calls[k][0]
+            raise RuntimeError(
+                f"deeplift: functional call {k + 1} of the forward pass on x is {call.kind}, on the baseline "
+                f"{ref}: the forward takes a different path on x than on the baseline, so its functional "
+                "activations cannot be matched call by call")
+        _, a0, y0 = self.calls[k]
+        # In place: the rule runs on a copy of the input (the call then writes its result into x).
+        a = call.x.clone() if call.inplace else call.x
+        y = call.run(a)
+        if call.kind in FUNCTIONAL_MAXPOOL:
+            pool = getattr(F, call.kind)
+            kernel = call.args[0] if call.args else call.kwargs["kernel_size"]
+            kw = call.kwargs
+            stride = call.args[1] if len(call.args) > 1 else kw.get("stride")
+            if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
+                stride = kernel
+            pool_args = (kernel, stride, kw.get("padding", 0), kw.get("dilation", 1), kw.get("ceil_mode", False),
+                         True)
+            return call.finish(self._maxpool_rule(pool, pool_args, a, y, a0, y0))
+        return call.finish(self._rescale(None, a, y, a0, y0))
 
     def _pre(self, module, args):
         if self.mode is None or threading.get_ident() != self.thread:
@@ -201,6 +259,11 @@ class _Hooks:
         add up. Here it is applied after a ReLU too, where Captum's is lost (see DeepLift)."""
         pool = MAXPOOL_TYPES[type(module)]
         args = (module.kernel_size, module.stride, module.padding, module.dilation, module.ceil_mode, True)
+        return self._maxpool_rule(pool, args, a, y, a0, y0)
+
+    def _maxpool_rule(self, pool, args, a, y, a0, y0):
+        """:meth:`_maxpool` for the functional ``pool`` with ``args`` (kernel, stride, padding,
+        dilation, ceil_mode, True)."""
         ad = a.detach()
         _, ix = pool(ad, *args)
         _, ir = pool(a0, *args)
@@ -232,11 +295,12 @@ class _DeepLiftBase(Explainer):
     layer = layer_name = None  # set by the layer variants
 
     def __init__(self, model, multiply_by_inputs: bool = True, eps: float = 1e-10, maxpool: str = "rescale",
-                 batch_size=None):
+                 batch_size=None, functional: bool = True):
         super().__init__(model, batch_size)
         self.multiply_by_inputs = check_bool(multiply_by_inputs, "multiply_by_inputs")
         self.eps = _check_eps(eps)
         self.maxpool = check_option(maxpool, "maxpool", ("rescale", "gradient"))
+        self.functional = check_bool(functional, "functional")
         self._hooked, self.fallback = module_rules(self.model.module, self.maxpool)
         if self.model.module is None:
             warnings.warn(
@@ -250,7 +314,7 @@ class _DeepLiftBase(Explainer):
 
     def params(self):
         return {**super().params(), "multiply_by_inputs": self.multiply_by_inputs, "eps": self.eps,
-                "maxpool": self.maxpool, "gradient_fallback": list(self.fallback)}
+                "maxpool": self.maxpool, "functional": self.functional, "gradient_fallback": list(self.fallback)}
 
     def _pairs(self, x, target, n_pairs, x_index, ref_rows, shared_ref=None):
         """DeepLift of ``n_pairs`` (x row, reference row) pairs: ``x[x_index(p)]`` against
@@ -265,7 +329,9 @@ class _DeepLiftBase(Explainer):
         # second and replaces the rule's output by the leaf the multipliers are taken at.
         layer_hook = contextlib.nullcontext() if self.layer is None else LayerHook(self.layer, self.layer_name,
                                                                                    self.name)
-        with self.model.evaluating(), _Hooks(self._hooked, self.eps) as hooks, layer_hook as lh:
+        root = self.model.module if self.functional else None
+        with self.model.evaluating(), _Hooks(self._hooked, self.eps, root, self.maxpool) as hooks, \
+                layer_hook as lh:
 
             def forward(rows, replace=None):  # (outputs, layer output or None)
                 return (self.model.forward(rows), None) if lh is None else lh.run(self.model, rows, replace)
@@ -350,26 +416,42 @@ class DeepLift(_DeepLiftBase):
     activations in a row such as ReLU -> Tanh, or MaxPool -> ReLU) the values differ from Captum's
     and no option reproduces them; these are the exact ones (gap ~1e-16). Any other leaf module (GELU, SiLU, LayerNorm,
     adaptive max pooling...) passes its plain gradient, with one warning at construction naming
-    those layers; functional calls inside ``forward`` (``F.relu``) cannot be seen by module hooks,
-    and pass the gradient too. Each explanation records the summation-to-delta gap
+    those layers. Each explanation records the summation-to-delta gap
     ``sum(a) - (f(x) - f(x'))`` per sample (``completeness_gap``), its largest absolute and
     relative values (``max_abs_gap``, ``max_relative_gap``) and ``f(x')`` (``base_values``).
-    Unlike Captum a module used twice in one forward pass is supported (matched call by call).
+
+    Networks as torchvision writes them (ResNet, DenseNet, ViT-style code) need no change: a
+    module called several times in one forward pass (a ``BasicBlock``'s one ``ReLU(inplace=True)``
+    called twice) gets its rule at each call, matched to the same call of the reference pass;
+    in-place activations run on a copy of their input; residual additions and concatenations are
+    linear (their gradient is their multiplier). Functional activations in a ``forward``
+    (``F.relu``, ``torch.relu``, ``x.relu()``, ``x.relu_()``, ``F.elu``, ``F.leaky_relu``,
+    ``torch.sigmoid``, ``torch.tanh``, ``F.softplus``) get the Rescale rule and ``F.max_pool1d/2d/3d``
+    the max-pool rule, exactly as the module would, matched to the reference pass by their order in
+    the forward (``functional=True``, the default): DeepLift's multipliers are defined per
+    nonlinearity, not per module (Shrikumar et al. 2017, sec. 3.5), so a functional ReLU between two
+    layers is the same neuron as a module ReLU there, and the values equal those of the same network
+    with a distinct module at every call site (tests/explainers/test_reused_modules.py). Captum
+    refuses reused modules and passes the plain gradient through functional calls, which breaks
+    summation-to-delta; ``functional=False`` reproduces the latter (only modules get rules). Calls
+    inside a module that has a rule (``nn.ReLU.forward`` calls ``F.relu``) are that module's; other
+    functional calls (softmax, GELU, products) keep their gradient.
 
     ``baseline``: None (zeros), a scalar, an array shaped like one input or like the batch (also
     per call: ``explain(x, baseline=...)``). A baseline shared by every sample costs one reference
     row per call; per-sample baselines one reference pass per chunk. ``multiply_by_inputs=False``
-    returns the multipliers themselves (Ancona et al.'s "local" variant). Rows per model call never
-    exceed ``batch_size``.
+    returns the multipliers themselves (Ancona et al.'s "local" variant). ``functional``: rules for
+    functional activations and max pools too (see above). Rows per model call never exceed
+    ``batch_size``.
     """
 
     audit_default = "a Captum-family method, not audited by default; request it with methods="
     accepts = frozenset({"baseline"})
 
     def __init__(self, model, baseline=None, multiply_by_inputs: bool = True, eps: float = 1e-10,
-                 maxpool: str = "rescale", batch_size: int | None = None):
+                 maxpool: str = "rescale", batch_size: int | None = None, functional: bool = True):
         super().__init__(model, multiply_by_inputs=multiply_by_inputs, eps=eps, maxpool=maxpool,
-                         batch_size=batch_size)
+                         batch_size=batch_size, functional=functional)
         self.baseline = baseline
 
     def _attribute(self, x, target, outputs, baseline=None):
@@ -397,7 +479,8 @@ class DeepLiftShap(_DeepLiftBase):
     With equal weights it equals Captum 0.9's ``DeepLiftShap`` (to 1e-5 in the tests) where
     :class:`DeepLift` equals Captum's ``DeepLift`` (no module with a rule fed straight by another);
     on Conv -> ReLU -> MaxPool Captum's values miss summation-to-delta and these do not, and
-    ``maxpool="gradient"`` reproduces Captum's, exactly as for :class:`DeepLift`.
+    ``maxpool="gradient"`` reproduces Captum's, exactly as for :class:`DeepLift`. Reused modules,
+    in-place and functional activations (``functional=``) are handled as in :class:`DeepLift`.
 
     ``background``: rows shaped like the batch (numpy, tensor), at least one, or a weighted summary
     (:func:`featurelens.games.summarize_background` or a ``(rows, weights)`` pair). The ``n x B``
@@ -411,9 +494,9 @@ class DeepLiftShap(_DeepLiftBase):
     accepts = frozenset()
 
     def __init__(self, model, background=None, multiply_by_inputs: bool = True, eps: float = 1e-10,
-                 maxpool: str = "rescale", batch_size: int | None = None):
+                 maxpool: str = "rescale", batch_size: int | None = None, functional: bool = True):
         super().__init__(model, multiply_by_inputs=multiply_by_inputs, eps=eps, maxpool=maxpool,
-                         batch_size=batch_size)
+                         batch_size=batch_size, functional=functional)
         if background is None:
             raise ValueError("deeplift_shap needs background= rows (a batch shaped like the inputs) to average "
                              "DeepLift over; got None (use deeplift for a single baseline)")
@@ -494,9 +577,9 @@ class LayerDeepLift(_LayerVariant, DeepLift):
     audit_default = True  # not the reason of DeepLift, its base
 
     def __init__(self, model, layer=None, baseline=None, multiply_by_inputs: bool = True, eps: float = 1e-10,
-                 maxpool: str = "rescale", batch_size: int | None = None):
+                 maxpool: str = "rescale", batch_size: int | None = None, functional: bool = True):
         super().__init__(model, baseline=baseline, multiply_by_inputs=multiply_by_inputs, eps=eps,
-                         maxpool=maxpool, batch_size=batch_size)
+                         maxpool=maxpool, batch_size=batch_size, functional=functional)
         self._init_layer(layer)
 
 
@@ -519,7 +602,7 @@ class LayerDeepLiftShap(_LayerVariant, DeepLiftShap):
     audit_default = True  # not the reason of DeepLiftShap, its base
 
     def __init__(self, model, layer=None, background=None, multiply_by_inputs: bool = True, eps: float = 1e-10,
-                 maxpool: str = "rescale", batch_size: int | None = None):
+                 maxpool: str = "rescale", batch_size: int | None = None, functional: bool = True):
         super().__init__(model, background=background, multiply_by_inputs=multiply_by_inputs, eps=eps,
-                         maxpool=maxpool, batch_size=batch_size)
+                         maxpool=maxpool, batch_size=batch_size, functional=functional)
         self._init_layer(layer)

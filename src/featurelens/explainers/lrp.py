@@ -16,7 +16,14 @@ layer ``z = F(a; W, b)`` and modified parameters ``W', b'``, the relevance
 
 is one vector-Jacobian product of the modified layer (``stab(z) = z + eps sign(z)``, sign(0) = 1).
 The hooks are removed in a ``finally`` block and no weight is ever written: the model is unchanged
-afterwards, and a module called several times in one forward gets one rule application per call.
+afterwards, and a module called several times in one forward gets one rule application per call
+(torchvision's ``BasicBlock`` calls its one ``ReLU(inplace=True)`` twice). An in-place module
+(``inplace=True``) runs on a copy of its input, so the tensors a rule keeps for the backward pass
+are never overwritten. Functional activations and pooling in a ``forward`` (``F.relu``,
+``torch.relu``, ``x.relu_()``, ``torch.sigmoid``, ``F.gelu``, ``F.max_pool2d``,
+``F.adaptive_avg_pool2d``...) are routed by a torch function mode through the rule their module
+would get (``functional=True``, the default): relevance passes the activations unchanged and the
+pools get the epsilon rule on the call itself.
 
 Residual additions and concatenations (two-input operations): while the model's forward runs, a
 torch function mode (:class:`torch.overrides.TorchFunctionMode`) routes every addition of two
@@ -37,8 +44,9 @@ import numpy as np
 from featurelens._optional import is_tensor, torch
 import torch.nn.functional as F
 
-from .._validation import check_float, check_option
+from .._validation import check_bool, check_float, check_option
 from ._base import Explainer, Requires, register
+from ._functional_rules import ELEMENTWISE, POOLING, FunctionalRules
 
 _LINEAR = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
 _CONV = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
@@ -103,14 +111,15 @@ class _SumRelevance(torch.autograd.Function):
     @staticmethod
     def forward(ctx, eps, a, b):
         z = a + b
-        ctx.save_for_backward(a, b, z)
-        ctx.eps = eps
+        # The stabilised sum is kept, not the sum itself: the model may change z in place next
+        # (torchvision's ``out += identity; out = relu(out)`` with an in-place ReLU).
+        ctx.save_for_backward(a, b, _stab(z, eps))
         return z
 
     @staticmethod
     def backward(ctx, r):
-        a, b, z = ctx.saved_tensors
-        share = r / _stab(z, ctx.eps)
+        a, b, stab_z = ctx.saved_tensors
+        share = r / stab_z
         grads = [None]
         for i, t in enumerate((a, b)):
             grads.append((t * share).sum_to_size(t.shape).to(t.dtype) if ctx.needs_input_grad[i + 1] else None)
@@ -126,8 +135,7 @@ class _SumRelevanceInPlace(torch.autograd.Function):
         before = a.detach().clone()
         a.add_(b)
         ctx.mark_dirty(a)
-        ctx.save_for_backward(before, b, a)
-        ctx.eps = eps
+        ctx.save_for_backward(before, b, _stab(a, eps))  # not a itself, which may change in place next
         return a
 
     @staticmethod
@@ -326,6 +334,14 @@ def _relevance_in(module, rule: Rule, a: torch.Tensor, r_out: torch.Tensor, bn=N
     return relevance
 
 
+class _FunctionalLayer:
+    """A functional pooling call of the forward as the layer :func:`_relevance_in` reads: its
+    ``forward`` is the call, out of place."""
+
+    def __init__(self, call):
+        self.forward = call.run
+
+
 class _Relevance(torch.autograd.Function):
     """Forward: the module's output as it is. Backward: the layer's LRP rule on the relevance."""
 
@@ -398,8 +414,25 @@ class LRP(Explainer):
     (``a + b``, ``torch.add``, ``+=``, ``Add``, Captum's ``Addition_Module``) split the relevance
     of the sum by the z-rule, ``R_a = a R / stab(a + b)`` (where Captum copies the relevance of a
     plain ``+`` to both branches); concatenations (``torch.cat``, ``Concat``) split it by slices.
-    Other functional operations in a ``forward`` (``torch.relu``, ``x.view``, ``a * b``) keep their
-    gradient, which is the right propagation for ReLUs and reshapes only. The propagation starts from ``f_t(x)``, so for a bias-free ReLU
+
+    Networks as torchvision writes them (ResNet, DenseNet) need no change: a module called several
+    times in one forward pass gets its rule at each call, an in-place activation runs on a copy of
+    its input, and a functional activation or pooling in a ``forward`` gets the rule its module
+    would (``functional=True``, the default): ``F.relu``, ``torch.relu``, ``x.relu()`` /
+    ``x.relu_()``, ``F.gelu``, ``F.silu``, ``torch.sigmoid``, ``torch.tanh`` and the other
+    elementwise activations of the module list above pass the relevance unchanged (Bach et al.
+    2015, Montavon et al. 2019 write each rule for a linear map followed by its activation, so the
+    relevance of the activation's output is that of its input), and ``F.max_pool*d``,
+    ``F.avg_pool*d``, ``F.adaptive_avg_pool*d`` / ``F.adaptive_max_pool*d`` get the epsilon rule
+    on the call, as their modules. The values then
+    equal those of the same network with a distinct module at each call site
+    (tests/explainers/test_reused_modules.py). ``functional=False`` leaves functional calls their
+    gradient (a ReLU's mask; a pool's gradient, which splits an average pool's relevance evenly
+    instead of in proportion to its inputs). Calls inside a hooked module (``nn.ReLU.forward``
+    calls ``F.relu``) are the module's; other functional operations (``x.view``, ``a * b``,
+    ``F.linear``) keep their gradient, which is the right propagation for reshapes only (a ViT's
+    attention and LayerNorm have no rule here: LayerNorm is refused unless ``rules`` names it).
+    Captum refuses reused modules. The propagation starts from ``f_t(x)``, so for a bias-free ReLU
     network and ``epsilon -> 0`` the relevance sums to ``f_t(x)`` (conservation); each
     explanation's params hold ``conservation_gap = sum(R) - f_t(x)`` per sample.
 
@@ -429,8 +462,9 @@ class LRP(Explainer):
 
     def __init__(self, model, composite: str = "epsilon", rules: dict | None = None, epsilon: float = 1e-9,
                  gamma: float = 0.25, alpha: float = 1.0, beta: float = 0.0, low=None, high=None,
-                 batch_size: int | None = None):
+                 batch_size: int | None = None, functional: bool = True):
         super().__init__(model, batch_size)
+        self.functional = check_bool(functional, "functional")
         module = self.model.module
         if module is None:
             raise TypeError(f"lrp needs model to be a torch.nn.Module (it propagates relevance through its "
@@ -481,7 +515,7 @@ class LRP(Explainer):
 
     def params(self):
         return {**super().params(), "composite": self.composite, "epsilon": self.epsilon, "gamma": self.gamma,
-                "alpha": self.alpha, "beta": self.beta,
+                "alpha": self.alpha, "beta": self.beta, "functional": self.functional,
                 "rules": {k: v.describe() for k, v in self.rules.items()}}
 
     def _rule_for(self, name: str, module, first: bool) -> Rule:
@@ -522,10 +556,21 @@ class LRP(Explainer):
                 state["first_done"] = False  # a new forward: its first dense/conv layer is the input layer
                 state["forward"] = True  # additions in the forward get the z-rule (_AdditionRule)
 
+        kept = {}  # in-place modules: their input, kept whole (the module runs on a copy)
+
+        def pre_inplace(module, args):
+            if threading.get_ident() != me or not args or not is_tensor(args[0]):
+                return None
+            kept[module] = args[0]
+            return (args[0].clone(),) + tuple(args[1:])
+
         def make_hook(name):
             def hook(module, args, out):
                 if threading.get_ident() != me or not is_tensor(out):
+                    kept.pop(module, None)
                     return None
+                if module in kept:  # an in-place activation: its rule reads the input it was given
+                    args = (kept.pop(module),) + tuple(args[1:])
                 if len(args) != 1 or not is_tensor(args[0]):
                     if name in self.rules and self.rules[name].kind == "pass":
                         return None  # several inputs: its own additions / concatenations carry the rules
@@ -564,14 +609,28 @@ class LRP(Explainer):
             self._seen_outputs.append(out.detach())
             return _ScaleByOutput.apply(out)
 
+        def functional_rule(call):
+            # A functional activation or pooling of the forward gets the rule its module would:
+            # elementwise activations pass the relevance, pooling gets the epsilon rule on the call.
+            elementwise = call.kind in ELEMENTWISE
+            rule = Rule("pass") if elementwise else Rule("epsilon", epsilon=self.epsilon)
+            a = call.x.clone() if call.inplace else call.x  # in place: the call writes into x after
+            y = call.run(a)
+            return call.finish(_Relevance.apply(a, y.detach(), None if elementwise else _FunctionalLayer(call),
+                                                rule, []))
+
         handles = []
         additions = _AdditionRule(self.epsilon, lambda: state.get("forward", False) and threading.get_ident() == me)
+        functional = (FunctionalRules(root, [m for _, m in self._leaves], ELEMENTWISE + POOLING, functional_rule)
+                      if self.functional else contextlib.nullcontext())
         try:
             handles.append(root.register_forward_pre_hook(pre_root))
             for name, m in self._leaves:
+                if getattr(m, "inplace", False) is True:
+                    handles.append(m.register_forward_pre_hook(pre_inplace))
                 handles.append(m.register_forward_hook(make_hook(name)))
             handles.append(root.register_forward_hook(post_root))  # last: after a leaf root's own rule
-            with additions:  # this thread's torch function mode stack only
+            with additions, functional:  # this thread's torch function mode stack only
                 yield
         finally:
             state["forward"] = False
