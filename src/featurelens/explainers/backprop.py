@@ -118,7 +118,7 @@ class ReLUBackprop(Explainer):
             warnings.warn(
                 f"{self.name}: the forward pass of {type(self.model.module).__name__} ran no ReLU (no "
                 "torch.nn.ReLU module, no F.relu / torch.relu call), so the result is the plain gradient",
-                UserWarning, stacklevel=4)
+                UserWarning, stacklevel=3)
 
     @contextlib.contextmanager
     def _hooked(self):
@@ -154,15 +154,16 @@ class ReLUBackprop(Explainer):
                 handles.append(m.register_forward_pre_hook(pre))
                 handles.append(m.register_forward_hook(post))
             with self._functional_calls(functional_rule):
-                yield
+                yield seen  # one entry per ReLU call of this thread's passes
         finally:
             for h in handles:
                 h.remove()
-        self._ran(seen)
 
     def _attribute(self, x, target, outputs):
-        with self._hooked():
-            return self.model.gradient(x, target), {}
+        with self._hooked() as seen:
+            grad = self.model.gradient(x, target)
+        self._ran(seen)
+        return grad, {}
 
 
 @register("guided_backprop")
@@ -213,11 +214,10 @@ class GuidedBackprop(ReLUBackprop):
             for m in self.relu_modules():
                 handles.append(m.register_forward_hook(post))
             with self._functional_calls(functional_rule):
-                yield
+                yield seen  # one entry per ReLU call of this thread's passes
         finally:
             for h in handles:
                 h.remove()
-        self._ran(seen)
 
 
 @register("deconvolution")
