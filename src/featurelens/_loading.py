@@ -2,7 +2,7 @@
 
 Models
 ------
-Two formats are data, and load without running anything from the file:
+These formats are data, and load without running anything from the file:
 
 - **A torch state dict** (``torch.save(model.state_dict(), f)``): read with
   ``torch.load(weights_only=True)`` (tensors and plain containers only) into a built-in
@@ -10,6 +10,10 @@ Two formats are data, and load without running anything from the file:
 - **skops** (``skops.io.dump``): ``skops.io.load`` with skops' default trusted types plus the
   types listed in ``trusted_types`` (``--trust-type NAME``); a file holding other types is refused
   unless ``trust=True``, and the refusal lists them.
+- **LightGBM text models** (``booster.save_model("model.txt")``) and **XGBoost models**
+  (``booster.save_model("model.json")`` or ``"model.ubj"``): the library parses the trees, nothing
+  runs; the Booster comes back as a scikit-learn-style estimator
+  (:func:`featurelens.explainers.tree.booster_estimator`). They need lightgbm / xgboost installed.
 
 Three formats are code, and load only with ``trust=True`` (``--trust-model-file``), for files
 whose source you trust:
@@ -40,7 +44,8 @@ import numpy as np
 
 from ._fitted_categories import category_positions, fitted_categories, type_columns
 from ._loading_errors import LoadError, LoadWarning
-from ._model_files import is_torch_save, is_torchscript, load_pickle, load_skops, load_torch, zip_names
+from ._model_files import (is_torch_save, is_torchscript, load_lightgbm, load_pickle, load_skops, load_torch,
+                           load_xgboost, zip_names)
 from ._validation import check_bool
 
 __all__ = ["LoadError", "LoadWarning", "load_model", "load_data", "load_labels", "check_model_data",
@@ -49,6 +54,8 @@ __all__ = ["LoadError", "LoadWarning", "load_model", "load_data", "load_labels",
 TORCH_SUFFIXES = (".pt", ".pth", ".ts", ".torchscript", ".jit")
 PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle", ".sav")
 SKOPS_SUFFIXES = (".skops",)
+LIGHTGBM_SUFFIXES = (".txt",)
+XGBOOST_SUFFIXES = (".json", ".ubj")
 DATA_SUFFIXES = (".npy", ".npz", ".csv", ".parquet", ".pq")
 
 # ------------------------------------------------------------------------------------------------
@@ -89,7 +96,8 @@ def load_model(path, architecture: str | None = None, image_size: int | None = N
 
     The format comes from the content where it can (TorchScript and torch.save archives are zip
     files with known entries) and from the extension otherwise: ``.skops`` for skops,
-    ``.joblib``/``.pkl``/``.pickle``/``.sav`` for pickles. See the module docstring for what is
+    ``.joblib``/``.pkl``/``.pickle``/``.sav`` for pickles, ``.txt`` for a LightGBM text model and
+    ``.json``/``.ubj`` for an XGBoost model (both data, returned as a scikit-learn-style estimator). See the module docstring for what is
     refused and why: a state dict (``weights_only=True``) and a skops file with trusted types load
     without running code from the file; pickle, joblib and TorchScript files are code and need
     ``trust=True`` (``trusted_types`` only ever widens what skops trusts). A path that is missing,
@@ -103,6 +111,10 @@ def load_model(path, architecture: str | None = None, image_size: int | None = N
     names = zip_names(path)
     if suffix in SKOPS_SUFFIXES:
         return load_skops(path, trust, trusted_types)
+    if suffix in LIGHTGBM_SUFFIXES:
+        return load_lightgbm(path)
+    if suffix in XGBOOST_SUFFIXES:
+        return load_xgboost(path)
     if is_torchscript(names) or is_torch_save(names) or suffix in TORCH_SUFFIXES:
         return load_torch(path, names, architecture, image_size, trust)
     if suffix in PICKLE_SUFFIXES:
@@ -113,7 +125,8 @@ def load_model(path, architecture: str | None = None, image_size: int | None = N
         return load_pickle(path, trust)
     raise LoadError(
         f"cannot tell the format of model file {path}; expected a torch state dict "
-        f"({', '.join(TORCH_SUFFIXES)}), skops (.skops) or, with --trust-model-file, TorchScript or "
+        f"({', '.join(TORCH_SUFFIXES)}), skops (.skops), a LightGBM text model (.txt), an XGBoost "
+        f"model ({', '.join(XGBOOST_SUFFIXES)}) or, with --trust-model-file, TorchScript or "
         f"joblib/pickle ({', '.join(PICKLE_SUFFIXES)})",
         exit_code=2,
     )

@@ -17,7 +17,7 @@ from ._loading_errors import LoadError
 from ._validation import check_bool
 
 __all__ = ["zip_names", "is_torchscript", "is_torch_save", "state_dict_of", "build_architecture", "load_torch",
-           "load_skops", "load_pickle", "WHY_PICKLE", "WHY_TORCHSCRIPT"]
+           "load_skops", "load_pickle", "load_lightgbm", "load_xgboost", "WHY_PICKLE", "WHY_TORCHSCRIPT"]
 
 WHY_PICKLE = (
     "unpickling runs whatever code the file names, so a model file from an untrusted source can "
@@ -218,3 +218,35 @@ def load_pickle(path: str, trust: bool):
     except Exception as err:
         raise LoadError(f"cannot unpickle {path} (corrupt or not a joblib/pickle file): {err}") from err
     return model, f"joblib/pickle {os.path.basename(path)} (trusted)"
+
+
+def _load_booster(path: str, library: str):
+    """A LightGBM / XGBoost model file read as data
+    (:mod:`featurelens.explainers.tree.booster_files`), as a scikit-learn-style estimator
+    (:func:`featurelens.explainers.tree.booster_estimator`), and its description."""
+    from .explainers.tree import booster_files
+    from .explainers.tree.raw_boosters import booster_estimator
+
+    read = booster_files.read_lightgbm if library == "lightgbm" else booster_files.read_xgboost
+    try:
+        booster = read(path)
+    except ImportError as err:
+        raise LoadError(str(err)) from err
+    except booster_files.BoosterFileError as err:
+        raise LoadError(str(err)) from err
+    try:
+        model = booster_estimator(booster)
+    except Exception as err:  # a model whose objective or dump cannot be read
+        raise LoadError(f"cannot use the model in {path}: {err}") from err
+    return model, booster_files.describe(path, library)
+
+
+def load_lightgbm(path: str):
+    """A LightGBM text model file (``booster.save_model``), read as data: nothing in it runs."""
+    return _load_booster(path, "lightgbm")
+
+
+def load_xgboost(path: str):
+    """An XGBoost model file (``booster.save_model`` to .json or .ubj), read as data: nothing in
+    it runs."""
+    return _load_booster(path, "xgboost")

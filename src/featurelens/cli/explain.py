@@ -101,14 +101,16 @@ def add_parser(sub) -> None:
     parser = sub.add_parser(
         "explain",
         help="explain a model's predictions on a data file and write values, plots and an HTML page",
-        description="Load a model (as for audit: skops; a TorchScript or joblib/pickle file only with "
+        description="Load a model (as for audit: skops, a LightGBM text or XGBoost JSON/UBJ model file; a "
+        "TorchScript or joblib/pickle file only with "
         "--trust-model-file, since they run code from the file) and data (.npy, .npz, .csv, .parquet), explain the first rows with one "
         "explainer and write into --out: values.csv or .parquet (one row per explained row, one column "
         "per feature, base_value, target, output units), explanation.npz, bar/beeswarm/waterfall PNGs "
         "and index.html. Exit codes: 0 ok, 2 usage error, 1 failure.",
     )
     parser.add_argument("--model", required=True, metavar="FILE",
-                        help="skops (.skops), or TorchScript (.pt) or joblib/pickle (.joblib, .pkl), which "
+                        help="skops (.skops), LightGBM text (.txt) or XGBoost (.json, .ubj) booster files "
+                             "(read as data), or TorchScript (.pt) or joblib/pickle (.joblib, .pkl), which "
                              "need --trust-model-file")
     parser.add_argument("--data", required=True, metavar="FILE", help="inputs: .npy, .npz, .csv or .parquet (rows = samples)")
     parser.add_argument("--labels", default=None, metavar="FILE|COLUMN",
