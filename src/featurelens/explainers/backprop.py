@@ -174,7 +174,7 @@ class GuidedBackprop(ReLUBackprop):
     Springenberg, Dosovitskiy, Brox, Riedmiller, "Striving for Simplicity: The All Convolutional
     Net", ICLR 2015 workshop, arXiv 1412.6806. Equal to Captum's ``GuidedBackprop`` where Captum
     runs (no reused ReLU module; with ``functional=False``, or no functional ReLU): functional ReLUs
-    get the rule too by default (see :class:`ReLUBackprop`); the result is not multiplied by the
+    get the rule too by default (see ``ReLUBackprop``); the result is not multiplied by the
     input.
     """
 
@@ -228,7 +228,7 @@ class Deconvolution(ReLUBackprop):
     Zeiler, Fergus, "Visualizing and Understanding Convolutional Networks", ECCV 2014,
     arXiv 1311.2901. Equal to Captum's ``Deconvolution`` where Captum runs (no reused ReLU module;
     with ``functional=False``, or no functional ReLU): functional ReLUs get the rule too by default
-    (see :class:`ReLUBackprop`); the result is not multiplied by the input.
+    (see ``ReLUBackprop``); the result is not multiplied by the input.
     """
 
     audit_default = "a Captum-family method, not audited by default; request it with methods="
