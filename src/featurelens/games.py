@@ -130,7 +130,12 @@ def split_background(background):
     if isinstance(background, tuple) and len(background) == 2:
         rows, weights = background
         rs, ws = _shape(rows), np.shape(weights)
-        if len(rs) >= 2 and len(ws) == 1 and ws[0] == rs[0]:
+        if len(rs) >= 2 and len(ws) == 1:
+            if ws[0] != rs[0]:  # a (rows, weights) pair whose lengths differ, not rows of another shape
+                raise ValueError(
+                    f"background=(rows, weights) needs one weight per row; got {rs[0]} rows (shape {tuple(rs)}) "
+                    f"and {ws[0]} weights"
+                )
             return rows, _check_weights(weights, rs[0])
     return background, None
 

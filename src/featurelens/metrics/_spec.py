@@ -188,6 +188,8 @@ class MetricSpec:
             raise ValueError(f"MetricSpec {self.name!r}: unknown requirement(s) {unknown}; expected some of "
                              f"{', '.join(REQUIREMENTS)}")
         object.__setattr__(self, "requires", requires)
+        if self.score is not None:
+            object.__setattr__(self, "score", _context_checked(self.name, self.score, requires))
         if self.column is not None and (self.score is None or not self.label):
             raise ValueError(f"MetricSpec {self.name!r}: an audit column needs score= and label=")
         if self.audit_default and self.column is None:
@@ -197,6 +199,40 @@ class MetricSpec:
     def audited(self) -> bool:
         """Whether :func:`featurelens.audit` can run it (it has a column)."""
         return self.column is not None
+
+
+#: The fields of :class:`ScoreContext` that a requirement word of :data:`REQUIREMENTS` needs set,
+#: with what each holds.
+_CONTEXT_FIELDS = {
+    "model": (("model", "the model it calls on perturbed copies of the inputs"),),
+    "explainer": (("explainer", "the explainer it re-explains with"),),
+    "masks": (("a", "the maps scored"), ("masks", "ground-truth masks, one per sample")),
+    "labels": (("a", "the maps scored"),
+               ("layout", "the layout of mosaics built from the class labels (featurelens.metrics.focus_mosaics)")),
+}
+
+
+def _context_checked(name: str, score: Callable, requires: frozenset) -> Callable:
+    """``score`` behind a check that the context holds what the metric requires (a clear error
+    naming the missing field, not an AttributeError of None inside the metric)."""
+    if getattr(score, "_checks_context", False):
+        return score
+    needed = {}
+    for word in sorted(requires):
+        for field_name, what in _CONTEXT_FIELDS.get(word, ()):
+            needed.setdefault(field_name, what)
+
+    def checked(ctx):
+        for field_name, what in needed.items():
+            if getattr(ctx, field_name, None) is None:
+                raise ValueError(f"metric {name!r} needs ScoreContext({field_name}=...), {what}; "
+                                 f"got {field_name}=None")
+        return score(ctx)
+
+    checked._checks_context = True
+    checked.__wrapped__ = score
+    checked.__doc__ = getattr(score, "__doc__", None)
+    return checked
 
 
 _REGISTRY: dict | None = None

@@ -207,6 +207,19 @@ class TextExplainer:
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be a token id >= 0; got {value}")
         self.bos_token_id, self.empty_token_id = bos_token_id, empty_token_id
+        # Options of the black-box methods only: refused for a gradient method, not ignored.
+        if self.gradient:
+            ig = self.method == "integrated_gradients"
+            what = {"empty_token_id": ("the token sent for the coalition that keeps no token",
+                                       f"its reference input is baseline= ('pad', 'mask', 'zeros' or a token id, e.g. "
+                                       f"baseline={empty_token_id!r})" if ig else "it has no reference input"),
+                    "budget": ("the coalitions evaluated per text", "its cost is n_steps=" if ig else "it has no budget")}
+            for name, value in (("empty_token_id", empty_token_id), ("budget", budget)):
+                if value is not None:
+                    raise ValueError(
+                        f"{name}={value!r} is an option of the black-box methods ({what[name][0]}); {self.method!r} "
+                        f"evaluates no coalition ({what[name][1]}); expected {name}=None"
+                    )
 
     def __repr__(self) -> str:
         return f"TextExplainer(method={self.method!r}, unit={self.unit!r}, output={self.output!r})"
