@@ -26,10 +26,10 @@ Compose it with the library's kernels as usual, e.g. ``ConstantKernel() * Neural
 from __future__ import annotations
 
 import numpy as np
-from featurelens._optional import torch
+from featurelens._optional import is_tensor, torch
 from sklearn.gaussian_process.kernels import Hyperparameter, Kernel
 
-from .._validation import check_bool, check_int, check_option
+from .._validation import check_bool, check_float, check_int, check_option
 
 __all__ = ["NeuralFeatureKernel"]
 
@@ -100,10 +100,8 @@ class NeuralFeatureKernel(Kernel):
         check_option(self.kind, "kind", ("linear", "rbf"))
         check_bool(self.normalize, "normalize")
         check_int(self.batch_size, "batch_size", low=1)
-        if self.kind == "rbf":
-            ls = np.asarray(self.length_scale, dtype=float)
-            if ls.ndim != 0 or not np.isfinite(ls) or ls <= 0:
-                raise ValueError(f"length_scale must be a finite number > 0; got {self.length_scale!r}")
+        # A finite number > 0 (a string such as "1" is refused, whatever the kind).
+        check_float(self.length_scale, "length_scale", low=0.0, low_inclusive=False)
 
     def features(self, X) -> np.ndarray:
         """``phi(X)`` as a float64 ``(n, p)`` array (normalised rows when ``normalize``)."""
@@ -122,24 +120,27 @@ class NeuralFeatureKernel(Kernel):
             try:
                 with torch.no_grad():
                     for s in range(0, n, bs):
-                        out = fm(torch.as_tensor(X[s:s + bs], dtype=dtype, device=device))
-                        parts.append(out.detach().to("cpu", torch.float64).numpy())
+                        block = X[s:s + bs]
+                        parts.append(_feature_block(fm(torch.as_tensor(block, dtype=dtype, device=device)), block))
             finally:
                 fm.train(was_training)
         else:
             for s in range(0, n, bs):
-                parts.append(np.asarray(fm(X[s:s + bs]), dtype=np.float64))
+                parts.append(_feature_block(fm(X[s:s + bs]), X[s:s + bs]))
         F = np.concatenate(parts) if parts else np.zeros((0, 0))
-        if F.ndim == 1:
-            F = F[:, None]
         if F.ndim != 2 or F.shape[0] != n:
             raise ValueError(f"feature_map must map (n, d) inputs to (n, p) features; a ({n}, {X.shape[1]}) input "
                              f"gave shape {F.shape}")
         if not np.all(np.isfinite(F)):
             raise ValueError("feature_map returned non-finite features (NaN or inf)")
         if self.normalize:
-            norms = np.linalg.norm(F, axis=1, keepdims=True)
-            F = np.where(norms > 0, F / np.where(norms > 0, norms, 1.0), 0.0)
+            # Each row divided by its largest |entry| first, so that the norm of features near
+            # 1e200 does not overflow (the direction, all that is kept, is the same).
+            top = np.abs(F).max(axis=1, keepdims=True) if F.size else np.zeros((n, 1))
+            safe = np.where(top > 0, top, 1.0)
+            U = F / safe
+            norms = np.linalg.norm(U, axis=1, keepdims=True)
+            F = np.where(top > 0, U / np.where(norms > 0, norms, 1.0), 0.0)
         return F
 
     # -- the kernel ---------------------------------------------------------------------------
@@ -153,21 +154,30 @@ class NeuralFeatureKernel(Kernel):
         if G.shape[1] != F.shape[1]:
             raise ValueError(f"feature_map gave {F.shape[1]} features for X but {G.shape[1]} for Y")
         if self.kind == "linear":
-            K = F @ G.T
+            with np.errstate(over="ignore", invalid="ignore"):
+                K = F @ G.T
+            _check_products(K, F, G)
             if eval_gradient:
                 return K, np.empty((K.shape[0], K.shape[1], 0))
             return K
-        l2 = float(self.length_scale) ** 2
-        D = np.maximum((F * F).sum(1)[:, None] + (G * G).sum(1)[None, :] - 2.0 * F @ G.T, 0.0)
+        # D / l^2 from features divided by their largest |entry| s (a power of two: exact), so that
+        # the squares of features near 1e200 do not overflow: D / l^2 = (s / l)^2 D(F / s, G / s).
+        s = _power_of_two_scale(F, G)
+        ratio = s / float(self.length_scale)
+        Fs, Gs = F / s, G / s
+        Ds = np.maximum((Fs * Fs).sum(1)[:, None] + (Gs * Gs).sum(1)[None, :] - 2.0 * Fs @ Gs.T, 0.0)
         if Y is None:
-            np.fill_diagonal(D, 0.0)
-        K = np.exp(-D / (2.0 * l2))
+            np.fill_diagonal(Ds, 0.0)
+        with np.errstate(over="ignore"):
+            Dl = Ds * ratio * ratio  # D / l^2; inf where the distance dwarfs l (K is then 0)
+        K = np.exp(-Dl / 2.0)
         if not eval_gradient:
             return K
         if self.hyperparameter_length_scale.fixed:
             return K, np.empty((K.shape[0], K.shape[1], 0))
-        # dK / d log(l) = K * D / l^2
-        return K, (K * D / l2)[:, :, None]
+        # dK / d log(l) = K * D / l^2, whose limit is 0 where K underflows to 0
+        grad = np.where(K > 0, K * np.where(np.isfinite(Dl), Dl, 0.0), 0.0)
+        return K, grad[:, :, None]
 
     def diag(self, X):
         """``k(x, x)`` for each row: ``||phi(x)||^2`` (linear; 1 normalised) or 1 (RBF)."""
@@ -175,7 +185,10 @@ class NeuralFeatureKernel(Kernel):
             self._check()
             return np.ones(np.asarray(X).shape[0])
         F = self.features(X)
-        return (F * F).sum(axis=1)
+        with np.errstate(over="ignore"):
+            d = (F * F).sum(axis=1)
+        _check_products(d, F, F)
+        return d
 
     def is_stationary(self):
         """False: ``k`` depends on the features of ``x`` and ``y``, not on ``x - y``."""
@@ -185,3 +198,50 @@ class NeuralFeatureKernel(Kernel):
         name = getattr(self.feature_map, "__class__", type(self.feature_map)).__name__
         extra = f", length_scale={float(self.length_scale):.3g}" if self.kind == "rbf" else ""
         return f"NeuralFeatureKernel({name}, kind={self.kind!r}, normalize={self.normalize}{extra})"
+
+
+def _feature_block(out, block: np.ndarray) -> np.ndarray:
+    """What ``feature_map`` returned for ``block`` (m rows) as a float64 ``(m, p)`` array, or a
+    TypeError/ValueError saying what it must return."""
+    m, want = block.shape[0], f"a tensor or array of shape ({block.shape[0]}, p) (or ({block.shape[0]},))"
+    if out is None:
+        raise TypeError(f"feature_map returned None for a ({m}, {block.shape[1]}) input; it must return {want}")
+    if isinstance(out, dict):
+        raise TypeError(
+            f"feature_map returned a dict (keys {list(out)[:5]}); it must return {want}: wrap it to pick the "
+            "features, e.g. lambda x: module(x)['features']"
+        )
+    if isinstance(out, tuple):
+        raise TypeError(
+            f"feature_map returned a tuple of {len(out)} (an LSTM or GRU returns (output, state)); it must return "
+            f"{want}: wrap it to pick the features, e.g. lambda x: lstm(x)[0]"
+        )
+    if is_tensor(out):
+        out = out.detach().to("cpu", torch.float64).numpy()
+    try:
+        F = np.asarray(out, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"feature_map returned {type(out).__name__}, not numbers; it must return {want} ({err})") from None
+    if F.ndim == 1:
+        F = F[:, None]
+    if F.ndim != 2 or F.shape[0] != m:
+        raise ValueError(f"feature_map must map (n, d) inputs to (n, p) features; a ({m}, {block.shape[1]}) input "
+                         f"gave shape {F.shape}")
+    return F
+
+
+def _power_of_two_scale(F: np.ndarray, G: np.ndarray) -> float:
+    """The power of two at or above the largest |entry| of ``F`` and ``G`` (1 for all zeros)."""
+    top = max(float(np.abs(F).max(initial=0.0)), float(np.abs(G).max(initial=0.0)))
+    return float(np.ldexp(1.0, np.frexp(top)[1])) if top > 0 else 1.0
+
+
+def _check_products(K: np.ndarray, F: np.ndarray, G: np.ndarray) -> None:
+    """Refuse a linear kernel (inner products of features) that overflowed float64."""
+    if not bool(np.isfinite(K).all()):
+        top = max(float(np.abs(F).max(initial=0.0)), float(np.abs(G).max(initial=0.0)))
+        raise ValueError(
+            f"the linear kernel overflows float64: features reach |phi(x)| = {top:.3g}, whose inner products exceed "
+            f"{np.finfo(np.float64).max:.3g}; expected features whose products fit float64: rescale the inputs or "
+            "the feature map, or use normalize=True (the cosine kernel) or kind='rbf', which are computed stably"
+        )

@@ -144,6 +144,8 @@ class RandomFeatureRidge(RegressorMixin, TransformerMixin, BaseEstimator):
         self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True, y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
+        if self.features == "swim":  # SWIM's weights divide by squared distances between rows
+            _check_magnitude(X, "X", "RandomFeatureRidge(features='swim')")
         self._y_ndim = y.ndim
         Y = y[:, None] if y.ndim == 1 else y
         d = X.shape[1]
@@ -236,6 +238,21 @@ _RFRBOOST_DOC = """
 """
 
 
+
+def _check_magnitude(A: np.ndarray, name: str, method: str) -> None:
+    """Refuse ``A`` (n rows) whose squares summed over the rows overflow float64: ``|a|`` above
+    ``sqrt(max_float64 / (4 n))`` (about 6.7e152 for 100 rows)."""
+    n = max(1, A.shape[0])
+    top = float(np.abs(A).max(initial=0.0))
+    bound = math.sqrt(np.finfo(np.float64).max / (4 * n))
+    if top > bound:
+        raise ValueError(
+            f"{name} holds values up to |{name}| = {top:.3g}; {method} squares them and sums over the {n} rows (the "
+            f"standardisation, the ridge fits), which overflows float64 above |{name}| = {bound:.3g}: expected "
+            f"|{name}| <= {bound:.3g}; rescale {name} first (e.g. sklearn's StandardScaler"
+            f"{'' if name == 'X' else ' on y, then scale the predictions back'})"
+        )
+
 class _RFRBoostBase(BaseEstimator):
     _classifier = False
 
@@ -319,6 +336,11 @@ class _RFRBoostBase(BaseEstimator):
 
     # ---------------------------------------------------------------- fit
     def _fit(self, X: np.ndarray, Y: np.ndarray):
+        # Values whose squares, summed over the rows, overflow float64 (the standardisation, the
+        # ridge on X): refused by name, not an "infs or NaNs" error from inside the solver.
+        _check_magnitude(X, "X", type(self).__name__)
+        if not self._classifier:
+            _check_magnitude(Y, "y", type(self).__name__)
         # Before any work: the weights of every layer, the features of one and their p x p ridge
         # systems (float64), naming the size responsible (n_features or hidden_dim).
         n, d, n_layers = X.shape[0], X.shape[1], int(self.n_layers)
