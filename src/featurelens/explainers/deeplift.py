@@ -117,8 +117,8 @@ class _SoftmaxRule(torch.autograd.Function):
         return u, None, None, None, None
 
 
-#: Functional calls (:mod:`._functional_rules`) with a DeepLift rule: the Rescale activations and
-#: max pooling, as their modules in :data:`RESCALE_TYPES` and :data:`MAXPOOL_TYPES`.
+#: Functional calls (``_functional_rules``) with a DeepLift rule: the Rescale activations and max
+#: pooling, as their modules in ``RESCALE_TYPES`` and ``MAXPOOL_TYPES``.
 FUNCTIONAL_RESCALE = ("relu", "elu", "leaky_relu", "sigmoid", "tanh", "softplus")
 FUNCTIONAL_MAXPOOL = ("max_pool1d", "max_pool2d", "max_pool3d")
 
@@ -428,10 +428,11 @@ class DeepLift(_DeepLiftBase):
     (``F.relu``, ``torch.relu``, ``x.relu()``, ``x.relu_()``, ``F.elu``, ``F.leaky_relu``,
     ``torch.sigmoid``, ``torch.tanh``, ``F.softplus``) get the Rescale rule and ``F.max_pool1d/2d/3d``
     the max-pool rule, exactly as the module would, matched to the reference pass by their order in
-    the forward (``functional=True``, the default): DeepLift's multipliers are defined per
-    nonlinearity, not per module (Shrikumar et al. 2017, sec. 3.5), so a functional ReLU between two
-    layers is the same neuron as a module ReLU there, and the values equal those of the same network
-    with a distinct module at every call site (tests/explainers/test_reused_modules.py). Captum
+    the forward (``functional=True``, the default): DeepLift's multipliers and their chain rule are
+    defined per neuron, not per module (Shrikumar et al. 2017, sec. 3.2 and 3.5), so a functional
+    ReLU between two layers is the same neuron as a module ReLU there, and the values equal those
+    of the same network with a distinct module at every call site
+    (tests/explainers/test_reused_modules.py). Captum
     refuses reused modules and passes the plain gradient through functional calls, which breaks
     summation-to-delta; ``functional=False`` reproduces the latter (only modules get rules). Calls
     inside a module that has a rule (``nn.ReLU.forward`` calls ``F.relu``) are that module's; other
