@@ -193,3 +193,52 @@ def test_raw_booster_refuses_text_columns_in_explain(data):
         fl.explainer("tree_shap", booster).explain(frame, target=0)
     with pytest.raises(TypeError, match=r"background has non-numeric column\(s\) \['b'\]; a raw Booster"):
         fl.explainer("tree_shap", booster, background=frame)
+
+
+def test_xgboost_values_are_exact_in_float64_where_xgboost_sums_in_float32():
+    """XGBoost's own contributions (and shap's, which are XGBoost's) carry float32 rounding; the
+    values here equal exact Shapley values of the path-dependent game computed by enumeration over
+    every coalition, with Lundberg et al.'s EXPVALUE recursion on the saved trees (float32
+    thresholds and leaves, as XGBoost stores them, summed in float64)."""
+    import itertools
+    import json
+    import math
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(300, 5))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+    booster = xgb.train({"objective": "binary:logistic", "max_depth": 4, "nthread": 1}, xgb.DMatrix(X, y), 20)
+    saved = json.loads(bytes(booster.save_raw(raw_format="json")))["learner"]
+    trees = saved["gradient_booster"]["model"]["trees"]
+    p = float(json.loads(saved["learner_model_param"]["base_score"].replace("E", "e"))[0])
+    offset = float(np.float32(np.log(p / (1 - p))))
+
+    def expvalue(tree, x, S, node=0):
+        left, right = tree["left_children"], tree["right_children"]
+        if left[node] < 0:
+            return float(np.float32(tree["split_conditions"][node]))
+        f, cover = tree["split_indices"][node], tree["sum_hessian"]
+        if f in S:  # XGBoost: float32(x) < threshold goes left (no NaN here)
+            go = left[node] if np.float32(x[f]) < np.float32(tree["split_conditions"][node]) else right[node]
+            return expvalue(tree, x, S, go)
+        return (cover[left[node]] * expvalue(tree, x, S, left[node])
+                + cover[right[node]] * expvalue(tree, x, S, right[node])) / cover[node]
+
+    d = X.shape[1]
+    rows = X[:4]
+    exact = np.zeros((len(rows), d))
+    for n, x in enumerate(rows):
+        v = {S: sum(expvalue(t, x, set(S)) for t in trees)
+             for r in range(d + 1) for S in itertools.combinations(range(d), r)}
+        for i in range(d):
+            rest = [j for j in range(d) if j != i]
+            for r in range(d):
+                for S in itertools.combinations(rest, r):
+                    w = math.factorial(r) * math.factorial(d - r - 1) / math.factorial(d)
+                    exact[n, i] += w * (v[tuple(sorted(S + (i,)))] - v[S])
+    e = fl.explainer("tree_shap", booster).explain(rows, target=1)
+    np.testing.assert_allclose(e.values, exact, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(e.base_values, v[()] + offset, rtol=0, atol=1e-12)
+    own = _contributions(booster, rows, 1)[:, 0, :-1]
+    assert np.abs(own - exact).max() > 1e-12  # XGBoost's float32 sums are not exact ...
+    np.testing.assert_allclose(own, exact, rtol=0, atol=1e-6)  # ... but within its precision
