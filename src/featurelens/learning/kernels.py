@@ -221,7 +221,9 @@ def _feature_block(out, block: np.ndarray) -> np.ndarray:
     try:
         F = np.asarray(out, dtype=np.float64)
     except (TypeError, ValueError) as err:
-        raise TypeError(f"feature_map returned {type(out).__name__}, not numbers; it must return {want} ({err})") from None
+        raise TypeError(
+            f"feature_map returned {type(out).__name__}, not numbers; it must return {want} ({err})"
+        ) from None
     if F.ndim == 1:
         F = F[:, None]
     if F.ndim != 2 or F.shape[0] != m:

@@ -51,7 +51,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-import torch
+from featurelens._optional import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -203,8 +203,9 @@ class HyperDFS(ClassifierMixin, BaseEstimator):
     the hypernetwork and ``theta_0`` on random subsets (``epochs`` of Adam on the cross-entropy),
     then the value head with the classifier frozen (``value_epochs``), on the states its own
     policy visits, to predict the drop in cross-entropy to the end of the budget (the policy
-    looks ahead: it acquires a context feature that only tells which feature to acquire next). ``acquire(X)`` runs the greedy policy and returns, per row, the features it
-    acquired in order; ``predict`` / ``predict_proba`` predict from them. Inference is float64 and
+    looks ahead: it acquires a context feature that only tells which feature to acquire next).
+    ``acquire(X)`` runs the policy (the best-valued feature at each step) and returns, per row,
+    the features it acquired in order; ``predict`` / ``predict_proba`` predict from them. Inference is float64 and
     row by row independent (a row's acquisition and prediction do not depend on the other rows).
 
     Cost: every pass attends over all ``d`` tokens (``O(d^2 width)`` per row), the value head's
