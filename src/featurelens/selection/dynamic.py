@@ -205,8 +205,9 @@ class HyperDFS(ClassifierMixin, BaseEstimator):
     policy visits, to predict the drop in cross-entropy to the end of the budget (the policy
     looks ahead: it acquires a context feature that only tells which feature to acquire next).
     ``acquire(X)`` runs the policy (the best-valued feature at each step) and returns, per row,
-    the features it acquired in order; ``predict`` / ``predict_proba`` predict from them. Inference is float64 and
-    row by row independent (a row's acquisition and prediction do not depend on the other rows).
+    the features it acquired in order; ``predict`` / ``predict_proba`` predict from them.
+    Inference is float64 and row by row independent (a row's acquisition and prediction do not
+    depend on the other rows).
 
     Cost: every pass attends over all ``d`` tokens (``O(d^2 width)`` per row), the value head's
     targets need ``d + 1`` subsets per row, each rolled out to the budget (up to ``budget``
