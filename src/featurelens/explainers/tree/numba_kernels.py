@@ -99,6 +99,9 @@ def njit(*args, **kwargs):
 #: 32 to 128 measured alike, 16 several times slower).
 _ROW_BLOCK = 64
 
+#: Below this many rows the path-dependent kernel runs row by row in scalar code.
+_FEW_ROWS = 8
+
 #: Longest path (distinct features) the kernels take; longer ensembles use the numpy engine.
 MAX_PATH_FEATURES = 63
 
@@ -277,15 +280,16 @@ if HAVE_NUMBA:
 
     @njit(cache=True)
     def _pd_block(XT, r0, m, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
-                  cat_count, gl_nodes, gl_weights, outT, o, fac, prod, acc):
+                  cat_count, gl_nodes, gl_weights, outT, o, pre, fac, acc, run):
         """Path-dependent values of rows ``r0 .. r0 + m`` (columns of ``XT``, (d, n)) into ``outT``
-        (K, d, n), with the block buffers ``o`` (D, B), ``fac`` (D, Q, B), ``prod`` (Q, B) and
-        ``acc`` (B,), B >= m.
+        (K, d, n), with the block buffers ``o``, ``pre``, ``fac``, ``acc`` (D, B) and ``run`` (B,),
+        B >= m.
 
-        The inner loops run over the block's rows with no branches (the factor of element j at
-        node t is ``c + o_j (a - c)`` with ``a = z + t (1 - z)`` and ``c = z (1 - t)``), so they
-        compile to SIMD instructions. A factor is 0 only when o_j = z_j = 0; the product is then
-        0 and element j contributes (o_j - z_j) * ... = 0, so the division uses 1 in its place.
+        Per path and quadrature node t, the factor of element j is ``c + o_j (a - c)`` with
+        ``a = z + t (1 - z)`` and ``c = z (1 - t)``; the product of the others is the prefix
+        product before j times the suffix product after it (two passes, no division, exact where
+        a factor is 0). The inner loops run over the block's rows with no branches, so they
+        compile to SIMD instructions.
         """
         P = feature.shape[0]
         K = value.shape[1]
@@ -314,49 +318,95 @@ if HAVE_NUMBA:
                         v = XT[f, r0 + r]
                         ok = 1.0 if (lo < v and v <= hi) else 0.0
                         o[j, r] = na if v != v else ok
+                for r in range(m):
+                    acc[j, r] = 0.0
             for qi in range(Q):
                 t = gl_nodes[L, qi]
                 w = gl_weights[L, qi]
                 for r in range(m):
-                    prod[qi, r] = w
+                    run[r] = w
                 for j in range(L):
                     z = zero[p, j]
                     a = z + t * (1.0 - z)
                     c = z * (1.0 - t)
                     for r in range(m):
                         fv = c + o[j, r] * (a - c)
-                        fac[j, qi, r] = fv
-                        prod[qi, r] *= fv
+                        pre[j, r] = run[r]
+                        fac[j, r] = fv
+                        run[r] *= fv
+                for r in range(m):
+                    run[r] = 1.0
+                for j in range(L - 1, -1, -1):
+                    for r in range(m):
+                        acc[j, r] += pre[j, r] * run[r]
+                        run[r] *= fac[j, r]
             for j in range(L):
                 z = zero[p, j]
                 f = feature[p, j]
-                for r in range(m):
-                    acc[r] = 0.0
-                for qi in range(Q):
-                    for r in range(m):
-                        fv = fac[j, qi, r]
-                        acc[r] += prod[qi, r] / (fv + (1.0 if fv == 0.0 else 0.0))
                 for k in range(K):
                     vk = value[p, k]
                     for r in range(m):
-                        outT[k, f, r0 + r] += (o[j, r] - z) * acc[r] * vk
+                        outT[k, f, r0 + r] += (o[j, r] - z) * acc[j, r] * vk
+
+    @njit(cache=True)
+    def _pd_row(XT, r, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
+                cat_count, gl_nodes, gl_weights, outT, o, pre, fac, acc):
+        """:func:`_pd_block` for the one row ``r`` in scalar code (buffers (D,)): a few rows go
+        faster so than through the block's loops over rows."""
+        P = feature.shape[0]
+        K = value.shape[1]
+        for p in range(P):
+            L = length[p]
+            for j in range(L):
+                o[j] = 1.0 if _satisfied(XT[feature[p, j], r], p, j, lower, upper, nan_ok, cat_row,
+                                         cat_table, cat_count) else 0.0
+                acc[j] = 0.0
+            for qi in range((L + 1) // 2):
+                t = gl_nodes[L, qi]
+                running = gl_weights[L, qi]
+                for j in range(L):
+                    z = zero[p, j]
+                    fv = z + t * (o[j] - z)
+                    pre[j] = running
+                    fac[j] = fv
+                    running *= fv
+                running = 1.0
+                for j in range(L - 1, -1, -1):
+                    acc[j] += pre[j] * running
+                    running *= fac[j]
+            for j in range(L):
+                c = (o[j] - zero[p, j]) * acc[j]
+                if c != 0.0:
+                    f = feature[p, j]
+                    for k in range(K):
+                        outT[k, f, r] += c * value[p, k]
 
     @njit(cache=True)
     def _pd_serial(XT, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
                    cat_count, gl_nodes, gl_weights, outT):
-        """:func:`_pd_block` over every block of rows, one after the other."""
+        """:func:`_pd_block` over every block of rows, one after the other (:func:`_pd_row` for
+        fewer than ``_FEW_ROWS`` rows)."""
         n = XT.shape[1]
         D = feature.shape[1]
-        Qm = gl_nodes.shape[1]
+        if n < _FEW_ROWS:
+            o = np.zeros(D)
+            pre = np.zeros(D)
+            fac = np.zeros(D)
+            acc = np.zeros(D)
+            for r in range(n):
+                _pd_row(XT, r, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
+                        cat_count, gl_nodes, gl_weights, outT, o, pre, fac, acc)
+            return
         B = max(1, min(n, _ROW_BLOCK))
         o = np.zeros((D, B))
-        fac = np.ones((D, Qm, B))
-        prod = np.zeros((Qm, B))
-        acc = np.zeros(B)
+        pre = np.zeros((D, B))
+        fac = np.zeros((D, B))
+        acc = np.zeros((D, B))
+        run = np.zeros(B)
         for r0 in range(0, n, B):
             m = min(B, n - r0)
             _pd_block(XT, r0, m, feature, lower, upper, nan_ok, zero, length, value, cat_row,
-                      cat_table, cat_count, gl_nodes, gl_weights, outT, o, fac, prod, acc)
+                      cat_table, cat_count, gl_nodes, gl_weights, outT, o, pre, fac, acc, run)
 
     @njit(cache=True, parallel=True)
     def _pd_parallel(XT, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
@@ -365,18 +415,18 @@ if HAVE_NUMBA:
         its own columns of ``outT``)."""
         n = XT.shape[1]
         D = feature.shape[1]
-        Qm = gl_nodes.shape[1]
         B = _ROW_BLOCK
         n_blocks = (n + B - 1) // B
         for blk in prange(n_blocks):
             r0 = blk * B
             m = min(B, n - r0)
             o = np.zeros((D, B))
-            fac = np.ones((D, Qm, B))
-            prod = np.zeros((Qm, B))
-            acc = np.zeros(B)
+            pre = np.zeros((D, B))
+            fac = np.zeros((D, B))
+            acc = np.zeros((D, B))
+            run = np.zeros(B)
             _pd_block(XT, r0, m, feature, lower, upper, nan_ok, zero, length, value, cat_row,
-                      cat_table, cat_count, gl_nodes, gl_weights, outT, o, fac, prod, acc)
+                      cat_table, cat_count, gl_nodes, gl_weights, outT, o, pre, fac, acc, run)
 
     @njit(cache=True)
     def _pairs_row(X, r, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
