@@ -1,145 +1,161 @@
-"""Exact TreeSHAP: featurelens ``tree_shap`` against shap's TreeExplainer, side by side.
+"""Exact TreeSHAP: featurelens ``tree_shap`` against shap's TreeExplainer, side by side, on a grid.
 
-Issue 11, Acceptance 3: on a 500-tree GradientBoostingClassifier (depth 3), a 100-tree
-RandomForestClassifier (depth 8) and a 500-tree LightGBM classifier (31 leaves; skipped with a note
-when lightgbm is not installed), explain 1,000 rows of a generated data set
-(``sklearn.datasets.make_classification``, 20 features, no download) with path-dependent TreeSHAP.
-For each model it records
+Issue 32, item 4: featurelens / shap <= 1.0 from 1 row x 10 trees to 10,000 rows x 500 trees, for
+SHAP values and SHAP interaction values, on a GradientBoostingClassifier (depth 3), a
+RandomForestClassifier (depth 8), a LightGBM classifier (31 leaves) and an XGBoost classifier
+(depth 6), fitted on 2,000 rows of ``make_classification`` (20 features, no download); the rows
+explained are other rows of the same data set. For every cell, in one process:
 
-- ``featurelens_s``: ``fl.explainer("tree_shap", model).explain(X, target=1)`` (building the
-  explainer, which reads the trees, included), median of ``--repeats``, on ONE thread
-  (``numba.set_num_threads(1)``; shap's TreeExplainer is single-threaded), and
-  ``featurelens_all_threads_s`` the same on every core;
-- ``shap_s``: ``shap.TreeExplainer(model).shap_values(X)`` (building included), median;
-- ``ratio``: featurelens_s / shap_s (goal: <= 1);
-- ``numpy_engine_s``: featurelens's numpy engine (what runs when numba is not installed);
-- ``floor_s``: a plain numpy floor, the time to evaluate every row on every root-to-leaf path once
-  (``prod over the path of 1[x satisfies the split]``, times the leaf values: the model's output
-  computed from the same path arrays). Any per-path TreeSHAP must at least read each (row, path
-  element) pair, so this is the least work of the algorithm's form in numpy (the compiled kernels,
-  which never build the (rows x paths x depth) arrays, can go below it);
-- ``max_abs_diff``: the largest difference between the two methods' values (target: <= 1e-6), and
-  ``additivity``: the largest |base + sum(values) - f(x)| of featurelens.
+- ``featurelens_s``: ``ex.explain(X, target=1)`` on a built explainer (``fl.explainer("tree_shap",
+  model)``, with ``interactions=True`` for the interaction values): an Explanation (values, base
+  values, data, names, units), numba's default threads;
+- ``shap_s``: ``se(X, check_additivity=False)`` (``interactions=True`` for the interaction values) on a
+  built ``shap.TreeExplainer(model)``: shap's Explanation, shap's defaults (its C++ code for the
+  scikit-learn models, one thread; for LightGBM and XGBoost the libraries' own multi-threaded
+  ``pred_contrib`` / ``pred_contribs`` / ``pred_interactions``, which shap calls);
+- ``ratio``: featurelens_s / shap_s, the like-for-like figure (goal: <= 1);
+- the two calls alternate (featurelens first on even repeats, shap first on odd ones) and each
+  keeps its best of ``repeats`` (``--repeats``, fewer where one call takes longer than
+  ``--cell-seconds`` allows; the count used is recorded per cell);
+- ``shap_values_s`` (rows <= 100): shap's ``shap_values`` (no Explanation, bare arrays), and
+  ``ratio_vs_arrays``: what an Explanation costs against bare arrays at the small end;
+- ``featurelens_1thread_s`` (rows >= 1,000): featurelens on one numba thread, ``ratio_1thread``
+  (shap's C++ is single-threaded for the scikit-learn models);
+- ``build_ratio``: (featurelens build + explain) / (shap build + call), the builds timed once per
+  model (best of ``repeats``);
+- ``max_abs_diff``: featurelens against shap's values (class 1), and ``additivity``: the largest
+  |base + sum(values) - f(x)| of featurelens, f the model's margin (class 1's fraction for the
+  forest).
 
-Then the interaction values (path-dependent, 200 rows) and interventional TreeSHAP (100 background
-rows, 1,000 rows; shap's ``feature_perturbation="interventional"``), both libraries on the same
-rows, one thread.
+Interaction values cost d times the values in both libraries (shap's C++ is slow on deep trees), so
+their rows stop where one shap call would take longer than ``--interaction-seconds``: the rows used
+are recorded per cell (``rows``; ``rows_asked`` the grid's).
 
-Timings need a quiet machine: ``--quick`` (100 rows, small models) only checks that the script
-works and does not write results. Usage::
+Fresh process (issue 32, item 3): a new Python process imports featurelens, builds
+``fl.explainer("tree_shap", gbc)`` for the README's model (breast cancer,
+``GradientBoostingClassifier(n_estimators=50, random_state=0)``, fitted here and saved with joblib,
+loaded before the timer) and explains 100 rows; the timer runs from before ``import featurelens``
+to the explanation, after one warm process (the compiled kernels are then in numba's cache). Best
+and median of ``--fresh`` processes, and the wall time of the whole process (interpreter start,
+the model file's scikit-learn import included).
 
-    python benchmarks/bench_tree.py            # full run, writes results/tree.{md,json}
+Also: the numpy engine (what runs without numba) and interventional TreeSHAP (100 background
+rows) at one size per model.
+
+Timings need a quiet machine: each cell records the 1-minute load average. ``--quick`` (a tiny grid,
+one repeat) checks that the script works and writes nothing. Usage::
+
+    python benchmarks/bench_tree.py            # the full grid, writes results/tree.{md,json}
     python benchmarks/bench_tree.py --quick    # smoke test
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import json
+import os
+import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _common import environment, load_average, write_results  # noqa: E402
-
-import featurelens as fl  # noqa: E402
-from featurelens.explainers.tree import engine as tree_engine  # noqa: E402
-from featurelens.explainers.tree.engine import satisfies  # noqa: E402
-from featurelens.explainers.tree.ensemble import build_ensemble  # noqa: E402
-from featurelens.explainers.tree.paths import prepare_rows  # noqa: E402
-from featurelens.explainers.tree import (  # noqa: E402
-    tree_shap_interaction_values, tree_shap_values,
-)
+import featurelens as fl
+from featurelens.explainers.tree import engine as tree_engine
 
 try:
     import numba
 except ImportError:  # the numpy engine runs; the thread columns then mean nothing
     numba = None
 
-#: Rows for the interaction values (d x d per row in both libraries).
-INTERACTION_ROWS = 200
-#: Background rows of the interventional comparison.
-BACKGROUND_ROWS = 100
-
 RESULTS = Path(__file__).parent / "results"
 N_FEATURES = 20
+TRAIN_ROWS = 2000
+BACKGROUND_ROWS = 100
+
+
+# ------------------------------------------------------------------------------------------ setup
+
+
+def load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        return None
+
+
+def environment(shap) -> dict:
+    cpu = platform.processor() or "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import lightgbm
+    import sklearn
+    import xgboost
+
+    return {"featurelens": fl.__version__, "python": platform.python_version(), "cpu": cpu,
+            "logical_cpus": os.cpu_count(), "platform": platform.platform(), "shap": shap.__version__,
+            "numpy": np.__version__, "numba": None if numba is None else numba.__version__,
+            "numba_threads": None if numba is None else numba.get_num_threads(),
+            "scikit-learn": sklearn.__version__, "lightgbm": lightgbm.__version__, "xgboost": xgboost.__version__}
 
 
 def data(rows: int, seed: int = 0):
     from sklearn.datasets import make_classification
 
-    X, y = make_classification(n_samples=rows + 2000, n_features=N_FEATURES, n_informative=8,
+    X, y = make_classification(n_samples=TRAIN_ROWS + rows, n_features=N_FEATURES, n_informative=8,
                                random_state=seed)
-    return X[:2000], y[:2000], X[2000:]  # train, labels, rows to explain
+    return X[:TRAIN_ROWS], y[:TRAIN_ROWS], X[TRAIN_ROWS:]
 
 
-def models(quick: bool):
-    from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+def make_model(kind: str, trees: int):
+    if kind == "GradientBoosting":
+        from sklearn.ensemble import GradientBoostingClassifier
 
-    out = [
-        ("GradientBoostingClassifier", f"{20 if quick else 500} trees, depth 3",
-         lambda: GradientBoostingClassifier(n_estimators=20 if quick else 500, max_depth=3, random_state=0)),
-        ("RandomForestClassifier", f"{10 if quick else 100} trees, depth 8",
-         lambda: RandomForestClassifier(n_estimators=10 if quick else 100, max_depth=8, random_state=0)),
-    ]
-    if importlib.util.find_spec("lightgbm") is not None:
+        return GradientBoostingClassifier(n_estimators=trees, max_depth=3, random_state=0), "depth 3"
+    if kind == "RandomForest":
+        from sklearn.ensemble import RandomForestClassifier
+
+        return RandomForestClassifier(n_estimators=trees, max_depth=8, random_state=0), "depth 8"
+    if kind == "LightGBM":
         from lightgbm import LGBMClassifier
 
-        out.append(("LGBMClassifier", f"{20 if quick else 500} trees, 31 leaves",
-                    lambda: LGBMClassifier(n_estimators=20 if quick else 500, num_leaves=31,
-                                           random_state=0, verbose=-1)))
-    return out
+        return LGBMClassifier(n_estimators=trees, num_leaves=31, random_state=0, verbose=-1), "31 leaves"
+    from xgboost import XGBClassifier
+
+    return XGBClassifier(n_estimators=trees, max_depth=6, random_state=0), "depth 6"
 
 
-def median_time(fn, repeats: int):
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
-
-
-def numpy_floor(model, X, repeats: int) -> tuple[float, np.ndarray]:
-    """Median time of evaluating every row on every path once (see the module docstring)."""
-    ens = build_ensemble(model)
-    Xf = prepare_rows(X, "X", ens)
-
-    def run():
-        out = np.zeros((X.shape[0], ens.n_out))
-        for paths in ens.paths:
-            out += np.prod(satisfies(paths, Xf), axis=-1) @ paths.value
-        return out + ens.offset
-
-    return median_time(run, repeats)
-
-
-def shap_class1(values) -> np.ndarray:
-    """shap's values for class 1 (binary margins are already single-output)."""
-    if isinstance(values, list):  # older shap: one array per class
-        return np.asarray(values[1])
-    values = np.asarray(values)
-    return values[..., 1] if values.ndim == 3 else values
-
-
-class1 = shap_class1  # featurelens's values have the same layouts (minus shap's old list form)
-
-
-def raw_output(model, X) -> np.ndarray:
-    """The output tree_shap explains for target 1: the margin of boosting, class 1's fraction of forests."""
-    if type(model).__name__.startswith("LGBM"):
+def margin(model, X) -> np.ndarray:
+    """What tree_shap explains for target 1: a booster's margin, the forest's class-1 fraction."""
+    name = type(model).__name__
+    if name.startswith("LGBM"):
         return model.predict(X, raw_score=True)
-    if type(model).__name__.startswith("Gradient"):
+    if name.startswith("XGB"):
+        return model.predict(X, output_margin=True)
+    if name.startswith("Gradient"):
         return model.decision_function(X)
     return model.predict_proba(X)[:, 1]
 
 
+def class1(values) -> np.ndarray:
+    """shap's values (or an Explanation's) for class 1: (n, d) or (n, d, d)."""
+    values = np.asarray(getattr(values, "values", values))
+    if isinstance(values, list):
+        values = np.asarray(values[1])
+    return values[..., 1] if values.shape[-1] == 2 and values.shape[-1] != N_FEATURES else values
+
+
 def with_threads(n: int | None, fn):
-    """Run ``fn`` with numba limited to ``n`` threads (None: all)."""
+    """``fn()`` with numba limited to ``n`` threads (None: all)."""
     if numba is None:
         return fn()
     previous = numba.get_num_threads()
@@ -150,117 +166,301 @@ def with_threads(n: int | None, fn):
         numba.set_num_threads(previous)
 
 
-def with_engine(name: str, fn):
+# ----------------------------------------------------------------------------------------- timing
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def side_by_side(fns: dict, repeats: int, cell_seconds: float) -> tuple[dict, dict, int]:
+    """Best wall time of each function over up to ``repeats`` rounds, the functions alternating
+    (the order reversed every other round); fewer rounds (at least 2) once a round would pass
+    ``cell_seconds``. Returns ``(best seconds, last outputs, rounds)``."""
+    best, outputs = {k: float("inf") for k in fns}, {}
+    rounds, spent = 0, 0.0
+    names = list(fns)
+    while rounds < repeats:
+        order = names if rounds % 2 == 0 else names[::-1]
+        round_time = 0.0
+        for k in order:
+            seconds, outputs[k] = timed(fns[k])
+            best[k] = min(best[k], seconds)
+            round_time += seconds
+        rounds += 1
+        spent += round_time
+        if rounds >= 2 and spent + round_time > cell_seconds:
+            break
+    return best, outputs, rounds
+
+
+# ------------------------------------------------------------------------------------------ cells
+
+
+def values_cell(model, ex, se, X, repeats, cell_seconds) -> dict:
+    fns = {"featurelens": lambda: ex.explain(X, target=1),
+           "shap": lambda: se(X, check_additivity=False)}
+    if len(X) <= 100:
+        fns["shap_values"] = lambda: se.shap_values(X, check_additivity=False)
+    best, out, rounds = side_by_side(fns, repeats, cell_seconds)
+    e = out["featurelens"]
+    row = {"featurelens_s": best["featurelens"], "shap_s": best["shap"], "ratio": best["featurelens"] / best["shap"],
+           "repeats": rounds,
+           "max_abs_diff": float(np.abs(e.values - class1(out["shap"])).max()),
+           "additivity": float(np.abs(e.base_values + e.values.sum(axis=1) - margin(model, X)).max())}
+    if "shap_values" in best:
+        row["shap_values_s"] = best["shap_values"]
+        row["ratio_vs_arrays"] = best["featurelens"] / best["shap_values"]
+    if len(X) >= 1000 and numba is not None:
+        one, _, _ = with_threads(1, lambda: side_by_side({"fl": lambda: ex.explain(X, target=1)},
+                                                         min(repeats, rounds), cell_seconds))
+        row["featurelens_1thread_s"] = one["fl"]
+        row["ratio_1thread"] = one["fl"] / best["shap"]
+    return row
+
+
+def interactions_cell(exi, se, X, repeats, cell_seconds) -> dict:
+    fns = {"featurelens": lambda: exi.explain(X, target=1),
+           "shap": lambda: se(X, interactions=True, check_additivity=False)}
+    best, out, rounds = side_by_side(fns, repeats, cell_seconds)
+    inter = out["featurelens"].extra["interactions"]
+    return {"featurelens_s": best["featurelens"], "shap_s": best["shap"], "ratio": best["featurelens"] / best["shap"],
+            "repeats": rounds, "max_abs_diff": float(np.abs(inter - class1(out["shap"])).max())}
+
+
+def fresh_process(runs: int) -> dict:
+    """The README's tree example in new processes (see the module docstring)."""
+    import joblib
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    folder = Path(tempfile.mkdtemp(prefix="bench_tree_"))
+    joblib.dump(GradientBoostingClassifier(n_estimators=50, random_state=0).fit(X, y), folder / "gbc.joblib")
+    X.to_pickle(folder / "X.pkl")
+    script = folder / "fresh.py"
+    script.write_text(
+        "import sys, time\nimport joblib, pandas as pd\n"
+        f"gbc = joblib.load({str(folder / 'gbc.joblib')!r}); X = pd.read_pickle({str(folder / 'X.pkl')!r})\n"
+        "t0 = time.perf_counter()\nimport featurelens as fl\n"
+        "e = fl.explainer('tree_shap', gbc).explain(X[:100], target=1)\n"
+        "t1 = time.perf_counter()\n"
+        "import json; print(json.dumps([t1 - t0, 'torch' in sys.modules]))\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_DISABLE_JIT"}
+
+    def one():
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, check=True)
+        wall = time.perf_counter() - start
+        seconds, torch_loaded = json.loads(done.stdout.strip().splitlines()[-1])
+        return float(seconds), wall, bool(torch_loaded)
+
+    warm = one()
+    measured = [one() for _ in range(runs)]
+    inside = [m[0] for m in measured]
+    walls = [m[1] for m in measured]
+    return {"runs": runs, "warm_process_s": warm[0], "best_s": min(inside), "median_s": statistics.median(inside),
+            "process_wall_best_s": min(walls), "process_wall_median_s": statistics.median(walls),
+            "imports_torch": any(m[2] for m in measured), "load_average": load_average(),
+            "what": "import featurelens + fl.explainer('tree_shap', gbc) + explain(X[:100], target=1), "
+                    "README model (breast cancer, 50 trees) loaded from joblib before the timer"}
+
+
+def extras(kind, model, X_train, X, ex, shap, repeats) -> dict:
+    """The numpy engine (no numba) at 100 rows and interventional TreeSHAP at 1,000 rows."""
+    x100 = X[:100]
     previous = tree_engine.ENGINE
-    tree_engine.ENGINE = name
+    tree_engine.ENGINE = "numpy"
     try:
-        return fn()
+        numpy_s, e_np = timed(lambda: ex.explain(x100, target=1))
     finally:
         tree_engine.ENGINE = previous
+    e = ex.explain(x100, target=1)
+    bg = X_train[:BACKGROUND_ROWS]
+    rows = X[:1000]
+    exb = fl.explainer("tree_shap", model, background=bg)
+    seb = shap.TreeExplainer(model, bg, feature_perturbation="interventional")
+    best, out, rounds = side_by_side({"featurelens": lambda: exb.explain(rows, target=1),
+                                      "shap": lambda: seb(rows, check_additivity=False)}, min(repeats, 2), 60)
+    return {"numpy_engine_s_100_rows": numpy_s,
+            "numpy_engine_diff": float(np.abs(e_np.values - e.values).max()),
+            "interventional": {"rows": len(rows), "background_rows": len(bg), "featurelens_s": best["featurelens"],
+                               "shap_s": best["shap"], "ratio": best["featurelens"] / best["shap"], "repeats": rounds,
+                               "max_abs_diff": float(np.abs(out["featurelens"].values - class1(out["shap"])).max())}}
+
+
+def warm_kernels(X_train, y_train) -> None:
+    """Compile (or load from numba's cache) every kernel form before any timing: serial and
+    parallel, values and interactions, path-dependent and interventional."""
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    from featurelens.explainers.tree import numba_kernels
+
+    gb = GradientBoostingClassifier(n_estimators=3, max_depth=3, random_state=0).fit(X_train[:300], y_train[:300])
+    previous = numba_kernels.PARALLEL_MIN_WORK
+    try:
+        for threshold in (previous, 0):
+            numba_kernels.PARALLEL_MIN_WORK = threshold
+            for background in (None, X_train[:5]):
+                ex = fl.explainer("tree_shap", gb, interactions=True, background=background)
+                ex.explain(X_train[:70], target=1)
+                ex.explain(X_train[:3], target=1)
+    finally:
+        numba_kernels.PARALLEL_MIN_WORK = previous
+
+
+# ------------------------------------------------------------------------------------------- main
+
+
+KINDS = ("GradientBoosting", "RandomForest", "LightGBM", "XGBoost")
+
+
+def run(args) -> dict:
+    import shap
+
+    rows_grid, trees_grid = args.rows, args.trees
+    X_train, y_train, X_all = data(max(rows_grid))
+    warm_kernels(X_train, y_train)
+    doc = {"environment": environment(shap), "load_average_start": load_average(),
+           "grid": {"rows": rows_grid, "trees": trees_grid, "models": list(args.models), "features": N_FEATURES,
+                    "train_rows": TRAIN_ROWS, "repeats": args.repeats, "cell_seconds": args.cell_seconds,
+                    "interaction_seconds": args.interaction_seconds},
+           "values": [], "interactions": [], "builds": [], "extras": [], "notes": []}
+    for kind in args.models:
+        for trees in trees_grid:
+            model, size = make_model(kind, trees)
+            model.fit(X_train, y_train)
+            ex = fl.explainer("tree_shap", model)
+            exi = fl.explainer("tree_shap", model, interactions=True)
+            se = shap.TreeExplainer(model)
+            ex.explain(X_all[:2], target=1)  # compile (or load the cached kernels) outside the timing
+            exi.explain(X_all[:2], target=1)
+            se(X_all[:2], check_additivity=False)
+            builds, _, rounds = side_by_side({"featurelens": lambda: fl.explainer("tree_shap", model),
+                                              "shap": lambda: shap.TreeExplainer(model)}, args.repeats, 30)
+            doc["builds"].append({"model": kind, "size": size, "trees": trees, "featurelens_s": builds["featurelens"],
+                                  "shap_s": builds["shap"], "repeats": rounds})
+            per_row = None  # shap's interaction seconds per row, from the last cell
+            for rows in rows_grid:
+                X = X_all[:rows]
+                cell = {"model": kind, "size": size, "trees": trees, "rows": rows, "load_average": load_average()}
+                cell.update(values_cell(model, ex, se, X, args.repeats, args.cell_seconds))
+                cell["build_ratio"] = ((builds["featurelens"] + cell["featurelens_s"])
+                                       / (builds["shap"] + cell["shap_s"]))
+                doc["values"].append(cell)
+                print(json.dumps(cell), flush=True)
+                asked = rows
+                if per_row is not None and per_row * rows > args.interaction_seconds:
+                    rows = max(1, int(args.interaction_seconds / per_row))
+                    rows = int(10 ** np.floor(np.log10(rows))) if rows >= 10 else rows  # a round number
+                inter = {"model": kind, "size": size, "trees": trees, "rows": rows, "rows_asked": asked,
+                         "load_average": load_average()}
+                inter.update(interactions_cell(exi, se, X_all[:rows], args.repeats, args.cell_seconds))
+                per_row = inter["shap_s"] / rows if rows >= 100 else per_row
+                doc["interactions"].append(inter)
+                print(json.dumps(inter), flush=True)
+            if trees == trees_grid[len(trees_grid) // 2]:
+                more = {"model": kind, "size": size, "trees": trees}
+                more.update(extras(kind, model, X_train, X_all, ex, shap, args.repeats))
+                doc["extras"].append(more)
+                print(json.dumps(more), flush=True)
+    doc["fresh_process"] = fresh_process(args.fresh)
+    print(json.dumps(doc["fresh_process"]), flush=True)
+    doc["load_average_end"] = load_average()
+    cut = sorted({(r["model"], r["trees"], r["rows_asked"], r["rows"]) for r in doc["interactions"]
+                  if r["rows"] != r["rows_asked"]})
+    if cut:
+        doc["notes"].append("Interaction values: " + "; ".join(f"{m} {t} trees at {a:,} rows ran {r:,} rows"
+                                                                 for m, t, a, r in cut)
+                            + f" (one shap call would have taken longer than {args.interaction_seconds:g} s).")
+    doc["notes"].append("XGBoost: shap returns XGBoost's own pred_contribs / pred_interactions, which XGBoost "
+                        "sums in float32, so the values differ by about 1e-7 of their size; featurelens's equal "
+                        "exact values by enumeration to 1e-12 (tests/explainers/test_tree_raw_boosters.py).")
+    doc["notes"].append("LightGBM and XGBoost: shap's times are the libraries' own multi-threaded C++ "
+                        "(pred_contrib, pred_contribs, pred_interactions); LightGBM has no interaction values of "
+                        "its own, so shap runs its C++ there.")
+    return doc
+
+
+def _f(v, digits=4):
+    return "–" if v is None else f"{v:.{digits}g}"
+
+
+def table(doc) -> str:
+    env, grid = doc["environment"], doc["grid"]
+    fresh = doc["fresh_process"]
+    out = ["# Exact TreeSHAP: featurelens tree_shap vs shap.TreeExplainer, on a grid", "",
+           f"{grid['features']} features (make_classification), models fitted on {grid['train_rows']:,} rows. "
+           "Each cell: one call on a built explainer, featurelens `explain(X, target=1)` against shap's "
+           "`explainer(X)` (both return an Explanation), alternating, best of the repeats shown. "
+           f"numba threads {env['numba_threads']}; shap {env['shap']}, lightgbm {env['lightgbm']}, "
+           f"xgboost {env['xgboost']}; {env['logical_cpus']} logical CPUs ({env['cpu']}). Load average at "
+           f"start {doc['load_average_start']}, at the end {doc['load_average_end']}; each cell's is in the JSON.",
+           "", "## Fresh process", "",
+           "| what | best (s) | median (s) | whole process, best (s) | runs | imports torch |", "|---|---:|---:|---:|---:|---|",
+           f"| {fresh['what']} | {fresh['best_s']:.2f} | {fresh['median_s']:.2f} | {fresh['process_wall_best_s']:.2f} "
+           f"| {fresh['runs']} | {'yes' if fresh['imports_torch'] else 'no'} |", "",
+           "## SHAP values", "",
+           "| model | trees | rows | featurelens (s) | shap (s) | ratio | ratio, 1 thread | build + call ratio "
+           "| shap arrays (s) | vs arrays | max abs diff | repeats |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in doc["values"]:
+        out.append(f"| {r['model']} ({r['size']}) | {r['trees']} | {r['rows']:,} | {_f(r['featurelens_s'])} | "
+                   f"{_f(r['shap_s'])} | **{r['ratio']:.2f}** | {_f(r.get('ratio_1thread'), 3)} | "
+                   f"{r['build_ratio']:.2f} | {_f(r.get('shap_values_s'))} | {_f(r.get('ratio_vs_arrays'), 3)} | "
+                   f"{r['max_abs_diff']:.1e} | {r['repeats']} |")
+    out += ["", "## SHAP interaction values", "",
+            "| model | trees | rows | featurelens (s) | shap (s) | ratio | max abs diff | repeats |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in doc["interactions"]:
+        rows = f"{r['rows']:,}" + ("" if r["rows"] == r["rows_asked"] else f" (of {r['rows_asked']:,})")
+        out.append(f"| {r['model']} ({r['size']}) | {r['trees']} | {rows} | {_f(r['featurelens_s'])} | "
+                   f"{_f(r['shap_s'])} | **{r['ratio']:.2f}** | {r['max_abs_diff']:.1e} | {r['repeats']} |")
+    out += ["", "## Also", "",
+            "| model | trees | numpy engine, 100 rows (s) | interventional: rows x background | featurelens (s) "
+            "| shap (s) | ratio | max abs diff |", "|---|---:|---:|---|---:|---:|---:|---:|"]
+    for r in doc["extras"]:
+        iv = r["interventional"]
+        out.append(f"| {r['model']} ({r['size']}) | {r['trees']} | {_f(r['numpy_engine_s_100_rows'])} | "
+                   f"{iv['rows']:,} x {iv['background_rows']} | {_f(iv['featurelens_s'])} | {_f(iv['shap_s'])} | "
+                   f"{iv['ratio']:.2f} | {iv['max_abs_diff']:.1e} |")
+    worst = max(doc["values"] + doc["interactions"], key=lambda r: r["ratio"])
+    out += ["", f"Largest ratio: {worst['ratio']:.2f} ({worst['model']}, {worst['trees']} trees, "
+            f"{worst['rows']:,} rows).", ""] + [f"- {n}" for n in doc["notes"]] + [""]
+    return "\n".join(out)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=1000, help="rows explained (default 1000)")
-    parser.add_argument("--repeats", type=int, default=3, help="calls per method (median time)")
-    parser.add_argument("--quick", action="store_true", help="100 rows, small models; does not write results")
+    parser.add_argument("--rows", type=int, nargs="+", default=[1, 100, 10_000], help="rows explained")
+    parser.add_argument("--trees", type=int, nargs="+", default=[10, 100, 500], help="trees per model")
+    parser.add_argument("--models", nargs="+", default=list(KINDS), choices=KINDS)
+    parser.add_argument("--repeats", type=int, default=5, help="rounds per cell (best of)")
+    parser.add_argument("--cell-seconds", type=float, default=60.0,
+                        help="fewer rounds (at least 2) once a cell would take longer")
+    parser.add_argument("--interaction-seconds", type=float, default=30.0,
+                        help="fewer interaction rows where one shap call would take longer")
+    parser.add_argument("--fresh", type=int, default=5, help="fresh processes timed (after a warm one)")
+    parser.add_argument("--quick", action="store_true", help="a tiny grid, one round; writes nothing")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     args = parser.parse_args(argv)
-    rows_n = 100 if args.quick else args.rows
-    repeats = 1 if args.quick else args.repeats
-    import shap
-
-    X_train, y_train, X = data(rows_n)
-    background = X_train[:BACKGROUND_ROWS]
-    results, notes, interactions, interventional = [], [], [], []
-    for name, size, make in models(args.quick):
-        model = make().fit(X_train, y_train)
-        explain = lambda: fl.explainer("tree_shap", model).explain(X, target=1)  # noqa: E731
-        with_threads(None, lambda: tree_shap_values(model, X[:2]))  # compile (cached) outside the timing
-        fl_s, e = with_threads(1, lambda: median_time(explain, repeats))
-        fl_all_s, _ = with_threads(None, lambda: median_time(explain, repeats))
-        np_s, (np_values, _) = with_engine("numpy", lambda: median_time(
-            lambda: tree_shap_values(model, X), 1))
-        shap_s, sv = median_time(lambda: shap.TreeExplainer(model).shap_values(X, check_additivity=False),
-                                 repeats)
-        floor_s, _ = numpy_floor(model, X, repeats)
-        ours = e.values
-        f = raw_output(model, X)
-        results.append({
-            "model": name, "size": size, "rows": rows_n, "features": N_FEATURES,
-            "featurelens_s": fl_s, "featurelens_all_threads_s": fl_all_s, "shap_s": shap_s,
-            "ratio": fl_s / shap_s, "numpy_engine_s": np_s, "floor_s": floor_s,
-            "max_abs_diff": float(np.abs(ours - shap_class1(sv)).max()),
-            "numpy_engine_diff": float(np.abs(class1(np_values) - ours).max()),
-            "additivity": float(np.abs(e.base_values + ours.sum(axis=1) - f).max()),
-        })
-        print(results[-1])
-        # Interaction values (path-dependent) on the first rows: both libraries, same rows.
-        m = min(rows_n, INTERACTION_ROWS)
-        with_threads(None, lambda: tree_shap_interaction_values(model, X[:2]))
-        fl_i, (iv, _) = with_threads(1, lambda: median_time(
-            lambda: tree_shap_interaction_values(model, X[:m]), repeats))
-        shap_i, si = median_time(lambda: shap.TreeExplainer(model).shap_interaction_values(X[:m]), repeats)
-        si = np.asarray(si)
-        if si.ndim == 4:  # (n, d, d, classes) or (classes, n, d, d): the positive class
-            si = si[..., 1] if si.shape[-1] == 2 else si[1]
-        iv = iv[..., 1] if iv.ndim == 4 else iv
-        interactions.append({
-            "model": name, "size": size, "rows": m, "featurelens_s": fl_i, "shap_s": shap_i,
-            "ratio": fl_i / shap_i, "max_abs_diff": float(np.abs(iv - si).max()),
-        })
-        print(interactions[-1])
-        # Interventional TreeSHAP over a background sample.
-        fl_b, (bv, _) = with_threads(1, lambda: median_time(
-            lambda: tree_shap_values(model, X, background), 1))
-        shap_b, sb = median_time(lambda: shap.TreeExplainer(
-            model, background, feature_perturbation="interventional").shap_values(
-                X, check_additivity=False), 1)
-        interventional.append({
-            "model": name, "size": size, "rows": rows_n, "background_rows": len(background),
-            "featurelens_s": fl_b, "shap_s": shap_b, "ratio": fl_b / shap_b,
-            "max_abs_diff": float(np.abs(class1(bv) - shap_class1(sb)).max()),
-        })
-        print(interventional[-1])
-    if importlib.util.find_spec("lightgbm") is None:
-        notes.append("LightGBM: skipped, lightgbm is not installed.")
-    for note in notes:
-        print(note)
     if args.quick:
-        bad = [r for r in results if r["max_abs_diff"] > 1e-6 or r["additivity"] > 1e-6]
-        print("quick run: results not written;", "values DIFFER" if bad else "values agree to 1e-6")
+        args.rows, args.trees, args.repeats, args.fresh = [1, 50], [5], 1, 1
+    doc = run(args)
+    text = table(doc)
+    print(text)
+    bad = [r for r in doc["values"] + doc["interactions"]
+           if r["max_abs_diff"] > (2e-6 if r["model"] == "XGBoost" else 1e-10)]
+    if args.quick:
+        print("quick run: results not written;", "values DIFFER" if bad else "values agree")
         return 1 if bad else 0
-    env = environment(shap=shap.__version__, numpy=np.__version__,
-                      numba=None if numba is None else numba.__version__)
-    table = ["# Exact TreeSHAP: featurelens tree_shap vs shap.TreeExplainer", "",
-             f"{rows_n} rows x {N_FEATURES} features (make_classification), median of {repeats}; "
-             f"load average {load_average()}. featurelens on one thread (shap's TreeExplainer is "
-             "single-threaded); \"all threads\" uses every core.", "",
-             "Path-dependent values:", "",
-             "| model | size | featurelens (s) | shap (s) | ratio | all threads (s) | numpy engine (s) "
-             "| numpy floor (s) | max abs diff | additivity |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in results:
-        table.append(f"| {r['model']} | {r['size']} | {r['featurelens_s']:.3f} | {r['shap_s']:.3f} | "
-                     f"{r['ratio']:.2f} | {r['featurelens_all_threads_s']:.3f} | {r['numpy_engine_s']:.3f} | "
-                     f"{r['floor_s']:.3f} | {r['max_abs_diff']:.1e} | {r['additivity']:.1e} |")
-    table += ["", "Interaction values (path-dependent, shap's convention), first rows of the same data:", "",
-              "| model | size | rows | featurelens (s) | shap (s) | ratio | max abs diff |",
-              "|---|---|---:|---:|---:|---:|---:|"]
-    for r in interactions:
-        table.append(f"| {r['model']} | {r['size']} | {r['rows']} | {r['featurelens_s']:.3f} | {r['shap_s']:.3f} | "
-                     f"{r['ratio']:.2f} | {r['max_abs_diff']:.1e} |")
-    table += ["", f"Interventional values ({BACKGROUND_ROWS} background rows, one call each):", "",
-              "| model | size | rows | featurelens (s) | shap (s) | ratio | max abs diff |",
-              "|---|---|---:|---:|---:|---:|---:|"]
-    for r in interventional:
-        table.append(f"| {r['model']} | {r['size']} | {r['rows']} | {r['featurelens_s']:.3f} | {r['shap_s']:.3f} | "
-                     f"{r['ratio']:.2f} | {r['max_abs_diff']:.1e} |")
-    table += [""] + [f"- {n}" for n in notes] + [""]
-    write_results(args.out, "tree", "\n".join(table),
-                  {"environment": env, "load_average": load_average(), "rows": results,
-                   "interactions": interactions, "interventional": interventional, "notes": notes})
-    return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "tree.md").write_text(text)
+    (args.out / "tree.json").write_text(json.dumps(doc, indent=2))
+    print(f"wrote {args.out / 'tree.md'} and {args.out / 'tree.json'}")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

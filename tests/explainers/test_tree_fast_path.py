@@ -136,3 +136,14 @@ def test_other_inputs_take_the_general_path_with_its_messages(data):
     gb = models[0][1]  # fitted on a frame: other columns are the Model's error
     with pytest.raises(ValueError, match=r"column"):
         fl.explainer("tree_shap", gb).explain(frame.iloc[:3].rename(columns={"c0": "zz"}), target=1)
+
+
+def test_a_refit_model_is_read_again(data):
+    """The reading of a model is kept per explainer (and a GradientBoosting's constant per fitted
+    init): a new explainer of the same object after a refit explains the new model."""
+    X, yb, y3, _ = data
+    model = E.GradientBoostingClassifier(n_estimators=6, max_depth=2, random_state=0).fit(X, yb)
+    fl.explainer("tree_shap", model).explain(X[:5], target=1)
+    model.fit(X[:120], 1 - yb[:120])  # another prior, other trees
+    e = fl.explainer("tree_shap", model).explain(X[:5], target=1)
+    np.testing.assert_allclose(e.base_values + e.values.sum(axis=1), model.decision_function(X[:5]), atol=1e-10)

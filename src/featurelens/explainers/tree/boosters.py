@@ -68,7 +68,7 @@ import math
 
 import numpy as np
 
-from .paths import Ensemble, extract_paths
+from .paths import Ensemble, extract_paths, forest_paths
 
 _LGBM_ZERO = float(np.float32(1e-35))  # LightGBM's kZeroThreshold (a float): |x| <= it reads as 0.0
 
@@ -116,10 +116,8 @@ def _lightgbm(model, name) -> Ensemble:
     scale = 1.0 / math.ceil(len(trees) / k_out) if dump.get("average_output") else 1.0
     missing_types: dict[int, set] = {}
     cat_features: set = set()
-    paths = []
-    for i, tree in enumerate(trees):
-        paths.append(_lgbm_tree(tree["tree_structure"], i % k_out, k_out, scale, missing_types,
-                                cat_features, name))
+    parts = [_lgbm_tree(tree["tree_structure"], i % k_out, k_out, scale, missing_types, cat_features, name)
+             for i, tree in enumerate(trees)]
     zero_features = sorted(f for f, types in missing_types.items() if "Zero" in types)
     mixed = [f for f in zero_features if len(missing_types[f]) > 1]
     if mixed:
@@ -141,7 +139,7 @@ def _lightgbm(model, name) -> Ensemble:
             x[:, cat_idx] = np.trunc(x[:, cat_idx])  # static_cast<int>: toward zero; NaN stays NaN
         return x
 
-    ens = Ensemble(paths, np.zeros(k_out), k_out, k_out == 1, False, True, d, input_map=input_map)
+    ens = _ensemble(parts, np.zeros(k_out), k_out, k_out == 1, False, True, d, input_map=input_map)
     # pandas category columns: LightGBM codes them by the categories it saw in training
     # (``pandas_categorical``, zipped with the frame's category columns in order), else cat.codes
     pandas_categorical = getattr(booster, "pandas_categorical", None)
@@ -201,9 +199,22 @@ def _lgbm_tree(root, k, k_out, scale, missing_types, cat_features, name):
     vals[:, k] = value
     if cover[0] <= 0:  # a stump: any positive cover (a single leaf's ratio is never used)
         cover[0] = 1.0
-    return extract_paths(np.array(left), np.array(right), np.array(feature), np.array(threshold, float),
-                          np.array(nan_left, bool), np.array(cover, float), vals, scale,
-                          categorical or None)
+    return (np.array(left), np.array(right), np.array(feature), np.array(threshold, float),
+            np.array(nan_left, bool), np.array(cover, float), vals, scale, categorical or None)
+
+
+def _ensemble(parts, offset, n_out, squeeze, float32, allow_nan, d, **kwargs) -> Ensemble:
+    """The Ensemble of the trees ``parts`` (the arguments of :func:`~.paths.extract_paths`): read by
+    one compiled walk when no tree splits on a category (:func:`~.paths.forest_paths`), else tree
+    by tree."""
+    if not any(part[8] for part in parts):
+        forest = forest_paths([part[:8] for part in parts])
+        if forest is not None:
+            ens = Ensemble(forest[0], offset, n_out, squeeze, float32, allow_nan, d, **kwargs)
+            ens.packed = forest[1]
+            return ens
+    return Ensemble([extract_paths(*part[:8], categorical=part[8]) for part in parts], offset, n_out,
+                    squeeze, float32, allow_nan, d, **kwargs)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -277,12 +288,10 @@ def _xgboost(model, name) -> Ensemble:
     n_trees = len(trees)
     if iteration_end is not None and indptr is not None and iteration_end < len(indptr):
         n_trees = int(indptr[iteration_end])
-    paths = []
-    for i in range(n_trees):
-        scale = 1.0 if weights is None else weights[i]
-        paths.append(_xgb_tree(trees[i], info[i], k_out, scale, name))
+    parts = [_xgb_tree(trees[i], info[i], k_out, 1.0 if weights is None else weights[i], name)
+             for i in range(n_trees)]
     input_map = _xgb_input_map(missing, trees[:n_trees])
-    ens = Ensemble(paths, offset, k_out, k_out == 1, True, True, d, input_map=input_map)
+    ens = _ensemble(parts, offset, k_out, k_out == 1, True, True, d, input_map=input_map)
     ens.frame_categories = _xgb_categories(booster)
     if objective in _XGB_LOGIT and k_out == 1:
         ens.units = "log_odds"  # predict_proba = sigmoid(margin)
@@ -330,7 +339,7 @@ def _xgb_tree(tree, k, k_out, scale, name):
             categorical[int(node)] = (right_set, True, False)
         for node in np.flatnonzero(split_type == 1):
             categorical.setdefault(int(node), (set(), True, False))  # no category listed: all left
-    return extract_paths(left, right, feature, threshold, nan_left, cover, value, scale, categorical)
+    return (left, right, feature, threshold, nan_left, cover, value, scale, categorical)
 
 
 def _xgb_input_map(missing, trees):

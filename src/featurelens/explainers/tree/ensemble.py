@@ -6,6 +6,8 @@ the constant added to the sum of trees and the output layout.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .paths import Ensemble, Paths, extract_paths, forest_paths
@@ -69,6 +71,8 @@ def _sklearn_tree_part(tree, scale, normalize, column=None, n_out=1) -> tuple:
         value = value[:, 0, :]
     elif column is None:
         value = value[:, :, 0]
+    elif n_out == 1:
+        value = value[:, 0, :1]
     else:
         placed = np.zeros((value.shape[0], n_out))
         placed[:, column] = value[:, 0, 0]
@@ -226,6 +230,12 @@ def _check_fitted(model, name):
         raise ValueError(f"model ({name}) is not fitted; call fit before tree_shap_values")
 
 
+#: The raw constant of a fitted GradientBoosting model, by its ``init_`` (a new estimator object
+#: every fit, so a refit model is never read from here): scikit-learn's ``_raw_predict_init``
+#: validates its input like a predict call, half the cost of reading a small ensemble.
+_INITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _constant_init(model, name, n_features):
     init = model.init_
     if isinstance(init, str) and init == "zero":
@@ -235,7 +245,16 @@ def _constant_init(model, name, n_features):
             f"tree_shap_values supports {name} only with a constant init (the default prior/mean "
             f"or init='zero'); got init={type(init).__name__}, whose output depends on x"
         )
-    return model._raw_predict_init(np.zeros((1, n_features)))[0]
+    try:
+        return _INITS[init].copy()
+    except (KeyError, TypeError):
+        pass
+    value = np.asarray(model._raw_predict_init(np.zeros((1, n_features)))[0], dtype=np.float64)
+    try:
+        _INITS[init] = value
+    except TypeError:  # an init that takes no weak reference: read it every time
+        pass
+    return value.copy()
 
 
 def build_ensemble(model) -> Ensemble:
