@@ -495,13 +495,28 @@ def _headline_spex(doc) -> str:
 
 
 def _headline_tree(doc) -> str:
-    inter = {r["model"]: r for r in doc.get("interactions", [])}
-    interv = {r["model"]: r for r in doc.get("interventional", [])}
-    table = [[r["model"], _md(r["size"]), _r(r["ratio"]), _r(inter.get(r["model"], {}).get("ratio")),
-              _r(interv.get(r["model"], {}).get("ratio")), _e(r["max_abs_diff"])] for r in doc["rows"]]
-    return (_md_table(["model", "size", "featurelens / shap", "interaction values", "interventional",
-                       "max abs diff"], table, "llrrrr")
-            + f"\nshap {doc['environment'].get('shap', '?')} TreeExplainer (C++), one thread each.\n")
+    def cells(rows):
+        return f"{_range(r['ratio'] for r in rows)} ({len(rows)} cells)" if rows else "–"
+
+    table = []
+    for model in dict.fromkeys(r["model"] for r in doc["values"]):
+        values = [r for r in doc["values"] if r["model"] == model]
+        inter = [r for r in doc.get("interactions", []) if r["model"] == model]
+        iv = next((r["interventional"] for r in doc.get("extras", []) if r["model"] == model), None)
+        table.append([_md(model), cells(values), cells(inter), _r(iv and iv["ratio"]),
+                      _e(max(r["max_abs_diff"] for r in values))])
+    grid = doc["grid"]
+    text = _md_table(["model", "featurelens / shap, values", "interaction values", "interventional",
+                      "max abs diff"], table, "lrrrr")
+    text += (f"\nRatios over {', '.join(f'{n:,}' for n in grid['rows'])} rows x "
+             f"{', '.join(str(t) for t in grid['trees'])} trees, one call on a built explainer each "
+             f"(Explanation against shap's Explanation); shap {doc['environment'].get('shap', '?')}.\n")
+    fresh = doc.get("fresh_process")
+    if fresh:
+        text += (f"\nA fresh process that imports featurelens, builds the README's tree explainer and "
+                 f"explains 100 rows: {fresh['best_s']:.2f} s (median {fresh['median_s']:.2f} s; load "
+                 f"average {fresh['load_average']}).\n")
+    return text
 
 
 def _headline_metrics(doc) -> str:

@@ -107,7 +107,7 @@ MAX_PATH_FEATURES = 63
 
 #: Rows times path elements (times background rows, for the interventional kernels) from which a
 #: call runs in parallel over rows; below it the serial form runs (thread start-up dominates).
-PARALLEL_MIN_WORK = 200_000
+PARALLEL_MIN_WORK = 4_000_000
 
 
 class Packed:
