@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import numba_kernels
+from . import numba_interventional, numba_kernels
 from .paths import Ensemble, Paths
 
 #: Which engine computes the values: "auto" (the compiled kernels of :mod:`.numba_kernels` when
@@ -86,15 +86,15 @@ def _compiled(ens: Ensemble, packed, x, bg, pairs: bool):
     scale = 1.0 / bg.shape[0]
     full = packed.full
     reach = np.zeros(P)
-    kernel = numba_kernels.interventional_pairs if pairs else numba_kernels.interventional_values
+    kernel = numba_interventional.interventional_pairs if pairs else numba_interventional.interventional_values
     # the background in blocks too, so both mask arrays stay bounded
     bg_blocks = _row_blocks(bg.shape[0], 2 * P)
     x_blocks = _row_blocks(n, 2 * P)
     for b0, b1 in bg_blocks:
-        bg_masks = numba_kernels.satisfied_masks(packed, bg[b0:b1])
+        bg_masks = numba_interventional.satisfied_masks(packed, bg[b0:b1])
         reach += (bg_masks == full[None, :]).sum(axis=0)
         for r0, r1 in x_blocks:
-            x_masks = numba_kernels.satisfied_masks(packed, x[r0:r1])
+            x_masks = numba_interventional.satisfied_masks(packed, x[r0:r1])
             kernel(packed, x_masks, bg_masks, scale, out[r0:r1])
     base += (reach * scale) @ packed.value
     return out, base
