@@ -150,3 +150,50 @@ def test_without_numba_the_numpy_path_gives_the_same_values(files):
     values, base = _reference(model, X)
     np.testing.assert_allclose(out["values"], values, rtol=0, atol=1e-12)
     np.testing.assert_allclose(out["base"], base, rtol=0, atol=1e-12)
+
+
+NO_TORCH = r"""
+import sys
+
+class _Block:  # torch and the other heavy extras cannot be imported in this process
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "transformers", "ray", "dask"):
+            raise ImportError(f"{name} is blocked")
+        return None
+
+sys.meta_path.insert(0, _Block())
+import numpy as np, pandas as pd
+import featurelens as fl
+from sklearn.ensemble import GradientBoostingClassifier
+import lightgbm as lgb
+
+rng = np.random.default_rng(0)
+X = pd.DataFrame(rng.normal(size=(200, 4)), columns=list("abcd"))
+y = (X["a"] + X["b"] > 0).astype(int)
+gbc = GradientBoostingClassifier(n_estimators=8, random_state=0).fit(X, y)
+fl.explainer("tree_shap", gbc, interactions=True).explain(X[:5], target=1)
+fl.explainer("tree_shap", gbc).explain(X[:5])                              # target None: a model call
+fl.explainer("tree_shap", gbc, background=X[:20]).explain(X[:5], target=1)  # interventional
+booster = lgb.train({"objective": "binary", "verbose": -1}, lgb.Dataset(X.to_numpy(), y), 5)
+fl.explainer("tree_shap", booster).explain(X.to_numpy()[:5], target=1)      # a raw Booster
+booster.save_model(sys.argv[1] + "/model.txt")
+X.to_csv(sys.argv[1] + "/data.csv", index=False)
+from featurelens.cli import main
+assert main(["explain", "--model", sys.argv[1] + "/model.txt", "--data", sys.argv[1] + "/data.csv",
+             "--method", "tree_shap", "--rows", "5", "--out", sys.argv[1] + "/report"]) == 0
+print(sorted(k for k in sys.modules if k.split(".")[0] in ("torch", "transformers", "ray", "dask")))
+"""
+
+
+def test_the_tree_path_never_imports_torch(tmp_path):
+    """TreeSHAP (values, interactions, the predicted class, interventional), a raw Booster and
+    ``featurelens explain`` of a LightGBM model file, in a process where torch (and transformers,
+    ray, dask) cannot be imported."""
+    pytest.importorskip("lightgbm")
+    pytest.importorskip("pandas")
+    script = tmp_path / "no_torch.py"
+    script.write_text(NO_TORCH)
+    out = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=600,
+                         env=_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
