@@ -354,7 +354,7 @@ def run(args) -> dict:
                 asked = rows
                 if per_row is not None and per_row * rows > args.interaction_seconds:
                     rows = max(1, int(args.interaction_seconds / per_row))
-                    rows = int(10 ** np.floor(np.log10(rows))) if rows >= 10 else rows  # a round number
+                    rows = int(float(f"{rows:.1g}"))  # one significant digit: a round number
                 inter = {"model": kind, "size": size, "trees": trees, "rows": rows, "rows_asked": asked,
                          "load_average": load_average()}
                 inter.update(interactions_cell(exi, se, X_all[:rows], args.repeats, args.cell_seconds))
