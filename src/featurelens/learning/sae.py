@@ -88,7 +88,7 @@ features out of superposition with sparse autoencoders", 2022), :func:`dead_late
 from __future__ import annotations
 
 import numpy as np
-import torch
+from featurelens._optional import is_tensor, torch
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._random import parse_seed
@@ -111,7 +111,7 @@ def _check_scale(X, name: str, rows: int) -> None:
     squares of ``rows`` rows (a training batch; 1 for encoding) must stay below
     :data:`_FLOAT32_SQUARES`. Computed in float64 (inf when even that overflows), before any work:
     such data would otherwise give NaN weights and 100 % NaN codes without a word."""
-    if isinstance(X, torch.Tensor):
+    if is_tensor(X):
         sq = float(X.detach().double().pow(2).sum(1).max())
         big = float(X.detach().abs().max())
     else:
@@ -130,7 +130,7 @@ def _check_scale(X, name: str, rows: int) -> None:
 
 def _matrix(a, name: str, n_cols: int | None = None, cols_name: str = "columns") -> np.ndarray | torch.Tensor:
     """A validated 2-D floating, finite matrix (numpy array or torch tensor, returned as such)."""
-    arr = a if isinstance(a, torch.Tensor) else as_numpy(a, name)
+    arr = a if is_tensor(a) else as_numpy(a, name)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a 2-D matrix of shape (n_samples, n_{cols_name}); got shape {tuple(arr.shape)}")
     if arr.shape[0] < 1 or arr.shape[1] < 1:
@@ -300,7 +300,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         arguments are constructor parameters (``n_latents`` is taken from ``decoder``).
         """
         D = _matrix(decoder, "decoder", cols_name="latents")
-        D = D.detach().cpu() if isinstance(D, torch.Tensor) else numpy_to_tensor(D)
+        D = D.detach().cpu() if is_tensor(D) else numpy_to_tensor(D)
         d, m = D.shape
         params.setdefault("n_latents", m)
         sae = cls(**params)
@@ -318,7 +318,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         def tensor(a, name, shape):
             if a is None:
                 return None
-            t = a.detach().cpu() if isinstance(a, torch.Tensor) else torch.as_tensor(np.array(as_numpy(a, name)))
+            t = a.detach().cpu() if is_tensor(a) else torch.as_tensor(np.array(as_numpy(a, name)))
             if tuple(t.shape) != shape:
                 raise ValueError(f"{name} must have shape {shape}; got {tuple(t.shape)}")
             check_floating(t, name)
@@ -403,7 +403,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
         X = _matrix(X, name, n_cols=n_cols, cols_name=cols_name)
         if self._W_dec.dtype == torch.float32:
             _check_scale(X, name, 1)
-        t = X if isinstance(X, torch.Tensor) else numpy_to_tensor(X)
+        t = X if is_tensor(X) else numpy_to_tensor(X)
         return t.to(device=self._W_dec.device, dtype=self._W_dec.dtype)
 
     def _chunked(self, t: torch.Tensor, fn) -> np.ndarray:
@@ -462,7 +462,7 @@ class SparseAutoencoder(BaseEstimator, TransformerMixin):
             "lower n_latents (or batch_size).",
         )
         _check_scale(X, "X", rows)
-        X = (X.detach() if isinstance(X, torch.Tensor) else numpy_to_tensor(X)).to(device=self._device(), dtype=torch.float32)
+        X = (X.detach() if is_tensor(X) else numpy_to_tensor(X)).to(device=self._device(), dtype=torch.float32)
         self.history_ = train(self, X)
         if not all(bool(np.isfinite(a).all()) for a in (self.decoder_, self.encoder_, self.encoder_bias_, self.pre_bias_)):
             raise ValueError(
@@ -481,7 +481,7 @@ def _atoms(W, name: str) -> np.ndarray:
         W._check_fitted()
         return np.asarray(W.decoder_.T, dtype=np.float64)
     W = _matrix(W, name, cols_name="dimensions")
-    return np.asarray(W.detach().cpu().numpy() if isinstance(W, torch.Tensor) else W, dtype=np.float64)
+    return np.asarray(W.detach().cpu().numpy() if is_tensor(W) else W, dtype=np.float64)
 
 
 def dictionary_recovery(W_true, W_learned, threshold: float = 0.9) -> dict:
@@ -557,7 +557,7 @@ def norm_detectors(sae: SparseAutoencoder, X, codes=None, norms=None, norm_thres
     norm_threshold = check_float(norm_threshold, "norm_threshold", low=0.0, high=1.0)
     feature_threshold = check_float(feature_threshold, "feature_threshold", low=0.0, high=1.0)
     Xn = _matrix(X, "X", cols_name="features")
-    Xn = Xn.detach().cpu().numpy() if isinstance(Xn, torch.Tensor) else Xn
+    Xn = Xn.detach().cpu().numpy() if is_tensor(Xn) else Xn
     n = Xn.shape[0]
     F = sae.encode(Xn).astype(np.float64)
     if norms is None:
@@ -572,7 +572,7 @@ def norm_detectors(sae: SparseAutoencoder, X, codes=None, norms=None, norm_thres
     feat = None
     if codes is not None:
         Cd = _matrix(codes, "codes", cols_name="features")
-        Cd = np.asarray(Cd.detach().cpu().numpy() if isinstance(Cd, torch.Tensor) else Cd, dtype=np.float64)
+        Cd = np.asarray(Cd.detach().cpu().numpy() if is_tensor(Cd) else Cd, dtype=np.float64)
         if Cd.shape[0] != n:
             raise ValueError(f"codes must have shape ({n}, n_features), one row per row of X; got {Cd.shape}")
         feat = np.abs(_column_corr(F, Cd)).max(axis=1)
