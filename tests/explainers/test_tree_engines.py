@@ -175,6 +175,40 @@ def test_path_dependent_values_in_row_blocks_equal_brute_force(forest, engine):
     np.testing.assert_allclose(few, values[:5], atol=1e-13)
 
 
+@pytest.mark.skipif(not numba_kernels.HAVE_NUMBA, reason="numba is not installed")
+def test_one_or_two_rows_by_walking_the_trees_equal_brute_force():
+    """Numerical trees read by the compiled forest walk (``forest_paths``): one and two rows go
+    through the tree walk of ``numba_walk.walk_values`` (features repeated down a path, NaN, a
+    stump), more rows through the row blocks; both equal brute force."""
+    from featurelens.explainers.tree.paths import forest_paths
+
+    rng = np.random.default_rng(5)
+    trees = []
+    while len(trees) < 4:
+        t = random_tree(rng, depth=5)
+        if not t["categorical"]:
+            trees.append(t)
+    stump = dict(left=np.array([-1]), right=np.array([-1]), feature=np.array([0]), threshold=np.array([0.0]),
+                 nan_left=np.array([0]), cover=np.array([10.0]), value=np.array([[0.7]]), categorical={})
+    trees.append(stump)
+    parts = [(t["left"], t["right"], t["feature"], t["threshold"], t["nan_left"], t["cover"], t["value"], 1.0)
+             for t in trees]
+    paths, packed = forest_paths(parts)
+    assert packed.nodes is not None
+    ens = Ensemble(paths, 0.25, 1, True, False, True, D)
+    ens.packed = packed
+    x = random_rows(rng, 6)
+    x[:, 3:] = rng.choice([-1.0, 0.0, 0.5, np.nan], size=(6, 2))  # numerical values on features 3, 4
+    assert numba_kernels.WALK_ROWS > 2
+    walked = np.concatenate([tree_engine.shap_values(ens, x[r : r + 1], None, 4)[0] for r in range(6)])
+    blocks, base = tree_engine.shap_values(ens, x, None, 4)
+    np.testing.assert_allclose(walked, blocks, atol=1e-13)
+    for r, row in enumerate(x):
+        phi, _ = shapley_and_pairs(lambda S: sum(expvalue(t, row, S) for t in trees) + 0.25)
+        np.testing.assert_allclose(walked[r], phi, atol=1e-10)
+        assert base + walked[r].sum() == pytest.approx(sum(predict(t, row) for t in trees) + 0.25, abs=1e-10)
+
+
 def test_interventional_values_and_pairs_equal_brute_force(forest, engine):
     trees, ens, x, bg = forest
     values, base = tree_engine.shap_values(ens, x, bg, 4)

@@ -119,8 +119,23 @@ class TreeShap(Explainer):
     ``Explanation.extra["interactions"]``, shape (n, d, d), each row summing to ``values``
     (not for the probability units).
 
-    Model calls: the trees are read directly; the only model calls are the base class's target
-    resolution (all rows when ``target`` is None, one row otherwise).
+    Raw boosters: a ``lightgbm.Booster`` or ``xgboost.Booster`` (what ``lgb.train`` /
+    ``xgb.train`` return, or a saved model file loads into) is explained as its scikit-learn
+    wrapper would be, in the units of its objective: binary logistic objectives in ``"log_odds"``,
+    multi-class ones in ``"margin"`` (one per class), every other objective in ``"raw"`` (its raw
+    score, e.g. the log of a Poisson mean); the values equal the library's own ``pred_contrib`` /
+    ``pred_contribs``. The Model calls the Booster through
+    :func:`~featurelens.explainers.tree.raw_boosters.booster_estimator`; to ask for other units
+    (``output=``) pass ``booster_estimator(booster)`` itself.
+
+    Model calls: the trees are read directly, once, when the explainer is built. With a given
+    ``target``, rows of numbers take a short path (:mod:`.fast`) that calls the model not at all
+    (``model_calls`` 0); ``target=None`` (the predicted class) costs one pass over the rows.
+
+    Compiled kernels: where numba is installed the values come from compiled kernels, cached on
+    disk the first time they run (one compile per machine, see
+    :mod:`~featurelens.explainers.tree.numba_kernels`); without numba a numpy engine gives the
+    same values, more slowly.
     """
 
     audit_default = "reads the trees of a fitted tree model and explains in its own units; request it with methods="

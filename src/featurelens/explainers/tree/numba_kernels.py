@@ -57,8 +57,8 @@ except ImportError:  # pragma: no cover - exercised where numba is absent
     prange = range
     HAVE_NUMBA = False
 
-__all__ = ["HAVE_NUMBA", "MAX_PATH_FEATURES", "PARALLEL_MIN_WORK", "Packed", "pack", "pack_arrays", "usable",
-           "njit", "path_dependent_values", "path_dependent_pairs"]
+__all__ = ["HAVE_NUMBA", "MAX_PATH_FEATURES", "PARALLEL_MIN_WORK", "WALK_ROWS", "Packed", "pack", "pack_arrays",
+           "usable", "njit", "path_dependent_values", "path_dependent_pairs"]
 
 #: numba's workqueue threading layer (its fallback where neither OpenMP nor TBB is present) aborts
 #: the process when two Python threads launch parallel kernels at once; parallel calls are
@@ -98,8 +98,10 @@ def njit(*args, **kwargs):
 #: 32 to 128 measured alike, 16 several times slower).
 _ROW_BLOCK = 64
 
-#: Below this many rows the path-dependent kernel runs row by row in scalar code.
-_FEW_ROWS = 8
+#: Below this many rows the path-dependent values of a forest of numerical splits come from one
+#: walk of each tree per row (:func:`.numba_walk.walk_values`), which shares the work of the
+#: nodes above many leaves; from it on, the row blocks of :func:`_pd_block` are faster.
+WALK_ROWS = 3
 
 #: Longest path (distinct features) the kernels take; longer ensembles use the numpy engine.
 MAX_PATH_FEATURES = 63
@@ -114,7 +116,7 @@ class Packed:
 
     __slots__ = ("feature", "lower", "upper", "nan_ok", "zero", "length", "value", "cat_row",
                  "cat_table", "cat_count", "gl_nodes", "gl_weights", "max_length", "elements",
-                 "root_value", "beta", "full")
+                 "root_value", "beta", "full", "nodes")
 
 
 def pack(ens) -> Packed:
@@ -142,6 +144,7 @@ def pack(ens) -> Packed:
     P = sum(p.feature.shape[0] for p in paths)
     K = ens.n_out
     out = Packed()
+    out.nodes = None
     out.feature = np.zeros((P, D), dtype=np.int64)
     out.lower = np.full((P, D), -np.inf)
     out.upper = np.full((P, D), np.inf)
@@ -184,7 +187,7 @@ def pack(ens) -> Packed:
     return _finish(out, D)
 
 
-def pack_arrays(feature, lower, upper, nan_ok, zero, length, value) -> Packed:
+def pack_arrays(feature, lower, upper, nan_ok, zero, length, value, nodes=None) -> Packed:
     """:func:`pack` from a forest's paths already in flat arrays (numerical splits only; see
     :func:`featurelens.explainers.tree.paths.forest_paths`).
 
@@ -196,12 +199,16 @@ def pack_arrays(feature, lower, upper, nan_ok, zero, length, value) -> Packed:
         The number of elements of each path.
     value : ndarray of float64, (P, K)
         Leaf values (scaled).
+    nodes : tuple, optional
+        The forest's node arrays for :func:`.numba_walk.walk_values` (see
+        :func:`~featurelens.explainers.tree.paths.forest_paths`).
 
     Returns
     -------
     Packed
     """
     out = Packed()
+    out.nodes = nodes
     out.feature = np.ascontiguousarray(feature, dtype=np.int64)
     out.lower = np.ascontiguousarray(lower, dtype=np.float64)
     out.upper = np.ascontiguousarray(upper, dtype=np.float64)
@@ -348,54 +355,11 @@ if HAVE_NUMBA:
                         outT[k, f, r0 + r] += (o[j, r] - z) * acc[j, r] * vk
 
     @njit(cache=True)
-    def _pd_row(XT, r, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
-                cat_count, gl_nodes, gl_weights, outT, o, pre, fac, acc):
-        """:func:`_pd_block` for the one row ``r`` in scalar code (buffers (D,)): a few rows go
-        faster so than through the block's loops over rows."""
-        P = feature.shape[0]
-        K = value.shape[1]
-        for p in range(P):
-            L = length[p]
-            for j in range(L):
-                o[j] = 1.0 if _satisfied(XT[feature[p, j], r], p, j, lower, upper, nan_ok, cat_row,
-                                         cat_table, cat_count) else 0.0
-                acc[j] = 0.0
-            for qi in range((L + 1) // 2):
-                t = gl_nodes[L, qi]
-                running = gl_weights[L, qi]
-                for j in range(L):
-                    z = zero[p, j]
-                    fv = z + t * (o[j] - z)
-                    pre[j] = running
-                    fac[j] = fv
-                    running *= fv
-                running = 1.0
-                for j in range(L - 1, -1, -1):
-                    acc[j] += pre[j] * running
-                    running *= fac[j]
-            for j in range(L):
-                c = (o[j] - zero[p, j]) * acc[j]
-                if c != 0.0:
-                    f = feature[p, j]
-                    for k in range(K):
-                        outT[k, f, r] += c * value[p, k]
-
-    @njit(cache=True)
     def _pd_serial(XT, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
                    cat_count, gl_nodes, gl_weights, outT):
-        """:func:`_pd_block` over every block of rows, one after the other (:func:`_pd_row` for
-        fewer than ``_FEW_ROWS`` rows)."""
+        """:func:`_pd_block` over every block of rows, one after the other."""
         n = XT.shape[1]
         D = feature.shape[1]
-        if n < _FEW_ROWS:
-            o = np.zeros(D)
-            pre = np.zeros(D)
-            fac = np.zeros(D)
-            acc = np.zeros(D)
-            for r in range(n):
-                _pd_row(XT, r, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
-                        cat_count, gl_nodes, gl_weights, outT, o, pre, fac, acc)
-            return
         B = max(1, min(n, _ROW_BLOCK))
         o = np.zeros((D, B))
         pre = np.zeros((D, B))
@@ -525,6 +489,11 @@ def path_dependent_values(packed: Packed, x: np.ndarray) -> np.ndarray:
     """
     n, d = x.shape
     out_t = np.zeros((packed.value.shape[1], d, n))
+    if n < WALK_ROWS and packed.nodes is not None:
+        from .numba_walk import walk_values
+
+        walk_values(packed, np.ascontiguousarray(x.T), out_t)
+        return out_t.transpose(2, 1, 0)
     _run(_pd_serial, _pd_parallel, n * packed.elements if n > _ROW_BLOCK else 0,
          np.ascontiguousarray(x.T), packed.feature, packed.lower, packed.upper, packed.nan_ok,
          packed.zero, packed.length, packed.value, packed.cat_row, packed.cat_table, packed.cat_count,

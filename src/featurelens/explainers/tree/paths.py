@@ -193,18 +193,22 @@ def forest_paths(trees):
         return None
     from .numba_walk import walk_forest
 
-    f, lo, hi, nan_ok, zero, length, leaf_node, leaf_start = walk_forest([t[:6] for t in trees])
-    sizes = np.array([len(t[0]) for t in trees], dtype=np.int64)
-    node_start = np.concatenate([[0], np.cumsum(sizes)])
+    f, lo, hi, nan_ok, zero, length, leaf_node, leaf_start, nodes, node_start = walk_forest(
+        [t[:6] for t in trees])
+    sizes = np.diff(node_start)
     k = np.asarray(trees[0][6]).reshape(sizes[0], -1).shape[1]
-    leaf_values = np.concatenate([np.asarray(t[6], dtype=np.float64).reshape(-1, k) for t in trees])
     scale = np.array([float(t[7]) for t in trees])
+    # every node's value times its tree's scale (the walk of numba_walk.walk_values reads leaves)
+    node_value = np.concatenate([np.asarray(t[6], dtype=np.float64).reshape(-1, k) for t in trees])
+    node_value *= np.repeat(scale, sizes)[:, None]
     tree_of = np.repeat(np.arange(len(trees)), np.diff(leaf_start))
-    value = leaf_values[node_start[tree_of] + leaf_node] * scale[tree_of, None]
+    value = node_value[node_start[tree_of] + leaf_node]
+    depth = f.shape[1]  # the deepest tree's depth (levels below the root)
     width = max(1, int(length.max()))
     f, lo, hi = f[:, :width], lo[:, :width], hi[:, :width]
     nan_ok, zero = nan_ok[:, :width], zero[:, :width]
-    packed = numba_kernels.pack_arrays(f, lo, hi, nan_ok, zero, length, value)
+    packed = numba_kernels.pack_arrays(f, lo, hi, nan_ok, zero, length, value,
+                                       nodes=nodes + (node_value, node_start, int(depth)))
 
     def per_tree():
         out = []
