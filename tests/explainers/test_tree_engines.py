@@ -209,6 +209,28 @@ def test_one_or_two_rows_by_walking_the_trees_equal_brute_force():
         assert base + walked[r].sum() == pytest.approx(sum(predict(t, row) for t in trees) + 0.25, abs=1e-10)
 
 
+@pytest.mark.skipif(not numba_kernels.HAVE_NUMBA, reason="numba is not installed")
+def test_one_or_two_rows_of_shallow_trees_in_closed_form_equal_brute_force():
+    """Trees of depth <= 3 (paths of at most 3 features; categorical splits and NaN): one and two
+    rows take the closed-form kernel, six rows the row blocks; both equal brute force."""
+    rng = np.random.default_rng(9)
+    trees = [random_tree(rng, depth=3) for _ in range(6)]
+    assert any(t["categorical"] for t in trees)
+    paths = [extract_paths(t["left"], t["right"], t["feature"], t["threshold"], t["nan_left"],
+                           t["cover"], t["value"], 1.0, categorical=t["categorical"]) for t in trees]
+    ens = Ensemble(paths, -0.5, 1, True, False, True, D)
+    x = random_rows(rng, 6)
+    assert max(p.feature.shape[1] for p in ens.paths) <= 3
+    one = np.concatenate([tree_engine.shap_values(ens, x[r : r + 1], None, 4)[0] for r in range(6)])
+    two = np.concatenate([tree_engine.shap_values(ens, x[r : r + 2], None, 4)[0] for r in (0, 2, 4)])
+    blocks, _ = tree_engine.shap_values(ens, x, None, 4)
+    np.testing.assert_allclose(one, blocks, atol=1e-13)
+    np.testing.assert_allclose(two, blocks, atol=1e-13)
+    for r, row in enumerate(x):
+        phi, _ = shapley_and_pairs(lambda S: sum(expvalue(t, row, S) for t in trees) - 0.5)
+        np.testing.assert_allclose(one[r], phi, atol=1e-10)
+
+
 def test_interventional_values_and_pairs_equal_brute_force(forest, engine):
     trees, ens, x, bg = forest
     values, base = tree_engine.shap_values(ens, x, bg, 4)

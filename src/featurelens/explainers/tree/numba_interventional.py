@@ -16,14 +16,14 @@ chosen by the amount of work (:data:`.numba_kernels.PARALLEL_MIN_WORK`), and is 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .numba_kernels import HAVE_NUMBA, Packed, _run, njit
 
 if HAVE_NUMBA:
     from numba import prange
-
-    from .numba_kernels import _satisfied
 
 __all__ = ["satisfied_masks", "interventional_values", "interventional_pairs"]
 
@@ -39,8 +39,20 @@ if HAVE_NUMBA:
             for p in range(P):
                 m = np.uint64(0)
                 for j in range(length[p]):
-                    if _satisfied(X[r, feature[p, j]], p, j, lower, upper, nan_ok, cat_row,
-                                  cat_table, cat_count):
+                    v = X[r, feature[p, j]]
+                    if v != v:
+                        ok = nan_ok[p, j]
+                    else:
+                        row = cat_row[p, j]
+                        if row >= 0:
+                            n_cat = cat_count[row]
+                            code = n_cat
+                            if v >= 0.0 and v < n_cat and v == math.floor(v):
+                                code = int(v)
+                            ok = cat_table[row, code]
+                        else:
+                            ok = lower[p, j] < v and v <= upper[p, j]
+                    if ok:
                         m |= np.uint64(1) << np.uint64(j)
                 out[r, p] = m
         return out

@@ -98,9 +98,10 @@ def njit(*args, **kwargs):
 #: 32 to 128 measured alike, 16 several times slower).
 _ROW_BLOCK = 64
 
-#: Below this many rows the path-dependent values of a forest of numerical splits come from one
-#: walk of each tree per row (:func:`.numba_walk.walk_values`), which shares the work of the
-#: nodes above many leaves; from it on, the row blocks of :func:`_pd_block` are faster.
+#: Below this many rows the path-dependent values come row by row: in closed form where every path
+#: has at most 3 features (:func:`_pd_short`), else, for a forest of numerical splits, from one
+#: walk of each tree per row (:func:`.numba_walk.walk_values`), which shares the work of the nodes
+#: above many leaves; from it on, the row blocks of :func:`_pd_block` are faster.
 WALK_ROWS = 3
 
 #: Longest path (distinct features) the kernels take; longer ensembles use the numpy engine.
@@ -271,19 +272,6 @@ def _beta_table(n: int) -> np.ndarray:
 
 if HAVE_NUMBA:
 
-    @njit(cache=True, inline="always")
-    def _satisfied(v, p, j, lower, upper, nan_ok, cat_row, cat_table, cat_count):
-        if v != v:  # NaN
-            return nan_ok[p, j]
-        row = cat_row[p, j]
-        if row >= 0:
-            c = cat_count[row]
-            code = c
-            if v >= 0.0 and v < c and v == math.floor(v):
-                code = int(v)
-            return cat_table[row, code]
-        return lower[p, j] < v and v <= upper[p, j]
-
     @njit(cache=True)
     def _pd_block(XT, r0, m, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
                   cat_count, gl_nodes, gl_weights, outT, o, pre, fac, acc, run):
@@ -355,6 +343,51 @@ if HAVE_NUMBA:
                         outT[k, f, r0 + r] += (o[j, r] - z) * acc[j, r] * vk
 
     @njit(cache=True)
+    def _pd_short(XT, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table, cat_count,
+                  outT):
+        """Path-dependent values of paths of at most 3 features (trees of depth <= 3), row by row
+        in closed form: with d_j = o_j - z_j, ``int_0^1 prod_{j != i} (z_j + t d_j) dt`` is 1,
+        ``z_j + d_j / 2`` or ``z_j z_k + (z_j d_k + z_k d_j) / 2 + d_j d_k / 3``."""
+        P = feature.shape[0]
+        K = value.shape[1]
+        d = np.zeros(3)
+        c = np.zeros(3)
+        for r in range(XT.shape[1]):
+            for p in range(P):
+                L = length[p]
+                for j in range(L):
+                    v = XT[feature[p, j], r]
+                    if v != v:
+                        ok = nan_ok[p, j]
+                    else:
+                        row = cat_row[p, j]
+                        if row >= 0:
+                            n_cat = cat_count[row]
+                            code = n_cat
+                            if v >= 0.0 and v < n_cat and v == math.floor(v):
+                                code = int(v)
+                            ok = cat_table[row, code]
+                        else:
+                            ok = lower[p, j] < v and v <= upper[p, j]
+                    d[j] = (1.0 if ok else 0.0) - zero[p, j]
+                if L == 1:
+                    c[0] = d[0]
+                elif L == 2:
+                    c[0] = d[0] * (zero[p, 1] + 0.5 * d[1])
+                    c[1] = d[1] * (zero[p, 0] + 0.5 * d[0])
+                elif L == 3:
+                    z0 = zero[p, 0]
+                    z1 = zero[p, 1]
+                    z2 = zero[p, 2]
+                    c[0] = d[0] * (z1 * z2 + 0.5 * (z1 * d[2] + z2 * d[1]) + d[1] * d[2] / 3.0)
+                    c[1] = d[1] * (z0 * z2 + 0.5 * (z0 * d[2] + z2 * d[0]) + d[0] * d[2] / 3.0)
+                    c[2] = d[2] * (z0 * z1 + 0.5 * (z0 * d[1] + z1 * d[0]) + d[0] * d[1] / 3.0)
+                for j in range(L):
+                    f = feature[p, j]
+                    for k in range(K):
+                        outT[k, f, r] += c[j] * value[p, k]
+
+    @njit(cache=True)
     def _pd_serial(XT, feature, lower, upper, nan_ok, zero, length, value, cat_row, cat_table,
                    cat_count, gl_nodes, gl_weights, outT):
         """:func:`_pd_block` over every block of rows, one after the other."""
@@ -403,8 +436,20 @@ if HAVE_NUMBA:
             if L < 2:
                 continue
             for j in range(L):
-                o[j] = 1.0 if _satisfied(X[r, feature[p, j]], p, j, lower, upper, nan_ok,
-                                         cat_row, cat_table, cat_count) else 0.0
+                v = X[r, feature[p, j]]
+                if v != v:
+                    ok = nan_ok[p, j]
+                else:
+                    row = cat_row[p, j]
+                    if row >= 0:
+                        n_cat = cat_count[row]
+                        code = n_cat
+                        if v >= 0.0 and v < n_cat and v == math.floor(v):
+                            code = int(v)
+                        ok = cat_table[row, code]
+                    else:
+                        ok = lower[p, j] < v and v <= upper[p, j]
+                o[j] = 1.0 if ok else 0.0
                 for i in range(L):
                     l2o[j, i] = 0.0
             for qi in range((L + 1) // 2):
@@ -489,6 +534,11 @@ def path_dependent_values(packed: Packed, x: np.ndarray) -> np.ndarray:
     """
     n, d = x.shape
     out_t = np.zeros((packed.value.shape[1], d, n))
+    if n < WALK_ROWS and packed.max_length <= 3:
+        _pd_short(np.ascontiguousarray(x.T), packed.feature, packed.lower, packed.upper, packed.nan_ok,
+                  packed.zero, packed.length, packed.value, packed.cat_row, packed.cat_table, packed.cat_count,
+                  out_t)
+        return out_t.transpose(2, 1, 0)
     if n < WALK_ROWS and packed.nodes is not None:
         from .numba_walk import walk_values
 
