@@ -65,9 +65,7 @@ def _sklearn_tree_part(tree, scale, normalize, column=None, n_out=1) -> tuple:
     in that column of ``n_out``) and ``scale``."""
     t = tree.tree_
     value = np.asarray(t.value, dtype=np.float64)  # (nodes, n_outputs, max_classes)
-    if normalize:  # classifier: class fractions (already fractions in recent scikit-learn)
-        sums = value.sum(axis=2, keepdims=True)
-        value = value / np.where(sums > 0, sums, 1.0)
+    if normalize:  # classifier: its class counts or fractions, made fractions by _class_fractions
         value = value[:, 0, :]
     elif column is None:
         value = value[:, :, 0]
@@ -82,6 +80,16 @@ def _sklearn_tree_part(tree, scale, normalize, column=None, n_out=1) -> tuple:
         nan_left = np.zeros(t.node_count, dtype=np.uint8)
     return (t.children_left, t.children_right, t.feature, t.threshold, nan_left,
             t.weighted_n_node_samples, value, scale)
+
+
+def _class_fractions(parts) -> list:
+    """``parts`` with each node's class values divided by their sum (class fractions; recent
+    scikit-learn stores fractions already), for all trees in one step."""
+    values = np.concatenate([part[6] for part in parts])
+    sums = values.sum(axis=1, keepdims=True)
+    values = values / np.where(sums > 0, sums, 1.0)
+    bounds = np.cumsum([len(part[6]) for part in parts])[:-1]
+    return [part[:6] + (v,) + part[7:] for part, v in zip(parts, np.split(values, bounds))]
 
 
 def _numeric_ensemble(parts, offset, n_out, squeeze, float32, allow_nan, d, **kwargs) -> Ensemble:
@@ -312,7 +320,7 @@ def build_ensemble(model) -> Ensemble:
         if int(getattr(model, "n_outputs_", 1)) != 1:
             raise TypeError(f"tree_shap_values does not support multi-output {name} (n_outputs_ > 1)")
         n_out = len(model.classes_)
-        parts = [_sklearn_tree_part(t, scale, True) for t in trees]
+        parts = _class_fractions([_sklearn_tree_part(t, scale, True) for t in trees])
         ens = _numeric_ensemble(parts, np.zeros(n_out), n_out, False, True, nan, d)
         ens.units = "probability"  # class fractions: predict_proba itself
         return _nan_rule(ens, name, nan)
