@@ -510,7 +510,9 @@ def _headline_tree(doc) -> str:
                       "max abs diff"], table, "lrrrr")
     text += (f"\nRatios over {', '.join(f'{n:,}' for n in grid['rows'])} rows x "
              f"{', '.join(str(t) for t in grid['trees'])} trees, one call on a built explainer each "
-             f"(Explanation against shap's Explanation); shap {doc['environment'].get('shap', '?')}.\n")
+             f"(Explanation against shap's Explanation); shap {doc['environment'].get('shap', '?')}"
+             + ("; XGBoost's differences are those of XGBoost's own float32 sums, which shap returns"
+                if any(r["model"] == "XGBoost" for r in doc["values"]) else "") + ".\n")
     fresh = doc.get("fresh_process")
     if fresh:
         text += (f"\nA fresh process that imports featurelens, builds the README's tree explainer and "
