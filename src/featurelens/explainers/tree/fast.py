@@ -75,8 +75,16 @@ def fast_explanation(ex, x, target, feature_names, args, kwargs):
     ----------
     ex : TreeShap
         The explainer (not a Pipeline's).
-    x, target, feature_names, args, kwargs
-        The arguments of ``explain``.
+    x : array-like or DataFrame
+        The rows, as given to ``explain``.
+    target : None, int or array-like of int
+        As given to ``explain``.
+    feature_names : list of str or None
+        As given to ``explain``.
+    args : tuple
+        ``explain``'s other positional arguments.
+    kwargs : dict
+        ``explain``'s other keyword arguments.
 
     Returns
     -------

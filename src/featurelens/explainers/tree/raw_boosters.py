@@ -152,8 +152,14 @@ class RawBooster:
 
 
 class BoosterClassifier(RawBooster):
-    """A raw Booster with a binary logistic or multi-class objective, as a classifier: see
-    :class:`RawBooster` for the parameters and the module docstring for the outputs."""
+    """A raw Booster with a binary logistic or multi-class objective, as a classifier (the module
+    docstring says what each method returns).
+
+    Parameters
+    ----------
+    booster : lightgbm.Booster or xgboost.Booster
+        The trained Booster.
+    """
 
     _estimator_type = "classifier"
 
@@ -219,7 +225,13 @@ class BoosterClassifier(RawBooster):
 
 class BoosterRegressor(RawBooster):
     """A raw Booster with a regression, ranking or other objective, as a regressor whose
-    ``predict`` is the raw margin: see :class:`RawBooster` for the parameters."""
+    ``predict`` is the raw margin.
+
+    Parameters
+    ----------
+    booster : lightgbm.Booster or xgboost.Booster
+        The trained Booster.
+    """
 
     _estimator_type = "regressor"
 
