@@ -141,18 +141,7 @@ def checked_outputs(out, x: torch.Tensor, needs_grad: bool, dtype: torch.dtype, 
                 f"model {name()} must return a tensor or an array of numbers; got "
                 f"{type(out).__name__} ({err})"
             ) from err
-    if out.ndim == 1:
-        out = out[:, None]
-    if out.ndim != 2 or out.shape[0] != x.shape[0]:
-        raise ValueError(
-            f"model must map a batch of {x.shape[0]} rows to outputs of shape (batch,) or "
-            f"(batch, classes); got output shape {tuple(out.shape)}"
-        )
-    if out.shape[1] == 0:
-        raise ValueError(
-            f"model {name()} returned 0 outputs per row (output shape {tuple(out.shape)}); "
-            "expected at least one output (a score, a logit per class) to explain"
-        )
+    out = _as_rows_by_outputs(out, x, name)
     if needs_grad and not out.requires_grad:
         raise ValueError(
             f"model {name()} returned outputs that do not depend on the input through "
@@ -170,6 +159,24 @@ def checked_outputs(out, x: torch.Tensor, needs_grad: bool, dtype: torch.dtype, 
             f"the model returned NaN or inf for {bad} of {x.shape[0]} rows (inputs of shape "
             f"{tuple(x.shape)}, all finite); attributions of non-finite outputs would be NaN. "
             "Check the model on these inputs (e.g. a log of 0, a division by zero, overflow)"
+        )
+    return out
+
+
+def _as_rows_by_outputs(out, x, name: Callable[[], str]):
+    """``out`` (a tensor or array) as ``(rows, outputs)``: a 1-D output becomes one column; any
+    other shape than ``(x rows, >= 1)`` is the one ValueError both output checks raise."""
+    if out.ndim == 1:
+        out = out[:, None]
+    if out.ndim != 2 or out.shape[0] != x.shape[0]:
+        raise ValueError(
+            f"model must map a batch of {x.shape[0]} rows to outputs of shape (batch,) or "
+            f"(batch, classes); got output shape {tuple(out.shape)}"
+        )
+    if out.shape[1] == 0:
+        raise ValueError(
+            f"model {name()} returned 0 outputs per row (output shape {tuple(out.shape)}); "
+            "expected at least one output (a score, a logit per class) to explain"
         )
     return out
 
@@ -235,18 +242,7 @@ def checked_array_outputs(out, x: np.ndarray, name: Callable[[], str]) -> np.nda
         raise TypeError(
             f"model {name()} must return a tensor or an array of numbers; got {type(out).__name__} ({err})"
         ) from err
-    if arr.ndim == 1:
-        arr = arr[:, None]
-    if arr.ndim != 2 or arr.shape[0] != x.shape[0]:
-        raise ValueError(
-            f"model must map a batch of {x.shape[0]} rows to outputs of shape (batch,) or "
-            f"(batch, classes); got output shape {tuple(arr.shape)}"
-        )
-    if arr.shape[1] == 0:
-        raise ValueError(
-            f"model {name()} returned 0 outputs per row (output shape {tuple(arr.shape)}); "
-            "expected at least one output (a score, a logit per class) to explain"
-        )
+    arr = _as_rows_by_outputs(arr, x, name)
     if not math.isfinite(float(arr.sum())) and not bool(np.isfinite(arr).all()):
         bad = int((~np.isfinite(arr)).any(1).sum())
         raise ValueError(
