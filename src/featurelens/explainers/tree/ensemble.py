@@ -53,8 +53,7 @@ def supported_tree_models() -> tuple[str, ...]:
         The scikit-learn trees and ensembles and the LightGBM / XGBoost scikit-learn wrappers. Raw
         ``lightgbm.Booster`` and ``xgboost.Booster`` objects (what ``lgb.train`` / ``xgb.train``
         return and a saved model file loads into) are accepted as well, by the functions and by
-        the explainer ``tree_shap`` (through
-        :func:`~featurelens.explainers.tree.raw_boosters.booster_estimator`).
+        the explainer ``tree_shap`` (through ``featurelens.explainers.tree.booster_estimator``).
     """
     return _SKLEARN_TREES + _BOOSTERS
 

@@ -125,17 +125,17 @@ class TreeShap(Explainer):
     multi-class ones in ``"margin"`` (one per class), every other objective in ``"raw"`` (its raw
     score, e.g. the log of a Poisson mean); the values equal the library's own ``pred_contrib`` /
     ``pred_contribs``. The Model calls the Booster through
-    :func:`~featurelens.explainers.tree.raw_boosters.booster_estimator`; to ask for other units
-    (``output=``) pass ``booster_estimator(booster)`` itself.
+    ``featurelens.explainers.tree.booster_estimator``; to ask for other units (``output=``) pass
+    ``booster_estimator(booster)`` itself.
 
     Model calls: the trees are read directly, once, when the explainer is built. With a given
-    ``target``, rows of numbers take a short path (:mod:`.fast`) that calls the model not at all
+    ``target``, rows of numbers take a short path (``explainers/tree/fast.py``) that calls the model not at all
     (``model_calls`` 0); ``target=None`` (the predicted class) costs one pass over the rows.
 
     Compiled kernels: where numba is installed the values come from compiled kernels, cached on
     disk the first time they run (one compile per machine, see
-    :mod:`~featurelens.explainers.tree.numba_kernels`); without numba a numpy engine gives the
-    same values, more slowly.
+    ``featurelens.explainers.tree.numba_kernels``); without numba a numpy engine gives the same
+    values, more slowly.
     """
 
     audit_default = "reads the trees of a fitted tree model and explains in its own units; request it with methods="
@@ -260,8 +260,8 @@ class TreeShap(Explainer):
         transformed features.
 
         Rows of numbers (a float array, a DataFrame of numeric columns) with a given ``target``
-        take a short path (:mod:`.fast`) that reads the trees only: the same explanation, no
-        model call. ``target=None`` (the predicted class) costs one model pass over the rows.
+        take a short path (``explainers/tree/fast.py``) that reads the trees only: the same
+        explanation, no model call. ``target=None`` (the predicted class) costs one model pass over the rows.
 
         Parameters
         ----------
