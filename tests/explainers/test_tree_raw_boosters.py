@@ -242,3 +242,18 @@ def test_xgboost_values_are_exact_in_float64_where_xgboost_sums_in_float32():
     own = _contributions(booster, rows, 1)[:, 0, :-1]
     assert np.abs(own - exact).max() > 1e-12  # XGBoost's float32 sums are not exact ...
     np.testing.assert_allclose(own, exact, rtol=0, atol=1e-6)  # ... but within its precision
+
+
+def test_a_model_around_a_raw_booster_is_explained_as_the_booster(data):
+    """``fl.Model(booster)`` (what the audit builds) is re-read as the Booster's estimator; its
+    ``output="raw"`` is the raw score, the margin."""
+    from featurelens.models import Model
+
+    X, y = data
+    booster, _, _ = _lgb("binary", X, y)
+    x = X[:6]
+    for model in (Model(booster), Model(booster, output="raw")):
+        e = fl.explainer("tree_shap", model).explain(x, target=1)
+        assert e.output == "log_odds"
+        np.testing.assert_allclose(e.base_values + e.values.sum(axis=1), booster.predict(x, raw_score=True),
+                                   atol=1e-9)
