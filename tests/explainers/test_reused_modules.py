@@ -8,11 +8,10 @@ activation and pooling call site given a module of its own, not in place (the pa
 hooks have always taken, checked against Captum elsewhere). DeepLift's summation-to-delta is a
 second, independent reference.
 
-The blocks are built here (no download, no torchvision); ``torchvision.models.resnet18`` as
-shipped is compared too when torchvision imports. It is not a dev dependency: the only
-torchvision for torch 2.13 the package index holds (0.28.0) is the CUDA build, whose compiled ops
-do not load against the pinned CPU torch (``import torchvision`` raises "operator torchvision::nms
-does not exist"), so that test skips here and in CI.
+The blocks are built here (no download); ``torchvision.models.resnet18`` and ``densenet121`` as
+shipped are compared too. torchvision is a dev dependency; its only build for torch 2.13 (0.28.0)
+is the CUDA one, whose compiled ops do not load beside the pinned CPU torch, so it is imported
+through ``benchmarks/_torchvision.py`` (the model definitions are plain Python).
 """
 
 from __future__ import annotations
@@ -326,11 +325,23 @@ def test_the_model_is_left_as_it_was():
         torch.testing.assert_close(net(x), out, rtol=0, atol=0)
 
 
-def test_torchvision_resnet18_as_shipped_equals_its_distinct_copy():
+def _torchvision():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     try:
-        import torchvision
-    except Exception as err:  # absent, or a build that does not load against this torch
-        pytest.skip(f"torchvision is not importable here: {type(err).__name__}: {err}")
+        from _torchvision import import_torchvision
+
+        return import_torchvision()
+    except ImportError as err:  # absent (a plain `pip install -e .`), or a build that cannot load
+        pytest.skip(f"torchvision is not importable here: {err}")
+    finally:
+        sys.path.pop(0)
+
+
+def test_torchvision_resnet18_as_shipped_equals_its_distinct_copy():
+    torchvision = _torchvision()
     torch.manual_seed(0)
     net = _randomise(torchvision.models.resnet18(weights=None, num_classes=5), 0)
     x, bg = _data((3, 64, 64), 1, 13), _data((3, 64, 64), 2, 14)
@@ -379,3 +390,13 @@ def test_deeplift_refuses_a_forward_whose_functional_calls_differ_from_the_basel
     x = np.ones((2, 4))
     with pytest.raises((RuntimeError, ValueError), match="different path on x than on the baseline"):
         fl.explainer("deeplift", net).explain(x, target=0)
+
+
+def test_torchvision_densenet121_as_shipped_equals_its_distinct_copy():
+    """DenseNet as shipped: in-place ReLU modules in every dense layer, concatenations, and the
+    final ``F.relu(features, inplace=True)`` + ``F.adaptive_avg_pool2d`` in ``forward``."""
+    torchvision = _torchvision()
+    torch.manual_seed(0)
+    net = _randomise(torchvision.models.densenet121(weights=None, num_classes=4), 0)
+    x, bg = _data((3, 32, 32), 1, 18), _data((3, 32, 32), 2, 19)
+    _check_network(net, x, np.array([1]), bg, tol=1e-10)
