@@ -162,6 +162,28 @@ def test_probability_and_log_odds_through_booster_estimator(data):
     np.testing.assert_allclose(e.base_values + e.values.sum(axis=1), booster.predict(x, raw_score=True), atol=1e-9)
 
 
+@pytest.mark.parametrize("library", ["lightgbm", "xgboost"])
+def test_output_asked_of_the_raw_booster_itself(library, data):
+    """``output=`` given with the raw Booster (no ``booster_estimator``): the units are checked
+    against the classifier the objective makes, not the Booster's ``predict``; a regression
+    objective is refused by name."""
+    X, y = data
+    make = _lgb if library == "lightgbm" else _xgb
+    booster, _, _ = make("binary", X, y)
+    x = X[:10]
+    margin = booster.predict(x, raw_score=True) if library == "lightgbm" else booster.predict(
+        xgb.DMatrix(x), output_margin=True)
+    e = fl.explainer("tree_shap", booster, output="log_odds").explain(x, target=1)
+    assert e.output == "log_odds"
+    np.testing.assert_allclose(e.base_values + e.values.sum(axis=1), margin, atol=1e-5)
+    e = fl.explainer("tree_shap", booster, output="probability", background=X[200:260]).explain(x, target=1)
+    prob = booster.predict(x) if library == "lightgbm" else booster.predict(xgb.DMatrix(x))
+    np.testing.assert_allclose(e.base_values + e.values.sum(axis=1), prob, atol=1e-5)
+    regressor, _, _ = make("regression", X, y)
+    with pytest.raises(ValueError, match="needs a classifier.*Booster"):
+        fl.explainer("tree_shap", regressor, output="log_odds")
+
+
 def test_why_not_takes_a_model_around_a_raw_booster(data):
     """What the command line and the audit ask before building the explainer."""
     from featurelens._harness import why_not

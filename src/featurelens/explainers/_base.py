@@ -172,7 +172,10 @@ def explainer(name: str, model, output: str | None = None, **params) -> "Explain
             f"it accepts: {', '.join(allowed + ['output'])}"
         )
     if output is not None:
-        model = Model.wrap(model, output=output)
+        # The class may see the model as something else first (tree_shap: a raw LightGBM/XGBoost
+        # Booster as the classifier or regressor its objective makes it), so that the units are
+        # checked against what is explained, not against the raw object's ``predict``.
+        model = Model.wrap(cls.model_for_explaining(model), output=output)
     return cls(model, **params)
 
 
@@ -273,6 +276,30 @@ class Explainer:
     #: numpy mode (:meth:`featurelens.models.Model.with_numpy`), so ``_attribute`` gets numpy ``x``
     #: and ``target`` and torch is never imported; on a torch model it gets tensors as usual.
     numpy_inputs: bool = False
+
+    @classmethod
+    def model_for_explaining(cls, model):
+        """The object this explainer explains when given ``model``, before any units are applied
+        (:func:`explainer` wraps it with ``output=``): ``model`` itself by default; ``tree_shap``
+        turns a raw LightGBM/XGBoost Booster into the classifier or regressor its objective makes
+        it, so ``output="log_odds"`` is checked against a classifier, not the Booster's ``predict``.
+
+        Parameters
+        ----------
+        model : object
+            The model given to :func:`explainer`.
+
+        Returns
+        -------
+        object
+            What the explainer's Model should wrap.
+
+        Examples
+        --------
+        >>> Explainer.model_for_explaining(net) is net
+        True
+        """
+        return model
 
     def __init__(self, model, batch_size: int | None = None, output: str | None = None):
         self.model = Model.wrap(model, batch_size=batch_size, output=output)

@@ -145,6 +145,28 @@ class TreeShap(Explainer):
 
     outputs = ("raw", "probability", "log_odds")  # which ones apply depends on the trees (above)
 
+    @classmethod
+    def model_for_explaining(cls, model):
+        """A raw LightGBM/XGBoost Booster (or a Model around one) as the classifier or regressor
+        its objective makes it (:func:`_booster_as_estimator`); any other model as it is.
+
+        Parameters
+        ----------
+        model : object
+            The model given to ``fl.explainer("tree_shap", model, ...)``.
+
+        Returns
+        -------
+        object
+            What the explainer's Model wraps.
+
+        Examples
+        --------
+        >>> TreeShap.model_for_explaining(gradient_boosting) is gradient_boosting
+        True
+        """
+        return _booster_as_estimator(model)
+
     def __init__(self, model, background=None, batch_size: int | None = None,
                  interactions: bool = False, feature_perturbation: str | None = None):
         super().__init__(_booster_as_estimator(model), batch_size=batch_size)
