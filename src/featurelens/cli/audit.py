@@ -45,15 +45,16 @@ def add_parser(sub) -> None:
         "audit",
         help="score every applicable explainer on a model and data and write a report",
         description="Load a model (a torch state dict with --architecture or a scikit-learn model from a "
-        "skops file, which load without running code; a TorchScript or joblib/pickle file only with "
+        "skops file or a LightGBM/XGBoost booster file, which load without running code; a TorchScript or joblib/pickle file only with "
         "--trust-model-file, since they contain code that runs at load) and data (.npy, .npz, .csv, .parquet), run every applicable explainer, score the "
         "maps for faithfulness (deletion/insertion, faithfulness correlation), robustness "
         "(sensitivity), complexity and randomisation, rank them and write a self-contained HTML "
         "report with results.json and results.csv. Exit codes: 0 ok, 2 usage error, 1 failure.",
     )
     parser.add_argument("--model", required=True, metavar="FILE",
-                        help="torch state dict (.pt, with --architecture), skops (.skops), or TorchScript "
-                             "(.pt) or joblib/pickle (.joblib, .pkl), which need --trust-model-file")
+                        help="torch state dict (.pt, with --architecture), skops (.skops), a LightGBM (.txt) "
+                             "or XGBoost (.json, .ubj) booster file (read as data), or TorchScript (.pt) or "
+                             "joblib/pickle (.joblib, .pkl), which need --trust-model-file")
     parser.add_argument("--data", required=True, metavar="FILE", help="inputs: .npy, .npz, .csv or .parquet (rows = samples)")
     parser.add_argument("--labels", default=None, metavar="FILE|COLUMN",
                         help="labels: a column of the CSV/parquet data, an array name in the .npz, or a .npy/.csv file")
