@@ -320,3 +320,34 @@ def test_the_seed_helpers_live_only_in_featurelens_random():
 
     for module, name in ((gradient, "_RowNoise"), (backprop, "_row_draws"), (backprop, "_PCG64Rows")):
         assert not hasattr(module, name), name
+
+
+def test_torch_seeded_equals_manual_seed_and_restores_the_callers_state():
+    import torch
+
+    from featurelens._random import torch_seeded
+
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    with torch_seeded(7):
+        inside = torch.rand(5)
+    assert torch.equal(torch.get_rng_state(), before)  # the caller's stream is untouched
+    torch.manual_seed(7)
+    assert torch.equal(inside, torch.rand(5))  # the same draws as a plain manual_seed(7)
+    torch.set_rng_state(before)
+    with torch_seeded(None):  # None: the global generator as it is, advancing
+        a = torch.rand(3)
+    torch.set_rng_state(before)
+    assert torch.equal(a, torch.rand(3))
+    assert not torch.equal(torch.get_rng_state(), before)
+
+
+def test_no_module_but_random_seeds_torchs_global_generator():
+    """The one home of randomness: ``torch.manual_seed`` is called in ``_random.py`` only (through
+    ``torch_seeded``, which restores the caller's state)."""
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src" / "featurelens"
+    offenders = [str(p.relative_to(src)) for p in src.rglob("*.py")
+                 if p.name != "_random.py" and "torch.manual_seed(" in p.read_text()]
+    assert offenders == []

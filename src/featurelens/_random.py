@@ -33,6 +33,7 @@ the call exactly.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 
 import numpy as np
@@ -41,6 +42,7 @@ __all__ = [
     "parse_seed",
     "numpy_rng",
     "torch_generator",
+    "torch_seeded",
     "spawn_rngs",
     "keyed_rng",
     "root_seed",
@@ -129,6 +131,48 @@ def torch_generator(seed, device="cpu", name: str = "seed"):
     import torch  # here, not at import: the command line's --help imports no torch
 
     return torch.Generator(device=device).manual_seed(root_seed(seed, name))
+
+
+@contextlib.contextmanager
+def torch_seeded(seed: int | None, device=None):
+    """Run a block with torch's global generator seeded by ``seed``, the caller's state restored
+    after: ``torch.random.fork_rng`` (the CPU generator, and ``device``'s when it is a CUDA
+    device) around ``torch.manual_seed(seed)``. The one place featurelens seeds torch's global
+    generator (initialisations of ``nn`` modules and dropout draw from it).
+
+    Parameters
+    ----------
+    seed : int or None
+        The seed (an int, e.g. from :func:`root_seed`). None: the block runs on the global
+        generator as it is (it advances, as for any torch code).
+    device : torch.device or str, optional
+        A CUDA device whose generator is forked and seeded too; None or a CPU device: the CPU
+        generator only.
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> import torch
+    >>> with torch_seeded(3):
+    ...     a = torch.nn.Linear(2, 2).weight.detach().clone()
+    >>> with torch_seeded(3):
+    ...     b = torch.nn.Linear(2, 2).weight.detach().clone()
+    >>> bool((a == b).all())
+    True
+    """
+    if seed is None:
+        yield
+        return
+    import torch  # here, not at import: numpy paths never import torch
+
+    device = None if device is None else torch.device(device)
+    devices = [device] if device is not None and device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(int(seed))
+        yield
 
 
 # --------------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import numpy as np
 from featurelens._optional import is_tensor, torch
 from torch import nn
 
-from ._random import parse_seed, root_seed, torch_generator
+from ._random import parse_seed, root_seed, torch_generator, torch_seeded
 from ._validation import check_float, check_int
 
 __all__ = ["train_model", "evaluate", "as_tensors", "available_cores", "limited_threads",
@@ -168,8 +168,7 @@ def train_model(
     history: dict = {"train_loss": [], "val_loss": []}
     bar = tqdm(range(1, epochs + 1), desc=description, disable=not progress, leave=False, unit="epoch")
     # fork_rng: dropout draws from the global generator; seed it here without disturbing the caller.
-    with limited_threads(threads), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(root)
+    with limited_threads(threads), torch_seeded(root):
         for epoch in bar:
             model.train()
             order = torch.randperm(n, generator=gen)

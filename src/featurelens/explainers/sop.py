@@ -24,7 +24,7 @@ import numpy as np
 from featurelens._optional import is_tensor, torch
 from torch import nn
 
-from .._random import parse_seed, root_seed
+from .._random import parse_seed, root_seed, torch_seeded
 from .._validation import check_int, check_labels, check_option
 from ._base import Explainer, Requires, register
 
@@ -153,9 +153,7 @@ class PatchGroupGenerator(nn.Module):
         hidden = check_int(hidden, "hidden", low=1)
         seed = parse_seed(seed)
         # A seed: weights from it, the global random state untouched; None: the global generator.
-        with torch.random.fork_rng(devices=[]) if seed is not None else contextlib.nullcontext():
-            if seed is not None:
-                torch.manual_seed(root_seed(seed))
+        with torch_seeded(None if seed is None else root_seed(seed)):
             self.embed = nn.Conv2d(c, hidden, patch, stride=patch)
             self.head = nn.Conv2d(hidden, self.n_groups, 1)
         self.prior = nn.Parameter(torch.zeros(n_groups, (h // patch) * (w // patch)))
@@ -273,9 +271,7 @@ class SumOfParts(nn.Module):
         seed = parse_seed(seed)
         # A seed: initial weights from it, the caller's global random state untouched. None: the
         # global generator draws them (and advances), as for any torch module.
-        with torch.random.fork_rng(devices=[]) if seed is not None else contextlib.nullcontext():
-            if seed is not None:
-                torch.manual_seed(root_seed(seed))
+        with torch_seeded(None if seed is None else root_seed(seed)):
             if group_generator is None and patch_size is not None:
                 group_generator = PatchGroupGenerator(self.input_shape, self.n_groups, patch_size, hidden)
                 group_generator = group_generator.to(device=device, dtype=dtype)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from featurelens._optional import torch
 
-from .._random import numpy_rng, parse_seed, root_seed, seed_record, torch_generator
+from .._random import numpy_rng, parse_seed, root_seed, seed_record, torch_generator, torch_seeded
 from .._validation import check_float, check_int, check_option
 from .._budgets import check_budget, check_memory, format_count
 
@@ -166,79 +166,79 @@ def run_grokking(
     # generator alike; from a Generator (or None) it is drawn once, and recorded in the summary.
     given = parse_seed(seed)
     seed = root_seed(given, high=2**31 - 1)
-    torch.manual_seed(seed)
-    Xtr, ytr, Xte, yte = modular_addition(p, train_fraction, seed)
-    model = quadratic_network(p, width, seed, activation=activation)
-    kwargs = dict(every=1, window=20, k=1, probe_every=probe_every, detect_layer="0")
-    kwargs.update(monitor_kwargs or {})
-    metrics = tuple((metrics,) if isinstance(metrics, str) else (metrics or DEFAULT_METRICS))
-    if grokalign is not None and not {"alignment", "jacobian_alignment"} & set(metrics):
-        metrics = metrics + ("jacobian_alignment",)
-    monitor = Monitor(model, Xtr, ytr.numpy(), metrics=metrics, **kwargs)
-    optimizer = None
-    if grokalign is not None:
-        lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
-        weight_decay = check_float(weight_decay, "weight_decay", low=0.0)
-        optimizer = _PenalisedAdamW(
-            model, Xtr, GrokAlign(grokalign, n_projections=grokalign_projections, seed=seed),
-            torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay),
-        )
-    solved_at = []
+    with torch_seeded(seed):  # the caller's global generator is restored afterwards
+        Xtr, ytr, Xte, yte = modular_addition(p, train_fraction, seed)
+        model = quadratic_network(p, width, seed, activation=activation)
+        kwargs = dict(every=1, window=20, k=1, probe_every=probe_every, detect_layer="0")
+        kwargs.update(monitor_kwargs or {})
+        metrics = tuple((metrics,) if isinstance(metrics, str) else (metrics or DEFAULT_METRICS))
+        if grokalign is not None and not {"alignment", "jacobian_alignment"} & set(metrics):
+            metrics = metrics + ("jacobian_alignment",)
+        monitor = Monitor(model, Xtr, ytr.numpy(), metrics=metrics, **kwargs)
+        optimizer = None
+        if grokalign is not None:
+            lr = check_float(lr, "lr", low=0.0, low_inclusive=False)
+            weight_decay = check_float(weight_decay, "weight_decay", low=0.0)
+            optimizer = _PenalisedAdamW(
+                model, Xtr, GrokAlign(grokalign, n_projections=grokalign_projections, seed=seed),
+                torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay),
+            )
+        solved_at = []
 
-    def stop_when(mon, t):
-        if optimizer is not None:
-            mon.log(t, "grokalign_penalty", optimizer.last_penalty)
-        if sign_rule_every is not None and t % sign_rule_every == 0:
-            _log_sign_rule(mon, t, model, Xtr, sign_rule, sign_rule_pairs)
-        if not solved_at and mon.records and _last(mon, "test_accuracy") >= 0.99:
-            solved_at.append(t)
-        return bool(solved_at) and t - solved_at[0] >= extra_steps
+        def stop_when(mon, t):
+            if optimizer is not None:
+                mon.log(t, "grokalign_penalty", optimizer.last_penalty)
+            if sign_rule_every is not None and t % sign_rule_every == 0:
+                _log_sign_rule(mon, t, model, Xtr, sign_rule, sign_rule_pairs)
+            if not solved_at and mon.records and _last(mon, "test_accuracy") >= 0.99:
+                solved_at.append(t)
+            return bool(solved_at) and t - solved_at[0] >= extra_steps
 
-    start = time.perf_counter()
-    threads = torch.get_num_threads()
-    # The tensors are tiny: one thread avoids thread hand-offs that made each step ~10x slower on a
-    # busy 2-core machine (54 s against 5 s for the default run).
-    torch.set_num_threads(1)
-    try:
-        train_with_monitor(
-            model, Xtr, ytr, steps, X_test=Xte, y_test=yte, loss="mse", lr=lr, weight_decay=weight_decay,
-            optimizer=optimizer, monitor=monitor, eval_every=eval_every, seed=seed, progress=progress, stop_when=stop_when,
-        )
-    finally:
-        torch.set_num_threads(threads)
-    seconds = time.perf_counter() - start
-    steps_, test = monitor.series("test_accuracy")
-    if sign_rule is not None:
-        if sign_rule_every is None or int(steps_[-1]) % sign_rule_every:
-            _log_sign_rule(monitor, int(steps_[-1]), model, Xtr, sign_rule, sign_rule_pairs)
-    _, train = monitor.series("train_accuracy")
-    hit = np.flatnonzero(test >= grok_threshold)
-    summary = {
-        "p": p, "width": width, "train_fraction": train_fraction, "lr": lr, "weight_decay": weight_decay,
-        **seed_record(given, seed), "steps_run": int(steps_[-1]), "budget": steps,
-        "grok_step": int(steps_[hit[0]]) if hit.size else None,
-        "fired_step": monitor.fired_step,
-        "final_train_accuracy": float(train[-1]), "final_test_accuracy": float(test[-1]),
-        "seconds": seconds,
-    }
-    g, f = summary["grok_step"], summary["fired_step"]
-    summary["fired_before_grok"] = bool(f is not None and g is not None and f < g)
-    summary["lead_steps"] = (g - f) if (f is not None and g is not None) else None
-    summary["activation"] = activation
-    if sign_rule is not None:
-        summary["sign_rule_eta"] = sign_rule
-        summary["final_sign_rule_agreement"] = _last(monitor, "sign_rule_agreement")
-        summary["final_sign_rule_negative_share"] = _last(monitor, "sign_rule_negative_share")
-    if grokalign is not None:
-        summary["grokalign"] = grokalign
-        summary["grokalign_projections"] = grokalign_projections
-        value = _last(monitor, "grokalign_penalty")
-        summary["final_grokalign_penalty"] = None if np.isnan(value) else value
-    if "jacobian_alignment" in monitor.metrics:
-        for name in ALIGNMENT_SERIES:
-            value = _last(monitor, name)
-            summary[f"final_{name}"] = None if np.isnan(value) else value
-    return monitor, model, (Xtr, ytr, Xte, yte), summary
+        start = time.perf_counter()
+        threads = torch.get_num_threads()
+        # The tensors are tiny: one thread avoids thread hand-offs that made each step ~10x slower on a
+        # busy 2-core machine (54 s against 5 s for the default run).
+        torch.set_num_threads(1)
+        try:
+            train_with_monitor(
+                model, Xtr, ytr, steps, X_test=Xte, y_test=yte, loss="mse", lr=lr, weight_decay=weight_decay,
+                optimizer=optimizer, monitor=monitor, eval_every=eval_every, seed=seed, progress=progress, stop_when=stop_when,
+            )
+        finally:
+            torch.set_num_threads(threads)
+        seconds = time.perf_counter() - start
+        steps_, test = monitor.series("test_accuracy")
+        if sign_rule is not None:
+            if sign_rule_every is None or int(steps_[-1]) % sign_rule_every:
+                _log_sign_rule(monitor, int(steps_[-1]), model, Xtr, sign_rule, sign_rule_pairs)
+        _, train = monitor.series("train_accuracy")
+        hit = np.flatnonzero(test >= grok_threshold)
+        summary = {
+            "p": p, "width": width, "train_fraction": train_fraction, "lr": lr, "weight_decay": weight_decay,
+            **seed_record(given, seed), "steps_run": int(steps_[-1]), "budget": steps,
+            "grok_step": int(steps_[hit[0]]) if hit.size else None,
+            "fired_step": monitor.fired_step,
+            "final_train_accuracy": float(train[-1]), "final_test_accuracy": float(test[-1]),
+            "seconds": seconds,
+        }
+        g, f = summary["grok_step"], summary["fired_step"]
+        summary["fired_before_grok"] = bool(f is not None and g is not None and f < g)
+        summary["lead_steps"] = (g - f) if (f is not None and g is not None) else None
+        summary["activation"] = activation
+        if sign_rule is not None:
+            summary["sign_rule_eta"] = sign_rule
+            summary["final_sign_rule_agreement"] = _last(monitor, "sign_rule_agreement")
+            summary["final_sign_rule_negative_share"] = _last(monitor, "sign_rule_negative_share")
+        if grokalign is not None:
+            summary["grokalign"] = grokalign
+            summary["grokalign_projections"] = grokalign_projections
+            value = _last(monitor, "grokalign_penalty")
+            summary["final_grokalign_penalty"] = None if np.isnan(value) else value
+        if "jacobian_alignment" in monitor.metrics:
+            for name in ALIGNMENT_SERIES:
+                value = _last(monitor, name)
+                summary[f"final_{name}"] = None if np.isnan(value) else value
+        return monitor, model, (Xtr, ytr, Xte, yte), summary
 
 
 def hidden_features(model, X) -> np.ndarray:

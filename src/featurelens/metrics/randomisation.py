@@ -20,7 +20,7 @@ import numpy as np
 from featurelens._optional import is_torch_module, torch
 from scipy.stats import entropy as _entropy
 
-from .._random import numpy_rng, parse_seed, root_seed
+from .._random import numpy_rng, parse_seed, root_seed, torch_seeded
 from .._validation import check_bool, check_executor, check_float, check_int, check_option
 from .._budgets import check_budget
 from ..explainers._base import Explainer, explainer_class
@@ -175,12 +175,10 @@ class _Randomiser:
         if not layers:
             raise ValueError("model has no layers with parameters to re-initialise (no module has reset_parameters)")
         device = next(iter(work.parameters()), torch.empty(0)).device
-        fork = [device] if device.type == "cuda" else []
         for i, (name, layer) in enumerate(layers):
             if layer_order == "independent":
                 work.load_state_dict(trained)
-            with torch.random.fork_rng(devices=fork):
-                torch.manual_seed(seed + 1)
+            with torch_seeded(seed + 1, device):
                 layer.reset_parameters()
             if not every_layer and i < len(layers) - 1:
                 continue

@@ -56,7 +56,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._random import parse_seed, torch_generator
+from .._random import parse_seed, torch_generator, torch_seeded
 from .._training import limited_threads
 from .._validation import check_device, check_float, check_int
 from .._budgets import check_budget, check_sizes, training_bytes
@@ -336,8 +336,7 @@ class HyperDFS(ClassifierMixin, BaseEstimator):
         gen = torch_generator(self.seed)
         dtype = torch.float32
         bs = int(self.batch_size)
-        with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
-            torch.manual_seed(gen.initial_seed())
+        with torch_seeded(gen.initial_seed(), device):
             net = _HyperDFSNet(d, len(self.classes_), int(self.width), int(self.n_heads), int(self.hyper_hidden),
                                int(self.classifier_hidden)).to(device=device, dtype=dtype)
         xt = torch.as_tensor(Xs, dtype=dtype, device=device)

@@ -22,7 +22,7 @@ import numpy as np
 from featurelens._optional import torch
 from sklearn.utils.multiclass import type_of_target
 
-from .._random import parse_seed, torch_generator
+from .._random import parse_seed, torch_generator, torch_seeded
 from .._validation import check_device, check_float, check_int, check_option, check_optional_bool
 from .._budgets import check_budget, check_sizes, training_bytes
 from ._base import ScoreSelector
@@ -251,8 +251,7 @@ class SAND(ScoreSelector):
         gen = torch_generator(self.seed)
         # Network initialisation and noise use the global RNG; fork it so fitting does not disturb
         # the caller's random state and the same seed gives the same gains.
-        with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
-            torch.manual_seed(gen.initial_seed())
+        with torch_seeded(gen.initial_seed(), device):
             layer = NoiseGainLayer(d, int(self.k), sigma)
             if self.module is not None:
                 import copy
