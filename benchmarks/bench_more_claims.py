@@ -1,8 +1,9 @@
 """Seed claims of built methods that had no case study: NFA, SAND, HyperDFS, GSNR, NeuralFeatureKernel, CKA.
 
 Each study states its protocol choices, the paper's protocol and the differences; the verdict rules
-below were fixed before the first run, and ``nfa_verdicts`` / ``sand_verdicts`` compute the verdicts
-from the numbers written to ``benchmarks/results/more_claims.json`` (its ``"seed_claims"`` list).
+below were committed together with the first run's numbers (commit a32878c; CKA's with e732000), so
+the history cannot show that they came first; ``nfa_verdicts`` / ``sand_verdicts`` compute the
+verdicts from the numbers written to ``benchmarks/results/more_claims.json`` (its ``"seed_claims"`` list).
 
 (1) NFA (``fl.learning.nfa``). Radhakrishnan, Beaglehole, Pandit & Belkin, "Mechanism for feature
     learning in neural networks and backpropagation-free machine learning models", Science 2024,

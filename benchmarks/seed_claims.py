@@ -40,6 +40,9 @@ from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+import _claims  # noqa: E402  (benchmarks/_claims.py: the rules' timing, the claim groups, the sections)
 
 VERDICTS = ("reproduced", "partly", "not")
 NOT_CHECKED = "not checked"
@@ -147,15 +150,15 @@ AGOP_CLAIMS = {
 
 
 def _agop_rule(rules: str, claim: int) -> str:
-    """The sentence of bench_agop_attribution's fixed verdict rules that is about ``claim``."""
+    """The sentence of bench_agop_attribution's verdict rules (``RULES``) that is about ``claim``."""
     for part in re.split(r"(?=\b[Cc]laim \d \()", rules):
         if part.lower().startswith(f"claim {claim} ("):
-            return "Rule (fixed before the run): " + part.strip()
+            return "Rule (the protocols study's, bench_agop_attribution.RULES): " + part.strip()
     return rules
 
 
 def _agop_verdict(claim: int, rec: dict) -> str:
-    """The fixed rules of bench_agop_attribution (``_verdicts``) on one record."""
+    """The rules of bench_agop_attribution (``_verdicts``) on one record."""
     mod = _bench("bench_agop_attribution")
     r = dict(rec)
     r.setdefault("ig_minus_random_se", float("nan"))
@@ -581,87 +584,6 @@ def _rf_ensembles(doc):
         "Random features and kernels") for key, text in claims.items()]
 
 
-@extractor("rfm_modular.json")
-def _rfm_modular(doc):
-    runs = doc["runs"]
-    cells = [f"train fraction {r['fraction']}: accuracy after 0 updates {r['accuracy']['0']:.2f}, after "
-             f"{doc['iters']} {r['accuracy'][str(doc['iters'])]:.2f}, first update at 0.99: "
-             f"{r['first_update_at_0.99'] if r['first_update_at_0.99'] is not None else '-'}, max block-circulant "
-             f"residual {max(r['circulant_residual']):.2f}" for r in runs]
-    return [_row(
-        "RFMRegressor / RFMClassifier (AGOP)", "Mallinar et al. 2024, arXiv 2407.20199",
-        "An RFM learns modular addition through AGOP updates where kernel ridge alone does not, and its M becomes "
-        "block-circulant (Fourier features)", NOT_CHECKED, "; ".join(cells),
-        f"p = {doc['p']}, two one-hot operands, Gaussian kernel (bandwidth {doc['settings']['bandwidth']}), "
-        f"M = AGOP^(1/2) of centred gradients, {doc['iters']} updates, one seed, training fractions "
-        + ", ".join(str(r["fraction"]) for r in runs) + ". Not judged: bench_rfm_modular.py prints no verdict and "
-        "rfm_modular.md states no rule.",
-        "p = 61 and other moduli, several training fractions, the authors' RFM code",
-        "One seed; the symmetry-breaking analysis of the paper is not rerun.", "Random features and kernels")]
-
-
-@extractor("spex.json")
-def _spex(doc):
-    rows = [r for r in doc["rows"] if r["method"] == "featurelens spex" and r.get("budget") is not None]
-    clean = [r for r in rows if r["noise"] == 0]
-    noisy = [r for r in rows if r["noise"] > 0]
-    return [_row(
-        "spex (fl.interactions.spex)", "Kang et al., ICML 2025, arXiv 2502.13870",
-        "SPEX recovers sparse low-degree interactions from O(s t log n) queries, up to about a thousand inputs",
-        NOT_CHECKED,
-        "noiseless games: planted terms recovered " + ", ".join(f"n={r['n']}/{r['n_terms']} terms {r['recovered']:.2f} "
-                                                                  f"({r['queries']} queries)" for r in clean)
-        + "; noise 0.01: recovered " + ", ".join(f"{r['recovered']:.2f}" for r in noisy) + ", support "
-        + ", ".join(f"{r['support']:.2f}" for r in noisy),
-        "fl.datasets.sparse_game (Moebius-sparse, degree <= 3, n = 64-1000) against shapiq's SPEX at the same "
-        "budget. Not judged: bench_spex.py compares with shapiq and prints no verdict; spex.md states no rule.",
-        "Planted games and language-model tasks (sentiment, HotpotQA, DROP)",
-        "Planted games only here; the language-model claim is in the text benchmarks (no verdict either).",
-        "Interactions")]
-
-
-@extractor("text_models.json")
-def _spex_text(doc):
-    rows = doc["faithfulness"]
-    marginal = ("kernel_shap", "lime", "feature_ablation")
-    cells, n_win = [], 0
-    for model in dict.fromkeys(r["model"] for r in rows):
-        for budget in dict.fromkeys(r["budget"] for r in rows if r["model"] == model and r["method"] == "spex"):
-            at = {r["method"]: r["r2"] for r in rows if r["model"] == model and r["budget"] == budget}
-            best = max((m for m in marginal if m in at), key=at.get)
-            n_win += at["spex"] > at[best]
-            cells.append(f"{model} @ {budget}: SPEX {at['spex']:.3f}, ProxySPEX {at.get('proxy_spex', float('nan')):.3f}, "
-                         f"best marginal ({best}) {at[best]:.3f}")
-    return [_row(
-        "spex / proxy_spex on text (fl.text)", "Kang et al., ICML 2025, arXiv 2502.13870",
-        "On language-model tasks SPEX's interactions are more faithful than marginal attributions (up to 20%)",
-        NOT_CHECKED, f"held-out R^2 on {doc['n_test']} uniform coalitions; SPEX above the best marginal method at "
-        f"{n_win} of {len(cells)} (model, budget) pairs: " + "; ".join(cells),
-        "A MiniLM sentiment classifier (22 words) and a 2-layer GPT-2 causal LM (20-token prompt, 5-token "
-        f"continuation), budgets {doc['budgets']}; every method gets the same number of model calls. Not judged: "
-        "bench_text_models.py prints no verdict and text_models.md states no rule.",
-        "Sentiment, HotpotQA and DROP with large language models",
-        "Two small models built offline; the games' sizes are far below the paper's.", "Interactions")]
-
-
-@extractor("wam.json")
-def _wam(doc):
-    rows = doc["digits"]["rows"]
-    grads = ("saliency", "input_x_gradient", "integrated_gradients", "smoothgrad")
-    best_g = max(grads, key=lambda m: rows[m]["ins_minus_del"])
-    coef = {m: v["ins_minus_del"] for m, v in rows.items() if "coefficient domain" in m}
-    best_w = max(coef, key=coef.get)
-    return [_row(
-        "wam / wam_ig / wam_smoothgrad", "Kasmi, Brunetto, Fel & Parekh, ICML 2025, arXiv 2410.01482",
-        "Wavelet attribution maps are more faithful than pixel-space gradient methods", NOT_CHECKED,
-        f"digits insertion - deletion: best WAM ({best_w}) {coef[best_w]:+.3f}, best gradient method ({best_g}) "
-        f"{rows[best_g]['ins_minus_del']:+.3f}",
-        "bench_wam.py at smoke scale: a CNN on 8x8 digits (256 test images, insertion - deletion) and XAI-TRIS 64x64 "
-        "(precision@k), one seed. Not judged: the script prints no verdict and wam.md states no rule.",
-        "ImageNet, audio and volumes; faithfulness in the wavelet domain",
-        "Tiny images (8x8 has one or two wavelet levels); smoke scale.", "Attributions")]
-
-
 # ------------------------------------------------------------------ built, but with no case study
 
 #: (method, paper, claim, aliases, reason, family): listed as "not checked" unless a collected
@@ -671,73 +593,76 @@ UNCHECKED = (
      "The weight Gram W^T W of a trained layer is proportional to the AGOP^1/2 with respect to its input "
      "(high correlation)",
      ("nfa", "neural feature ansatz"),
-     "No case study: the tests check the correlation's definition; no run checks the paper's claim on "
-     "trained networks.",
+     "Studied by benchmarks/bench_more_claims.py (more_claims.json); shown here only if that file has no "
+     "NFA row.",
      "Representations"),
     ("cka (debiased)", "Kornblith et al., ICML 2019; the debiased estimator of Song et al. 2012",
      "The debiased linear CKA of independent data is near 0, unlike the biased estimator",
      ("cka",),
-     "bench_cka.py measures speed and agreement with the Gram-matrix form, not a paper's claim (a unit "
-     "test checks the near-0 value on independent data).",
+     "Studied by benchmarks/bench_more_claims.py (more_claims.json; bench_cka.py measures speed only); "
+     "shown here only if that file has no CKA row.",
      "Representations"),
     ("gsnr", "Liu et al., ICLR 2020, arXiv 2001.07384",
      "A larger gradient signal-to-noise ratio goes with a smaller generalisation gap",
      ("gsnr",),
-     "No case study (unit tests on planted gradients only).",
+     "Studied by benchmarks/bench_more_claims.py (more_claims.json); shown here only if that file has no "
+     "GSNR row.",
      "Representations"),
     ("virtual_covariance", "arXiv 2605.06258",
      "After one gradient step the weight-Gram change equals the virtual covariance up to O(eta^2)",
      ("virtual covariance", "virtual_covariance"),
-     "No case study yet (benchmarks/bench_learning_claims.py has no committed results yet; its rows will "
-     "replace this one).",
+     "Studied by benchmarks/bench_learning_claims.py (learning_claims.json); shown here only if that file "
+     "has no row for it.",
      "Representations"),
     ("compression_discrimination (deep linear networks)", "Wang et al., arXiv 2311.02960",
      "Deep linear networks compress within-class features at a geometric rate and discriminate at a linear"
      " rate",
      ("deep-linear", "deep linear", "compression_discrimination"),
-     "No case study yet (benchmarks/bench_learning_claims.py has no committed results yet; its rows will "
-     "replace this one).",
+     "Studied by benchmarks/bench_learning_claims.py (learning_claims.json); shown here only if that file "
+     "has no row for it.",
      "Representations"),
     ("RFMRegressor(diag=True) (compositional KRR)", "Ruan, Liu & Jordan (compositional kernel ridge regression)",
      "Laplace kernels with a learned diagonal metric recover the coordinates with nonlinear effects; "
      "Gaussian kernels only those with linear effects",
      ("compositional", "diag=true"),
-     "No case study yet (benchmarks/bench_learning_claims.py has no committed results yet; its rows will "
-     "replace this one).",
+     "Studied by benchmarks/bench_learning_claims.py (learning_claims.json); shown here only if that file "
+     "has no row for it.",
      "Random features and kernels"),
     ("NeuralFeatureKernel", "(the theory seeds: a GP kernel from a trained network's feature map)",
-     "A GP with the trained feature map's kernel regresses as ridge regression on the features",
+     "The trained feature map's kernel carries the learned features",
      ("neuralfeaturekernel", "neural feature kernel"),
-     "No case study (a GP regression test only).",
+     "Studied by benchmarks/bench_more_claims.py (more_claims.json); shown here only if that file has no "
+     "NeuralFeatureKernel row.",
      "Random features and kernels"),
     ("SAND", "Pad et al., ICML 2025, arXiv 2505.03923",
      "Selects exactly k features during ordinary training, as accurate as penalty-based selectors",
      ("sand",),
-     "bench_selection.py compares selectors on planted and bundled data but states no claim of the paper.",
+     "Studied by benchmarks/bench_more_claims.py (more_claims.json); shown here only if that file has no "
+     "SAND row.",
      "Feature selection"),
     ("SIOFS", "ICML 2025 (PMLR 267:73683)",
      "Better selection on classes with outliers and several dense clusters",
      ("siofs",),
-     "Used only as a baseline so far (benchmarks/bench_selection_protocols.py has no committed results "
-     "yet; its rows will replace this one).",
+     "Studied by benchmarks/bench_selection_protocols.py (selection_protocols.json); shown here only if "
+     "that file has no row for it.",
      "Feature selection"),
     ("NBSE", "Usatyuk, Sapozhnikov & Egorov 2026, arXiv 2604.24692",
      "One representative per group of redundant embedding dimensions keeps the embedding's information",
      ("nbse",),
-     "The seed's claim is on embeddings; no case study on it yet (benchmarks/bench_selection_protocols.py "
-     "has no committed results yet; its rows will replace this one).",
+     "Studied by benchmarks/bench_selection_protocols.py (selection_protocols.json); shown here only if "
+     "that file has no NBSE row.",
      "Feature selection"),
     ("MinkowskiWeightedSelector (FS-MWK++)", "Zhang & de Amorim, arXiv 2506.06114",
      "Minkowski weighted k-means++ selects the features that carry the cluster structure",
      ("fs-mwk++", "fs-mwk", "minkowski"),
-     "Used only as a baseline so far (benchmarks/bench_selection_protocols.py has no committed results "
-     "yet; its rows will replace this one).",
+     "Studied by benchmarks/bench_selection_protocols.py (selection_protocols.json); shown here only if "
+     "that file has no row for it.",
      "Feature selection"),
     ("HyperDFS", "arXiv 2605.12278 (reconstructed from the abstract)",
      "Per-sample dynamic feature selection with a hypernetwork beats static selection at the same budget",
      ("hyperdfs", "dynamic feature selection"),
-     "No case study (a planted test where different rows need different features: 0.98 at budget 3 against"
-     " at most 0.75 for any static 3-subset).",
+     "Studied by benchmarks/bench_more_claims.py (more_claims.json); shown here only if that file has no "
+     "HyperDFS row.",
      "Feature selection"),
 )
 
@@ -774,9 +699,31 @@ def convention_rows(path: Path, doc: dict) -> list[dict]:
     return rows
 
 
+def _annotate(row: dict) -> dict:
+    """``section``, ``section_note``, ``claim_id`` and the rule's timing (``_claims.RULE_TIMING``)."""
+    name = Path(row.get("source", "")).name
+    row["section"], row["section_note"] = "seed", ""
+    for section, file, key, why in _claims.NOT_SEED:
+        if file == name and key in row["claim"]:
+            row["section"], row["section_note"] = section, why
+    row["claim_id"] = f"{name[:-5] if name else 'unchecked'}: {row['claim']}"
+    row["decides"] = ""
+    for gid, members, decides, why in _claims.CLAIM_GROUPS:
+        if any(file == name and key in row["claim"] for file, key in members):
+            row["claim_id"] = gid
+            row["decides"] = "yes" if decides == name else ("" if decides else "combined")
+    if row["verdict"] == NOT_CHECKED and not name:
+        row.update({"rule_timing": "unknown", "rule_commit": "", "results_commit": "", "rule_at": ""})
+    else:
+        row.update(_claims.rule_timing(name, row["method"], row["claim"]))
+    return row
+
+
 def collect(results: Path | str = RESULTS) -> list[dict]:
-    """Every row: the ``seed_claims`` of every results JSON, the extractors' rows of the files that
-    exist (and hold no ``seed_claims``), then the built seed methods no row covers, as not checked."""
+    """Every row (one per claim and protocol, as the results files hold them): the ``seed_claims`` of
+    every results JSON, the extractors' rows of the files that exist and hold no ``seed_claims``,
+    then the built seed methods no row covers, as not checked; each with its section, claim id and
+    the rule's timing. ``claims(rows)`` groups them into one row per claim."""
     results = Path(results)
     rows: list[dict] = []
     for path in sorted(results.glob("*.json")):
@@ -795,36 +742,129 @@ def collect(results: Path | str = RESULTS) -> list[dict]:
                          "source": "", "family": family})
     order = {f: i for i, f in enumerate(FAMILIES)}
     rows.sort(key=lambda r: order.get(r["family"], len(FAMILIES)))
-    return rows
+    return [_annotate(r) for r in rows]
 
 
-def counts(rows) -> dict:
-    out = {v: 0 for v in VERDICTS + (NOT_CHECKED,)}
+#: A claim's rule timing from its variants': the weakest (after < unknown < before).
+_WEAKEST = {"after": 0, "unknown": 1, "before": 2}
+
+
+def claims(rows) -> list[dict]:
+    """One row per claim: rows with the same ``claim_id`` (a claim run under several protocols, in
+    several results files: ``_claims.CLAIM_GROUPS``) become the ``variants`` of one claim, whose
+    verdict is the deciding variant's (the protocol nearest the paper's) or, where none decides,
+    ``combine`` of the variants'. Fields: those of the deciding (or first) variant, plus ``verdict``,
+    ``verdict_rule``, ``rule_timing`` (a combined claim's is its weakest variant's: after, unknown,
+    before), ``rule_commit``, ``results_commit``, ``variants`` (every row, each with its own
+    verdict, timing and commits)."""
+    groups: dict[str, list[dict]] = {}
     for r in rows:
-        out[r["verdict"]] += 1
+        groups.setdefault(r["claim_id"], []).append(r)
+    why = {gid: (decides, text) for gid, _, decides, text in _claims.CLAIM_GROUPS}
+    out = []
+    for cid, members in groups.items():
+        decides, text = why.get(cid, (None, ""))
+        lead = next((m for m in members if decides and Path(m["source"]).name == decides), None)
+        if len(members) == 1:
+            claim = dict(members[0], verdict_rule="")
+        elif lead is not None:
+            claim = dict(lead, verdict_rule=f"the verdict of {decides} decides: {text}")
+        else:
+            claim = dict(members[0], verdict=combine(m["verdict"] for m in members),
+                         verdict_rule=f"combined (reproduced when every variant is, not when every one is, "
+                                      f"partly otherwise): {text}" if text else "combined")
+            weakest = min(members, key=lambda m: _WEAKEST.get(m["rule_timing"], 1))
+            claim.update({k: weakest[k] for k in ("rule_timing", "rule_commit", "results_commit", "rule_at")})
+        claim["variants"] = [dict(m) for m in members] if len(members) > 1 else []
+        out.append(claim)
     return out
 
 
+def counts(rows, section: str = "seed") -> dict:
+    """Verdict counts by claim (not by row: a claim's protocol variants count once), in ``section``
+    (``"seed"``: the seed papers' claims; ``"identity"``, ``"own"``; None: all)."""
+    out = {v: 0 for v in VERDICTS + (NOT_CHECKED,)}
+    for c in claims(rows):
+        if section is None or c["section"] == section:
+            out[c["verdict"]] += 1
+    return out
+
+
+def timing_counts(rows) -> dict:
+    """How many rules (one per row: each variant has its own) were fixed before, after, or with their run."""
+    out = {t: 0 for t in _claims.TIMINGS}
+    for r in rows:
+        if r["verdict"] != NOT_CHECKED:
+            out[r["rule_timing"]] += 1
+    return out
+
+
+def _cell(v) -> str:
+    return " ".join(str(v).split()).replace("|", "/") or "-"
+
+
 def markdown(rows, full: bool = True) -> str:
-    cols = (["method", "claim", "verdict", "measured", "protocol", "paper_protocol", "differences", "source"] if full
-            else ["method", "claim", "verdict", "measured", "source"])
-    cell = lambda v: " ".join(str(v).split()).replace("|", "/") or "-"  # noqa: E731
+    cols = (["method", "claim", "verdict", "rule", "measured", "protocol", "paper_protocol", "differences", "source"]
+            if full else ["method", "claim", "verdict", "rule", "measured", "source"])
+    table = claims(rows)
     out = []
-    for fam in dict.fromkeys(r["family"] for r in rows):
-        out += [f"### {fam}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-        out += ["| " + " | ".join(cell(r[c]) for c in cols) + " |" for r in rows if r["family"] == fam]
-        out.append("")
+    for section, title in _claims.SECTIONS.items():
+        mine = [c for c in table if c["section"] == section]
+        if not mine:
+            continue
+        out += [f"## {title}", ""]
+        for fam in dict.fromkeys(c["family"] for c in mine):
+            out += [f"### {fam}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+            for c in (c for c in mine if c["family"] == fam):
+                cells = dict(c, rule=_claims.timing_text(c) if c["verdict"] != NOT_CHECKED else "-")
+                if c["variants"]:
+                    cells["source"] = c["verdict_rule"]
+                out.append("| " + " | ".join(_cell(cells[k]) for k in cols) + " |")
+                for v in c["variants"]:
+                    sub = dict(v, method="↳ " + Path(v["source"]).name, claim="(protocol variant)",
+                               rule=_claims.timing_text(v))
+                    out.append("| " + " | ".join(_cell(sub[k]) for k in cols) + " |")
+            out.append("")
+        if section != "seed":
+            out += [f"{c['method']}: {c['section_note']}" for c in mine] + [""]
     c = counts(rows)
-    out.append(", ".join(f"{k}: {v}" for k, v in c.items()) + f" ({len(rows)} rows)")
+    n = sum(c.values())
+    out.append(", ".join(f"{k}: {v}" for k, v in c.items()) + f" ({n} claims of the seed papers, {len(rows)} rows "
+               f"with the protocol variants; identities: {sum(counts(rows, 'identity').values())}, featurelens' own "
+               f"claims: {sum(counts(rows, 'own').values())})")
+    t = timing_counts(rows)
+    out.append(f"rules fixed before their run: {t['before']}, written after it: {t['after']}, committed with it: "
+               f"{t['unknown']} (one per row)")
     return "\n".join(out) + "\n"
+
+
+#: The fields of a claim (and of each variant) in ``--json``.
+JSON_FIELDS = ("claim_id", "section", "family", "method", "paper", "claim", "verdict", "verdict_rule", "rule_timing",
+               "rule_commit", "results_commit", "rule_at", "measured", "protocol", "paper_protocol", "differences",
+               "source", "section_note")
+
+
+def as_json(rows) -> dict:
+    """The table as JSON: ``claims`` (one per claim, with its ``variants``), ``counts`` by claim per
+    section and ``rule_timing`` counts per row."""
+    def pick(r):
+        return {k: r.get(k, "") for k in JSON_FIELDS}
+    table = [dict(pick(c), variants=[pick(v) for v in c["variants"]]) for c in claims(rows)]
+    return {"claims": table, "counts": {s: counts(rows, s) for s in _claims.SECTIONS},
+            "rule_timing": timing_counts(rows), "rows": len(rows)}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results", default=str(RESULTS), help="the results folder (default: benchmarks/results)")
-    p.add_argument("--short", action="store_true", help="method, claim, verdict, measured and source only")
+    p.add_argument("--short", action="store_true", help="method, claim, verdict, rule, measured and source only")
+    p.add_argument("--json", action="store_true", help="the claims as JSON, each with its rule's timing and commits")
     args = p.parse_args(argv)
-    sys.stdout.write(markdown(collect(args.results), full=not args.short))
+    rows = collect(args.results)
+    if args.json:
+        sys.stdout.write(json.dumps(as_json(rows), indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(markdown(rows, full=not args.short))
     return 0
 
 

@@ -554,10 +554,13 @@ def _headline_rfm(doc) -> str:
             + f"\nxrfm {doc['environment'].get('xrfm', '?')}.\n")
 
 
-def _headline_claims(rows, counts) -> str:
-    families = list(dict.fromkeys(r["family"] for r in rows))
+def _headline_claims(rows, counts, claims=None) -> str:
+    """The verdict counts by family, one per claim of a seed paper (``claims``: seed_claims.claims;
+    without it, one per row)."""
+    items = [c for c in claims if c.get("section", "seed") == "seed"] if claims is not None else rows
+    families = list(dict.fromkeys(r["family"] for r in items))
     keys = list(counts)
-    table = [[_md(f)] + [sum(r["family"] == f and r["verdict"] == k for r in rows) for k in keys] for f in families]
+    table = [[_md(f)] + [sum(r["family"] == f and r["verdict"] == k for r in items) for k in keys] for f in families]
     table.append(["**all**"] + [f"**{counts[k]}**" for k in keys])
     return _md_table(["family"] + keys, table, "l" + "r" * len(keys))
 
@@ -585,7 +588,7 @@ def headlines() -> None:
             _write(os.path.join(HEADLINES, f"{name}.txt"), write(_load(name)))
     mod = __import__("_seed_claims")._module()
     rows = mod.collect(RESULTS)
-    _write(os.path.join(HEADLINES, "claims.txt"), _headline_claims(rows, mod.counts(rows)))
+    _write(os.path.join(HEADLINES, "claims.txt"), _headline_claims(rows, mod.counts(rows), mod.claims(rows)))
     for f in sorted(os.listdir(RESULTS)):
         if f.endswith(".json"):
             mine = [r for r in rows if os.path.basename(r.get("source", "")) == f]
