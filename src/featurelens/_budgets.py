@@ -33,6 +33,7 @@ __all__ = [
     "format_count",
     "format_bytes",
     "available_memory",
+    "available_cores",
     "check_memory",
     "check_budget",
     "check_sizes",
@@ -108,6 +109,26 @@ def available_memory() -> int | None:
         return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
         return None
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on: its affinity mask where the OS reports one, else
+    ``os.cpu_count()``.
+
+    Returns
+    -------
+    int
+        At least 1.
+
+    Examples
+    --------
+    >>> available_cores() >= 1
+    True
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        return max(1, os.cpu_count() or 1)
 
 
 def check_memory(nbytes, what: str, way_out: str, limit=None) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import os
 import sys
 import time
 
@@ -23,6 +22,7 @@ import numpy as np
 from featurelens._optional import is_tensor, torch
 from torch import nn
 
+from ._budgets import available_cores
 from ._random import parse_seed, root_seed, torch_generator, torch_seeded
 from ._validation import check_float, check_int
 
@@ -33,14 +33,6 @@ DEFAULT_EPOCHS = 500
 DEFAULT_PATIENCE = 50
 SMALL_MODEL_PARAMETERS = 100_000
 _EVAL_CHUNK = 4096
-
-
-def available_cores() -> int:
-    """CPU cores this process may run on (its affinity mask where the OS reports one)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
-        return max(1, os.cpu_count() or 1)
 
 
 @contextlib.contextmanager

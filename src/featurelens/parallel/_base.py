@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .._batching import chunks
+from .._budgets import available_cores
 
 
 #: Local workers (processes, a local Dask cluster's processes, threads) per CPU core: more only
@@ -25,13 +26,6 @@ from .._batching import chunks
 WORKERS_PER_CORE = 4
 #: Threads allowed whatever the cores (threads of a model behind an API mostly wait).
 MIN_THREADS = 32
-
-def _cores() -> int:
-    """CPU cores this process may run on (its affinity mask where the OS reports one)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
-        return max(1, os.cpu_count() or 1)
 
 
 def max_workers(kind: str, address: str | None = None) -> tuple[int, str] | None:
@@ -48,7 +42,7 @@ def max_workers(kind: str, address: str | None = None) -> tuple[int, str] | None
     if kind == "ray":  # a local Ray cluster: os.cpu_count() CPUs, one reserved per actor
         cpus = max(1, os.cpu_count() or 1)
         return cpus, f"a local Ray cluster has one CPU per core ({cpus}) and each worker reserves one"
-    cores = _cores()
+    cores = available_cores()
     cap = WORKERS_PER_CORE * cores
     why = f"{WORKERS_PER_CORE} per CPU core this process may use, {cores} core{'s' if cores > 1 else ''}"
     if kind == "threads" and cap < MIN_THREADS:
