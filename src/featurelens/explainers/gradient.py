@@ -21,6 +21,48 @@ from ._base import Explainer, Requires, register
 from ._requires import conv_types
 
 
+#: Rows per chunk of a plain input-gradient pass (saliency, input x gradient) are at least this
+#: many when no batch_size was given. The automatic chunks (``Model.chunk_rows``: at most 2**19 input
+#: elements) are sized for expansions (IG steps, noise copies), where they keep each chunk's
+#: activations small; on 3x224x224 images they would split a batch of 8 into chunks of 3, 3 and 2,
+#: and a convolution over 3 rows runs slower per row than over 8 (ResNet-18 saliency on 8 images:
+#: 1.1-1.25x the time of one pass, benchmarks/bench_scale.py). A plain pass explains rows the caller
+#: already holds, so a chunk of 8 rows adds at most the activations of 8 rows.
+PLAIN_GRADIENT_MIN_ROWS = 8
+
+
+def plain_gradient_rows(model, x) -> int | None:
+    """Rows per chunk of a plain input-gradient pass over ``x``: the Model's own ``batch_size``
+    when one was given (None: ``Model.gradient`` reads it), else its automatic chunk size but at
+    least :data:`PLAIN_GRADIENT_MIN_ROWS` rows (and at most the batch).
+
+    Parameters
+    ----------
+    model : featurelens.models.Model
+        The explainer's Model.
+    x : torch.Tensor
+        The batch whose input gradients are taken.
+
+    Returns
+    -------
+    int or None
+        The rows per chunk, or None to use the Model's ``batch_size``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from featurelens.models import Model
+    >>> m = Model(torch.nn.Linear(3 * 224 * 224, 2))
+    >>> m.chunk_rows(torch.zeros(8, 3 * 224 * 224)), plain_gradient_rows(m, torch.zeros(8, 3 * 224 * 224))
+    (3, 8)
+    >>> plain_gradient_rows(Model(torch.nn.Linear(4, 2), batch_size=2), torch.zeros(8, 4)) is None
+    True
+    """
+    if not model.auto_batch:
+        return None
+    return max(model.chunk_rows(x), min(int(x.shape[0]), PLAIN_GRADIENT_MIN_ROWS))
+
+
 @register("saliency")
 class Saliency(Explainer):
     """Saliency: the signed input gradient ``a = d f_t(x) / d x``.
@@ -43,7 +85,7 @@ class Saliency(Explainer):
         return {**super().params(), "abs": self.abs}
 
     def _attribute(self, x, target, outputs):
-        grad, out = self.model.gradient(x, target, outputs=True)
+        grad, out = self.model.gradient(x, target, batch_size=plain_gradient_rows(self.model, x), outputs=True)
         return (grad.abs() if self.abs else grad), {"arrays": {"outputs": out}}
 
 
@@ -61,7 +103,7 @@ class InputXGradient(Explainer):
     target_in_pass = True
 
     def _attribute(self, x, target, outputs):
-        grad, out = self.model.gradient(x, target, outputs=True)
+        grad, out = self.model.gradient(x, target, batch_size=plain_gradient_rows(self.model, x), outputs=True)
         return x * grad, {"arrays": {"outputs": out}}
 
 
