@@ -19,7 +19,8 @@ from .._budgets import check_budget
 from ._explain import OWN, explain, method_keywords, methods
 from ._gradients import GRADIENT_METHODS, check_ig_steps, embedding_attributions
 from ..models._outputs import class_score_units
-from ._games import ClassifierGame, GenerationGame, forward_ids, model_vocab_size
+from ._forward import forward_ids, rows_per_forward
+from ._games import ClassifierGame, GenerationGame, model_vocab_size
 from ._players import UNITS, Players, is_hf_tokenizer
 
 __all__ = ["TextExplainer", "TEXT_METHODS", "method_options"]
@@ -76,10 +77,17 @@ def _device(model) -> torch.device:
     return torch.device("cpu")
 
 
-def module_classifier(model: torch.nn.Module):
+def module_classifier(model: torch.nn.Module, batch_size: int | None = None):
     """``model_fn(list of token id lists) -> numpy logits`` for :class:`ClassifierGame`: sequences
     of one length share a call, so no padding (and no attention mask) can change the outputs. Ids
-    past the model's input embedding (where its size is known) are a ValueError naming the id."""
+    past the model's input embedding (where its size is known) are a ValueError naming the id.
+
+    The sequences of one length go through the model in calls of
+    :func:`featurelens.text._forward.rows_per_forward` rows: ``batch_size`` when given, else as
+    many as keep the estimated activations of a call within
+    :data:`featurelens.text._forward.FORWARD_CHUNK_BYTES` (512 coalitions of a 512-token text in
+    one call would hold gigabytes of attention scores). The ids of a call are built there, as one
+    int64 array, from the id lists."""
     n_vocab = model_vocab_size(model)
 
     def model_fn(sequences):
@@ -90,13 +98,15 @@ def module_classifier(model: torch.nn.Module):
         device = _device(model)
         with torch.inference_mode():
             for length in np.unique(lengths):
-                rows = np.flatnonzero(lengths == length)
-                ids = torch.as_tensor(np.array([sequences[r] for r in rows], dtype=np.int64).reshape(len(rows), -1),
-                                      device=device)
-                logits = forward_ids(model, ids).double().cpu().numpy()
-                if out is None:
-                    out = np.empty((len(sequences),) + logits.shape[1:])
-                out[rows] = logits
+                group = np.flatnonzero(lengths == length)
+                step = rows_per_forward(model, int(length), batch_size)
+                for start in range(0, group.size, step):
+                    rows = group[start:start + step]
+                    ids = np.array([sequences[r] for r in rows], dtype=np.int64).reshape(len(rows), -1)
+                    logits = forward_ids(model, torch.as_tensor(ids, device=device)).double().cpu().numpy()
+                    if out is None:
+                        out = np.empty((len(sequences),) + logits.shape[1:])
+                    out[rows] = logits
         return out
 
     return model_fn
@@ -251,7 +261,7 @@ class TextExplainer:
             players.removal_id(self.removal, n_vocab)
             if players.can_be_empty(self.removal) or self.empty_token_id is not None:
                 players.empty_token_id(self.empty_token_id, n_vocab)
-            model_fn, inputs = module_classifier(self.model), "ids"
+            model_fn, inputs = module_classifier(self.model, self.batch_size), "ids"
         target = self.target if target is None else target
         return ClassifierGame(model_fn, players, target=target, removal=self.removal, output=self.output,
                               inputs=inputs, batch_size=self.batch_size, empty_token_id=self.empty_token_id)

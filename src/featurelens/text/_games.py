@@ -13,6 +13,7 @@ from .._validation import as_numpy, check_int, check_option, check_token_ids
 from .._budgets import check_memory, format_bytes, format_count
 from ..games import Game
 from ..models._outputs import CLASS_SCORE_UNITS, class_score, class_score_units
+from ._forward import forward_ids, is_hf_model, keeps_last_logits, rows_per_forward
 from ._players import Players, empty_token_id_of, is_hf_tokenizer, tokenizer_vocab_size
 
 __all__ = ["ClassifierGame", "GenerationGame", "OUTPUTS", "REDUCES", "forward_ids", "is_hf_model", "model_vocab_size"]
@@ -23,12 +24,6 @@ __all__ = ["ClassifierGame", "GenerationGame", "OUTPUTS", "REDUCES", "forward_id
 OUTPUTS = CLASS_SCORE_UNITS
 #: How the continuation's token log-probabilities are combined.
 REDUCES = ("sum", "mean", "per_token")
-
-
-def is_hf_model(model) -> bool:
-    """True for a transformers ``PreTrainedModel``, recognised by its class hierarchy (so without
-    importing transformers)."""
-    return any(c.__name__ == "PreTrainedModel" for c in type(model).__mro__)
 
 
 def input_embeddings(model):
@@ -54,17 +49,6 @@ def model_vocab_size(model) -> int | None:
         return int(layer.num_embeddings)
     found = [m for m in model.modules() if isinstance(m, torch.nn.Embedding)]
     return int(found[0].num_embeddings) if len(found) == 1 else None
-
-
-def forward_ids(model, ids: torch.Tensor) -> torch.Tensor:
-    """The logits of ``model`` on token ids ``(m, L)`` of one length (no padding): a transformers
-    model is called as ``model(input_ids=ids, attention_mask=ones)``, any other module or callable
-    as ``model(ids)``; an output with ``.logits`` (transformers' model outputs) gives those."""
-    if is_hf_model(model):
-        out = model(input_ids=ids, attention_mask=torch.ones_like(ids))
-    else:
-        out = model(ids)
-    return getattr(out, "logits", out)
 
 
 def _check_players(players) -> Players:
@@ -339,16 +323,23 @@ class GenerationGame(Game):
         # (the vocabulary: the model's or tokenizer's size until the first logits say it).
         self._batch_size = None if batch_size is None else self.chunk_size
         self._logit_vocab, self._logit_itemsize = n_vocab, 4
+        # A transformers LM that takes logits_to_keep computes the logits of the last T + 1
+        # positions only (the T that predict the continuation, and the last one): the output head
+        # then costs T + 1 positions, not L (a 50,000-word head on 200 tokens is a fifth of GPT-2's
+        # forward pass).
+        self._keep = int(self.continuation.shape[0]) + 1 if keeps_last_logits(lm) else None
         if self._batch_size is not None and n_vocab is not None:
             self._check_batch_memory()
 
     def logits_bytes(self, length: int, vocab: int | None = None) -> int:
         """Bytes one sequence of ``length`` tokens costs in one call of ``lm``: its logits
-        (``length * vocab`` numbers of the logits' dtype, float32 until seen) and the float64
-        log-softmax of the continuation's ``T`` positions (``2 * 8 * T * vocab``)."""
+        (``length * vocab`` numbers of the logits' dtype, float32 until seen; ``(T + 1) * vocab``
+        for a transformers LM that takes ``logits_to_keep``) and the float64 log-softmax of the
+        continuation's ``T`` positions (``2 * 8 * T * vocab``)."""
         vocab = self._logit_vocab if vocab is None else vocab
         T = int(self.continuation.shape[0])
-        return int(vocab) * (int(length) * self._logit_itemsize + 16 * T)
+        positions = int(length) if self._keep is None else min(int(length), self._keep)
+        return int(vocab) * (positions * self._logit_itemsize + 16 * T)
 
     def _check_batch_memory(self) -> None:
         """Refuse a batch_size whose one call of lm holds more logits than the memory available."""
@@ -365,11 +356,17 @@ class GenerationGame(Game):
         """Sequences of ``length`` tokens (prompt and continuation) sent in one call of ``lm``: the
         batch_size given, else as many as keep ``logits_bytes`` within
         ``featurelens._batching.DEFAULT_CHUNK_BYTES`` (at least 1, at most the game's chunk
-        size); 1 while the vocabulary is unknown (a batch_size given is checked once it is known)."""
+        size); 1 while the vocabulary is unknown (a batch_size given is checked once it is known).
+        For a transformers LM that takes ``logits_to_keep`` (its logits are then ``T + 1`` positions,
+        not ``length``), a sequence's activations
+        (:func:`featurelens.text._forward.activation_bytes`) are counted with its logits, within
+        :data:`featurelens.text._forward.FORWARD_CHUNK_BYTES`."""
         if self._logit_vocab is None:
             return 1
         if self._batch_size is not None:
             return self._batch_size
+        if self._keep is not None:
+            return min(self.chunk_size, rows_per_forward(self.lm, length, extra_row_bytes=self.logits_bytes(length)))
         return rows_for_bytes(self.logits_bytes(length), DEFAULT_CHUNK_BYTES, max_rows=self.chunk_size)
 
     def _learn_logits(self, logits: torch.Tensor) -> None:
@@ -447,15 +444,20 @@ class GenerationGame(Game):
                     rows = group[done: done + self.rows_per_call(int(length) + T)]
                     done += rows.size
                     seq = np.stack([np.concatenate([prompts[r], self.continuation]) for r in rows])
-                    logits = forward_ids(self.lm, torch.as_tensor(seq, device=device))
-                    if not is_tensor(logits) or logits.ndim != 3 or logits.shape[:2] != seq.shape:
+                    keep = None if self._keep is None else min(self._keep, seq.shape[1])
+                    logits = forward_ids(self.lm, torch.as_tensor(seq, device=device), keep_last=keep)
+                    positions = seq.shape[1] if keep is None else keep
+                    if not is_tensor(logits) or logits.ndim != 3 or tuple(logits.shape[:2]) != (seq.shape[0], positions):
                         raise ValueError(
-                            f"lm must return logits of shape (m, L, vocab) = ({seq.shape[0]}, {seq.shape[1]}, "
+                            f"lm must return logits of shape (m, L, vocab) = ({seq.shape[0]}, {positions}, "
                             f"vocab); got {getattr(logits, 'shape', type(logits).__name__)}"
                         )
                     check_token_ids(self.continuation, "continuation", int(logits.shape[-1]), "the model's logits")
                     self._learn_logits(logits)
-                    step = logits[:, int(length) - 1: int(length) - 1 + T].double().log_softmax(-1)
+                    # The logits of position p predict token p + 1: positions length - 1 .. length + T - 2
+                    # (of the kept last positions, the first T).
+                    first = int(length) - 1 - (seq.shape[1] - positions)
+                    step = logits[:, first: first + T].double().log_softmax(-1)
                     picked = step.gather(-1, cont.view(1, T, 1).expand(len(rows), T, 1))[..., 0]
                     out[rows] = picked.cpu().numpy()
                     del logits, step
