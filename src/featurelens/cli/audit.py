@@ -22,7 +22,7 @@ import sys
 
 from ..groundtruth.settings import MODEL_NAMES
 from .executor import add_executor_flags
-from .options import Choices, add_overwrite, explainer_names, non_negative_int, output_target, positive_int, shape
+from .options import Choices, add_model_and_data, add_overwrite, explainer_names, non_negative_int, output_target, positive_int, shape
 
 __all__ = ["add_parser", "run", "DEFAULT_OUT", "ROW_OPTIONS"]
 
@@ -51,21 +51,12 @@ def add_parser(sub) -> None:
         "(sensitivity), complexity and randomisation, rank them and write a self-contained HTML "
         "report with results.json and results.csv. Exit codes: 0 ok, 2 usage error, 1 failure.",
     )
-    parser.add_argument("--model", required=True, metavar="FILE",
-                        help="torch state dict (.pt, with --architecture), skops (.skops), a LightGBM (.txt) "
-                             "or XGBoost (.json, .ubj) booster file (read as data), or TorchScript (.pt) or "
-                             "joblib/pickle (.joblib, .pkl), which need --trust-model-file")
-    parser.add_argument("--data", required=True, metavar="FILE", help="inputs: .npy, .npz, .csv or .parquet (rows = samples)")
-    parser.add_argument("--labels", default=None, metavar="FILE|COLUMN",
-                        help="labels: a column of the CSV/parquet data, an array name in the .npz, or a .npy/.csv file")
+    add_model_and_data(parser, state_dicts=True, skops_trust=False)
     parser.add_argument("--target", type=output_target, default=None, metavar="INT|predicted|labels",
                         help="the explained output: an index, the predicted class, or the labels "
                              "(default: the labels when given, else the predicted class)")
     parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"report folder (default: {DEFAULT_OUT})")
     add_overwrite(parser, "an earlier audit report is always replaced")
-    parser.add_argument("--trust-model-file", action="store_true",
-                        help="allow a TorchScript or pickle/joblib model file (both run code from the file at "
-                             "load: only for files you trust)")
     parser.add_argument("--architecture", default=None, choices=MODEL_NAMES, metavar="NAME",
                         help=f"built-in architecture of a state dict: {', '.join(MODEL_NAMES)}")
     parser.add_argument("--image-size", type=int, choices=(8, 64), default=None,

@@ -61,7 +61,7 @@ from .explain_report import (
     beeswarm_groups, efficiency_gap, efficiency_text, explained_outputs, explained_units, parquet_engine, target_text,
     write_report,
 )
-from .options import add_overwrite, explainer_names, non_negative_int, output_target, positive_int
+from .options import add_model_and_data, add_overwrite, explainer_names, non_negative_int, output_target, positive_int
 
 __all__ = ["add_parser", "run", "background_spec", "DEFAULT_OUT", "MAX_ROWS", "DEFAULT_BACKGROUND", "ROW_OPTIONS"]
 
@@ -108,14 +108,7 @@ def add_parser(sub) -> None:
         "per feature, base_value, target, output units), explanation.npz, bar/beeswarm/waterfall PNGs "
         "and index.html. Exit codes: 0 ok, 2 usage error, 1 failure.",
     )
-    parser.add_argument("--model", required=True, metavar="FILE",
-                        help="skops (.skops), LightGBM text (.txt) or XGBoost (.json, .ubj) booster files "
-                             "(read as data), or TorchScript (.pt) or joblib/pickle (.joblib, .pkl), which "
-                             "need --trust-model-file")
-    parser.add_argument("--data", required=True, metavar="FILE", help="inputs: .npy, .npz, .csv or .parquet (rows = samples)")
-    parser.add_argument("--labels", default=None, metavar="FILE|COLUMN",
-                        help="labels: a column of the CSV/parquet data (left out of the features), an array "
-                             "name in the .npz, or a .npy/.csv file")
+    add_model_and_data(parser, state_dicts=False, skops_trust=True)
     parser.add_argument("--method", type=_explain_method, default=None, metavar="NAME",
                         help="the explainer (default: kernel_shap for black-box models such as scikit-learn "
                              "estimators, integrated_gradients for torch models)")
@@ -132,9 +125,6 @@ def add_parser(sub) -> None:
     parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"report folder (default: {DEFAULT_OUT})")
     add_overwrite(parser, "an earlier explain report is always replaced")
     parser.add_argument("--seed", type=non_negative_int, default=0, metavar="N", help="random seed (default 0)")
-    parser.add_argument("--trust-model-file", action="store_true",
-                        help="allow a TorchScript or pickle/joblib model file (both run code from the file at "
-                             "load: only for files you trust); for a skops file, trust every type in it")
     parser.add_argument("--trust-type", action="append", default=[], metavar="NAME", dest="trust_type",
                         help="for a skops file: trust the type NAME (e.g. sklearn.tree._tree.Tree) on top of "
                              "skops' default trusted types; repeatable. A refused file prints the flags it needs")

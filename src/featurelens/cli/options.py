@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 __all__ = ["positive_int", "non_negative_int", "non_negative_float", "fraction", "Choices", "shape", "output_target",
-           "add_overwrite", "explainer_names"]
+           "add_overwrite", "add_model_and_data", "explainer_names"]
 
 
 def _number(parse, expected: str, ok):
@@ -87,6 +87,45 @@ def add_overwrite(parser, what: str) -> None:
     parser.add_argument("--overwrite", action="store_true",
                         help=f"write into --out even when it holds other files ({what}); without it such a "
                              "place is refused before any work")
+
+
+def add_model_and_data(parser, *, state_dicts: bool, skops_trust: bool) -> None:
+    """The model and data options of ``audit`` and ``explain``: ``--model``, ``--data``,
+    ``--labels`` and ``--trust-model-file`` (``featurelens._loading`` reads them).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The subcommand's parser.
+    state_dicts : bool
+        Whether the command also reads a torch state dict with ``--architecture`` (audit).
+    skops_trust : bool
+        Whether ``--trust-model-file`` also trusts every type of a skops file (explain, which has
+        ``--trust-type`` for single types).
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_model_and_data(p, state_dicts=False, skops_trust=False)
+    >>> p.parse_args(["--model", "m.skops", "--data", "x.csv"]).labels is None
+    True
+    """
+    files = ("skops (.skops), a LightGBM (.txt) or XGBoost (.json, .ubj) booster file (read as data), or "
+             "TorchScript (.pt) or joblib/pickle (.joblib, .pkl), which need --trust-model-file")
+    parser.add_argument("--model", required=True, metavar="FILE",
+                        help=("torch state dict (.pt, with --architecture), " if state_dicts else "") + files)
+    parser.add_argument("--data", required=True, metavar="FILE", help="inputs: .npy, .npz, .csv or .parquet (rows = samples)")
+    parser.add_argument("--labels", default=None, metavar="FILE|COLUMN",
+                        help="labels: a column of the CSV/parquet data (left out of the features), an array "
+                             "name in the .npz, or a .npy/.csv file")
+    parser.add_argument("--trust-model-file", action="store_true",
+                        help="allow a TorchScript or pickle/joblib model file (both run code from the file at "
+                             "load: only for files you trust)"
+                             + ("; for a skops file, trust every type in it" if skops_trust else ""))
 
 
 def explainer_names():
