@@ -58,5 +58,10 @@ def write_results(out, name: str, table: str, data: dict) -> None:
         sys.path.insert(0, here)
     import _claims
 
-    if _claims.store(out / f"{name}.json") is not None:
-        print(f"stored the seed-claim verdicts in {out / (name + '.json')}")
+    try:
+        stored = _claims.store(out / f"{name}.json")
+    except Exception as e:  # noqa: BLE001  (a partial run's numbers: the measurements are kept, say why)
+        print(f"no seed-claim verdicts stored in {out / (name + '.json')}: {type(e).__name__}: {e}")
+    else:
+        if stored is not None:
+            print(f"stored the seed-claim verdicts in {out / (name + '.json')}")

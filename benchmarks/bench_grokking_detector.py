@@ -21,6 +21,11 @@ run (weight decay 0, or a run that never groks). Late-stage separation: the medi
 last 200 recorded steps, weight decay over control. Sign rule at the end of each run with eta = 1
 (the top-layer weight decay of Tian's B; 200 most cosine-similar feature pairs of the hidden
 features on the training rows).
+
+Verdict (the rule in ``render``, committed with the results it judges, 81681ff: every grokking run hit
+and no control fired is reproduced, some hits partly): stored in grokking_detector.json as
+``"seed_claims"`` when the JSON is written (``_common.write_results`` -> ``_claims.store``, by the
+rules of benchmarks/seed_claims.py), not recomputed when the seed-claims table is read.
 """
 
 from __future__ import annotations

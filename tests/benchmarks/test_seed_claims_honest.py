@@ -234,3 +234,16 @@ def test_no_docstring_says_fixed_before_for_a_rule_written_after(sc):
     for r in sc.collect():
         if r["rule_timing"] != "before":
             assert not re.search(r"fixed\s+before\s+the\s+run", r["protocol"]), (r["source"], r["claim"])
+
+
+def test_write_results_stores_the_verdicts_of_a_fresh_run(tmp_path, benchmark_script):
+    """A rerun of an older study (its script writes no "seed_claims" itself) gets its verdicts
+    stored by ``_common.write_results``; a file the table does not know is left as written."""
+    common = benchmark_script("_common")
+    doc = _doc("grokking.json")
+    doc.pop("seed_claims")
+    common.write_results(tmp_path, "grokking", "# grokking\n", doc)
+    stored = json.loads((tmp_path / "grokking.json").read_text())["seed_claims"]
+    assert [s["verdict"] for s in stored] == [s["verdict"] for s in _doc("grokking.json")["seed_claims"]]
+    common.write_results(tmp_path, "grokking_quick", "# quick\n", doc)
+    assert "seed_claims" not in json.loads((tmp_path / "grokking_quick.json").read_text())

@@ -560,13 +560,7 @@ class Explainer:
         executor of its own (a worker evaluates its rows' games itself: nesting a pool inside its
         own tasks can deadlock, and an executor does not pickle) and no progress bar."""
         ex = copy.copy(self)
-        model = copy.copy(self.model)
-        model.calls = 0
-        model._eval_depth = 0
-        model._parent = None
-        if hasattr(model, "_eval_flags"):
-            model._eval_flags = None
-        ex.model = model
+        ex.model = self.model.detached()
         if getattr(ex, "executor", None) is not None:
             ex.executor = None
         if getattr(ex, "progress", None) is not None:

@@ -377,6 +377,24 @@ class Model(BatchedPasses):
             setattr(derived, name, value)
         return derived
 
+    def detached(self) -> "Model":
+        """A shallow copy of this Model with its own call counter and eval-mode state, cut loose
+        from this Model: its calls are not added here (the copy a worker evaluates a part of the
+        rows with; the caller adds the parts' calls with :meth:`count_calls`).
+
+        Returns
+        -------
+        Model
+            The copy, sharing the module or function, device, dtype, output units and batch size.
+
+        Examples
+        --------
+        >>> part = model.detached()
+        >>> part.calls, part is model
+        (0, False)
+        """
+        return self._derive(_parent=None)
+
     def count_calls(self, rows: int) -> None:
         """Add ``rows`` model evaluations to :attr:`calls` of this Model and of every Model it was
         derived from (``with_output``, ``with_batch_size``, ...). Passes that evaluate the model
