@@ -44,7 +44,8 @@ from .paths import Ensemble, Paths
 #: numba is installed, else numpy), "numba" or "numpy". Both give the same numbers; tests set it.
 ENGINE = "auto"
 
-#: Bytes of bit masks (rows x paths x 8) held at a time by the interventional kernels.
+#: Bytes of bit masks (rows x paths x 8, and the background's distinct masks) held at a time by
+#: the interventional kernels.
 MASK_BYTES = 64 * 2**20
 
 
@@ -70,6 +71,19 @@ def _row_blocks(n_rows: int, n_paths: int):
     return [(s, min(n_rows, s + step)) for s in range(0, n_rows, step)]
 
 
+def _interventional_blocks(n: int, R: int, P: int):
+    """``(path blocks, row blocks, background blocks)`` of the interventional kernels: the masks of
+    one block of paths (the rows' n x 8 bytes per path, the background's 4 x R x 8: its masks,
+    their transpose, distinct values and counts) stay within ``MASK_BYTES``; rows and background
+    are split too only where even 16 paths at once would not fit."""
+    per_path = 8 * (n + 4 * R)
+    pb = min(max(1, P), max(16, MASK_BYTES // per_path))
+    paths = [slice(s, min(P, s + pb)) for s in range(0, P, pb)]
+    if pb * per_path <= MASK_BYTES:
+        return paths, [(0, n)], [(0, R)]
+    return paths, _row_blocks(n, 2 * pb), _row_blocks(R, 8 * pb)
+
+
 def _compiled(ens: Ensemble, packed, x, bg, pairs: bool):
     """Values (n, d, K) or pair sums (n, d, d, K, both orders) and the base value (K,)."""
     n, d, K = x.shape[0], ens.n_features, ens.n_out
@@ -84,18 +98,18 @@ def _compiled(ens: Ensemble, packed, x, bg, pairs: bool):
     base = ens.offset.copy()
     P = packed.feature.shape[0]
     scale = 1.0 / bg.shape[0]
-    full = packed.full
     reach = np.zeros(P)
     kernel = numba_interventional.interventional_pairs if pairs else numba_interventional.interventional_values
-    # the background in blocks too, so both mask arrays stay bounded
-    bg_blocks = _row_blocks(bg.shape[0], 2 * P)
-    x_blocks = _row_blocks(n, 2 * P)
-    for b0, b1 in bg_blocks:
-        bg_masks = numba_interventional.satisfied_masks(packed, bg[b0:b1])
-        reach += (bg_masks == full[None, :]).sum(axis=0)
-        for r0, r1 in x_blocks:
-            x_masks = numba_interventional.satisfied_masks(packed, x[r0:r1])
-            kernel(packed, x_masks, bg_masks, scale, out[r0:r1])
+    # paths in blocks, each block's masks computed once (rows and background split only when huge)
+    path_blocks, x_blocks, bg_blocks = _interventional_blocks(n, bg.shape[0], P)
+    x = np.ascontiguousarray(x)
+    for paths in path_blocks:
+        for b0, b1 in bg_blocks:
+            bg_masks, hits = numba_interventional.background_masks(packed, bg[b0:b1], paths)
+            reach[paths] += hits
+            for r0, r1 in x_blocks:
+                x_masks = numba_interventional.satisfied_masks(packed, x[r0:r1], paths)
+                kernel(packed, x_masks, bg_masks, scale, out[r0:r1], paths)
     base += (reach * scale) @ packed.value
     return out, base
 

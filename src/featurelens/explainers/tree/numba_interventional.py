@@ -10,6 +10,14 @@ interventional algorithm; Janzing et al. 2020), and the interaction index of two
 ``sign_i sign_j v a''! b''! / (a''+b''+1)!`` with a'', b'' the other elements of each group
 (Grabisch and Roubens 1999). The values are the mean over the background rows.
 
+A path's contribution depends on the background row only through its mask, so the background is
+read once per path as its distinct masks and how many rows have each (:func:`background_masks`;
+at most 2^L of them for a path of L elements, often far fewer than the background rows), path-major
+so that the kernels read them contiguously; the kernels add one term per distinct mask, weighted
+by its count. For a row's mask xm only the masks that hold every element the row fails (``need =
+full & ~xm``) keep the path alive; the background-only elements are then exactly ``need``, so the
+negative terms of a path are one sum, scattered once per path and row.
+
 As the path-dependent kernels, each has a serial and a parallel form around one compiled row body,
 chosen by the amount of work (:data:`.numba_kernels.PARALLEL_MIN_WORK`), and is cached on disk.
 """
@@ -25,7 +33,7 @@ from .numba_kernels import HAVE_NUMBA, Packed, _run, njit
 if HAVE_NUMBA:
     from numba import prange
 
-__all__ = ["satisfied_masks", "interventional_values", "interventional_pairs"]
+__all__ = ["satisfied_masks", "background_masks", "interventional_values", "interventional_pairs"]
 
 if HAVE_NUMBA:
 
@@ -57,6 +65,28 @@ if HAVE_NUMBA:
                 out[r, p] = m
         return out
 
+    @njit(cache=True)
+    def _distinct(masks_t):
+        """The distinct masks of each path (row of ``masks_t``, (P, R) uint64) and how many background
+        rows have each: ``(values (P, R), counts (P, R) float64, number (P,))``, the first
+        ``number[p]`` entries of row p used."""
+        P, R = masks_t.shape
+        vals = np.zeros((P, R), dtype=np.uint64)
+        cnt = np.zeros((P, R))
+        num = np.zeros(P, dtype=np.int64)
+        for p in range(P):
+            s = np.sort(masks_t[p])
+            u = 0
+            for i in range(R):
+                if u > 0 and s[i] == vals[p, u - 1]:
+                    cnt[p, u - 1] += 1.0
+                else:
+                    vals[p, u] = s[i]
+                    cnt[p, u] = 1.0
+                    u += 1
+            num[p] = u
+        return vals, cnt, num
+
     @njit(cache=True, inline="always")
     def _popcount(m):
         c = 0
@@ -66,124 +96,181 @@ if HAVE_NUMBA:
         return c
 
     @njit(cache=True)
-    def _iv_row(x_masks, bg_masks, r, feature, length, full, value, beta, scale, out):
-        """Single-reference Shapley values of row ``r`` summed over ``bg_masks``, times ``scale``."""
+    def _iv_row(x_masks, r, vals, cnt, num, feature, length, full, value, beta, scale, out, acc):
+        """Single-reference Shapley values of row ``r`` summed over the background (its distinct
+        masks per path, ``vals``/``cnt``/``num``), times ``scale``, with the buffer ``acc`` (D,).
+
+        A background mask ``u`` keeps the path alive for the row's mask ``xm`` when it holds every
+        element the row fails (``need``); then the background-only elements are exactly ``need``
+        (nb of them) and the row-only ones ``xm & ~u`` (na): each of the former gets
+        ``-v B(na, nb - 1)``, each of the latter ``+v B(na - 1, nb)`` (B the Beta table).
+        """
         P = x_masks.shape[1]
-        R = bg_masks.shape[0]
-        K = value.shape[1]
-        for p in range(P):
-            xm = x_masks[r, p]
-            for b in range(R):
-                bm = bg_masks[b, p]
-                if (xm | bm) != full[p]:  # an element neither satisfies: the leaf is unreachable
-                    continue
-                only_x = xm & ~bm
-                only_b = bm & ~xm
-                na = _popcount(only_x)
-                nb = _popcount(only_b)
-                c_x = beta[na - 1, nb] * scale if na > 0 else 0.0
-                c_b = beta[na, nb - 1] * scale if nb > 0 else 0.0
-                for j in range(length[p]):
-                    bit = np.uint64(1) << np.uint64(j)
-                    if only_x & bit:
-                        c = c_x
-                    elif only_b & bit:
-                        c = -c_b
-                    else:
-                        continue
-                    f = feature[p, j]
-                    for k in range(K):
-                        out[r, f, k] += c * value[p, k]
-
-    @njit(cache=True)
-    def _iv_serial(x_masks, bg_masks, feature, length, full, value, beta, scale, out):
-        for r in range(x_masks.shape[0]):
-            _iv_row(x_masks, bg_masks, r, feature, length, full, value, beta, scale, out)
-
-    @njit(cache=True, parallel=True)
-    def _iv_parallel(x_masks, bg_masks, feature, length, full, value, beta, scale, out):
-        for r in prange(x_masks.shape[0]):
-            _iv_row(x_masks, bg_masks, r, feature, length, full, value, beta, scale, out)
-
-    @njit(cache=True)
-    def _ip_row(x_masks, bg_masks, r, feature, length, full, value, beta, scale, out, sign, pos):
-        """Single-reference interaction indices of row ``r`` (both orders) summed over
-        ``bg_masks``, times ``scale``, with the row buffers ``sign`` and ``pos`` (D,)."""
-        P = x_masks.shape[1]
-        R = bg_masks.shape[0]
         K = value.shape[1]
         for p in range(P):
             L = length[p]
             xm = x_masks[r, p]
-            for b in range(R):
-                bm = bg_masks[b, p]
-                if (xm | bm) != full[p]:
+            need = full[p] & ~xm
+            nb = _popcount(need)
+            for j in range(L):
+                acc[j] = 0.0
+            neg = 0.0
+            alive = False
+            for i in range(num[p]):
+                u = vals[p, i]
+                if (u & need) != need:  # an element neither satisfies: the leaf is unreachable
                     continue
-                only_x = xm & ~bm
-                only_b = bm & ~xm
+                alive = True
+                only_x = xm & ~u
                 na = _popcount(only_x)
-                nb = _popcount(only_b)
+                c = cnt[p, i]
+                if nb > 0:
+                    neg += c * beta[na, nb - 1]
+                if na > 0:
+                    cx = c * beta[na - 1, nb]
+                    for j in range(L):
+                        if (only_x >> np.uint64(j)) & np.uint64(1):
+                            acc[j] += cx
+            if not alive:
+                continue
+            for j in range(L):
+                bit = np.uint64(1) << np.uint64(j)
+                if need & bit:
+                    c = -neg * scale
+                elif xm & bit:
+                    c = acc[j] * scale
+                    if c == 0.0:
+                        continue
+                else:
+                    continue
+                f = feature[p, j]
+                for k in range(K):
+                    out[r, f, k] += c * value[p, k]
+
+    @njit(cache=True)
+    def _iv_serial(x_masks, vals, cnt, num, feature, length, full, value, beta, scale, out):
+        acc = np.empty(max(1, feature.shape[1]))
+        for r in range(x_masks.shape[0]):
+            _iv_row(x_masks, r, vals, cnt, num, feature, length, full, value, beta, scale, out, acc)
+
+    @njit(cache=True, parallel=True)
+    def _iv_parallel(x_masks, vals, cnt, num, feature, length, full, value, beta, scale, out):
+        for r in prange(x_masks.shape[0]):
+            acc = np.empty(max(1, feature.shape[1]))
+            _iv_row(x_masks, r, vals, cnt, num, feature, length, full, value, beta, scale, out, acc)
+
+    @njit(cache=True)
+    def _ip_row(x_masks, r, vals, cnt, num, feature, length, full, value, beta, scale, out, sign, pos, acc2):
+        """Single-reference interaction indices of row ``r`` (both orders) summed over the
+        background (distinct masks per path, as :func:`_iv_row`), times ``scale``, with the buffers
+        ``sign``, ``pos`` (D,) and ``acc2`` (D, D)."""
+        P = x_masks.shape[1]
+        K = value.shape[1]
+        for p in range(P):
+            L = length[p]
+            xm = x_masks[r, p]
+            need = full[p] & ~xm
+            nb = _popcount(need)
+            for a in range(L):
+                for b in range(L):
+                    acc2[a, b] = 0.0
+            used = False
+            for i in range(num[p]):
+                u = vals[p, i]
+                if (u & need) != need:
+                    continue
+                only_x = xm & ~u
+                na = _popcount(only_x)
                 if na + nb < 2:
                     continue
-                cnt = 0
+                used = True
+                c = cnt[p, i]
+                n_el = 0
                 for j in range(L):
                     bit = np.uint64(1) << np.uint64(j)
                     if only_x & bit:
-                        pos[cnt] = j
-                        sign[cnt] = 1.0
-                        cnt += 1
-                    elif only_b & bit:
-                        pos[cnt] = j
-                        sign[cnt] = -1.0
-                        cnt += 1
-                for u in range(cnt):
-                    for w in range(u + 1, cnt):
-                        # the other elements: a' of x's group, b' of b's group
-                        ra = na - (1 if sign[u] > 0 else 0) - (1 if sign[w] > 0 else 0)
-                        rb = nb - (1 if sign[u] < 0 else 0) - (1 if sign[w] < 0 else 0)
-                        c = sign[u] * sign[w] * beta[ra, rb] * scale
-                        fa = feature[p, pos[u]]
-                        fb = feature[p, pos[w]]
-                        for k in range(K):
-                            v = c * value[p, k]
-                            out[r, fa, fb, k] += v
-                            out[r, fb, fa, k] += v
+                        pos[n_el] = j
+                        sign[n_el] = 1.0
+                        n_el += 1
+                    elif need & bit:
+                        pos[n_el] = j
+                        sign[n_el] = -1.0
+                        n_el += 1
+                for s in range(n_el):
+                    for w in range(s + 1, n_el):
+                        # the other elements: ra of the row's group, rb of the background's
+                        ra = na - (1 if sign[s] > 0 else 0) - (1 if sign[w] > 0 else 0)
+                        rb = nb - (1 if sign[s] < 0 else 0) - (1 if sign[w] < 0 else 0)
+                        acc2[pos[s], pos[w]] += c * sign[s] * sign[w] * beta[ra, rb]
+            if not used:
+                continue
+            for a in range(L):
+                for b in range(a + 1, L):
+                    c = acc2[a, b] * scale
+                    if c == 0.0:
+                        continue
+                    fa = feature[p, a]
+                    fb = feature[p, b]
+                    for k in range(K):
+                        v = c * value[p, k]
+                        out[r, fa, fb, k] += v
+                        out[r, fb, fa, k] += v
 
     @njit(cache=True)
-    def _ip_serial(x_masks, bg_masks, feature, length, full, value, beta, scale, out):
-        D = feature.shape[1]
+    def _ip_serial(x_masks, vals, cnt, num, feature, length, full, value, beta, scale, out):
+        D = max(1, feature.shape[1])
         sign = np.empty(D)
         pos = np.empty(D, dtype=np.int64)
+        acc2 = np.empty((D, D))
         for r in range(x_masks.shape[0]):
-            _ip_row(x_masks, bg_masks, r, feature, length, full, value, beta, scale, out, sign, pos)
+            _ip_row(x_masks, r, vals, cnt, num, feature, length, full, value, beta, scale, out, sign, pos, acc2)
 
     @njit(cache=True, parallel=True)
-    def _ip_parallel(x_masks, bg_masks, feature, length, full, value, beta, scale, out):
-        D = feature.shape[1]
+    def _ip_parallel(x_masks, vals, cnt, num, feature, length, full, value, beta, scale, out):
+        D = max(1, feature.shape[1])
         for r in prange(x_masks.shape[0]):
             sign = np.empty(D)
             pos = np.empty(D, dtype=np.int64)
-            _ip_row(x_masks, bg_masks, r, feature, length, full, value, beta, scale, out, sign, pos)
+            acc2 = np.empty((D, D))
+            _ip_row(x_masks, r, vals, cnt, num, feature, length, full, value, beta, scale, out, sign, pos, acc2)
 
 
-def satisfied_masks(packed: Packed, x: np.ndarray) -> np.ndarray:
-    """(n, P) uint64 bit masks of the elements each row of ``x`` (n, d) satisfies."""
-    return _masks(np.ascontiguousarray(x), packed.feature, packed.lower, packed.upper, packed.nan_ok,
-                  packed.length, packed.cat_row, packed.cat_table, packed.cat_count)
+def satisfied_masks(packed: Packed, x: np.ndarray, paths: slice = slice(None)) -> np.ndarray:
+    """(n, P) uint64 bit masks of the elements each row of ``x`` (n, d) satisfies, for the paths
+    ``paths`` (a slice of the packed paths; default all)."""
+    return _masks(np.ascontiguousarray(x), packed.feature[paths], packed.lower[paths], packed.upper[paths],
+                  packed.nan_ok[paths], packed.length[paths], packed.cat_row[paths], packed.cat_table,
+                  packed.cat_count)
 
 
-def interventional_values(packed: Packed, x_masks: np.ndarray, bg_masks: np.ndarray, scale: float,
-                          out: np.ndarray) -> None:
+def background_masks(packed: Packed, bg: np.ndarray, paths: slice = slice(None)):
+    """The background rows ``bg`` (R, d) as the interventional kernels take them: per path of
+    ``paths``, the distinct bit masks of the background rows and how many rows have each
+    (``(values (P, R) uint64, counts (P, R) float64, number (P,) int64)``), and the number of
+    background rows that reach each path's leaf (P,)."""
+    masks_t = np.ascontiguousarray(satisfied_masks(packed, bg, paths).T)
+    reach = (masks_t == packed.full[paths][:, None]).sum(axis=1)
+    vals, cnt, num = _distinct(masks_t)
+    return (vals, cnt, num), reach
+
+
+def _path_args(packed: Packed, paths: slice):
+    return packed.feature[paths], packed.length[paths], packed.full[paths], packed.value[paths]
+
+
+def interventional_values(packed: Packed, x_masks: np.ndarray, bg, scale: float, out: np.ndarray,
+                          paths: slice = slice(None)) -> None:
     """Add ``scale`` times the single-reference TreeSHAP values of the rows of ``x_masks`` summed
-    over the background rows of ``bg_masks`` (masks from :func:`satisfied_masks`) into ``out``
-    (n, d, K)."""
-    _run(_iv_serial, _iv_parallel, x_masks.size * bg_masks.shape[0], x_masks, bg_masks, packed.feature,
-         packed.length, packed.full, packed.value, packed.beta, float(scale), out)
+    over the background ``bg`` (masks from :func:`satisfied_masks` and :func:`background_masks`,
+    for the same paths ``paths``) into ``out`` (n, d, K)."""
+    vals, cnt, num = bg
+    _run(_iv_serial, _iv_parallel, x_masks.shape[0] * int(num.sum()) * 2, x_masks, vals, cnt, num,
+         *_path_args(packed, paths), packed.beta, float(scale), out)
 
 
-def interventional_pairs(packed: Packed, x_masks: np.ndarray, bg_masks: np.ndarray, scale: float,
-                         out: np.ndarray) -> None:
+def interventional_pairs(packed: Packed, x_masks: np.ndarray, bg, scale: float, out: np.ndarray,
+                         paths: slice = slice(None)) -> None:
     """The same for the interaction indices (both orders) into ``out`` (n, d, d, K)."""
-    _run(_ip_serial, _ip_parallel, x_masks.size * bg_masks.shape[0] * max(1, packed.max_length),
-         x_masks, bg_masks, packed.feature, packed.length, packed.full, packed.value, packed.beta,
-         float(scale), out)
+    vals, cnt, num = bg
+    _run(_ip_serial, _ip_parallel, x_masks.shape[0] * int(num.sum()) * 2 * max(1, packed.max_length),
+         x_masks, vals, cnt, num, *_path_args(packed, paths), packed.beta, float(scale), out)
