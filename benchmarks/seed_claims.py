@@ -2,7 +2,7 @@
 
 featurelens is built from a set of "seed" papers; each case study in ``benchmarks/`` reruns some of
 their claims and writes its numbers to ``benchmarks/results/<name>.json``. This module collects one
-row per claim::
+row per claim and protocol (``collect``)::
 
     {"method", "paper", "claim", "verdict", "measured", "protocol", "paper_protocol",
      "differences", "source", "family"}
@@ -13,7 +13,11 @@ method that no case study has checked against its paper (the row says why). Two 
 1. **The convention** (new case studies): a results JSON with a top-level ``"seed_claims"`` list of
    rows with the fields above (``source`` and ``family`` are filled in here when absent). Verdicts
    like ``"partly reproduced"`` / ``"not reproduced"`` are read as ``"partly"`` / ``"not"``.
-2. **One extractor per older results file** (``EXTRACTORS``): it reads the verdict from the JSON,
+2. **One extractor per older results file** (``EXTRACTORS``), the rule for a study whose script
+   writes no rows itself: ``_claims.store`` applies it when the JSON is written
+   (``_common.write_results``) and stores its rows in the JSON as ``"seed_claims"``, so that every
+   verdict is stored in its results file and read from there (the committed files hold them; a test
+   checks that they are what the rules give on the numbers). The extractor reads the verdict from the JSON,
    either a verdict field the script wrote or, where the script printed its verdict into the
    Markdown only, by calling the script's own verdict function on the JSON's numbers (SAE,
    SAE magnitude, GrokAlign, the seed's grokking detector), or by the rule the study's ``.md``
@@ -24,8 +28,17 @@ method that no case study has checked against its paper (the row says why). Two 
 
 A file that has a ``"seed_claims"`` list is read from it only (its extractor, if any, is skipped).
 
-``python benchmarks/seed_claims.py`` prints the table as Markdown; ``docs/_seed_claims.py`` writes
-it to the documentation site (``generated/seed_claims``).
+Each row also gets (``_claims``): ``section`` (``"seed"``; ``"identity"`` for an algebraic identity
+checked numerically, ``"own"`` for featurelens' own claim: ``NOT_SEED``), ``claim_id`` (the rows of
+one claim run under several protocols share it: ``CLAIM_GROUPS``), and the rule's timing from the
+commit history (``RULE_TIMING``): ``rule_timing`` (``"before"`` the run whose numbers it judges,
+``"after"`` it, or ``"unknown"`` when both are in one commit), ``rule_commit``, ``results_commit``.
+``claims(rows)`` gives one row per claim, its protocol variants under it and one verdict (the
+variant nearest the paper's protocol decides, or the variants combine); ``counts`` counts claims.
+
+``python benchmarks/seed_claims.py`` prints the table as Markdown (``--json``: the claims as JSON,
+each with its rule's timing and commits); ``docs/_seed_claims.py`` writes it to the documentation
+site (``generated/seed_claims``).
 """
 
 from __future__ import annotations
