@@ -288,3 +288,21 @@ def test_the_meta_device_is_refused_it_holds_no_data():
         fl.Model(on_meta)
     with pytest.raises(ValueError, match=r"^device='meta' holds no data"):
         fl.explainer("saliency", fl.Model(torch.nn.Linear(3, 2), device=torch.device("meta")))
+
+
+def test_detached_copy_counts_its_own_calls_only():
+    import torch
+
+    from featurelens.models import Model
+
+    net = torch.nn.Linear(3, 2).double()
+    model = Model.wrap(net)
+    derived = model.with_batch_size(2)
+    part = model.detached()
+    x = torch.randn(5, 3, dtype=torch.float64)
+    derived.predict(x)
+    assert derived.calls == 5 and model.calls == 5  # a derived Model counts in its parent
+    part.predict(x)
+    assert part.calls == 5 and model.calls == 5  # the detached copy does not
+    torch.testing.assert_close(part.predict(x), net(x).detach())
+    assert part.module is model.module
