@@ -1,0 +1,164 @@
+"""featurelens at scale against its peers: vision models at 224x224, text transformers, large tree
+ensembles; time, peak memory, the values' agreement and the model-call floor of every row.
+
+Sections (each a module exposing ``run(quick) -> list[dict]`` of :func:`_scale_common.row` rows):
+
+- ``vision`` (``_scale_vision.py``): torchvision's ResNet-18, ResNet-50 and ViT-B/16 (random
+  weights, ``weights=None``) at 224x224 against Captum: saliency, integrated gradients, SmoothGrad,
+  Grad-CAM, DeepLift, feature ablation, occlusion, KernelSHAP (the module docstring states every
+  setting and the image counts);
+- ``text`` (``_scale_text.py``, when present): the MiniLM encoder at 128/256/512 tokens and GPT-2
+  small from its config, against Captum's LLMAttribution / shap;
+- ``trees`` (``_scale_trees.py``, when present): LightGBM and XGBoost with 500 trees on 200k x 100,
+  against shap.
+
+A section whose module is absent, or whose peer library or model is not installed, is skipped and
+recorded as skipped with the reason. Every row: featurelens' and the peer's time (best timed call
+after one warm-up, the two alternating so load on the shared machine hits both alike), their peak
+memory (the resident set a call adds on top of the loaded model and data, sampled every
+millisecond), the ratio, the largest absolute difference of the values with the method's tolerance,
+and the model-call floor: the method's number of forward/backward passes times one plain batched
+pass, measured. A ratio over 1.0 is flagged in the table; the row's note says where the gap is.
+
+Usage: .venv/bin/python benchmarks/bench_scale.py [--sections vision,text,trees] [--quick] [--out DIR]
+``--quick``: the sections' small runs, printed, nothing written. Writes
+benchmarks/results/bench_scale.md and bench_scale.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+from _common import environment, load_average, write_results
+
+RESULTS = Path(__file__).resolve().parent / "results"
+NAME = "bench_scale"
+SECTIONS = ("vision", "text", "trees")
+
+#: Why a row is over 1.0 or over the peer's memory, where the cause is known (read in the table).
+NOTES = {
+    ("vision", "feature_ablation"): "featurelens' forward chunks hold at most 2**19 input elements "
+        "(3 images at 224x224) where Captum sends the whole batch per perturbation",
+    ("vision", "occlusion"): "featurelens' forward chunks hold at most 2**19 input elements "
+        "(3 images at 224x224) where Captum sends the whole batch per window",
+}
+
+
+def _peer_versions() -> dict:
+    versions = {}
+    for name in ("captum", "shap", "transformers", "lightgbm", "xgboost"):
+        try:
+            versions[name] = importlib.import_module(name).__version__
+        except Exception:  # noqa: BLE001 - absent or broken: not recorded
+            pass
+    return versions
+
+
+def run_sections(names, quick: bool, log=print) -> tuple[list[dict], dict]:
+    """Run the named sections; returns their rows and ``{section: "ran" | "skipped: why"}``."""
+    rows, status = [], {}
+    for name in names:
+        try:
+            module = importlib.import_module(f"_scale_{name}")
+        except ModuleNotFoundError as err:
+            status[name] = f"skipped: {err}"
+            log(f"section {name}: {status[name]}", flush=True)
+            continue
+        log(f"section {name}", flush=True)
+        start = time.perf_counter()
+        try:
+            got = module.run(quick)
+        except ImportError as err:  # a peer library or model not installed here
+            status[name] = f"skipped: {err}"
+            log(f"section {name}: {status[name]}", flush=True)
+            continue
+        except Exception:  # noqa: BLE001 - one section's failure does not lose the others' rows
+            status[name] = "failed: " + traceback.format_exc(limit=3).strip().splitlines()[-1]
+            log(traceback.format_exc(), flush=True)
+            continue
+        for r in got:
+            if r["ratio"] > 1.0 and not r.get("note"):
+                r["note"] = NOTES.get((r["section"], r["method"]), "")
+        rows += got
+        status[name] = f"ran ({time.perf_counter() - start:.0f} s)"
+    return rows, status
+
+
+def _fmt_s(v) -> str:
+    return "" if v is None else (f"{v:.3f}" if v < 10 else f"{v:.1f}")
+
+
+def markdown(rows: list[dict], env: dict, meta: dict) -> str:
+    lines = [
+        "# featurelens at scale: time, memory and values against the peer libraries",
+        "",
+        f"torch {env['torch']}, featurelens {env['featurelens']}, Python {env['python']}; peers: "
+        + ", ".join(f"{k} {v}" for k, v in env.get("peers", {}).items())
+        + f". {env['threads']} torch threads on {env['cpu']} ({env['logical_cpus']} logical CPUs, shared with "
+        f"other work: load average {meta['load_before']} before, {meta['load_after']} after); total "
+        f"{meta['seconds']:.0f} s. Models with random weights (torchvision `weights=None`, seed 0; "
+        "configs for the text models): the timings and the agreement do not depend on training. "
+        "Sections: " + "; ".join(f"{k} {v}" for k, v in meta["sections"].items()) + ".",
+        "",
+        "Time: the best timed call after one warm-up, featurelens and the peer alternating; peak: the "
+        "memory a call adds to the process (resident set, sampled every millisecond). Floor: the method's "
+        "model passes times one plain batched pass of the same rows, measured (how it was counted in the "
+        "floor column). Max abs diff against the peer's values, within the tolerance shown (vision: 1e-4 "
+        "of the largest magnitude); the settings of every row are in the JSON file.",
+        "",
+        "| section | model | method | featurelens s | peer s | ratio | featurelens MB | peer MB | max abs diff "
+        "(tol) | floor s (passes) | featurelens / floor | over 1.0 |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|---|---:|:-:|",
+    ]
+    for r in rows:
+        over = "**yes**" if r["ratio"] > 1.0 else ""
+        mem = "" if r["fl_peak_mb"] <= r["peer_peak_mb"] else " (over)"
+        diff = f"{r['max_abs_diff']:.2g} ({r['tolerance']:.2g}){'' if r['within_tolerance'] else ' **over**'}"
+        lines.append(
+            f"| {r['section']} | {r['model']} | {r['method']} vs {r['peer']} | {_fmt_s(r['fl_s'])} "
+            f"| {_fmt_s(r['peer_s'])} | {r['ratio']:.2f} | {r['fl_peak_mb']:.0f}{mem} | {r['peer_peak_mb']:.0f} "
+            f"| {diff} | {_fmt_s(r['floor_s'])} ({r['floor']}) | "
+            f"{'' if r['fl_over_floor'] is None else format(r['fl_over_floor'], '.2f')} | {over} |")
+    notes = [r for r in rows if r.get("note")]
+    if notes:
+        lines += ["", "Notes on rows over 1.0:", ""]
+        lines += [f"- {r['model']} / {r['method']}: {r['note']}" for r in notes]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated: vision,text,trees")
+    parser.add_argument("--quick", action="store_true", help="small runs, printed only")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
+    args = parser.parse_args(argv)
+    names = [s.strip() for s in args.sections.split(",") if s.strip()]
+    unknown = sorted(set(names) - set(SECTIONS))
+    if unknown:
+        parser.error(f"unknown section(s) {unknown}; choose from {SECTIONS}")
+
+    torch.set_num_threads(2)
+    env = environment(peers=_peer_versions(), random_weights=True)
+    load_before = load_average()
+    start = time.perf_counter()
+    rows, status = run_sections(names, args.quick)
+    meta = {"sections": status, "quick": args.quick, "load_before": load_before, "load_after": load_average(),
+            "seconds": time.perf_counter() - start}
+    table = markdown(rows, env, meta)
+    print()
+    print(table)
+    if not args.quick:
+        write_results(args.out, NAME, table, {"environment": env, "run": meta, "rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
