@@ -35,6 +35,7 @@ bench: setup
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[bench]"
 	$(PY) benchmarks/bench_gradients.py
 	$(PY) benchmarks/bench_captum_families.py
+	$(PY) benchmarks/bench_scale.py
 	$(PY) benchmarks/bench_agop.py
 	$(PY) benchmarks/bench_agop_attribution.py
 	$(PY) benchmarks/bench_ood.py
