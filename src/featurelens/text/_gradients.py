@@ -15,7 +15,8 @@ from ..explainers._layer_hooks import resolve_layer
 from ..explainers.gradient import MAX_GAUSS_LEGENDRE_STEPS, integration_rule
 from ..models import Model
 from ..models._outputs import class_score_units
-from ._games import forward_ids, input_embeddings
+from ._forward import forward_ids, keeps_last_logits
+from ._games import input_embeddings
 from ._players import Players
 
 __all__ = ["EMBEDDING_BASELINES", "GRADIENT_METHODS", "embedding_attributions"]
@@ -252,12 +253,14 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
         if not is_tensor(logits):
             raise TypeError(f"model must return a logits tensor (or an object with .logits); got {type(logits).__name__}")
         if lm:
-            if logits.ndim != 3 or tuple(logits.shape[:2]) != (m, L):
-                raise ValueError(f"model must return a causal LM's logits of shape (m, L, vocab) = ({m}, {L}, vocab) "
-                                 f"with continuation=; got {tuple(logits.shape)}")
+            positions = L if keep is None else keep
+            if logits.ndim != 3 or tuple(logits.shape[:2]) != (m, positions):
+                raise ValueError(f"model must return a causal LM's logits of shape (m, L, vocab) = ({m}, {positions}, "
+                                 f"vocab) with continuation=; got {tuple(logits.shape)}")
             T = int(cont.shape[0])
             check_token_ids(cont, "continuation", int(logits.shape[-1]), "the model's logits")
-            step = logits[:, P - 1: P - 1 + T].double().log_softmax(-1)
+            first = P - 1 - (L - positions)  # the logits kept are those of the last `positions` tokens
+            step = logits[:, first: first + T].double().log_softmax(-1)
             idx = torch.as_tensor(cont, device=logits.device).view(1, T, 1).expand(m, T, 1)
             lp = step.gather(-1, idx)[..., 0]
             return lp.sum(1) if reduce == "sum" else lp.mean(1)
@@ -274,6 +277,9 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
         logp = z.log_softmax(1)[:, t]
         return logp if output == "log_probability" else logp.exp()
 
+    # A transformers LM that takes logits_to_keep computes the logits of the last T + 1 positions
+    # only (the T that predict the continuation, and the last), as GenerationGame asks.
+    keep = int(cont.shape[0]) + 1 if lm and keeps_last_logits(model) else None
     swap = _Swap(layer_name)
 
     def run(ids: np.ndarray, replace=None, grad=False):
@@ -289,7 +295,7 @@ def embedding_attributions(model, players, method: str = "integrated_gradients",
         else:
             swap.replace = None
         with torch.enable_grad() if grad else torch.no_grad():
-            out = forward_ids(model, x)
+            out = forward_ids(model, x, keep_last=keep)
             calls += x.shape[0]
             if swap.calls != 1:
                 raise ValueError(f"embedding_layer {layer_name!r} ran {swap.calls} times in one forward pass; "
