@@ -565,10 +565,23 @@ def _headline_claims(rows, counts, claims=None) -> str:
     return _md_table(["family"] + keys, table, "l" + "r" * len(keys))
 
 
-def _verdicts(rows) -> str:
+def _verdicts(rows, overall=None) -> str:
+    """The claims a results file decides; a protocol variant of a claim run under several protocols
+    says so, with the claim's one verdict (``overall``: claim id -> (verdict, number of variants))."""
     if not rows:
         return "No seed-paper claim is read from this file; its page has the numbers.\n"
-    return "".join(f"- **{_md(r['verdict'])}**: {_md(r['method'])}: {_md(r['claim'])}\n" for r in rows)
+    overall = overall or {}
+    out = []
+    for r in rows:
+        note = ""
+        verdict, n = overall.get(r.get("claim_id"), (r["verdict"], 1))
+        if n > 1:
+            note = f" (one of {n} protocols; the claim's verdict: {_md(verdict)})"
+        if r.get("section", "seed") != "seed":
+            note += " (an identity, not a seed paper's claim)" if r["section"] == "identity" else \
+                " (featurelens' own claim, not a seed paper's)"
+        out.append(f"- **{_md(r['verdict'])}**: {_md(r['method'])}: {_md(r['claim'])}{note}\n")
+    return "".join(out)
 
 
 #: The headline snippets: generated/headlines/<name>.txt from benchmarks/results/<name>.json.
@@ -589,10 +602,11 @@ def headlines() -> None:
     mod = __import__("_seed_claims")._module()
     rows = mod.collect(RESULTS)
     _write(os.path.join(HEADLINES, "claims.txt"), _headline_claims(rows, mod.counts(rows), mod.claims(rows)))
+    overall = {c["claim_id"]: (c["verdict"], len(c["variants"])) for c in mod.claims(rows)}
     for f in sorted(os.listdir(RESULTS)):
         if f.endswith(".json"):
             mine = [r for r in rows if os.path.basename(r.get("source", "")) == f]
-            _write(os.path.join(HEADLINES, f"{f[:-5]}.verdicts.txt"), _verdicts(mine))
+            _write(os.path.join(HEADLINES, f"{f[:-5]}.verdicts.txt"), _verdicts(mine, overall))
 
 
 #: What differs from Quantus's counterpart, by spec name (hand-written: the definitions' fine print;
