@@ -15,7 +15,13 @@ from .._budgets import check_memory
 from .._coalitions import check_game, chunk_rows, mask_rows
 from ._common import ApproximationResult, approximator, ends, game_rows, model_calls, regroup, result, sampling_budget
 
-__all__ = ["CoalitionPlan", "kernel_coalitions", "kernel_shap"]
+__all__ = ["CoalitionPlan", "kernel_bytes", "kernel_coalitions", "kernel_shap"]
+
+
+def kernel_bytes(n: int) -> int:
+    """Bytes of KernelSHAP's fit for ``n`` players: the float64 ``(n-1) x (n-1)`` normal equations
+    and the solver's copy of them (:func:`kernel_shap`)."""
+    return 16 * max(int(n) - 1, 0) ** 2
 
 
 class CoalitionPlan:
@@ -170,6 +176,8 @@ def kernel_shap(game, budget: int | None = None, seed=0) -> ApproximationResult:
         budget, n, "kernel_shap", min(n + 2, 2**n),
         "empty and full coalitions plus n others, for the n - 1 free values of the constrained fit",
     )
+    check_memory(kernel_bytes(n), f"kernel_shap with n_players = {n} (its (n-1) x (n-1) normal equations)",
+                 "group players (groups=) into fewer players")
     rng = numpy_rng(seed)
     before = model_calls(game)
     plan = kernel_coalitions(n, budget, rng)

@@ -21,6 +21,7 @@ from ._catalog import CATALOG
 from ._requires import Requires, script_reason
 
 _REGISTRY: dict[str, type["Explainer"]] = {}
+_UNSET = object()  # Explainer._sample_groups before a call resolved them
 
 
 def register(name: str):
@@ -420,6 +421,9 @@ class Explainer:
                         kwargs["baseline"] = _repeat_rows(resolve_baseline(given, xt), per_sample)
                 xt = _repeat_rows(xt, per_sample)
                 target = t.reshape(-1)
+        # Before any model call: the players of this call (groups=) and the refusal of a plan that
+        # cannot fit (an ungrouped black-box method on a large image).
+        self._prepare_call(data, int(xt.shape[0]), part, first_row, per_sample or 1)
         if part is not None:
             # Targets (and the outputs that picked them) were resolved by the caller.
             if isinstance(xt, np.ndarray):
@@ -465,6 +469,12 @@ class Explainer:
                 if per_sample is not None:
                     array = array.reshape(-1, per_sample, *array.shape[1:])
                 arrays[name] = array
+            if isinstance(self._sample_groups, list) and self._sample_groups:
+                # Per-image players: each sample's label map, shaped like its values.
+                maps = np.stack(self._sample_groups)
+                if per_sample is not None:
+                    maps = np.repeat(maps[:, None], per_sample, axis=1)
+                arrays.setdefault("groups", maps)
         if per_sample is not None:
             target_np = target_np.reshape(-1, per_sample)
         params = dict(self.params())
@@ -639,11 +649,35 @@ class Explainer:
                              f"{input_shape}); got {len(names)} names")
         return list(names)
 
+    #: The players of the current call's samples, set by :meth:`_prepare_call` of explainers with
+    #: ``groups=``: None, one int array shared by every row, or a list of one array per sample
+    #: (per-image groupings, ``"slic"`` or a callable); unset: the ``groups`` attribute is read.
+    _sample_groups = _UNSET
+
+    def _prepare_call(self, data: np.ndarray, n_rows: int, part, first_row: int, repeat: int) -> None:
+        """Called by :meth:`explain` before any model call, with the samples ``data`` (numpy), the
+        rows ``_attribute`` will see (``repeat`` per sample for ``(n, k)`` targets) and the part of a
+        row-parallel call (or None): resolve per-call state and refuse plans that cannot fit."""
+
     def _group_values(self, values: np.ndarray, input_shape: tuple, group_names):
         """``(group_values, groups)``: one value per group (read at each group's first element:
         explainers with ``groups`` give every element of a group the group's value) and the group
-        labels or ``group_names``; ``(None, None)`` without groups."""
-        groups = getattr(self, "groups", None)
+        labels or ``group_names``; ``(None, None)`` without groups. Per-image groups (one label
+        array per sample): ``group_values`` has one column per label ``0..G-1`` of the sample with
+        the most players, NaN where a sample has fewer."""
+        groups = self._sample_groups if self._sample_groups is not _UNSET else getattr(self, "groups", None)
+        if isinstance(groups, list):
+            if group_names is not None:
+                raise ValueError("group_names cannot name per-image groups (groups='slic' or a callable give every "
+                                 "image its own players); got group_names with per-image groups")
+            lead = values.ndim - len(input_shape)
+            flat = values.reshape(*values.shape[:lead], -1)
+            n_groups = max(int(g.max()) + 1 for g in groups)
+            out = np.full((*values.shape[:lead], n_groups), np.nan)
+            for i, labels in enumerate(groups):
+                found, first = np.unique(labels.reshape(-1), return_index=True)
+                out[i, ..., found] = flat[i, ..., first]
+            return out, list(range(n_groups))
         if groups is None:
             if group_names is not None:
                 raise ValueError(f"group_names is for explainers built with groups=; {self.name!r} has none")

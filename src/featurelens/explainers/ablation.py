@@ -52,6 +52,9 @@ class _LeaveOneOut(GameExplainer):
     row_params = frozenset({"full_values"})
     records = ("full_values",)  # the drops do not add up to the output: no base value
 
+    def plan(self, n_players: int, way_out: str):
+        return n_players + 1, None  # v(N) and one ablation per player
+
     def _batched_fill(self, x):
         """The fill of every row as a tensor like ``x`` when the whole batch can be ablated in
         batched passes (a baseline, no background, no executor), else None (one game per row)."""
@@ -69,11 +72,19 @@ class _LeaveOneOut(GameExplainer):
         n = x.shape[0]
         flat, fill_flat = x.reshape(n, -1), fill.reshape(n, -1)
         d = flat.shape[1]
-        if self.groups is None:
+        groups = self.batch_groups(x)
+        per_row = isinstance(groups, list)
+        if groups is None:
             player = xp.arange(d, like=x)
             n_players = d
+        elif per_row:
+            # Per-image groups: row r's player of each element; rows with fewer players than the
+            # most have copies that remove nothing (their drops are never read).
+            labels = np.stack([g.reshape(-1) for g in groups]).astype(np.int64)  # (n, d)
+            player = xp.asarray(labels, like=x)
+            n_players = int(labels.max()) + 1
         else:
-            labels = np.asarray(self.groups).reshape(-1).astype(np.int64)
+            labels = np.asarray(groups).reshape(-1).astype(np.int64)
             player = xp.asarray(labels, like=x)
             n_players = int(labels.max()) + 1
 
@@ -85,9 +96,13 @@ class _LeaveOneOut(GameExplainer):
                 # mask instead of one per row. The same rows, element for element.
                 first = int(copy_idx[0])
                 copies = xp.arange(first, first + m // n, like=x)
-                hit = (player[None, :] == (copies - 1)[:, None])[:, None, :]
+                if per_row:
+                    hit = player[None, :, :] == (copies - 1)[:, None, None]
+                else:
+                    hit = (player[None, :] == (copies - 1)[:, None])[:, None, :]
                 return xp.where(hit, fill_flat[None], flat[None]).reshape(-1, *x.shape[1:])
-            hit = player[None, :] == (copy_idx - 1)[:, None]  # copy 0: nothing removed
+            own = player[sample_idx] if per_row else player[None, :]
+            hit = own == (copy_idx - 1)[:, None]  # copy 0: nothing removed
             rows = xp.where(hit, fill_flat[sample_idx], flat[sample_idx])
             return rows.reshape(-1, *x.shape[1:])
 
@@ -95,8 +110,12 @@ class _LeaveOneOut(GameExplainer):
                                         transform=lambda out, c, s: xp.to_float64(out))  # (G + 1, n)
         v = host(v)
         phi = v[0][None, :] - v[1:]  # (G, n)
-        if self.groups is None:
+        if groups is None:
             values = phi.T.reshape(x.shape)
+        elif per_row:
+            values = np.take_along_axis(phi.T, labels, axis=1).reshape(x.shape)
+            return values, {"n_players": [int(row.max()) + 1 for row in labels],
+                            "full_values": [float(f) for f in v[0]]}
         else:
             values = phi.T[:, labels].reshape(x.shape)
         return values, {"n_players": int(n_players), "full_values": [float(f) for f in v[0]]}
@@ -128,8 +147,12 @@ class FeatureAblation(_LeaveOneOut):
         ``baseline=0.0`` (Captum's default); tabular inputs (one input of shape ``(d,)``) need one
         of the two explicitly, as for the Shapley explainers.
     groups
-        Int array shaped like one input assigning elements to players ``0..n-1`` (Captum's
-        ``feature_mask``); None: every element is a player.
+        The players: None (every element), an int array shaped like one input assigning
+        elements to players ``0..n-1`` (Captum's ``feature_mask``), or for images ``"patches"``
+        (``"patches:N"``), ``"slic"`` (``"slic:N"``) or a callable ``image -> labels``, as for
+        :class:`~featurelens.explainers.GameExplainer`. Per-image groups (slic, a callable) are
+        ablated in the same batched passes, each row over its own players (``max_r n_r + 1``
+        copies per row).
     batch_size
         Most model rows per forward pass.
     progress
@@ -208,19 +231,26 @@ class FeaturePermutation(_LeaveOneOut):
                                first_row=first_row, **kwargs)
 
     def _attribute(self, x, target, outputs=None):
-        self._check_groups_shape(x)
+        groups = self.batch_groups(x)
         n = x.shape[0]
         shape = tuple(x.shape[1:])
-        labels = (np.zeros(0, dtype=np.int64) if self.groups is None
-                  else np.asarray(self.groups).reshape(-1).astype(np.int64))
-        n_players = int(np.prod(shape)) if self.groups is None else int(labels.max()) + 1 if labels.size else 0
+        if isinstance(groups, list):  # per-image groups: row r's own players
+            labels = np.stack([g.reshape(-1) for g in groups]).astype(np.int64)  # (n, D)
+        else:
+            labels = (np.zeros(0, dtype=np.int64) if groups is None
+                      else np.asarray(groups).reshape(-1).astype(np.int64))
+        n_players = int(np.prod(shape)) if groups is None else int(labels.max()) + 1 if labels.size else 0
         xp = ops(x)  # numpy for a numpy model (numpy mode), torch otherwise
         perms = xp.asarray(self.permutations(n, n_players, self._stream_root), like=x)
         flat = x.reshape(n, -1)
-        element_player = xp.arange(flat.shape[1], like=x) if self.groups is None else xp.asarray(labels, like=x)
-        # Fill z_r: element e of row r comes from row pi_{player(e)}(r).
-        source_rows = perms[element_player].T  # (n, D)
         columns = xp.arange(flat.shape[1], like=x)
+        # Fill z_r: element e of row r comes from row pi_{player(e)}(r).
+        if isinstance(groups, list):
+            rows_idx = xp.arange(n, like=x)
+            source_rows = perms[xp.asarray(labels, like=x), rows_idx[:, None]]  # (n, D)
+        else:
+            element_player = xp.arange(flat.shape[1], like=x) if groups is None else xp.asarray(labels, like=x)
+            source_rows = perms[element_player].T  # (n, D)
         self._fills = flat[source_rows, columns[None, :]].reshape(x.shape)
         try:
             return self._rows(x, target)

@@ -36,10 +36,12 @@ import sys
 import numpy as np
 from featurelens._optional import torch
 
+from .._budgets import check_memory, format_count, max_evaluations
 from .._validation import check_executor, check_optional_bool, default_baseline, executor_param
 from ..approximators._common import check_result
 from ..games import MaskedModel, split_background
-from ._base import Explainer, Requires
+from ._base import _UNSET, Explainer, Requires
+from ._image_groups import grouping_hint, resolve_groups
 
 __all__ = ["GameExplainer"]
 
@@ -51,13 +53,23 @@ class GameExplainer(Explainer):
     ----------
     model
         A torch module or any callable the Model adapter wraps (forward passes only).
-    baseline, background, groups
-        The value function and the players, see :class:`featurelens.games.MaskedModel`; give
+    baseline, background
+        The value function, see :class:`featurelens.games.MaskedModel`; give
         either ``baseline`` or ``background``, not both. On tabular data (one input of shape
         ``(d,)``) one of the two is required (``explain`` refuses otherwise); images and
         signals default to zeros (``default_baseline`` ``"refuse_tabular"``). Recorded as
         ``params["baseline"]`` (``"zeros"``, the number, or ``"array"``) with ``params["fill"] =
         "baseline"``, or ``params["fill"] = "background"`` and no ``"baseline"``.
+    groups
+        The players (:mod:`featurelens.explainers._image_groups`): None (every input element); an
+        int array shaped like one input (Captum's ``feature_mask``); for images ``(C, H, W)`` or
+        ``(H, W)``, ``"patches"`` (square patches shared over the channels, 196 of 16 px on a
+        224 x 224 image; ``"patches:N"`` for ``N`` px), ``"slic"`` / ``"superpixels"`` (SLIC
+        superpixels of each image, about 196; ``"slic:N"`` for about ``N``; needs scikit-image), or
+        a callable ``image -> int labels`` (shaped like the image or its ``(H, W)``) called once per
+        image. Per-image groups give each row its own players (``params["n_players"]`` one per
+        row, ``Explanation.extra["groups"]`` the label maps, ``group_values`` NaN-padded).
+        Recorded as ``params["groups"]`` (whether given) and ``params["grouping"]`` (the spelling).
     batch_size
         Most model rows per forward pass.
     progress
@@ -95,6 +107,7 @@ class GameExplainer(Explainer):
             split_background(background)  # bad weights of a (rows, weights) pair are refused here
         self.baseline = baseline
         self.background = background
+        self.grouping = resolve_groups(groups)
         self.groups = groups
 
     def params(self) -> dict:
@@ -105,6 +118,8 @@ class GameExplainer(Explainer):
             p["n_background"] = int(rows.shape[0] if hasattr(rows, "shape") else np.shape(rows)[0])
             p["background_weighted"] = weights is not None
         p["groups"] = self.groups is not None
+        if self.grouping.kind in ("patches", "slic", "callable"):
+            p["grouping"] = self.grouping.describe()
         p["executor"] = executor_param(self.executor)
         return p
 
@@ -116,7 +131,7 @@ class GameExplainer(Explainer):
 
     def game(self, x_row: torch.Tensor, target: int, row: int = 0) -> MaskedModel:
         """The MaskedModel game of one sample ``x_row`` (row ``row`` of the batch) for ``target``."""
-        return MaskedModel(self.model, x_row, groups=self.groups, target=target, executor=self.executor,
+        return MaskedModel(self.model, x_row, groups=self.row_groups(row), target=target, executor=self.executor,
                            **self.fill(row))
 
     def approximator_options(self, row: int) -> dict:
@@ -145,17 +160,87 @@ class GameExplainer(Explainer):
 
     # -- checks and the loop over rows ------------------------------------------------------------
 
+    # -- the players of a call and the plan that must fit ------------------------------------------
+
+    _row_repeat = 1
+    _groups_first_row = None
+
+    def _prepare_call(self, data, n_rows: int, part, first_row: int, repeat: int) -> None:
+        """Resolve this call's players (``groups``) on the samples ``data`` and, on the caller's side,
+        refuse a plan that cannot fit, before any model call (:meth:`plan`). A part of a
+        row-parallel call takes its rows' per-image labels from the caller's."""
+        self._row_repeat = int(repeat)
+        inherited = self._sample_groups
+        if part is not None and isinstance(inherited, list) and self._groups_first_row is not None:
+            lo = int(part.start) - int(self._groups_first_row)
+            self._sample_groups = inherited[lo : lo + data.shape[0]]
+        else:
+            self._sample_groups = self.grouping.labels(data)
+            self._groups_first_row = first_row
+        if isinstance(self._sample_groups, list):
+            self.row_params = type(self).row_params | {"n_players"}  # one entry per row
+        else:
+            self.__dict__.pop("row_params", None)
+        if part is None:
+            self._check_plan(tuple(data.shape[1:]), n_rows)
+
+    def row_groups(self, row: int):
+        """The player labels of row ``row`` of the batch ``_attribute`` sees (None: every element)."""
+        if self._sample_groups is _UNSET:
+            return self.groups if self.grouping.kind == "array" else None
+        labels = self._sample_groups
+        return labels[row // self._row_repeat] if isinstance(labels, list) else labels
+
+    def batch_groups(self, x):
+        """The labels of every row of ``x`` (``_attribute``'s batch): None, one shared array, or a
+        list with one array per row (per-image groups)."""
+        if self._sample_groups is _UNSET:  # _attribute called directly, not through explain
+            from .._optional import to_numpy
+
+            self._sample_groups = self.grouping.labels(to_numpy(x))
+        labels = self._sample_groups
+        if isinstance(labels, list):
+            return [labels[i // self._row_repeat] for i in range(x.shape[0])]
+        return labels
+
     def _check_groups_shape(self, x) -> None:
-        # Each sample x[i] is one input: groups must be shaped like it. (MaskedModel alone cannot
-        # tell a (1, 8, 8) input from a batch of one (8, 8) input, and would blame the model.)
-        if self.groups is None:
-            return
-        shape = tuple(np.shape(self.groups))
-        if shape != tuple(x.shape[1:]):
+        # Resolved (and shape-checked) by the grouping; kept for subclasses that call it.
+        self.batch_groups(x)
+
+    def _n_players(self, input_shape: tuple) -> int:
+        labels = self._sample_groups
+        if labels is None or labels is _UNSET:
+            return int(np.prod(input_shape, dtype=np.int64))
+        if isinstance(labels, list):
+            return max(int(g.max()) + 1 for g in labels) if labels else 0
+        return int(labels.max()) + 1 if labels.size else 0
+
+    def plan(self, n_players: int, way_out: str) -> tuple[int | None, int | None]:
+        """``(game evaluations per row, bytes)`` a game of ``n_players`` players will cost (None:
+        not estimated); raises a ValueError ending in ``way_out`` when the method cannot play it
+        (too many players for an exact method, a budget below the method's minimum)."""
+        return None, None
+
+    def _check_plan(self, input_shape: tuple, n_rows: int) -> None:
+        """Refuse, before any model call, a call whose games cannot fit: more game evaluations than
+        ``featurelens._budgets.max_evaluations`` over the rows, or more memory than is available.
+        The message names the way out: ``groups="patches"`` / ``"slic"`` with their players."""
+        n = self._n_players(input_shape)
+        if self.grouping.kind == "none":
+            way_out = grouping_hint(input_shape, getattr(self.requires, "max_players", None))
+        else:
+            way_out = "use fewer, larger groups (" + grouping_hint(input_shape).split(": ", 1)[-1] + ")"
+        evaluations, nbytes = self.plan(n, way_out)
+        what = (f"{self.name} on inputs of shape {tuple(input_shape)} with "
+                f"{'every element a player' if self.grouping.kind == 'none' else 'groups=' + repr(self.grouping.describe())}"
+                f" (n_players = {format_count(n)})")
+        if evaluations is not None and evaluations * n_rows > max_evaluations():
             raise ValueError(
-                f"groups must be shaped like one input {tuple(x.shape[1:])} (an int player label per input "
-                f"element); got shape {shape}"
-            )
+                f"{what} needs about {format_count(evaluations)} game evaluations per input, "
+                f"{format_count(evaluations * n_rows)} for {n_rows} input(s); the limit is "
+                f"{format_count(max_evaluations())} per call (featurelens._budgets.MAX_EVALUATIONS); {way_out}")
+        if nbytes is not None:
+            check_memory(nbytes, what, way_out)
 
     def _check_fill(self, x) -> None:
         """Apply ``default_baseline`` (``"refuse_tabular"``,
@@ -174,7 +259,7 @@ class GameExplainer(Explainer):
         maps = []
         per_row: dict[str, list] = {name: [] for name in self.records}
         side_maps: dict[str, list] = {}
-        n_players = None
+        n_players = []
         from tqdm.auto import tqdm
 
         show = sys.stderr.isatty() if self.progress is None else self.progress
@@ -183,7 +268,7 @@ class GameExplainer(Explainer):
             # The boundary between explainer and approximator: an ApproximationResult with one
             # finite value per player (a subclass's approximator or run() may return anything).
             res = check_result(self.run(game, i), game.n_players, f"{type(self).__name__}'s approximator")
-            n_players = game.n_players
+            n_players.append(int(game.n_players))
             spread = (lambda v: v.reshape(game.input_shape)) if game.groups is None else (lambda v: v[game.groups])
             maps.append(spread(res.values))
             for name, player_values in self.row_arrays(res).items():
@@ -195,7 +280,8 @@ class GameExplainer(Explainer):
             for name, value in self.row_record(res).items():
                 per_row.setdefault(name, []).append(value)
         values = np.stack(maps).reshape(x.shape)
-        extra = {"n_players": int(n_players), **per_row}
+        per_image = isinstance(self._sample_groups, list)
+        extra = {"n_players": n_players if per_image else int(n_players[-1]) if n_players else 0, **per_row}
         if side_maps:
             extra["arrays"] = {name: np.stack(m).reshape(x.shape) for name, m in side_maps.items()}
         return values, extra
@@ -209,10 +295,7 @@ class GameExplainer(Explainer):
         ``(n, k)`` targets): each player's value once, not spread over its elements.
         ``executor``: rows in parallel, as for ``explain``."""
         e = self.explain(x, target=target, executor=executor)
+        if e.group_values is not None:  # one value per player (NaN-padded for per-image groups)
+            return np.asarray(e.group_values)
         lead = e.values.ndim - (np.ndim(x) - 1)
-        flat = e.values.reshape(*e.values.shape[:lead], -1)
-        if self.groups is None:
-            return flat
-        groups = np.asarray(self.groups).reshape(-1)
-        first = np.unique(groups, return_index=True)[1]  # first element of each player
-        return flat[..., first]
+        return e.values.reshape(*e.values.shape[:lead], -1)

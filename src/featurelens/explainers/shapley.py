@@ -50,6 +50,9 @@ from .. import approximators
 from .._random import parse_seed
 from .._validation import check_int, check_option
 from .._budgets import check_budget
+from .._coalitions import refuse_exact
+from ..approximators._common import default_budget
+from ..approximators.kernel import kernel_bytes
 from ..approximators.permutation import STATISTICS, contribution_chunks
 from ._base import Requires, register
 from .game_explainer import GameExplainer
@@ -69,8 +72,16 @@ class ExactShapley(GameExplainer):
     ----------
     model
         A torch module or a numpy/torch callable (no gradients needed).
-    baseline, background, groups
-        The value function and the players, see :class:`featurelens.games.MaskedModel`. On tabular
+    groups
+        The players: None (every input element), an int array shaped like one input, or for
+        images ``(C, H, W)`` / ``(H, W)`` ``"patches"`` (square patches, 196 of 16 px on a 224 x 224
+        image; ``"patches:N"``), ``"slic"`` / ``"superpixels"`` (SLIC superpixels per image,
+        ``"slic:N"``; needs scikit-image) or a callable ``image -> int labels`` called once per
+        image; see :class:`~featurelens.explainers.GameExplainer`. An ungrouped image whose game
+        cannot fit (too many coalitions, too much memory) is refused before any model call, the
+        message naming ``groups="patches"`` and ``groups="slic"`` with their players.
+    baseline, background
+        The value function, see :class:`featurelens.games.MaskedModel`. On tabular
         data (one input of shape ``(d,)``) give ``background`` (rows, or weighted rows from
         :func:`featurelens.games.summarize_background`) or an explicit ``baseline``; without either
         ``explain`` raises a ValueError (a zero fill is meaningless on unscaled features). Images
@@ -102,6 +113,13 @@ class ExactShapley(GameExplainer):
     def params(self):
         return {**super().params(), "max_players": self.max_players}
 
+    def plan(self, n_players: int, way_out: str):
+        # The exact refusal of the approximator, before any model call, naming the grouping too.
+        refuse_exact("exact_shapley", n_players, self.max_players, 32.0,
+                     "Use 'kernel_shap' or 'permutation_shap' (sampling, with a budget), or 'spex' for many "
+                     f"players; {way_out}; or raise max_players.")
+        return 2**n_players, None
+
     approximator = staticmethod(approximators.exact_shapley)
 
     def approximator_options(self, row: int) -> dict:
@@ -120,6 +138,14 @@ class _SampledShapley(GameExplainer):
 
     def params(self):
         return {**super().params(), "budget": self.budget, **self.seed_params()}
+
+    def plan(self, n_players: int, way_out: str):
+        budget = default_budget(n_players) if self.budget is None else self.budget
+        minimum = self.minimum_budget(n_players)
+        if budget < minimum:
+            raise ValueError(f"budget = {budget} game evaluations is too small for {self.name} with n_players = "
+                             f"{n_players}; it needs at least {minimum}; raise the budget or {way_out}")
+        return budget, None
 
     def approximator_options(self, row: int) -> dict:
         # One stream per row, SeedSequence(seed, spawn_key=(i,)) for row i of the batch: the same
@@ -169,6 +195,10 @@ class KernelShap(_SampledShapley):
 
     def minimum_budget(self, n: int) -> int:
         return min(n + 2, 2**n)
+
+    def plan(self, n_players: int, way_out: str):
+        evaluations, _ = super().plan(n_players, way_out)
+        return evaluations, kernel_bytes(n_players)
 
     def _coalitions(self, n: int, budget: int, rng):
         """All masks ``(q, n)`` of the coalitions with ``0 < |S| < n`` and their kernel weights, at

@@ -59,9 +59,13 @@ class Lime(GameExplainer):
     ----------
     model
         A torch module or any callable the Model adapter wraps (forward passes only).
-    baseline, background, groups
-        The fill and the players, as for ``kernel_shap`` (:class:`featurelens.games.MaskedModel`);
+    baseline, background
+        The fill, as for ``kernel_shap`` (:class:`featurelens.games.MaskedModel`);
         images and signals default to ``baseline=0.0``, tabular inputs need one of the two.
+    groups
+        The interpretable features: None (every element), an int array shaped like one input, or
+        for images ``"patches"`` (``"patches:N"``), ``"slic"`` (``"slic:N"``) or a callable
+        ``image -> labels`` (per image), as for :class:`~featurelens.explainers.GameExplainer`.
     n_samples
         Coalitions drawn per row (model rows per row: ``n_samples``, times ``B`` with ``B``
         background rows); default 500. At least 2.
@@ -141,15 +145,15 @@ class Lime(GameExplainer):
         :meth:`Model.expanded_forward` in batched chunks, as Captum batches
         ``perturbations_per_eval`` rows."""
         self._check_fill(x)
-        self._check_groups_shape(x)
+        groups = self.batch_groups(x)
         n = x.shape[0]
         flat = x.reshape(n, -1)
         d = flat.shape[1]
         fill = self._resolve_baseline(x).reshape(n, -1)
-        if self.groups is None:
+        if groups is None:
             labels, n_players = np.arange(d), d
         else:
-            labels = np.asarray(self.groups).reshape(-1).astype(np.int64)
+            labels = np.asarray(groups).reshape(-1).astype(np.int64)
             n_players = int(labels.max()) + 1
         masks = np.stack([self.settings.masks(self.n_samples, n_players, self.row_rng(i)) for i in range(n)])
         keep_all = np.concatenate([np.ones((n, 1, n_players), dtype=bool), masks], axis=1)  # (n, S + 1, G)
@@ -169,7 +173,7 @@ class Lime(GameExplainer):
             space = ()
             if self.distance_space == "input":
                 space = (host(flat[i]).astype(np.float64), host(fill[i]).astype(np.float64),
-                         None if self.groups is None else labels)
+                         None if groups is None else labels)
             weights = self.settings.weights(masks[i], *space)
             coef, intercept, r2 = self.settings.fit(masks[i], v[1:, i], weights)
             maps.append(np.asarray(coef)[labels])
@@ -185,7 +189,12 @@ class Lime(GameExplainer):
         }
         return values, extra
 
+    def plan(self, n_players: int, way_out: str):
+        # v(N) and n_samples coalitions; the uniform draws (8 B) and masks (1 B) and the fit's design.
+        return self.n_samples + 1, 18 * (self.n_samples + 1) * n_players
+
     def _attribute(self, x, target, outputs=None):
-        if self.background is None and self.executor is None:
+        # Per-image groups (slic, a callable) give the rows different players: one game per row.
+        if self.background is None and self.executor is None and not isinstance(self.batch_groups(x), list):
             return self._batched(x, target)
         return super()._attribute(x, target, outputs)
