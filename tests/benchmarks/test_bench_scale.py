@@ -56,7 +56,7 @@ def rows(modules):
                 m.running_mean.uniform_(-0.2, 0.2)
                 m.running_var.uniform_(0.5, 1.5)
     x = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(1))
-    settings = sv.Settings(ig_steps=4, sg_samples=3, grid=4, window=8, stride=4, patch=4, ks_budget=40,
+    settings = sv.Settings(ig_steps=4, sg_samples=3, grid=4, window=8, stride=4, patch=4, ks_budget=40, cheap_repeats=1,
                            ks_images=1, ks_ppe=8, repeats=1)
     case = sv.Case("tiny (2 x 3x16x16)", net, x, layer="layer4")
     return sv.bench_case(case, settings, log=lambda *a, **k: None)

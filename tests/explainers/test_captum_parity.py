@@ -154,6 +154,8 @@ def test_integrated_gradients_chunking_matches_captum(batch_size, monkeypatch):
     model, x = build("cnn", torch.float32)
     if batch_size == "auto-small":  # automatic rows shrink to 4 (< N) for 64-element inputs
         monkeypatch.setattr("featurelens._batching.DEFAULT_CHUNK_ELEMENTS", 4 * 64)
+        # and the gradient explainers' floor of 8 rows per chunk is lifted, so that copies split
+        monkeypatch.setattr("featurelens.explainers.gradient.GRADIENT_MIN_ROWS", 1)
         batch_size, bound = None, 4
     else:
         bound = batch_size or 1024

@@ -429,3 +429,29 @@ def test_a_given_target_is_checked_in_the_explainers_own_passes(name):
                 x, target=[0, 1, 1, 0, 2])
     with pytest.raises(ValueError, match=r"target -1 is out of range"):
         fl.explainer(name, net, **GRADIENT_METHODS[name]).explain(x, target=-1)
+
+
+@pytest.mark.parametrize("name, params, n", [
+    ("saliency", {}, 12), ("input_x_gradient", {}, 12), ("gradcam", {}, 12), ("deeplift", {}, 12),
+    ("layer_gradient_x_activation", {"layer": "2"}, 12), ("integrated_gradients", {"n_steps": 4}, 4),
+    ("smoothgrad", {"n_samples": 4, "seed": 0}, 4),
+])
+def test_gradient_passes_take_at_least_eight_rows_unless_a_batch_size_is_given(name, params, n, small_cnn,
+                                                                               monkeypatch):
+    """Automatic chunks of 3 rows (2**19 input elements hold 3 rows of 3x224x224) are raised to 8
+    rows for the gradient passes (GRADIENT_MIN_ROWS); a given batch_size still bounds them, and the
+    values do not depend on the chunks."""
+    monkeypatch.setattr("featurelens._batching.DEFAULT_CHUNK_ELEMENTS", 3 * 64)  # 3 rows of 1x8x8
+    x = torch.randn(n, 1, 8, 8, generator=torch.Generator().manual_seed(0))
+    target = torch.arange(n) % 2
+    sizes = []
+    handle = small_cnn[0].register_forward_hook(lambda m, i, o: sizes.append(i[0].shape[0]))
+    try:
+        auto = fl.explainer(name, small_cnn, **params).explain(x, target=target)
+        auto_sizes, sizes[:] = list(sizes), []
+        given = fl.explainer(name, small_cnn, batch_size=2, **params).explain(x, target=target)
+    finally:
+        handle.remove()
+    assert max(auto_sizes) == 8, auto_sizes   # not 3: the gradient passes hold 8 rows
+    assert max(sizes) <= 2
+    np.testing.assert_allclose(auto.values, given.values, rtol=1e-5, atol=1e-6)

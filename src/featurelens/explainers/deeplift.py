@@ -45,6 +45,7 @@ from .._batching import chunks
 from .._validation import check_bool, check_float, check_option
 from ._base import Explainer, Requires, register
 from ._functional_rules import FunctionalRules
+from .gradient import gradient_rows
 from ._layer_hooks import LayerHook, NamedLayerRequires, resolve_layer
 
 nn = torch.nn
@@ -321,7 +322,7 @@ class _DeepLiftBase(Explainer):
         ``ref_rows(p)`` (or the one row ``shared_ref``, recorded once). Returns per pair the
         attributions (of the inputs, or of the named layer's output when ``self.layer`` is set),
         f(x row) and f(reference row) at the target."""
-        bs = self.model.chunk_rows(x)
+        bs = gradient_rows(self.model, x) or self.model.chunk_rows(x)  # at least 8 rows unless given
         parts = []
         f_x = torch.empty(n_pairs, dtype=torch.float64, device=x.device)
         f_b = torch.empty(n_pairs, dtype=torch.float64, device=x.device)

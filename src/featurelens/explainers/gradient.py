@@ -21,20 +21,20 @@ from ._base import Explainer, Requires, register
 from ._requires import conv_types
 
 
-#: Rows per chunk of a plain input-gradient pass (saliency, input x gradient) are at least this
-#: many when no batch_size was given. The automatic chunks (``Model.chunk_rows``: at most 2**19 input
-#: elements) are sized for expansions (IG steps, noise copies), where they keep each chunk's
-#: activations small; on 3x224x224 images they would split a batch of 8 into chunks of 3, 3 and 2,
-#: and a convolution over 3 rows runs slower per row than over 8 (ResNet-18 saliency on 8 images:
-#: 1.1-1.25x the time of one pass, benchmarks/bench_scale.py). A plain pass explains rows the caller
-#: already holds, so a chunk of 8 rows adds at most the activations of 8 rows.
-PLAIN_GRADIENT_MIN_ROWS = 8
+#: Rows per chunk of the gradient passes of this module (saliency, input x gradient, integrated
+#: gradients, SmoothGrad, Grad-CAM) are at least this many when no batch_size was given. The
+#: automatic chunks (``Model.chunk_rows``: at most 2**19 input elements) keep each chunk's
+#: activations small; on 3x224x224 images they hold 3 rows, and a convolution over 3 rows runs
+#: slower per row than over 8 (ResNet-18: one pass over 8 images in chunks of 3, 3 and 2 took
+#: about 1.15x the time of one pass of 8; benchmarks/bench_scale.py). Inputs under 2**16 elements
+#: (3x147x147) are not affected: their automatic chunks already hold 8 rows or more.
+GRADIENT_MIN_ROWS = 8
 
 
-def plain_gradient_rows(model, x) -> int | None:
-    """Rows per chunk of a plain input-gradient pass over ``x``: the Model's own ``batch_size``
-    when one was given (None: ``Model.gradient`` reads it), else its automatic chunk size but at
-    least :data:`PLAIN_GRADIENT_MIN_ROWS` rows (and at most the batch).
+def gradient_rows(model, x) -> int | None:
+    """Rows per chunk of a gradient pass over ``x`` (or over expanded copies of it): None when the
+    Model has a ``batch_size`` of its own (the Model's passes read it), else its automatic chunk
+    size but at least :data:`GRADIENT_MIN_ROWS` rows.
 
     Parameters
     ----------
@@ -53,14 +53,18 @@ def plain_gradient_rows(model, x) -> int | None:
     >>> import torch
     >>> from featurelens.models import Model
     >>> m = Model(torch.nn.Linear(3 * 224 * 224, 2))
-    >>> m.chunk_rows(torch.zeros(8, 3 * 224 * 224)), plain_gradient_rows(m, torch.zeros(8, 3 * 224 * 224))
+    >>> m.chunk_rows(torch.zeros(8, 3 * 224 * 224)), gradient_rows(m, torch.zeros(8, 3 * 224 * 224))
     (3, 8)
-    >>> plain_gradient_rows(Model(torch.nn.Linear(4, 2), batch_size=2), torch.zeros(8, 4)) is None
+    >>> gradient_rows(m, torch.zeros(2, 3 * 224 * 224))  # 8 rows: 4 IG steps of 2 images per chunk
+    8
+    >>> gradient_rows(m, torch.zeros(8, 3 * 32 * 32))  # small inputs: the automatic size
+    170
+    >>> gradient_rows(Model(torch.nn.Linear(4, 2), batch_size=2), torch.zeros(8, 4)) is None
     True
     """
     if not model.auto_batch:
         return None
-    return max(model.chunk_rows(x), min(int(x.shape[0]), PLAIN_GRADIENT_MIN_ROWS))
+    return max(model.chunk_rows(x), GRADIENT_MIN_ROWS)
 
 
 @register("saliency")
@@ -85,7 +89,7 @@ class Saliency(Explainer):
         return {**super().params(), "abs": self.abs}
 
     def _attribute(self, x, target, outputs):
-        grad, out = self.model.gradient(x, target, batch_size=plain_gradient_rows(self.model, x), outputs=True)
+        grad, out = self.model.gradient(x, target, batch_size=gradient_rows(self.model, x), outputs=True)
         return (grad.abs() if self.abs else grad), {"arrays": {"outputs": out}}
 
 
@@ -103,7 +107,7 @@ class InputXGradient(Explainer):
     target_in_pass = True
 
     def _attribute(self, x, target, outputs):
-        grad, out = self.model.gradient(x, target, batch_size=plain_gradient_rows(self.model, x), outputs=True)
+        grad, out = self.model.gradient(x, target, batch_size=gradient_rows(self.model, x), outputs=True)
         return x * grad, {"arrays": {"outputs": out}}
 
 
@@ -199,7 +203,8 @@ class IntegratedGradients(Explainer):
         def path_points(step, sample):
             return base[sample] + alphas[step].view(view) * delta[sample]
 
-        avg_grad = self.model.expanded_gradient(x, target, self.n_steps, path_points, weights=weights)
+        avg_grad = self.model.expanded_gradient(x, target, self.n_steps, path_points, weights=weights,
+                                                batch_size=gradient_rows(self.model, x))
         return base, delta, avg_grad
 
     def _completeness(self, x, target, outputs, base, total, baseline=None) -> dict:
@@ -322,13 +327,14 @@ class SmoothGrad(Explainer):
     def _attribute(self, x, target, outputs):
         noisy = self._noisy_rows(x)
         n = self.n_samples
+        rows = gradient_rows(self.model, x)
         if self.variant == "mean":
-            return self.model.expanded_gradient(x, target, n, noisy) / n, {}
+            return self.model.expanded_gradient(x, target, n, noisy, batch_size=rows) / n, {}
         if self.variant == "square":
-            return self.model.expanded_gradient(x, target, n, noisy, transform=torch.square) / n, {}
+            return self.model.expanded_gradient(x, target, n, noisy, transform=torch.square, batch_size=rows) / n, {}
         # VarGrad: E[g^2] - E[g]^2 from one pass over the noisy copies (g and g^2 stacked).
         both = self.model.expanded_gradient(
-            x, target, n, noisy, transform=lambda g: torch.stack([g, g.square()], dim=1)
+            x, target, n, noisy, transform=lambda g: torch.stack([g, g.square()], dim=1), batch_size=rows
         ) / n
         return both[:, 1] - both[:, 0].square(), {}
 
@@ -449,7 +455,7 @@ class GradCAM(Explainer):
         handle = self.layer.register_forward_hook(hook)
         try:
             with self.model.evaluating(), torch.enable_grad():
-                for s in chunks(x.shape[0], self.model.chunk_rows(x)):
+                for s in chunks(x.shape[0], gradient_rows(self.model, x) or self.model.chunk_rows(x)):
                     captured.clear()
                     out = self.model.forward(x[s])
                     if len(captured) != 1:

@@ -30,7 +30,7 @@ from .._batching import chunks, expansion_index
 from .._validation import check_bool, check_int
 from ._base import Explainer, register
 from ._layer_hooks import LayerHook, NamedLayerRequires, NeuronSelector, resolve_layer
-from .gradient import integration_rule
+from .gradient import gradient_rows, integration_rule
 
 
 class _PathIntegral:
@@ -62,6 +62,10 @@ class _LayerExplainer(Explainer):
     def _hook(self) -> LayerHook:
         return LayerHook(self.layer, self.layer_name, self.name)
 
+    def _rows(self, x: torch.Tensor) -> int:
+        """Rows per chunk of this explainer's gradient passes (:func:`.gradient.gradient_rows`)."""
+        return gradient_rows(self.model, x) or self.model.chunk_rows(x)
+
     def _activations(self, hook: LayerHook, x: torch.Tensor):
         """``(outputs, layer outputs)`` of ``x`` without gradients, in chunks."""
         outs, acts = [], []
@@ -81,7 +85,7 @@ class _LayerExplainer(Explainer):
         """``(copy_idx, sample_idx)`` per chunk of an ``n_expand``-fold expansion of ``x``
         (expansion-major, at most ``chunk_rows`` rows, whole copies when a copy fits)."""
         n = x.shape[0]
-        bs = self.model.chunk_rows(x)
+        bs = self._rows(x)
         if bs >= n:
             bs = (bs // n) * n
             for part in chunks(n_expand * n, bs):
@@ -191,7 +195,7 @@ class LayerGradientXActivation(_LayerExplainer):
     def _attribute(self, x, target, outputs):
         parts = []
         with self._hook() as hook:
-            for s in chunks(x.shape[0], self.model.chunk_rows(x)):
+            for s in chunks(x.shape[0], self._rows(x)):
                 _, act, grad = _layer_gradient(hook, self.model, x[s], target[s])
                 parts.append(act * grad if self.multiply else grad)
         return torch.cat(parts), {}
@@ -308,7 +312,7 @@ class NeuronGradient(_NeuronExplainer):
         parts = []
         with self._hook() as hook:
             self._check_layer_runs_once(hook, x)
-            for s in chunks(x.shape[0], self.model.chunk_rows(x)):
+            for s in chunks(x.shape[0], self._rows(x)):
                 grad = self._neuron_gradient(hook, x[s])
                 parts.append(grad)
         return torch.cat(parts), {}
