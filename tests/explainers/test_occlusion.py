@@ -64,7 +64,7 @@ def test_bad_arguments_are_named():
         fl.explainer("occlusion", f, window=(1, 2)).explain(x)
     with pytest.raises(ValueError, match="either window/strides .* or groups"):
         fl.explainer("occlusion", f, window=2, groups=np.zeros(6, int))
-    with pytest.raises(ValueError, match="groups must have the shape of one input"):
+    with pytest.raises(ValueError, match="groups must be shaped like one input"):
         fl.explainer("occlusion", f, groups=np.zeros(5, int)).explain(x)
     with pytest.raises(ValueError, match="NaN"):
         fl.explainer("occlusion", f).explain(np.array([[np.nan] * 6]))

@@ -654,10 +654,36 @@ class Explainer:
     #: (per-image groupings, ``"slic"`` or a callable); unset: the ``groups`` attribute is read.
     _sample_groups = _UNSET
 
+    #: The per-row extra params of a call with per-image groups (one entry per row, then).
+    per_image_params: frozenset = frozenset({"n_players"})
+    _row_repeat = 1
+    _groups_first_row = None
+
     def _prepare_call(self, data: np.ndarray, n_rows: int, part, first_row: int, repeat: int) -> None:
         """Called by :meth:`explain` before any model call, with the samples ``data`` (numpy), the
         rows ``_attribute`` will see (``repeat`` per sample for ``(n, k)`` targets) and the part of a
-        row-parallel call (or None): resolve per-call state and refuse plans that cannot fit."""
+        row-parallel call (or None): resolve per-call state and refuse plans that cannot fit.
+
+        Explainers with a ``grouping`` (the resolved ``groups=``,
+        :func:`featurelens.explainers._image_groups.resolve_groups`) get this call's players in
+        ``_sample_groups``: None, one array shared by every row, or one array per sample
+        (per-image groups, computed once per sample here; a part of a row-parallel call takes its
+        rows' from the caller's)."""
+        grouping = getattr(self, "grouping", None)
+        if grouping is None:
+            return
+        self._row_repeat = int(repeat)
+        inherited = self._sample_groups
+        if part is not None and isinstance(inherited, list) and self._groups_first_row is not None:
+            lo = int(part.start) - int(self._groups_first_row)
+            self._sample_groups = inherited[lo : lo + data.shape[0]]
+        else:
+            self._sample_groups = grouping.labels(data)
+            self._groups_first_row = first_row
+        if isinstance(self._sample_groups, list):
+            self.row_params = type(self).row_params | self.per_image_params  # one entry per row
+        else:
+            self.__dict__.pop("row_params", None)
 
     def _group_values(self, values: np.ndarray, input_shape: tuple, group_names):
         """``(group_values, groups)``: one value per group (read at each group's first element:

@@ -162,25 +162,10 @@ class GameExplainer(Explainer):
 
     # -- the players of a call and the plan that must fit ------------------------------------------
 
-    _row_repeat = 1
-    _groups_first_row = None
-
     def _prepare_call(self, data, n_rows: int, part, first_row: int, repeat: int) -> None:
-        """Resolve this call's players (``groups``) on the samples ``data`` and, on the caller's side,
-        refuse a plan that cannot fit, before any model call (:meth:`plan`). A part of a
-        row-parallel call takes its rows' per-image labels from the caller's."""
-        self._row_repeat = int(repeat)
-        inherited = self._sample_groups
-        if part is not None and isinstance(inherited, list) and self._groups_first_row is not None:
-            lo = int(part.start) - int(self._groups_first_row)
-            self._sample_groups = inherited[lo : lo + data.shape[0]]
-        else:
-            self._sample_groups = self.grouping.labels(data)
-            self._groups_first_row = first_row
-        if isinstance(self._sample_groups, list):
-            self.row_params = type(self).row_params | {"n_players"}  # one entry per row
-        else:
-            self.__dict__.pop("row_params", None)
+        """Resolve this call's players (``Explainer._prepare_call``) and, on the caller's side,
+        refuse a plan that cannot fit, before any model call (:meth:`plan`)."""
+        super()._prepare_call(data, n_rows, part, first_row, repeat)
         if part is None:
             self._check_plan(tuple(data.shape[1:]), n_rows)
 

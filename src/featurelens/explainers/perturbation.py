@@ -29,8 +29,10 @@ import numpy as np
 from featurelens._optional import torch
 
 from .._batching import chunks
+from .._budgets import check_memory, format_count
 from .._validation import as_numpy, check_executor, check_int, executor_param
 from ._base import Explainer, Requires, register
+from ._image_groups import grouping_hint, resolve_groups
 
 __all__ = ["Occlusion"]
 
@@ -64,7 +66,14 @@ class Occlusion(Explainer):
         refused.
     groups
         Instead of a window: an int array shaped like one input assigning elements to groups
-        0..g-1; each group is occluded once.
+        (any int labels); or for images ``(C, H, W)`` / ``(H, W)`` ``"patches"`` (square patches
+        shared over the channels, 196 of 16 px on a 224 x 224 image; ``"patches:N"`` for ``N``
+        px), ``"slic"`` / ``"superpixels"`` (SLIC superpixels of each image, ``"slic:N"``; needs
+        scikit-image) or a callable ``image -> int labels`` called once per image (see
+        :class:`~featurelens.explainers.GameExplainer`). Each group is occluded once. Per-image
+        groups: ``params["n_windows"]`` one per row, ``Explanation.extra["groups"]`` the label
+        maps. An occlusion of single elements (no window, no groups) whose masks cannot fit in
+        memory is refused before any model call, naming ``groups="patches"``.
     baseline
         The replacement value: a scalar (default 0), an array shaped like one input or like the
         batch. It can also be passed to ``explain`` for one call.
@@ -94,32 +103,47 @@ class Occlusion(Explainer):
                 _as_shape(value, None, name)  # ints >= 1; their number is checked against x
         self.window = window
         self.strides = strides
-        self.groups = None if groups is None else as_numpy(groups, "groups")
-        if self.groups is not None and self.groups.dtype.kind not in "iu":
-            raise TypeError(f"groups must be an int array of group labels; got dtype {self.groups.dtype}")
+        self.grouping = resolve_groups(groups)
+        self.groups = self.grouping.array if self.grouping.kind == "array" else groups
         self.baseline = baseline
 
     def params(self) -> dict:
         p = dict(super().params())
-        if self.groups is not None:
+        if self.grouping.kind == "array":
             # The number of groups occluded (masks() takes the distinct labels, which need not be 0..g-1).
             p["groups"] = int(np.unique(self.groups).size)
+        elif self.groups is not None:
+            p["grouping"] = self.grouping.describe()
         else:
             p["window"] = self.window
             p["strides"] = self.strides
         p["executor"] = executor_param(self.executor)
         return p
 
-    def masks(self, input_shape: tuple[int, ...]) -> np.ndarray:
-        """The occlusion masks over one input, ``(n_windows, *input_shape)`` bool."""
+    per_image_params = frozenset({"n_windows"})
+
+    def _prepare_call(self, data, n_rows: int, part, first_row: int, repeat: int) -> None:
+        super()._prepare_call(data, n_rows, part, first_row, repeat)
+        shape = tuple(data.shape[1:])
+        if part is None and self.groups is None:
+            # The (windows, *input) masks, refused before any model call when they cannot fit.
+            ndim = len(shape)
+            window = _as_shape(1 if self.window is None else self.window, ndim, "window")
+            strides = window if self.strides is None else _as_shape(self.strides, ndim, "strides")
+            n_windows = math.prod(max(1, math.ceil((size - w) / st) + 1) for size, w, st in zip(shape, window, strides))
+            check_memory(n_windows * math.prod(shape),
+                         f"occlusion of inputs of shape {shape} with window {window} ({format_count(n_windows)} "
+                         "windows, one boolean mask each)",
+                         f"{grouping_hint(shape)}; or a larger window=")
+
+    def masks(self, input_shape: tuple[int, ...], labels=None) -> np.ndarray:
+        """The occlusion masks over one input, ``(n_windows, *input_shape)`` bool (``labels``: the
+        groups of one row, for per-image groups)."""
         ndim = len(input_shape)
-        if self.groups is not None:
-            if self.groups.shape != tuple(input_shape):
-                raise ValueError(
-                    f"groups must have the shape of one input, {tuple(input_shape)}; got shape {self.groups.shape}"
-                )
-            labels = np.unique(self.groups)
-            return self.groups[None] == labels.reshape(-1, *([1] * ndim))
+        if labels is None and self.groups is not None:
+            labels = self.grouping.shared(tuple(input_shape))
+        if labels is not None:
+            return labels[None] == np.unique(labels).reshape(-1, *([1] * ndim))
         window = _as_shape(1 if self.window is None else self.window, ndim, "window")
         strides = window if self.strides is None else _as_shape(self.strides, ndim, "strides")
         for axis, (size, w, s) in enumerate(zip(input_shape, window, strides)):
@@ -139,11 +163,21 @@ class Occlusion(Explainer):
         return masks
 
     def _attribute(self, x, target, outputs=None, baseline=None):
+        labels = self._sample_groups
+        if isinstance(labels, list):  # per-image groups: each row its own masks
+            base = self._resolve_baseline(x, baseline)
+            parts = [self._occlude(x[i : i + 1], target[i : i + 1], None if outputs is None else outputs[i : i + 1],
+                                   base[i : i + 1], self.masks(tuple(x.shape[1:]), labels[i // self._row_repeat]))
+                     for i in range(x.shape[0])]
+            cat = np.concatenate if isinstance(x, np.ndarray) else torch.cat
+            return cat([v for v, _ in parts]), {"n_windows": [e["n_windows"] for _, e in parts]}
+        return self._occlude(x, target, outputs, self._resolve_baseline(x, baseline), self.masks(tuple(x.shape[1:])))
+
+    def _occlude(self, x, target, outputs, base, masks_np):
+        """The occlusion values of the rows ``x`` for the masks ``masks_np`` (numpy bool)."""
         if isinstance(x, np.ndarray):  # a numpy model (numpy mode): the same windows in numpy
-            return self._attribute_array(x, target, outputs, baseline)
-        masks_np = self.masks(tuple(x.shape[1:]))
+            return self._attribute_array(x, target, outputs, base, masks_np)
         masks = torch.as_tensor(masks_np, device=x.device)
-        base = self._resolve_baseline(x, baseline)
         n, n_windows = x.shape[0], masks.shape[0]
         f_x = outputs if outputs is not None else self.model.predict(x)
         start_values = f_x.gather(1, target[:, None]).squeeze(1)
@@ -168,10 +202,8 @@ class Occlusion(Explainer):
         return values.to(x.dtype).reshape(x.shape), {"n_windows": int(n_windows)}
 
 
-    def _attribute_array(self, x: np.ndarray, target: np.ndarray, outputs=None, baseline=None):
-        """:meth:`_attribute` for numpy rows of a numpy model: the same chunks and sums."""
-        masks = self.masks(tuple(x.shape[1:]))
-        base = self._resolve_baseline(x, baseline)
+    def _attribute_array(self, x: np.ndarray, target: np.ndarray, outputs, base, masks):
+        """:meth:`_occlude` for numpy rows of a numpy model: the same chunks and sums."""
         n, n_windows = x.shape[0], masks.shape[0]
         f_x = outputs if outputs is not None else self.model.predict(x)
         start_values = np.asarray(f_x)[np.arange(n), target]
