@@ -68,11 +68,17 @@ def max_evaluations() -> int:
 
 def format_count(count) -> str:
     """``123456`` -> ``'123,456'``; counts from 10^7 on in powers of ten (``'1e+09'``), exact for
-    ints of any size (``2**3000`` -> ``'1.23e+903'``), never an OverflowError."""
+    ints of any size (``2**3000`` -> ``'1.23e+903'``; ``2**150528``, the coalitions of a 224 x 224
+    RGB image, -> ``'2.77e+45313'``), never an OverflowError."""
     if isinstance(count, numbers.Integral) and not isinstance(count, (bool, np.bool_)):
         count = int(count)
         if abs(count) < 10**7:
             return f"{count:,}"
+        if abs(count).bit_length() > 12000:  # str() of ints above 4,300 digits is refused by Python
+            shift = abs(count).bit_length() - 64
+            log = math.log10(abs(count) >> shift) + shift * math.log10(2)
+            exponent = int(math.floor(log))
+            return f"{'-' if count < 0 else ''}{10 ** (log - exponent):.3g}e+{exponent}"
         exponent = len(str(abs(count))) - 1
         if exponent < 300:
             return f"{float(count):.3g}"

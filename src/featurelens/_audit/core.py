@@ -46,6 +46,11 @@ __all__ = ["audit", "AuditTable", "choose_methods", "RANKING_RULE"]
 #: at most 10 players, whatever larger limit the explainer itself allows.
 _MAX_EXACT_PLAYERS = 10
 _AGOP_ROWS = 2048  # most rows of X used to compute the AGOP diagonal for explainers that take data=
+#: The sampled Shapley explainers' budget on inputs the audit groups into patches (images and
+#: signals of more than 64 elements): this many game evaluations per player and sample, at least
+#: the method's minimum and at most its default (``2 n + 2048``), so that each costs
+#: ``n_explain x budget`` model rows, e.g. 32 x 256 for the 64 patches of a 224 x 224 image.
+_BUDGET_PER_PLAYER = 4
 
 
 class AuditTable(list):
@@ -169,8 +174,40 @@ def _explainer_kwargs(name: str, X: np.ndarray, baseline, seed, batch_size) -> d
         if X.shape[0] > _AGOP_ROWS:
             data = X[np.sort(numpy_rng(seed).choice(X.shape[0], _AGOP_ROWS, replace=False))]
     groups = patch_groups(X.shape[1:]) if "groups" in accepts else None
-    return _harness.explainer_kwargs(name, batch_size=batch_size, seed=seed, baseline=baseline, groups=groups,
-                                     data=data, progress=False)
+    kwargs = _harness.explainer_kwargs(name, batch_size=batch_size, seed=seed, baseline=baseline, groups=groups,
+                                       data=data, progress=False)
+    budget = _grouped_budget(name, X.shape[1:], groups)
+    if budget is not None:
+        kwargs["budget"] = budget
+    return kwargs
+
+
+def _grouped_budget(name: str, shape: tuple, groups) -> int | None:
+    """The audit's budget for a sampled Shapley explainer on patch players (see
+    :data:`_BUDGET_PER_PLAYER`), or None (its own default: ungrouped inputs, other methods)."""
+    minimum = getattr(explainer_class(name), "minimum_budget", None)
+    if groups is None or minimum is None:
+        return None
+    n = _players(shape, groups)
+    return max(int(minimum(n)), min(_BUDGET_PER_PLAYER * n, 2 * n + 2048))
+
+
+def _players_note(shape: tuple, groups, kwargs: dict, n_explain: int) -> dict:
+    """What the audit's black-box players and budgets are, for ``settings["players"]`` and the
+    notes: the grouping, the number of players and each method's budget and model rows."""
+    n = _players(shape, groups)
+    spatial = shape[1:] if len(shape) >= 3 else shape
+    first = np.argwhere(groups.reshape(-1, *spatial)[0] == 0) if len(shape) >= 2 else None
+    side = tuple(int(v) for v in (first.max(0) - first.min(0) + 1)) if first is not None and first.size else ()
+    shared = f", shared over the {shape[0]} channels" if len(shape) >= 3 else ""
+    grouping = (f"{n} square patches of {' x '.join(map(str, side))} elements{shared} (not the "
+                f"{int(np.prod(shape)):,} input elements)")
+    budgets = {m: int(kw["budget"]) for m, kw in kwargs.items() if "budget" in kw}
+    text = f"Black-box methods play {grouping}"
+    if budgets:
+        text += "; budgets: " + ", ".join(f"{m} {b} game evaluations per sample ({b * n_explain:,} model rows)"
+                                          for m, b in budgets.items())
+    return {"grouping": "patches", "n_players": n, "patch": list(side), "budgets": budgets, "note": text + "."}
 
 
 def _targets(model: Model, x: np.ndarray, y, target, classes) -> np.ndarray:
@@ -302,7 +339,11 @@ def audit(
     AGOP explainer that applies (gradcam only with a convolutional layer); for a scikit-learn
     estimator or numpy callable occlusion, KernelSHAP, permutation Shapley and, up to 10 players,
     exact Shapley (inputs with more than 64 elements use patches as players, at most 64, shared over
-    the channels of images); always the seeded
+    the channels of images: 64 patches of 28 x 28 px on a 224 x 224 image, never the 150,528
+    pixels; the sampled Shapley methods then get a budget of ``4 n`` game evaluations per sample,
+    at least their minimum and at most their default, 256 for 64 patches); the grouping, the
+    players and the budgets are stated in the notes and in ``settings["players"]`` of the report;
+    always the seeded
     ``random`` map as the floor. ``methods`` overrides the choice. AGOP-Global/Weighted compute
     diag(M) from X (a seeded subset of 2,048 rows when X has more).
 
@@ -526,6 +567,11 @@ def audit(
         rows.append(row)
     for name, why in skipped.items():
         rows.append({"method": name, "status": "n/a", "reason": why})
+    grouped = {m: kw for m, kw in settings["explainer_kwargs"].items() if kw.get("groups") is not None}
+    if grouped:
+        players = _players_note(X.shape[1:], next(iter(grouped.values()))["groups"], grouped, len(idx))
+        settings["players"] = {k: v for k, v in players.items() if k != "note"}
+        notes.append(players["note"])
 
     ranked = rank_rows(rows)
     if not ({"deletion", "insertion"} <= set(run_metrics) or "faithfulness_correlation" in run_metrics):

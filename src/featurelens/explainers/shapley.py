@@ -193,7 +193,8 @@ class KernelShap(_SampledShapley):
     audit_order = 1
     approximator = staticmethod(approximators.kernel_shap)
 
-    def minimum_budget(self, n: int) -> int:
+    @staticmethod
+    def minimum_budget(n: int) -> int:
         return min(n + 2, 2**n)
 
     def plan(self, n_players: int, way_out: str):
@@ -238,7 +239,8 @@ class PermutationShap(_SampledShapley):
     audit_order = 2
     approximator = staticmethod(approximators.permutation_shap)
 
-    def minimum_budget(self, n: int) -> int:
+    @staticmethod
+    def minimum_budget(n: int) -> int:
         return 2 if n == 1 else 2 * n
 
     def _contributions(self, game, rng) -> tuple[np.ndarray, float, float, int]:
