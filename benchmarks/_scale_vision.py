@@ -36,6 +36,13 @@ Rows (featurelens call / Captum call; both build their explainer inside the time
   (featurelens imposes it; the row's ``max_abs_diff`` is featurelens' largest gap, Captum's is in
   ``peer_efficiency_gap``).
 
+Peak memory: what a call allocates on top of what the process held when it started, read as
+glibc's live malloc bytes (``mallinfo2``: in-use heap plus mmapped blocks; :class:`LivePeak`),
+sampled every millisecond, the largest over the timed calls; the resident-set peak of
+``_scale_common.time_alternating`` is kept beside it (``fl_peak_rss_mb``, ``peer_peak_rss_mb``),
+but at these sizes it reads whatever glibc did not hand back from the previous call (from 0 to
+80 MB for the same ResNet-18 saliency call).
+
 The floor of each row is its model passes times one plain-torch pass of the same batch, both
 measured here: ``t_fb`` (one forward + backward of the batch, input gradient of the summed target
 outputs) and ``t_f`` (one forward, no gradients): saliency and Grad-CAM ``t_fb``; IG ``32 t_fb``;
@@ -46,6 +53,9 @@ SmoothGrad ``16 t_fb``; DeepLift ``t_fb + t_f`` (the baseline's forward); featur
 from __future__ import annotations
 
 import copy
+import ctypes
+import threading
+import time
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -94,6 +104,71 @@ class Case:
     layer: str | None = None
     note: str = ""
     extra: dict = field(default_factory=dict)
+
+
+# -- live memory --------------------------------------------------------------------------------
+def _mallinfo2():
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        fn = libc.mallinfo2
+    except (OSError, AttributeError):  # not glibc >= 2.33
+        return None
+
+    class Info(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                    "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    fn.restype = Info
+    return fn
+
+
+_MALLINFO2 = _mallinfo2()
+
+
+def live_mb() -> float | None:
+    """The bytes the process holds allocated through malloc now (glibc ``mallinfo2``: in-use heap
+    chunks plus mmapped blocks), in MB; None where glibc's ``mallinfo2`` is unavailable."""
+    if _MALLINFO2 is None:
+        return None
+    info = _MALLINFO2()
+    return (info.uordblks + info.hblkhd) / 2**20
+
+
+class LivePeak:
+    """Wrap a call so that each run records its peak of :func:`live_mb` above the value at its
+    start (sampled every millisecond). Unlike the resident set, this does not hide a call's
+    allocations in memory that glibc kept from an earlier call (blocks under its dynamic mmap
+    threshold, up to 32 MiB, are reused, not returned to the OS), so calls of the same size do not
+    read 0 MB one time and 80 MB the next. ``peak_mb``: the largest over the calls after the first
+    (the warm-up)."""
+
+    def __init__(self, fn):
+        self.fn, self.peaks = fn, []
+
+    def __call__(self):
+        start = live_mb()
+        if start is None:
+            return self.fn()
+        high, stop = [start], threading.Event()
+
+        def watch():
+            while not stop.is_set():
+                high[0] = max(high[0], live_mb())
+                time.sleep(0.001)
+
+        thread = threading.Thread(target=watch, daemon=True)
+        thread.start()
+        try:
+            return self.fn()
+        finally:
+            stop.set()
+            thread.join()
+            self.peaks.append(max(high[0], live_mb()) - start)
+
+    @property
+    def peak_mb(self) -> float | None:
+        timed = self.peaks[1:] or self.peaks
+        return max(timed) if timed else None
 
 
 # -- groups -------------------------------------------------------------------------------------
@@ -295,7 +370,11 @@ def bench_case(case: Case, settings: Settings = Settings(), log=print) -> list[d
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             repeats = max(s.repeats, s.cheap_repeats) if method in CHEAP else s.repeats
-            timing = time_alternating({"featurelens": spec["fl"], "captum": spec["peer"]}, repeats=repeats)
+            ours_fn, theirs_fn = LivePeak(spec["fl"]), LivePeak(spec["peer"])
+            timing = time_alternating({"featurelens": ours_fn, "captum": theirs_fn}, repeats=repeats)
+            rss = dict(timing["peak_mb"])
+            if ours_fn.peak_mb is not None:  # the row's peak: live malloc bytes, the resident set kept
+                timing["peak_mb"] = {"featurelens": ours_fn.peak_mb, "captum": theirs_fn.peak_mb}
             ours, theirs = timing["last"]["featurelens"], timing["last"]["captum"]
             extra = {}
             if method == "kernel_shap":
@@ -319,7 +398,8 @@ def bench_case(case: Case, settings: Settings = Settings(), log=print) -> list[d
         floor_s, floor_text = spec["floor"]
         r = row(SECTION, case.label, method, PEER, timing, "featurelens", "captum", diff, tol, floor_s=floor_s,
                 floor=floor_text, note="", settings=spec["settings"], max_abs_value=float(f"{scale:.3g}"),
-                model_note=case.note, **extra)
+                model_note=case.note, fl_peak_rss_mb=round(rss["featurelens"], 1),
+                peer_peak_rss_mb=round(rss["captum"], 1), **extra)
         log(f"    featurelens {r['fl_s']:.3f}s {r['fl_peak_mb']:.0f} MB | Captum {r['peer_s']:.3f}s "
             f"{r['peer_peak_mb']:.0f} MB | ratio {r['ratio']:.2f} | floor {r['floor_s']} | diff {r['max_abs_diff']:.2g} "
             f"(tol {tol:.2g})", flush=True)
