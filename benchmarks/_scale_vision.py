@@ -365,46 +365,56 @@ def bench_case(case: Case, settings: Settings = Settings(), log=print) -> list[d
     for method in case.methods:
         if method not in specs:
             continue
-        spec = specs[method]
         log(f"  {case.label} / {method}", flush=True)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            repeats = max(s.repeats, s.cheap_repeats) if method in CHEAP else s.repeats
-            ours_fn, theirs_fn = LivePeak(spec["fl"]), LivePeak(spec["peer"])
-            timing = time_alternating({"featurelens": ours_fn, "captum": theirs_fn}, repeats=repeats)
-            rss = dict(timing["peak_mb"])
-            if ours_fn.peak_mb is not None:  # the row's peak: live malloc bytes, the resident set kept
-                timing["peak_mb"] = {"featurelens": ours_fn.peak_mb, "captum": theirs_fn.peak_mb}
-            ours, theirs = timing["last"]["featurelens"], timing["last"]["captum"]
-            extra = {}
-            if method == "kernel_shap":
-                with torch.no_grad():
-                    fx = model(xk).gather(1, yk[:, None])[:, 0].double()
-                    f0 = model(torch.zeros_like(xk)).gather(1, yk[:, None])[:, 0].double()
-                change = (fx - f0).numpy()
-                groups_of = [np.asarray(v).reshape(k, -1)[:, [np.flatnonzero(patches.reshape(-1) == g)[0]
-                                                             for g in range(n_players)]] for v in (ours, theirs.numpy())]
-                gaps = [np.abs(g.sum(1) - change) for g in groups_of]
-                diff, scale = float(gaps[0].max()), float(np.abs(change).max())
-                extra = {"peer_efficiency_gap": float(f"{gaps[1].max():.3g}"),
-                         "diff_against": "efficiency: |sum(phi) - (f(x) - f(0))|",
-                         "fl_model_calls": int(ks_state["fl"].model_calls)}
-            else:
-                reference = spec["reference"]() if "reference" in spec else theirs
-                diff = max_abs_diff(ours, reference)
-                scale = float(np.abs(np.asarray(reference.detach() if hasattr(reference, "detach") else reference)).max())
-                extra = {"diff_against": "Captum fed featurelens' noise" if "reference" in spec else "Captum's values"}
-        tol = float(f"{s.rel_tol * max(scale, 1e-12):.3g}")
-        floor_s, floor_text = spec["floor"]
-        r = row(SECTION, case.label, method, PEER, timing, "featurelens", "captum", diff, tol, floor_s=floor_s,
-                floor=floor_text, note="", settings=spec["settings"], max_abs_value=float(f"{scale:.3g}"),
-                model_note=case.note, fl_peak_rss_mb=round(rss["featurelens"], 1),
-                peer_peak_rss_mb=round(rss["captum"], 1), **extra)
-        log(f"    featurelens {r['fl_s']:.3f}s {r['fl_peak_mb']:.0f} MB | Captum {r['peer_s']:.3f}s "
-            f"{r['peer_peak_mb']:.0f} MB | ratio {r['ratio']:.2f} | floor {r['floor_s']} | diff {r['max_abs_diff']:.2g} "
-            f"(tol {tol:.2g})", flush=True)
-        rows.append(r)
+        try:
+            rows.append(_measure(case, method, specs[method], s, k, xk, yk, patches, n_players, ks_state, log))
+        except Exception:  # noqa: BLE001 - one method's failure (memory, a peer's error) keeps the others
+            import traceback
+
+            log(traceback.format_exc(), flush=True)
     return rows
+
+
+def _measure(case, method, spec, s, k, xk, yk, patches, n_players, ks_state, log) -> dict:
+    """Time, compare and record one method of one case (see :func:`bench_case`)."""
+    model = case.model
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        repeats = max(s.repeats, s.cheap_repeats) if method in CHEAP else s.repeats
+        ours_fn, theirs_fn = LivePeak(spec["fl"]), LivePeak(spec["peer"])
+        timing = time_alternating({"featurelens": ours_fn, "captum": theirs_fn}, repeats=repeats)
+        rss = dict(timing["peak_mb"])
+        if ours_fn.peak_mb is not None:  # the row's peak: live malloc bytes, the resident set kept
+            timing["peak_mb"] = {"featurelens": ours_fn.peak_mb, "captum": theirs_fn.peak_mb}
+        ours, theirs = timing["last"]["featurelens"], timing["last"]["captum"]
+        extra = {}
+        if method == "kernel_shap":
+            with torch.no_grad():
+                fx = model(xk).gather(1, yk[:, None])[:, 0].double()
+                f0 = model(torch.zeros_like(xk)).gather(1, yk[:, None])[:, 0].double()
+            change = (fx - f0).numpy()
+            groups_of = [np.asarray(v).reshape(k, -1)[:, [np.flatnonzero(patches.reshape(-1) == g)[0]
+                                                         for g in range(n_players)]] for v in (ours, theirs.numpy())]
+            gaps = [np.abs(g.sum(1) - change) for g in groups_of]
+            diff, scale = float(gaps[0].max()), float(np.abs(change).max())
+            extra = {"peer_efficiency_gap": float(f"{gaps[1].max():.3g}"),
+                     "diff_against": "efficiency: |sum(phi) - (f(x) - f(0))|",
+                     "fl_model_calls": int(ks_state["fl"].model_calls)}
+        else:
+            reference = spec["reference"]() if "reference" in spec else theirs
+            diff = max_abs_diff(ours, reference)
+            scale = float(np.abs(np.asarray(reference.detach() if hasattr(reference, "detach") else reference)).max())
+            extra = {"diff_against": "Captum fed featurelens' noise" if "reference" in spec else "Captum's values"}
+    tol = float(f"{s.rel_tol * max(scale, 1e-12):.3g}")
+    floor_s, floor_text = spec["floor"]
+    r = row(SECTION, case.label, method, PEER, timing, "featurelens", "captum", diff, tol, floor_s=floor_s,
+            floor=floor_text, note="", settings=spec["settings"], max_abs_value=float(f"{scale:.3g}"),
+            model_note=case.note, fl_peak_rss_mb=round(rss["featurelens"], 1),
+            peer_peak_rss_mb=round(rss["captum"], 1), **extra)
+    log(f"    featurelens {r['fl_s']:.3f}s {r['fl_peak_mb']:.0f} MB | Captum {r['peer_s']:.3f}s "
+        f"{r['peer_peak_mb']:.0f} MB | ratio {r['ratio']:.2f} | floor {r['floor_s']} | diff {r['max_abs_diff']:.2g} "
+        f"(tol {tol:.2g})", flush=True)
+    return r
 
 
 def run(quick: bool, settings: Settings | None = None) -> list[dict]:
@@ -414,7 +424,14 @@ def run(quick: bool, settings: Settings | None = None) -> list[dict]:
     rows = []
     for case in cases(quick):
         print(f"{case.label}: {', '.join(case.methods)}", flush=True)
-        rows += bench_case(case, settings)
+        try:
+            rows += bench_case(case, settings)
+        except Exception:  # noqa: BLE001 - one model's failure does not lose the others' rows
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            del case
     return rows
 
 

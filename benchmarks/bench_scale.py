@@ -22,7 +22,8 @@ pass, measured. A ratio over 1.0 is flagged in the table; the row's note says wh
 
 Usage: .venv/bin/python benchmarks/bench_scale.py [--sections vision,text,trees] [--quick] [--out DIR]
 ``--quick``: the sections' small runs, printed, nothing written. Writes
-benchmarks/results/bench_scale.md and bench_scale.json.
+benchmarks/results/bench_scale.md and bench_scale.json; the rows of sections not run this time are
+kept from the file already there (marked with the date of their run).
 """
 
 from __future__ import annotations
@@ -150,14 +151,33 @@ def main(argv=None) -> int:
     load_before = load_average()
     start = time.perf_counter()
     rows, status = run_sections(names, args.quick)
-    meta = {"sections": status, "quick": args.quick, "load_before": load_before, "load_after": load_average(),
+    meta = {"sections": status, "quick": args.quick, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_before": load_before, "load_after": load_average(),
             "seconds": time.perf_counter() - start}
+    if not args.quick:
+        rows, meta = merge_earlier(args.out / f"{NAME}.json", rows, meta, names)
     table = markdown(rows, env, meta)
     print()
     print(table)
     if not args.quick:
         write_results(args.out, NAME, table, {"environment": env, "run": meta, "rows": rows})
     return 0
+
+
+def merge_earlier(path: Path, rows: list[dict], meta: dict, ran: list[str]) -> tuple[list[dict], dict]:
+    """Keep the rows of the sections not run now from the results file already there (each marked
+    with the date of its run), so that ``--sections vision`` does not drop the trees rows."""
+    import json
+
+    if not path.exists():
+        return rows, meta
+    earlier = json.loads(path.read_text())
+    when = earlier.get("run", {}).get("date", "an earlier run")
+    kept = [dict(r, run=r.get("run", when)) for r in earlier.get("rows", []) if r["section"] not in ran]
+    sections = {k: v for k, v in earlier.get("run", {}).get("sections", {}).items() if k not in ran}
+    sections = {k: (v if "earlier run" in v else f"{v}, in the run of {when}") for k, v in sections.items()}
+    meta = dict(meta, sections={**sections, **meta["sections"]})
+    order = {name: i for i, name in enumerate(SECTIONS)}
+    return sorted(kept + rows, key=lambda r: order.get(r["section"], len(order))), meta
 
 
 if __name__ == "__main__":
