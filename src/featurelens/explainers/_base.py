@@ -665,7 +665,7 @@ class Explainer:
         row-parallel call (or None): resolve per-call state and refuse plans that cannot fit.
 
         Explainers with a ``grouping`` (the resolved ``groups=``,
-        :func:`featurelens.explainers._image_groups.resolve_groups`) get this call's players in
+        ``featurelens.explainers._image_groups.resolve_groups``) get this call's players in
         ``_sample_groups``: None, one array shared by every row, or one array per sample
         (per-image groups, computed once per sample here; a part of a row-parallel call takes its
         rows' from the caller's)."""

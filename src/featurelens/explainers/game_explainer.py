@@ -61,7 +61,7 @@ class GameExplainer(Explainer):
         ``params["baseline"]`` (``"zeros"``, the number, or ``"array"``) with ``params["fill"] =
         "baseline"``, or ``params["fill"] = "background"`` and no ``"baseline"``.
     groups
-        The players (:mod:`featurelens.explainers._image_groups`): None (every input element); an
+        The players (``featurelens.explainers._image_groups``): None (every input element); an
         int array shaped like one input (Captum's ``feature_mask``); for images ``(C, H, W)`` or
         ``(H, W)``, ``"patches"`` (square patches shared over the channels, 196 of 16 px on a
         224 x 224 image; ``"patches:N"`` for ``N`` px), ``"slic"`` / ``"superpixels"`` (SLIC
