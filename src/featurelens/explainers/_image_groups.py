@@ -97,7 +97,7 @@ def patch_labels(shape: tuple, size: int | None = None) -> np.ndarray:
     Examples
     --------
     >>> from featurelens.explainers._image_groups import patch_labels
-    >>> patch_labels((3, 224, 224)).max() + 1
+    >>> int(patch_labels((3, 224, 224)).max()) + 1
     196
     >>> patch_labels((4, 4), 2)
     array([[0, 0, 1, 1],

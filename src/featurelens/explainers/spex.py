@@ -47,7 +47,10 @@ class Spex(GameExplainer):
         data (one input of shape ``(d,)``) give ``background`` (rows, or weighted rows from
         :func:`featurelens.games.summarize_background`) or an explicit ``baseline``; without either
         ``explain`` raises a ValueError (a zero fill is meaningless on unscaled features). Images
-        and signals (ndim >= 2 per input) default to ``baseline=0.0``.
+        and signals (ndim >= 2 per input) default to ``baseline=0.0``. ``groups``: None, an int
+        array shaped like one input, or for images ``"patches"`` (``"patches:N"``), ``"slic"``
+        (``"slic:N"``) or a callable ``image -> labels`` called once per image, as for
+        :class:`~featurelens.explainers.GameExplainer`.
     budget
         Game evaluations per sample for :func:`featurelens.interactions.spex` (None: its default,
         15,000 with ``b <= 8``); too small a budget raises its ValueError (naming the minimum).
