@@ -21,10 +21,14 @@ __all__ = ["FORWARD_CHUNK_BYTES", "activation_bytes", "forward_ids", "is_hf_mode
            "rows_per_forward"]
 
 #: Estimated activation bytes of one call of a text model (:func:`activation_bytes` per sequence
-#: times the sequences sent): 256 MiB. Read at call time, so setting
-#: ``featurelens.text._forward.FORWARD_CHUNK_BYTES`` changes how the sequences are split into
-#: calls (never the values: each sequence's output does not depend on the others in its call).
-FORWARD_CHUNK_BYTES = 2**28
+#: times the sequences sent): 64 MiB, so that no one activation tensor of a call (the attention
+#: scores, the feed-forward layer's output) passes glibc's 32 MiB mmap threshold, above which every
+#: call maps it afresh and page-faults it in (MiniLM on 128 tokens: calls of 85 sequences were
+#: slower per sequence than calls of 16; ``featurelens._batching.DEFAULT_CHUNK_ELEMENTS`` has the
+#: same reason). Read at call time, so setting ``featurelens.text._forward.FORWARD_CHUNK_BYTES``
+#: changes how the sequences are split into calls (never the values: each sequence's output does
+#: not depend on the others in its call).
+FORWARD_CHUNK_BYTES = 2**26
 #: The width assumed for a model whose configuration does not say it (no ``hidden_size`` /
 #: ``n_embd`` and no embedding layer).
 _DEFAULT_WIDTH = 1024
