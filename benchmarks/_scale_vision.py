@@ -255,7 +255,7 @@ def _floor_passes(model, x, y):
     return fwd_bwd, fwd
 
 
-def bench_case(case: Case, settings: Settings = Settings(), log=print) -> list[dict]:
+def bench_case(case: Case, settings: Settings = Settings(), log=print, save=None) -> list[dict]:
     """The rows of one case: each method timed against Captum, its values compared, its floor."""
     from captum.attr import (
         DeepLift,
@@ -368,6 +368,8 @@ def bench_case(case: Case, settings: Settings = Settings(), log=print) -> list[d
         log(f"  {case.label} / {method}", flush=True)
         try:
             rows.append(_measure(case, method, specs[method], s, k, xk, yk, patches, n_players, ks_state, log))
+            if save is not None:
+                save(rows[-1])
         except Exception:  # noqa: BLE001 - one method's failure (memory, a peer's error) keeps the others
             import traceback
 
@@ -417,15 +419,24 @@ def _measure(case, method, spec, s, k, xk, yk, patches, n_players, ks_state, log
     return r
 
 
-def run(quick: bool, settings: Settings | None = None) -> list[dict]:
-    """Every row of the vision section (``quick``: ResNet-18 on 2 images, its three cheapest rows)."""
+def run(quick: bool, settings: Settings | None = None, done: dict | None = None, save=None) -> list[dict]:
+    """Every row of the vision section (``quick``: ResNet-18 on 2 images, its three cheapest rows).
+
+    ``done``: rows already measured, by ``(model, method)`` (a resumed run: those are returned as
+    they are, not measured again); ``save(row)`` is called with each new row as soon as it exists."""
     torch.set_num_threads(2)
     settings = settings or Settings()
+    done = done or {}
     rows = []
     for case in cases(quick):
+        todo = tuple(m for m in case.methods if (case.label, m) not in done)
+        rows += [done[(case.label, m)] for m in case.methods if (case.label, m) in done]
+        if not todo:
+            continue
+        case = replace(case, methods=todo)
         print(f"{case.label}: {', '.join(case.methods)}", flush=True)
         try:
-            rows += bench_case(case, settings)
+            rows += bench_case(case, settings, save=save)
         except Exception:  # noqa: BLE001 - one model's failure does not lose the others' rows
             import traceback
 

@@ -20,7 +20,9 @@ millisecond), the ratio, the largest absolute difference of the values with the 
 and the model-call floor: the method's number of forward/backward passes times one plain batched
 pass, measured. A ratio over 1.0 is flagged in the table; the row's note says where the gap is.
 
-Usage: .venv/bin/python benchmarks/bench_scale.py [--sections vision,text,trees] [--quick] [--out DIR]
+Usage: .venv/bin/python benchmarks/bench_scale.py [--sections vision,text,trees] [--quick] [--out DIR] [--resume]
+``--resume``: the vision rows an interrupted run saved (``results/.bench_scale.partial.jsonl``, one
+row per line, written as each is measured) are kept, not measured again.
 ``--quick``: the sections' small runs, printed, nothing written. Writes
 benchmarks/results/bench_scale.md and bench_scale.json; the rows of sections not run this time are
 kept from the file already there (marked with the date of their run).
@@ -62,9 +64,27 @@ def _peer_versions() -> dict:
     return versions
 
 
-def run_sections(names, quick: bool, log=print) -> tuple[list[dict], dict]:
-    """Run the named sections; returns their rows and ``{section: "ran" | "skipped: why"}``."""
+def run_sections(names, quick: bool, log=print, partial: Path | None = None) -> tuple[list[dict], dict]:
+    """Run the named sections; returns their rows and ``{section: "ran" | "skipped: why"}``.
+
+    ``partial``: a JSON-lines file of rows measured by an interrupted run of the same sections;
+    a section that takes ``done=`` and ``save=`` (vision) skips the rows found there and appends
+    each new row to it as soon as it is measured."""
+    import inspect
+    import json
+
     rows, status = [], {}
+    done = {}
+    if partial is not None and partial.exists():
+        for line in partial.read_text().splitlines():
+            r = json.loads(line)
+            done.setdefault(r["section"], {})[(r["model"], r["method"])] = r
+
+    def save(r):
+        if partial is not None:
+            with open(partial, "a") as fh:
+                fh.write(json.dumps(r) + "\n")
+
     for name in names:
         try:
             module = importlib.import_module(f"_scale_{name}")
@@ -75,7 +95,10 @@ def run_sections(names, quick: bool, log=print) -> tuple[list[dict], dict]:
         log(f"section {name}", flush=True)
         start = time.perf_counter()
         try:
-            got = module.run(quick)
+            if "save" in inspect.signature(module.run).parameters:
+                got = module.run(quick, done=done.get(name), save=save)
+            else:
+                got = module.run(quick)
         except ImportError as err:  # a peer library or model not installed here
             status[name] = f"skipped: {err}"
             log(f"section {name}: {status[name]}", flush=True)
@@ -145,6 +168,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated: vision,text,trees")
     parser.add_argument("--quick", action="store_true", help="small runs, printed only")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the rows an interrupted run saved (results/.bench_scale.partial.jsonl)")
     args = parser.parse_args(argv)
     names = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = sorted(set(names) - set(SECTIONS))
@@ -155,7 +180,10 @@ def main(argv=None) -> int:
     env = environment(peers=_peer_versions(), random_weights=True)
     load_before = load_average()
     start = time.perf_counter()
-    rows, status = run_sections(names, args.quick)
+    partial = None if args.quick else args.out / f".{NAME}.partial.jsonl"
+    if partial is not None and not args.resume and partial.exists():
+        partial.unlink()
+    rows, status = run_sections(names, args.quick, partial=partial)
     meta = {"sections": status, "quick": args.quick, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_before": load_before, "load_after": load_average(),
             "seconds": time.perf_counter() - start}
     if not args.quick:
@@ -165,6 +193,7 @@ def main(argv=None) -> int:
     print(table)
     if not args.quick:
         write_results(args.out, NAME, table, {"environment": env, "run": meta, "rows": rows})
+        partial.unlink(missing_ok=True)
     return 0
 
 

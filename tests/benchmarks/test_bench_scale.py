@@ -128,3 +128,33 @@ def test_table_and_sections(modules, rows):
     assert len(lines) == len(rows)
     assert [line.endswith("| **yes** |") for line in lines] == [r["ratio"] > 1.0 for r in flagged]
     assert "- tiny (2 x 3x16x16) / saliency: why" in table
+
+
+def test_an_interrupted_run_resumes_from_its_saved_rows(modules, tmp_path, monkeypatch):
+    """Rows are saved as they are measured; a resumed run hands them to the section as done."""
+    import sys
+    import types
+
+    _, bs = modules
+    calls = []
+
+    def run(quick, done=None, save=None):
+        calls.append(dict(done or {}))
+        out = []
+        for method in ("a", "b"):
+            if done and ("m", method) in done:
+                out.append(done[("m", method)])
+                continue
+            r = {"section": "fakesec", "model": "m", "method": method, "ratio": 0.5}
+            save(r)
+            out.append(r)
+        return out
+
+    monkeypatch.setitem(sys.modules, "_scale_fakesec", types.SimpleNamespace(run=run))
+    partial = tmp_path / "partial.jsonl"
+    first, _ = bs.run_sections(["fakesec"], quick=False, log=lambda *a, **k: None, partial=partial)
+    assert [r["method"] for r in first] == ["a", "b"] and len(partial.read_text().splitlines()) == 2
+    partial.write_text(partial.read_text().splitlines()[0] + "\n")  # interrupted after row "a"
+    second, status = bs.run_sections(["fakesec"], quick=False, log=lambda *a, **k: None, partial=partial)
+    assert list(calls[1]) == [("m", "a")] and [r["method"] for r in second] == ["a", "b"]
+    assert status["fakesec"].startswith("ran")
