@@ -40,15 +40,18 @@ def is_hf_model(model) -> bool:
     return any(c.__name__ == "PreTrainedModel" for c in type(model).__mro__)
 
 
+def _forward_takes(model, name: str) -> bool:
+    """True when ``model.forward`` takes the keyword ``name``."""
+    try:
+        return name in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # pragma: no cover - a forward without a signature
+        return False
+
+
 def keeps_last_logits(model) -> bool:
     """True when ``model`` is a transformers model whose ``forward`` takes ``logits_to_keep`` (its
     output head then runs on the last positions only)."""
-    if not is_hf_model(model):
-        return False
-    try:
-        return "logits_to_keep" in inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):  # pragma: no cover - a forward without a signature
-        return False
+    return is_hf_model(model) and _forward_takes(model, "logits_to_keep")
 
 
 def forward_ids(model, ids: torch.Tensor, keep_last: int | None = None) -> torch.Tensor:
@@ -58,9 +61,15 @@ def forward_ids(model, ids: torch.Tensor, keep_last: int | None = None) -> torch
 
     ``keep_last``: with a transformers model that takes ``logits_to_keep``
     (:func:`keeps_last_logits`), only the logits of the last ``keep_last`` positions are computed
-    and returned, ``(m, keep_last, vocab)``; other models ignore it (all ``L`` positions)."""
+    and returned, ``(m, keep_last, vocab)``; other models ignore it (all ``L`` positions).
+
+    A transformers model whose ``forward`` takes ``use_cache`` is called with ``use_cache=False``:
+    one pass over whole sequences needs no key/value cache for later tokens (GPT-2 small would
+    keep 2 x 12 layers x L x 768 floats a sequence)."""
     if is_hf_model(model):
         extra = {"logits_to_keep": int(keep_last)} if keep_last and keeps_last_logits(model) else {}
+        if _forward_takes(model, "use_cache"):
+            extra["use_cache"] = False
         out = model(input_ids=ids, attention_mask=torch.ones_like(ids), **extra)
     else:
         out = model(ids)
