@@ -47,7 +47,7 @@ interventional row) is single-threaded and has no thread option, which each such
 
 ``run(quick=True)``: 20,000 x 20 rows, 50 trees, 1,000 / 200 / 200 rows explained against 100
 background rows, one timed call each (a smoke test of well under a minute after training).
-Standalone: ``python benchmarks/_scale_trees.py [--quick]`` prints the rows as JSON and writes them
+Standalone: ``python benchmarks/_scale_trees.py [--quick] [--model=LightGBM|XGBoost ...]`` prints the rows as JSON and writes them
 to ``/tmp/scale_trees_rows.json``.
 """
 
@@ -68,7 +68,7 @@ from _scale_common import max_abs_diff, row, time_alternating  # noqa: E402
 SECTION = "trees"
 THREADS = 2
 CACHE = Path(__file__).parent / ".cache" / "scale_trees"
-ROWS_JSON = Path("/tmp/scale_trees_rows.json")
+ROWS_JSON = Path(os.environ.get("SCALE_TREES_JSON", "/tmp/scale_trees_rows.json"))
 WARM_ROWS = 200
 
 FULL = {"rows": 200_000, "features": 100, "trees": 500, "depth": 8, "leaves": 255, "explain": 10_000,
@@ -193,6 +193,44 @@ def _warm_small(small, full):
     return call
 
 
+def _timed(configs: dict, repeats: int) -> dict:
+    """:func:`time_alternating` of ``configs``, each call keeping its result (the previous one
+    freed inside the call, where it was part of the resident set the call started from) and
+    handing the freed heap pages back to the OS (``malloc_trim``) before it returns, so that the
+    next call's peak starts from what is really held; ``"last"`` holds the results."""
+    held = {}
+
+    def holding(name, fn):
+        def call():
+            held[name] = fn()
+            _trim()
+
+        return call
+
+    timing = time_alternating({name: holding(name, fn) for name, fn in configs.items()}, repeats=repeats)
+    timing["last"] = held
+    return timing
+
+
+def _trim() -> None:
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _libc():
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim  # noqa: B018 - glibc only
+        return libc
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        return None
+
+
+_LIBC = _libc()
+
+
 def _shap_class1(values) -> np.ndarray:
     """shap's values (an Explanation or arrays) as (n, d) or (n, d, d): class 1's for a
     two-column output."""
@@ -247,7 +285,7 @@ def _rows_for(name: str, library: str, booster, cfg: dict, X_all: np.ndarray, tr
     se, shap_build = _timed_build(lambda: shap.TreeExplainer(booster))
     contrib = _native(booster, library, "contrib")
     w = X_exp[:WARM_ROWS]
-    timing = time_alternating({
+    timing = _timed({
         "featurelens": _warm_small(lambda: ex.explain(w, target=1), lambda: ex.explain(X_exp, target=1)),
         "shap": _warm_small(lambda: se(w, check_additivity=False), lambda: se(X_exp, check_additivity=False)),
         "native": _warm_small(lambda: contrib(w), lambda: contrib(X_exp)),
@@ -268,11 +306,12 @@ def _rows_for(name: str, library: str, booster, cfg: dict, X_all: np.ndarray, tr
                    max_abs_diff(fl_v, nat_v), _tolerance(nat_v), floor, floor_text,
                    note=f"the library's own C++ TreeSHAP ({THREADS} OpenMP threads), the strongest peer; "
                         + _floor_note(timing, "featurelens"), **extra))
+    _log_rows(out)
     del timing, fl_v, shap_v, nat_v
 
     # ---- interaction values (path-dependent)
     exi, fl_build = _timed_build(lambda: fl.explainer("tree_shap", booster, interactions=True))
-    wi = X_int[:min(WARM_ROWS, 20)]
+    wi = X_int[:2]  # interactions cost about d times the values: a short warm-up
     configs = {
         "featurelens": _warm_small(lambda: exi.explain(wi, target=1), lambda: exi.explain(X_int, target=1)),
         "shap": _warm_small(lambda: se(wi, interactions=True), lambda: se(X_int, interactions=True)),
@@ -281,7 +320,7 @@ def _rows_for(name: str, library: str, booster, cfg: dict, X_all: np.ndarray, tr
         inter = _native(booster, library, "interactions")
         configs["native"] = _warm_small(lambda: inter(wi), lambda: inter(X_int))
     configs["predict"] = _warm_small(lambda: margin(wi), lambda: margin(X_int))
-    timing = time_alternating(configs, repeats=repeats)
+    timing = _timed(configs, repeats=repeats)
     fl_i = timing["last"]["featurelens"].extra["interactions"]
     shap_i = _shap_class1(timing["last"]["shap"])
     floor = timing["best_s"]["predict"]
@@ -300,14 +339,15 @@ def _rows_for(name: str, library: str, booster, cfg: dict, X_all: np.ndarray, tr
                        "featurelens", "native", max_abs_diff(fl_i, nat_i), _tolerance(nat_i), floor, floor_text,
                        note=f"XGBoost's own C++ interaction values ({THREADS} OpenMP threads); "
                             + _floor_note(timing, "featurelens"), **extra))
-    del timing, fl_i, shap_i, exi
+    _log_rows(out)
+    del timing, fl_i, shap_i
 
     # ---- interventional values
     exv, fl_build = _timed_build(lambda: fl.explainer("tree_shap", booster, background=bg,
                                                       feature_perturbation="interventional"))
     sev, shap_build = _timed_build(lambda: shap.TreeExplainer(booster, bg, feature_perturbation="interventional"))
     wv = X_iv[:min(WARM_ROWS, 5)]
-    timing = time_alternating({
+    timing = _timed({
         "featurelens": _warm_small(lambda: exv.explain(wv, target=1), lambda: exv.explain(X_iv, target=1)),
         "shap": _warm_small(lambda: sev(wv, check_additivity=False), lambda: sev(X_iv, check_additivity=False)),
         "predict": _warm_small(lambda: margin(wv), lambda: margin(X_iv)),
@@ -323,7 +363,26 @@ def _rows_for(name: str, library: str, booster, cfg: dict, X_all: np.ndarray, tr
                         f"TreeSHAP, single-threaded (no thread option; neither library has a native "
                         f"one); featurelens {THREADS} numba threads; "
                         + _floor_note(timing, "featurelens"), **extra))
+    _log_rows(out)
     return out
+
+
+def _log_rows(rows: list) -> None:
+    """Print the figures of the rows not printed yet to stderr (progress of a long run)."""
+    for r in rows:
+        if id(r) not in _LOGGED:
+            _LOGGED.add(id(r))
+            _logged(r)
+
+
+_LOGGED: set = set()
+
+
+def _logged(r: dict) -> None:
+    """Print one row's figures to stderr."""
+    print(f"[trees] {r['model']} {r['method']}: featurelens {r['fl_s']} s, {r['peer']} {r['peer_s']} s "
+          f"(ratio {r['ratio']}), peak {r['fl_peak_mb']} / {r['peer_peak_mb']} MB, max diff "
+          f"{r['max_abs_diff']}, floor {r['floor_s']} s", file=sys.stderr, flush=True)
 
 
 def _floor_note(timing: dict, key: str) -> str:
@@ -338,13 +397,28 @@ def _floor_note(timing: dict, key: str) -> str:
 # --------------------------------------------------------------------------------------------- run
 
 
-def run(quick: bool) -> list[dict]:
+def _release_heap() -> None:
+    """Make the per-call peak memory of :func:`time_alternating` see numpy's and the libraries'
+    large allocations: glibc's malloc raises its mmap threshold as large blocks are freed, so after
+    training (gigabytes allocated and freed) arrays of tens of MB come from heap pages that stay
+    resident, and a call's resident-set peak reads 0. A fixed threshold of 128 KiB
+    (``mallopt(M_MMAP_THRESHOLD)``, which also stops the adjustment) maps every large block afresh
+    and returns it when freed, for every configuration alike; ``malloc_trim(0)`` hands the free heap
+    pages back first (and :func:`_timed` after every call). Not glibc: nothing."""
+    if _LIBC is not None:
+        _LIBC.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+        _LIBC.malloc_trim(0)
+
+
+def run(quick: bool, models: tuple = ("LightGBM", "XGBoost")) -> list[dict]:
     """The section's rows (see the module docstring).
 
     Parameters
     ----------
     quick : bool
         The small configuration (:data:`QUICK`) instead of the full one (:data:`FULL`).
+    models : tuple of str
+        Which of "LightGBM" and "XGBoost" to run (default both).
 
     Returns
     -------
@@ -364,10 +438,17 @@ def run(quick: bool) -> list[dict]:
     extra_rows = cfg["explain"] + cfg["background"]
     X, y, X_all = make_data(cfg["rows"], cfg["features"], extra_rows)
     out = []
+    unknown = set(models) - {"LightGBM", "XGBoost"}
+    if unknown:
+        raise ValueError(f"models are 'LightGBM' and 'XGBoost'; got {sorted(unknown)}")
     for name, library, build in (("LightGBM", "lightgbm", lightgbm_model), ("XGBoost", "xgboost", xgboost_model)):
+        if name not in models:
+            continue
         booster, train_s, cached = build(cfg, X, y)
+        _release_heap()
         version = lightgbm.__version__ if library == "lightgbm" else xgboost.__version__
         train = {"train_s": round(train_s, 1), "train_cached": cached, "library_version": version}
+        print(f"[trees] {name}: trained in {train_s:.1f} s{' (cached)' if cached else ''}", file=sys.stderr, flush=True)
         out.extend(_rows_for(name, library, booster, cfg, X_all, train))
         del booster
     return out
@@ -377,7 +458,8 @@ def main(argv=None) -> int:
     """Run the section and print its rows as JSON (also written to ``/tmp/scale_trees_rows.json``)."""
     argv = sys.argv[1:] if argv is None else argv
     quick = "--quick" in argv
-    rows = run(quick)
+    models = tuple(a.split("=", 1)[1] for a in argv if a.startswith("--model="))
+    rows = run(quick, models or ("LightGBM", "XGBoost"))
     text = json.dumps(rows, indent=1)
     print(text)
     ROWS_JSON.write_text(text + "\n")
