@@ -38,7 +38,9 @@ Rows (featurelens call / Captum call; both build their explainer inside the time
 
 Peak memory: what a call allocates on top of what the process held when it started, read as
 glibc's live malloc bytes (``mallinfo2``: in-use heap plus mmapped blocks; :class:`LivePeak`),
-sampled every millisecond, the largest over the timed calls; the resident-set peak of
+sampled every millisecond, the largest over the timed calls (and, beside the wall time, each
+call's process CPU time, ``fl_cpu_s`` / ``peer_cpu_s`` / ``cpu_ratio``: on a loaded machine the
+wall time also counts the time other work held the cores); the resident-set peak of
 ``_scale_common.time_alternating`` is kept beside it (``fl_peak_rss_mb``, ``peer_peak_rss_mb``),
 but at these sizes it reads whatever glibc did not hand back from the previous call (from 0 to
 80 MB for the same ResNet-18 saliency call).
@@ -140,12 +142,25 @@ class LivePeak:
     allocations in memory that glibc kept from an earlier call (blocks under its dynamic mmap
     threshold, up to 32 MiB, are reused, not returned to the OS), so calls of the same size do not
     read 0 MB one time and 80 MB the next. ``peak_mb``: the largest over the calls after the first
-    (the warm-up)."""
+    (the warm-up). Also records each call's process CPU time (``cpu_s``: the least after the
+    first), which other work on a shared machine disturbs less than the wall time."""
 
     def __init__(self, fn):
-        self.fn, self.peaks = fn, []
+        self.fn, self.peaks, self.cpu = fn, [], []
 
     def __call__(self):
+        cpu = time.process_time()
+        try:
+            return self._sampled()
+        finally:
+            self.cpu.append(time.process_time() - cpu)
+
+    @property
+    def cpu_s(self) -> float:
+        """The least process CPU time (all threads) of the calls after the first."""
+        return min(self.cpu[1:] or self.cpu)
+
+    def _sampled(self):
         start = live_mb()
         if start is None:
             return self.fn()
@@ -412,9 +427,10 @@ def _measure(case, method, spec, s, k, xk, yk, patches, n_players, ks_state, log
     r = row(SECTION, case.label, method, PEER, timing, "featurelens", "captum", diff, tol, floor_s=floor_s,
             floor=floor_text, note="", settings=spec["settings"], max_abs_value=float(f"{scale:.3g}"),
             model_note=case.note, fl_peak_rss_mb=round(rss["featurelens"], 1),
-            peer_peak_rss_mb=round(rss["captum"], 1), **extra)
+            peer_peak_rss_mb=round(rss["captum"], 1), fl_cpu_s=round(ours_fn.cpu_s, 4),
+            peer_cpu_s=round(theirs_fn.cpu_s, 4), cpu_ratio=round(ours_fn.cpu_s / theirs_fn.cpu_s, 3), **extra)
     log(f"    featurelens {r['fl_s']:.3f}s {r['fl_peak_mb']:.0f} MB | Captum {r['peer_s']:.3f}s "
-        f"{r['peer_peak_mb']:.0f} MB | ratio {r['ratio']:.2f} | floor {r['floor_s']} | diff {r['max_abs_diff']:.2g} "
+        f"{r['peer_peak_mb']:.0f} MB | ratio {r['ratio']:.2f} (CPU time {r['cpu_ratio']:.2f}) | floor {r['floor_s']} | diff {r['max_abs_diff']:.2g} "
         f"(tol {tol:.2g})", flush=True)
     return r
 

@@ -22,7 +22,8 @@ pass, measured. A ratio over 1.0 is flagged in the table; the row's note says wh
 
 Usage: .venv/bin/python benchmarks/bench_scale.py [--sections vision,text,trees] [--quick] [--out DIR] [--resume]
 ``--resume``: the vision rows an interrupted run saved (``results/.bench_scale.partial.jsonl``, one
-row per line, written as each is measured) are kept, not measured again.
+row per line, written as each is measured) are kept, not measured again; ``--compose-partial``
+writes the results from those rows alone (the sections' status says the run stopped early).
 ``--quick``: the sections' small runs, printed, nothing written. Writes
 benchmarks/results/bench_scale.md and bench_scale.json; the rows of sections not run this time are
 kept from the file already there (marked with the date of their run).
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 import time
 import traceback
@@ -170,6 +172,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     parser.add_argument("--resume", action="store_true",
                         help="keep the rows an interrupted run saved (results/.bench_scale.partial.jsonl)")
+    parser.add_argument("--compose-partial", action="store_true",
+                        help="write the results from the rows an interrupted run saved, measuring nothing")
     args = parser.parse_args(argv)
     names = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = sorted(set(names) - set(SECTIONS))
@@ -181,11 +185,18 @@ def main(argv=None) -> int:
     load_before = load_average()
     start = time.perf_counter()
     partial = None if args.quick else args.out / f".{NAME}.partial.jsonl"
-    if partial is not None and not args.resume and partial.exists():
+    if partial is not None and not (args.resume or args.compose_partial) and partial.exists():
         partial.unlink()
-    rows, status = run_sections(names, args.quick, partial=partial)
+    if args.compose_partial:  # write what an interrupted run saved, measuring nothing
+        rows = [json.loads(line) for line in partial.read_text().splitlines()] if partial.exists() else []
+        rows = [r for r in rows if r["section"] in names]
+        status = {n: f"stopped before the end: {sum(r['section'] == n for r in rows)} rows measured"
+                  for n in names}
+    else:
+        rows, status = run_sections(names, args.quick, partial=partial)
     meta = {"sections": status, "quick": args.quick, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_before": load_before, "load_after": load_average(),
             "seconds": time.perf_counter() - start}
+    rows = ordered(rows)
     if not args.quick:
         rows, meta = merge_earlier(args.out / f"{NAME}.json", rows, meta, names)
     table = markdown(rows, env, meta)
@@ -195,6 +206,22 @@ def main(argv=None) -> int:
         write_results(args.out, NAME, table, {"environment": env, "run": meta, "rows": rows})
         partial.unlink(missing_ok=True)
     return 0
+
+
+def ordered(rows: list[dict]) -> list[dict]:
+    """Rows by section (``SECTIONS`` order), model (first appearance) and method (the vision
+    section's ``ALL_METHODS`` order, else first appearance): a resumed run measures out of order."""
+    methods = {}
+    try:
+        methods = {m: i for i, m in enumerate(importlib.import_module("_scale_vision").ALL_METHODS)}
+    except ImportError:
+        pass
+    first_model = {}
+    for i, r in enumerate(rows):
+        first_model.setdefault((r["section"], r["model"]), i)
+    section = {name: i for i, name in enumerate(SECTIONS)}
+    return sorted(rows, key=lambda r: (section.get(r["section"], len(section)), first_model[(r["section"], r["model"])],
+                                       methods.get(r["method"], len(methods))))
 
 
 def merge_earlier(path: Path, rows: list[dict], meta: dict, ran: list[str]) -> tuple[list[dict], dict]:

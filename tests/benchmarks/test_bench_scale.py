@@ -158,3 +158,14 @@ def test_an_interrupted_run_resumes_from_its_saved_rows(modules, tmp_path, monke
     second, status = bs.run_sections(["fakesec"], quick=False, log=lambda *a, **k: None, partial=partial)
     assert list(calls[1]) == [("m", "a")] and [r["method"] for r in second] == ["a", "b"]
     assert status["fakesec"].startswith("ran")
+
+
+def test_rows_are_ordered_by_section_model_and_method(modules):
+    _, bs = modules
+    rows = [{"section": "trees", "model": "t", "method": "x"},
+            {"section": "vision", "model": "R18", "method": "integrated_gradients"},
+            {"section": "vision", "model": "R50", "method": "saliency"},
+            {"section": "vision", "model": "R18", "method": "saliency"}]
+    got = [(r["section"], r["model"], r["method"]) for r in bs.ordered(rows)]
+    assert got == [("vision", "R18", "saliency"), ("vision", "R18", "integrated_gradients"),
+                   ("vision", "R50", "saliency"), ("trees", "t", "x")]
