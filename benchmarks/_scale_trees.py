@@ -28,14 +28,20 @@ Rows (``section="trees"``), each model:
   feature_perturbation="interventional")``, shap's single-threaded C++; neither library has a
   native interventional TreeSHAP).
 
-Rows explained: the issue asks for interactions of 1,000 rows and an interventional row at 1,000
-rows; the peers' calls grow linearly in the rows and were measured at about 1 s per row for the
-interactions (shap's C++ for LightGBM, XGBoost's ``pred_interactions``, 500 depth-8 trees) and
-about 0.4 s per row against 1,000 background rows (shap's interventional C++), so one peer call on
-1,000 rows would take 7 to 17 minutes; 100 rows keep each row of this section to minutes.
+Rows explained: the issue asks for interactions of 1,000 rows and leaves the interventional rows
+open; the peers' calls grow linearly in the rows, and shap's single-threaded C++ interaction values
+of a LightGBM Booster (TreeSHAP run once more per feature of each tree) cost seconds per row on 500
+trees of 255 leaves, XGBoost's ``pred_interactions`` likewise, and shap's interventional C++ a
+fraction of a second per row against 1,000 background rows: one peer call on 1,000 rows would take
+from tens of minutes to over an hour on the 2 threads used here, so these rows explain 100.
+
+Peak memory: :func:`_timed` keeps each call's result (the previous one freed inside the call) and
+trims the freed heap after it, and :func:`_release_heap` fixes glibc's mmap threshold after
+training, so a call's peak is what it adds to the resident set (otherwise blocks freed during
+training are reused unseen and every peak reads 0).
 
 Every row: best wall time over ``repeats`` alternating calls (:func:`_scale_common.time_alternating`;
-the warm-up call of each configuration runs on 200 rows: it loads the compiled kernels and packs
+the warm-up call of each configuration runs on 200 rows, 2 for the interactions: it loads the compiled kernels and packs
 the trees, and costs no full call), the peak resident memory each call added, the largest absolute
 difference from the peer's values with the tolerance ``1e-6 * max(1, max |peer values|)``, and the
 model-call floor: the Booster's own ``predict`` of the margin for the same rows (one leaf per tree
@@ -47,8 +53,8 @@ interventional row) is single-threaded and has no thread option, which each such
 
 ``run(quick=True)``: 20,000 x 20 rows, 50 trees, 1,000 / 200 / 200 rows explained against 100
 background rows, one timed call each (a smoke test of well under a minute after training).
-Standalone: ``python benchmarks/_scale_trees.py [--quick] [--model=LightGBM|XGBoost ...]`` prints the rows as JSON and writes them
-to ``/tmp/scale_trees_rows.json``.
+Standalone: ``python benchmarks/_scale_trees.py [--quick] [--model=LightGBM|XGBoost ...]`` prints
+the rows as JSON and writes them to ``/tmp/scale_trees_rows.json`` (or ``$SCALE_TREES_JSON``).
 """
 
 from __future__ import annotations
