@@ -42,7 +42,7 @@ def test_activation_bytes_from_the_config():
     minilm.config = types.SimpleNamespace(hidden_size=384, num_attention_heads=12, intermediate_size=1536)
     per_row = 4 * 512 * (1536 + 4 * 384 + 2 * 12 * 512)
     assert _forward.activation_bytes(minilm, 512) == per_row == 31_457_280
-    assert _forward.rows_per_forward(minilm, 512) == 2**26 // per_row == 2
+    assert _forward.rows_per_forward(minilm, 512) == 2**28 // per_row == 8
     assert _forward.rows_per_forward(minilm, 512, batch_size=3) == 3
     assert _forward.rows_per_forward(minilm, 4) == 1024  # at most DEFAULT_BATCH_SIZE rows
     gpt2 = torch.nn.Module()
@@ -122,5 +122,11 @@ def test_generation_game_keeps_last_logits(monkeypatch):
             P = len(kept)
             expected.append(sum(float(logp[P - 1 + j, t]) for j, t in enumerate(cont)))
     np.testing.assert_allclose(values, expected, rtol=0, atol=1e-5)
-    monkeypatch.setattr(_forward, "FORWARD_CHUNK_BYTES", 1)  # one sequence a call
+    # The game's calls are bounded by DEFAULT_CHUNK_BYTES (logits and activations): 1 byte, one
+    # sequence a call; float32 sums over another batch size may differ in the last bits.
+    from featurelens.text import _games
+
+    assert game.rows_per_call(len(prompt_ids) + len(cont)) > 1
+    monkeypatch.setattr(_games, "DEFAULT_CHUNK_BYTES", 1)
+    assert game.rows_per_call(len(prompt_ids) + len(cont)) == 1
     np.testing.assert_allclose(game(masks), values, rtol=0, atol=1e-6)

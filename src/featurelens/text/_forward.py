@@ -21,14 +21,13 @@ __all__ = ["FORWARD_CHUNK_BYTES", "activation_bytes", "forward_ids", "is_hf_mode
            "rows_per_forward"]
 
 #: Estimated activation bytes of one call of a text model (:func:`activation_bytes` per sequence
-#: times the sequences sent): 64 MiB, so that no one activation tensor of a call (the attention
-#: scores, the feed-forward layer's output) passes glibc's 32 MiB mmap threshold, above which every
-#: call maps it afresh and page-faults it in (MiniLM on 128 tokens: calls of 85 sequences were
-#: slower per sequence than calls of 16; ``featurelens._batching.DEFAULT_CHUNK_ELEMENTS`` has the
-#: same reason). Read at call time, so setting ``featurelens.text._forward.FORWARD_CHUNK_BYTES``
-#: changes how the sequences are split into calls (never the values: each sequence's output does
-#: not depend on the others in its call).
-FORWARD_CHUNK_BYTES = 2**26
+#: times the sequences sent): 256 MiB, 8 sequences of 512 tokens a call for MiniLM. On two CPU
+#: cores, calls of 8 such sequences took 557 ms a sequence against 605 for calls of 4 and 883 for
+#: calls of 1, and added 72 MB at their peak (the estimate counts the attention scores in full, which
+#: scaled-dot-product attention does not keep, so it errs on the side of memory). Read at call time,
+#: so setting ``featurelens.text._forward.FORWARD_CHUNK_BYTES`` changes how the sequences are split
+#: into calls (never the values: each sequence's output does not depend on the others in its call).
+FORWARD_CHUNK_BYTES = 2**28
 #: The width assumed for a model whose configuration does not say it (no ``hidden_size`` /
 #: ``n_embd`` and no embedding layer).
 _DEFAULT_WIDTH = 1024
@@ -109,12 +108,14 @@ def activation_bytes(model, length: int) -> int:
     return 4 * length * (inter + 4 * hidden + 2 * heads * length)
 
 
-def rows_per_forward(model, length: int, batch_size: int | None = None, extra_row_bytes: int = 0) -> int:
+def rows_per_forward(model, length: int, batch_size: int | None = None, extra_row_bytes: int = 0,
+                     budget_bytes: int | None = None) -> int:
     """Sequences of ``length`` tokens sent in one call of ``model``: ``batch_size`` when given,
     else as many as keep ``activation_bytes(model, length) + extra_row_bytes`` (e.g. a causal LM's
-    logits) per sequence within :data:`FORWARD_CHUNK_BYTES`, at least 1 and at most
-    ``featurelens._batching.DEFAULT_BATCH_SIZE``."""
+    logits) per sequence within ``budget_bytes`` (None: :data:`FORWARD_CHUNK_BYTES`), at least 1
+    and at most ``featurelens._batching.DEFAULT_BATCH_SIZE``."""
     if batch_size is not None:
         return int(batch_size)
     row = activation_bytes(model, length) + int(extra_row_bytes)
-    return rows_for_bytes(row, FORWARD_CHUNK_BYTES, max_rows=DEFAULT_BATCH_SIZE)
+    budget = FORWARD_CHUNK_BYTES if budget_bytes is None else int(budget_bytes)
+    return rows_for_bytes(row, budget, max_rows=DEFAULT_BATCH_SIZE)

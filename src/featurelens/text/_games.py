@@ -359,14 +359,15 @@ class GenerationGame(Game):
         size); 1 while the vocabulary is unknown (a batch_size given is checked once it is known).
         For a transformers LM that takes ``logits_to_keep`` (its logits are then ``T + 1`` positions,
         not ``length``), a sequence's activations
-        (:func:`featurelens.text._forward.activation_bytes`) are counted with its logits, within
-        :data:`featurelens.text._forward.FORWARD_CHUNK_BYTES`."""
+        (:func:`featurelens.text._forward.activation_bytes`) are counted with its logits, within the
+        same ``DEFAULT_CHUNK_BYTES``."""
         if self._logit_vocab is None:
             return 1
         if self._batch_size is not None:
             return self._batch_size
         if self._keep is not None:
-            return min(self.chunk_size, rows_per_forward(self.lm, length, extra_row_bytes=self.logits_bytes(length)))
+            return min(self.chunk_size, rows_per_forward(self.lm, length, extra_row_bytes=self.logits_bytes(length),
+                                                         budget_bytes=DEFAULT_CHUNK_BYTES))
         return rows_for_bytes(self.logits_bytes(length), DEFAULT_CHUNK_BYTES, max_rows=self.chunk_size)
 
     def _learn_logits(self, logits: torch.Tensor) -> None:
