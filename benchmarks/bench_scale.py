@@ -61,9 +61,15 @@ NOTES = {
         "the images and the baseline for its completeness gap; Captum sends all 256 path points in one batch "
         "(over 5 GB), which on this CPU ran at or below the floor of 32 passes of 8 rows; one timed call each on "
         "a machine at a load average above 10"),
+    ("vision", "gradcam"): (
+        "both make one forward of the batch and one backward to layer4's output (featurelens in one chunk of "
+        "8 images since the 8-row minimum); the cause of the gap was not isolated in this run (best of 5 "
+        "alternating rounds on a machine at a load average above 10)"),
     ("vision", "smoothgrad"): (
-        "featurelens makes the floor's passes (16 chunks of 8 noisy copies); Captum sends all 128 noisy copies "
-        "in one batch; one timed call each on a loaded machine: see the CPU-time ratio"),
+        "featurelens makes the floor's passes (16 chunks of 8 noisy copies) and draws its noise from one seeded "
+        "stream per row (reproducible in any row split; about 1 s of CPU for these 19 million draws, against "
+        "0.2 s for one torch.randn); Captum sends all 128 noisy copies in one batch (2.7 GB); one timed call "
+        "each on a machine at a load average above 10"),
 }
 
 
