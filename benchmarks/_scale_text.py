@@ -43,8 +43,9 @@ Rows (``section="text"``):
 
 Floors: the method's model passes done by plain torch in the batches featurelens uses (MiniLM:
 ``ceil(budget / r)`` forward passes of ``r`` sequences, ``r`` the rows of a call of
-``featurelens.text._forward.rows_per_forward``; GPT-2 perturbation: one forward pass per
-evaluation, the last ``T + 1`` logits only; IG: the nodes' forward and backward passes).
+``featurelens.text._forward.rows_per_forward``; GPT-2 perturbation: ``ceil(evaluations / r)``
+forward passes of ``GenerationGame``'s ``r`` sequences, the last ``T + 1`` logits only; IG: the
+nodes' forward and backward passes).
 
 Timing: :func:`_scale_common.time_alternating` with ``repeats`` rounds; the warm-up call of each
 configuration is a small one (budget 16 / 2 nodes) that loads the code paths without costing a
@@ -269,7 +270,10 @@ def _minilm_rows(model, tok, n_tokens: int, s: Settings) -> list[dict]:
                         1e-4 * max(1.0, float(np.abs(b).max())), passes * timing["best_s"]["floor"],
                         f"{passes} x fwd+bwd of {ig_rows} x {L} tokens", s,
                         settings=f"word embeddings, pad baseline, Gauss-Legendre; Captum LayerIntegratedGradients "
-                                 f"internal_batch_size={s.ig_captum_batch}"))
+                                 f"internal_batch_size={s.ig_captum_batch}",
+                        note=f"featurelens sends the nodes {ig_rows} a pass (featurelens._batching.default_rows of one "
+                             f"{L} x 384 embedding) against Captum's {min(s.ig_captum_batch, s.ig_steps)}, and both "
+                             "run f(x) and f(baseline) first; the floor counts featurelens's passes only"))
     return out
 
 
@@ -328,9 +332,21 @@ def _gpt_rows(lm, tok, s: Settings) -> list[dict]:
 
     f_x, f_b = logp(full), logp(base)
 
+    from featurelens._batching import DEFAULT_CHUNK_BYTES
+    from featurelens.text._forward import rows_per_forward
+
+    # The sequences of one call of featurelens's GenerationGame (logits of T + 1 positions and the
+    # activations within DEFAULT_CHUNK_BYTES).
+    g_rows = rows_per_forward(lm, P + T, extra_row_bytes=V * ((T + 1) * 4 + 16 * T), budget_bytes=DEFAULT_CHUNK_BYTES)
+    batch = full.expand(g_rows, P + T)
+
     def fwd():
         with torch.inference_mode():
-            lm(input_ids=full, attention_mask=torch.ones_like(full), logits_to_keep=T + 1)
+            lm(input_ids=batch, attention_mask=torch.ones_like(batch), logits_to_keep=T + 1, use_cache=False)
+
+    def floor(evaluations):
+        calls = math.ceil(evaluations / g_rows)
+        return calls * timing["best_s"]["floor"], f"{calls} x fwd of {g_rows} x {P + T} tokens"
 
     out = []
 
@@ -400,7 +416,7 @@ def _gpt_rows(lm, tok, s: Settings) -> list[dict]:
         timing = time_alternating(configs, repeats=s.repeats)
         a, b = timing["last"]["featurelens"], timing["last"]["captum"]
         out.append(_row(label, "leave_one_out", timing, max_abs_diff(a, b), 1e-4 * max(1.0, float(np.abs(b).max())),
-                        (P + 1) * timing["best_s"]["floor"], f"{P + 1} x fwd of 1 x {P + T} tokens", s,
+                        *floor(P + 1), s,
                         settings="removal = token id 0; Captum LLMAttribution(FeatureAblation), forward_in_tokens=False"))
 
     if "gpt_ks" in s.methods:
@@ -414,8 +430,8 @@ def _gpt_rows(lm, tok, s: Settings) -> list[dict]:
         timing = time_alternating(configs, repeats=s.repeats)
         a, b = np.asarray(timing["last"]["featurelens"]), np.asarray(timing["last"]["captum"])
         out.append(_row(label, f"kernel_shap (budget {s.gpt_ks_budget})", timing, _efficiency_gap(a, f_x, f_b), 1e-4,
-                        s.gpt_ks_budget * timing["best_s"]["floor"], f"{s.gpt_ks_budget} x fwd of 1 x {P + T} tokens",
-                        s, settings="removal = token id 0; Captum LLMAttribution(KernelShap), forward_in_tokens=False",
+                        *floor(s.gpt_ks_budget + 1), s,
+                        settings="removal = token id 0; Captum LLMAttribution(KernelShap), forward_in_tokens=False",
                         values_vs_peer=float(f"{max_abs_diff(a, b):.3g}"),
                         corr_vs_peer=round(float(np.corrcoef(a, b)[0, 1]), 3),
                         note="value check: sum of featurelens values = log p(y|x) - log p(y|baseline) (exact); "
