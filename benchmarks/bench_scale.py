@@ -53,8 +53,8 @@ _CHUNKS = ("featurelens' forward chunks hold 3 images of 3x224x224 (the automati
            "per row on CPU, the cost the gradient explainers' 8-row minimum removed for saliency "
            "(explainers/gradient.py). The forward-only explainers and the chunk rule are not in this change")
 NOTES = {
-    ("vision", "feature_ablation"): _CHUNKS.format(peer_rows="the whole batch (8)"),
-    ("vision", "occlusion"): _CHUNKS.format(peer_rows="the whole batch (8)"),
+    ("vision", "feature_ablation"): _CHUNKS.format(peer_rows="8 (the whole batch)"),
+    ("vision", "occlusion"): _CHUNKS.format(peer_rows="8 (the whole batch)"),
     ("vision", "kernel_shap"): _CHUNKS.format(peer_rows="64 (perturbations_per_eval=64)"),
     ("vision", "integrated_gradients"): (
         "featurelens makes the floor's passes (32 chunks of 8 path points, about 200 MB) plus one forward of "
