@@ -9,7 +9,7 @@ STAMP := $(VENV)/.featurelens-installed
 WHEELHOUSE ?= .wheelhouse
 WHEELHOUSE_STAMP := $(WHEELHOUSE)/.complete
 
-.PHONY: setup demo test bench docs dist clean
+.PHONY: setup demo test bench docs dist clean torchvision-models
 
 setup: $(STAMP) $(WHEELHOUSE_STAMP)
 
@@ -17,7 +17,15 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(MAKE) torchvision-models
 	touch $(STAMP)
+
+# torchvision's architectures for the tests and benchmarks on real-sized CNNs and ViTs, kept out of
+# site-packages: the index's torchvision for torch 2.13 is the CUDA build, whose compiled ops fail
+# to load beside the CPU torch, and transformers imports any torchvision it finds.
+# benchmarks/_torchvision.py imports the (pure-Python) model definitions from this folder.
+torchvision-models:
+	$(PY) -m pip install --quiet --no-deps -c constraints.txt --target $(VENV)/torchvision-models torchvision
 
 # `pip download .` resolves the project's core dependencies (not the project itself) into wheels.
 $(WHEELHOUSE_STAMP): $(STAMP)

@@ -5,8 +5,10 @@ its compiled operators (``torchvision::nms``, ``roi_align``, ...) do not load be
 torch that our machines and CI pin, and ``import torchvision`` then fails in
 ``torchvision._meta_registrations``, which registers fake kernels for those operators
 ("operator torchvision::nms does not exist"). The model definitions (``torchvision.models``)
-are plain Python and need none of them. :func:`import_torchvision` imports torchvision normally
-and, only when that fails this way, again with ``_meta_registrations`` stubbed out, so the
+are plain Python and need none of them. ``make setup`` installs that torchvision outside
+site-packages (``.venv/torchvision-models``; transformers imports any torchvision it finds and
+would fail on it), and :func:`import_torchvision` imports it from there, with
+``_meta_registrations`` stubbed out when the compiled ops do not load, so the
 benchmarks and tests build ResNet, DenseNet and ViT exactly as torchvision ships them (random
 weights: nothing is downloaded). Detection ops stay unusable in that case; nothing here uses them.
 
@@ -18,12 +20,22 @@ from __future__ import annotations
 import importlib
 import sys
 import types
+from pathlib import Path
 
 _META = "torchvision._meta_registrations"
 
 
+def vendored_folder() -> Path:
+    """Where ``make setup`` installs torchvision outside site-packages: ``<venv>/torchvision-models``."""
+    return Path(sys.prefix) / "torchvision-models"
+
+
 def import_torchvision():
     """``torchvision``, or raise ImportError saying why it cannot be used here.
+
+    A torchvision in site-packages that imports is used as it is. Otherwise the copy ``make setup``
+    installs in :func:`vendored_folder` is imported (with its compiled ops' fake registrations
+    stubbed out when they do not load), and that folder stays on ``sys.path``.
 
     Returns
     -------
@@ -36,19 +48,36 @@ def import_torchvision():
     >>> tv = import_torchvision()  # doctest: +SKIP
     >>> net = tv.models.resnet18(weights=None).eval()  # doctest: +SKIP
     """
+    if "torchvision" in sys.modules and hasattr(sys.modules["torchvision"], "models"):
+        return sys.modules["torchvision"]
     try:
         return importlib.import_module("torchvision")
     except ModuleNotFoundError:
-        raise
+        folder = vendored_folder()
+        if not (folder / "torchvision").is_dir():
+            raise ImportError(f"torchvision is not installed (neither in site-packages nor in {folder}; "
+                              "`make setup` puts it there)") from None
+        sys.path.append(str(folder))
     except RuntimeError as err:
         if "torchvision::" not in str(err):
             raise ImportError(f"torchvision does not import here: {err}") from err
-    # A half-imported package stays in sys.modules after the failure: drop it, stub the fake
-    # kernel registrations (they only describe the compiled ops for torch.compile) and retry.
-    for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
-        del sys.modules[name]
+    _drop_partial_import()
+    try:
+        return importlib.import_module("torchvision")
+    except RuntimeError as err:
+        if "torchvision::" not in str(err):
+            raise ImportError(f"torchvision does not import here: {err}") from err
+    # The compiled ops did not load: stub the fake kernel registrations (they only describe those
+    # ops for torch.compile) and import the plain-Python package again.
+    _drop_partial_import()
     sys.modules[_META] = types.ModuleType(_META)
     try:
         return importlib.import_module("torchvision")
     except Exception as err:  # noqa: BLE001 - any failure means: not usable here
         raise ImportError(f"torchvision does not import here, even without its compiled ops: {err}") from err
+
+
+def _drop_partial_import() -> None:
+    """A failed import leaves the half-imported package in sys.modules: remove it."""
+    for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
+        del sys.modules[name]

@@ -9,7 +9,7 @@ hooks have always taken, checked against Captum elsewhere). DeepLift's summation
 second, independent reference.
 
 The blocks are built here (no download); ``torchvision.models.resnet18`` and ``densenet121`` as
-shipped are compared too. torchvision is a dev dependency; its only build for torch 2.13 (0.28.0)
+shipped are compared too. `make setup` installs torchvision beside the venv; its only build for torch 2.13 (0.28.0)
 is the CUDA one, whose compiled ops do not load beside the pinned CPU torch, so it is imported
 through ``benchmarks/_torchvision.py`` (the model definitions are plain Python).
 """
