@@ -361,11 +361,20 @@ def _rows_for(name: str, library: str, booster, cfg: dict, X_all: np.ndarray, tr
     fl_v = timing["last"]["featurelens"].values
     shap_v = _shap_class1(timing["last"]["shap"])
     floor = timing["best_s"]["predict"]
-    extra = dict(common, rows=n_iv, background_rows=n_bg, fl_build_s=fl_build, peer_build_s=shap_build)
+    # both against the model itself: the values of each row sum to f(x) - mean f(background)
+    gap = margin(X_iv) - margin(bg).mean()
+    fl_add = float(np.max(np.abs(fl_v.sum(axis=1) - gap)))
+    peer_add = float(np.max(np.abs(shap_v.sum(axis=1) - gap)))
+    extra = dict(common, rows=n_iv, background_rows=n_bg, fl_build_s=fl_build, peer_build_s=shap_build,
+                 fl_additivity=float(f"{fl_add:.3g}"), peer_additivity=float(f"{peer_add:.3g}"))
+    off = ""
+    if peer_add > _tolerance(shap_v):
+        off = (f"shap's values miss additivity by {peer_add:.3g} (they do not sum to f(x) minus the mean "
+               f"margin of the background), featurelens's by {fl_add:.3g}: the difference is shap's; ")
     out.append(row(SECTION, name, "tree_shap interventional", "shap", timing, "featurelens", "shap",
                    max_abs_diff(fl_v, shap_v), _tolerance(shap_v), floor,
                    f"{library} predict (margin) of the same {n_iv} rows, {THREADS} threads",
-                   note=f"{n_iv} rows against {n_bg} background rows; shap's own C++ interventional "
+                   note=off + f"{n_iv} rows against {n_bg} background rows; shap's own C++ interventional "
                         f"TreeSHAP, single-threaded (no thread option; neither library has a native "
                         f"one); featurelens {THREADS} numba threads; "
                         + _floor_note(timing, "featurelens"), **extra))
