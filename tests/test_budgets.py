@@ -21,6 +21,9 @@ from featurelens.games import Game
 from featurelens.learning._grokking import run_grokking
 
 HUGE = (10**9, 10**10, 10**12)
+#: A refusal "before work" must come long before the refused work could finish (hours at these
+#: sizes); the bound only separates the two and leaves a loaded 2-core machine ample slack.
+REFUSAL_BOUND_S = 20.0
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +191,9 @@ def test_huge_budgets_are_refused_before_work(setup, case, value):
     # ... and the bound: the evaluation limit or the available memory, with the way out.
     assert ("the limit is" in message) or ("available" in message), message
     assert "lower" in message, message
-    assert elapsed < 1.0, f"{name}={value} took {elapsed:.2f} s to refuse"
+    # Not a speed check: a call that started the work (10^9+ evaluations) would run for hours;
+    # the bound is loose so a busy CI machine never trips it.
+    assert elapsed < REFUSAL_BOUND_S, f"{name}={value} took {elapsed:.2f} s to refuse"
     assert game.calls == calls  # nothing was evaluated
 
 
@@ -263,7 +268,7 @@ def test_diagnose_cli_refuses_a_huge_modulus_in_process(tmp_path):
     assert rc == 2
     text = err.getvalue()
     assert "p=100000" in text and "of memory" in text and "lower p (--p" in text, text
-    assert elapsed < 1.0
+    assert elapsed < REFUSAL_BOUND_S
     assert not out.exists() or not os.listdir(out)  # no report folder was written
 
 
@@ -362,7 +367,7 @@ def test_huge_cli_sizes_are_refused_in_process(tmp_path, case, value):
     if option != "-k":  # the bound and the way out
         assert "the limit is" in text or "available" in text, text
         assert "lower " in text, text
-    assert elapsed < 1.0, f"{argv} took {elapsed:.2f} s to refuse"
+    assert elapsed < REFUSAL_BOUND_S, f"{argv} took {elapsed:.2f} s to refuse"
     assert not out.exists()  # nothing was written
     assert threading.active_count() == threads  # no worker was started
 

@@ -132,7 +132,7 @@ def test_a_bad_out_fails_fast_before_loading(kind, tmp_path, capsys, monkeypatch
     out = {"file": str(f), "empty": "", "foreign folder": str(foreign)}[kind]
     start = time.perf_counter()
     code = main(["explain", "--model", "m.skops", "--data", "d.csv", "--out", out])
-    assert time.perf_counter() - start < 1.0 and code == 2
+    assert time.perf_counter() - start < 20.0 and code == 2  # before work, not a speed check
     err = capsys.readouterr().err
     assert "--out" in err and "Traceback" not in err
     assert (foreign / "notes.txt").read_text() == "keep"

@@ -33,7 +33,7 @@ def test_a_bad_out_fails_fast_before_any_work(command, kind, tmp_path, capsys, m
         pytest.skip("needs /proc")
     start = time.perf_counter()
     code = main(command + ["--out", out])
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 20.0  # refused before work (the work takes hours), not a speed check
     assert code == 2
     err = capsys.readouterr().err
     assert "error" in err and "--out" in err or "out" in err

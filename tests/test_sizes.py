@@ -49,7 +49,7 @@ def test_hyperdfs_sizes_are_refused_before_allocation(data, name, value, size, m
                                          rf"[0-9.e+]+ parameters, about {size} of memory to train, more than the 16 GB "
                                          rf"available; lower {name}$"):
         HyperDFS(budget=2, n_heads=1, **{name: value}).fit(X, y)
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 20.0  # refused before work (hours at these sizes), not a speed check
 
 
 def test_hyperdfs_default_sizes_need_little_memory():
@@ -73,7 +73,7 @@ def test_sand_hidden_widths_are_refused_before_allocation(data, monkeypatch):
     with pytest.raises(ValueError, match=r"^hidden=\(65536, 65536\) .* about 68.8 GB of memory to train, more than "
                                          r"the 8 GB available; lower hidden$"):
         SAND(k=2, hidden=(2**16, 2**16), epochs=1).fit(X, y)
-    assert time.perf_counter() - start < 3.0
+    assert time.perf_counter() - start < 20.0  # refused before work (hours at these sizes), not a speed check
     SAND(k=2, hidden=(16,), epochs=1).fit(X, y)  # small widths pass under the same 8 GB
 
 
