@@ -14,6 +14,9 @@ def test_chunks_cover_range_in_bounded_pieces():
     copy, sample = expansion_index(slice(5, 9), 3)
     assert copy.tolist() == [1, 2, 2, 2] and sample.tolist() == [2, 0, 1, 2]
     assert default_rows(64) == 1024 and default_rows(3 * 32 * 32) == 170 and default_rows(10**7) == 1
+    # forward-only passes: up to 16384 rows, 2**19 elements, but at least 8 rows (3x224x224 gave 3)
+    assert default_rows(64, forward_only=True) == 8192 and default_rows(3 * 224 * 224, forward_only=True) == 8
+    assert default_rows(10**7, forward_only=True) == 8
 
 
 def test_predict_in_chunks_equals_one_pass():

@@ -43,12 +43,23 @@ def check_batch_size(batch_size: int | None) -> int:
 DEFAULT_FORWARD_ROWS = 16384
 
 
+#: Forward-only chunks hold at least this many rows. The element bound alone gives 3 rows of a
+#: 3x224x224 image, and a convolution over 3 rows runs slower per row than over 8 (ResNet-18: the
+#: occlusion / feature-ablation / KernelSHAP passes of benchmarks/bench_scale.py sent 3 images a
+#: call where Captum sends 8). Without a graph only one layer's activations live at a time, so 8
+#: rows of a 224x224 image stay small. Gradient passes have their own floor
+#: (``featurelens.explainers.gradient.GRADIENT_MIN_ROWS``).
+FORWARD_MIN_ROWS = 8
+
+
 def default_rows(row_numel: int, forward_only: bool = False) -> int:
     """Rows per chunk when no batch_size is given: at most :data:`DEFAULT_BATCH_SIZE` rows
     (:data:`DEFAULT_FORWARD_ROWS` for forward-only passes) and at most
-    :data:`DEFAULT_CHUNK_ELEMENTS` input elements, but at least one row."""
-    cap = DEFAULT_FORWARD_ROWS if forward_only else DEFAULT_BATCH_SIZE
-    return max(1, min(cap, DEFAULT_CHUNK_ELEMENTS // max(1, int(row_numel))))
+    :data:`DEFAULT_CHUNK_ELEMENTS` input elements, but at least one row (at least
+    :data:`FORWARD_MIN_ROWS` for forward-only passes)."""
+    if forward_only:
+        return max(FORWARD_MIN_ROWS, min(DEFAULT_FORWARD_ROWS, DEFAULT_CHUNK_ELEMENTS // max(1, int(row_numel))))
+    return max(1, min(DEFAULT_BATCH_SIZE, DEFAULT_CHUNK_ELEMENTS // max(1, int(row_numel))))
 
 
 def chunks(total: int, batch_size: int) -> Iterator[slice]:

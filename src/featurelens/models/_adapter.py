@@ -615,7 +615,7 @@ class Model(BatchedPasses):
         2. else the Model's ``batch_size`` when one was given at construction;
         3. else ``featurelens._batching.default_rows``: at most 1024 rows (16384 for
            ``forward_only`` passes, which keep no autograd graph) and at most 2**19 input elements
-           per chunk, but at least one row.
+           per chunk, but at least one row (8 for ``forward_only`` passes).
 
         It never changes the Model."""
         if batch_size is not None:
