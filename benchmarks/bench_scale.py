@@ -173,16 +173,22 @@ def markdown(rows: list[dict], env: dict, meta: dict) -> str:
     ]
     for r in rows:
         over = "**yes**" if r["ratio"] > 1.0 else ""
-        mem = "" if r["fl_peak_mb"] <= r["peer_peak_mb"] else " (over)"
-        diff = f"{r['max_abs_diff']:.2g} ({r['tolerance']:.2g}){'' if r['within_tolerance'] else ' **over**'}"
+        fl_mb, peer_mb = r.get("fl_peak_mb"), r.get("peer_peak_mb")
+        if fl_mb is None or peer_mb is None:  # a row whose memory was not measured validly
+            fl_cell, peer_cell = "n/a", "n/a"
+        else:
+            fl_cell = f"{fl_mb:.0f}" + ("" if fl_mb <= peer_mb else " (over)")
+            peer_cell = f"{peer_mb:.0f}"
+        tol, within = r.get("tolerance"), r.get("within_tolerance")
+        diff = f"{r['max_abs_diff']:.2g}" + ("" if tol is None else f" ({tol:.2g})") + (" **over**" if within is False else "")
         lines.append(
             f"| {r['section']} | {r['model']} | {r['method']} vs {r['peer']} | {_fmt_s(r['fl_s'])} "
-            f"| {_fmt_s(r['peer_s'])} | {r['ratio']:.2f} | {_fmt_ratio(r.get('cpu_ratio'))} | {r['fl_peak_mb']:.0f}{mem} | {r['peer_peak_mb']:.0f} "
-            f"| {diff} | {_fmt_s(r['floor_s'])} ({r['floor']}) | "
-            f"{'' if r['fl_over_floor'] is None else format(r['fl_over_floor'], '.2f')} | {over} |")
+            f"| {_fmt_s(r['peer_s'])} | {r['ratio']:.2f} | {_fmt_ratio(r.get('cpu_ratio'))} | {fl_cell} | {peer_cell} "
+            f"| {diff} | {_fmt_s(r.get('floor_s'))} ({r.get('floor', '')}) | "
+            f"{'' if r.get('fl_over_floor') is None else format(r['fl_over_floor'], '.2f')} | {over} |")
     notes = [r for r in rows if r.get("note")]
     if notes:
-        lines += ["", "Notes on rows over 1.0:", ""]
+        lines += ["", "Notes (every row over 1.0 has one):", ""]
         lines += [f"- {r['model']} / {r['method']}: {r['note']}" for r in notes]
     lines.append("")
     return "\n".join(lines)
