@@ -156,6 +156,7 @@ def test_integrated_gradients_chunking_matches_captum(batch_size, monkeypatch):
         monkeypatch.setattr("featurelens._batching.DEFAULT_CHUNK_ELEMENTS", 4 * 64)
         # and the gradient explainers' floor of 8 rows per chunk is lifted, so that copies split
         monkeypatch.setattr("featurelens.explainers.gradient.GRADIENT_MIN_ROWS", 1)
+        monkeypatch.setattr("featurelens._batching.FORWARD_MIN_ROWS", 1)  # and the forward passes' floor
         batch_size, bound = None, 4
     else:
         bound = batch_size or 1024

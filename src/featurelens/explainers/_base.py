@@ -176,7 +176,8 @@ def explainer(name: str, model, output: str | None = None, **params) -> "Explain
         # The class may see the model as something else first (tree_shap: a raw LightGBM/XGBoost
         # Booster as the classifier or regressor its objective makes it), so that the units are
         # checked against what is explained, not against the raw object's ``predict``.
-        model = Model.wrap(cls.model_for_explaining(model), output=output)
+        model_for = getattr(cls, "model_for_explaining", None)  # registered classes need not subclass Explainer
+        model = Model.wrap(model if model_for is None else model_for(model), output=output)
     return cls(model, **params)
 
 
