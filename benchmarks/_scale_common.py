@@ -86,6 +86,20 @@ def time_alternating(configs: dict[str, Callable[[], object]], repeats: int = 3)
             "last": last}
 
 
+def warm_small(small, full):
+    """A callable whose first call runs ``small`` (the warm-up of :func:`time_alternating`) and
+    every later call ``full``: a slow method warms up on a few rows only."""
+    state = {"warm": False}
+
+    def call():
+        if not state["warm"]:
+            state["warm"] = True
+            return small()
+        return full()
+
+    return call
+
+
 def max_abs_diff(a, b) -> float:
     """Largest absolute difference of two arrays or tensors (any shapes that broadcast equal)."""
     a, b = _np(a), _np(b)

@@ -68,7 +68,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from _scale_common import max_abs_diff, row, time_alternating  # noqa: E402
+from _scale_common import max_abs_diff, row, time_alternating, warm_small as _warm_small  # noqa: E402
 
 SECTION = "text"
 PEER = "captum"
@@ -94,18 +94,6 @@ QUICK = Settings(sizes=(64,), ks_budget=64, ig_steps=8, ig_captum_batch=8, gpt_t
                  gpt_ks_budget=32)
 
 
-def _warm_small(small, full):
-    """A callable whose first call runs ``small`` (the warm-up of :func:`time_alternating`) and
-    every later call ``full``."""
-    state = {"warm": False}
-
-    def call():
-        if not state["warm"]:
-            state["warm"] = True
-            return small()
-        return full()
-
-    return call
 
 
 class _Before:

@@ -69,7 +69,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from _scale_common import max_abs_diff, row, time_alternating  # noqa: E402
+from _scale_common import max_abs_diff, row, time_alternating, warm_small as _warm_small  # noqa: E402
 
 SECTION = "trees"
 THREADS = 2
@@ -185,18 +185,6 @@ def _cached(path: Path, train, load, save):
 # ------------------------------------------------------------------------------------------- calls
 
 
-def _warm_small(small, full):
-    """A callable whose first call runs ``small`` (the warm-up of :func:`time_alternating`) and
-    every later call ``full``."""
-    state = {"warm": False}
-
-    def call():
-        if not state["warm"]:
-            state["warm"] = True
-            return small()
-        return full()
-
-    return call
 
 
 def _timed(configs: dict, repeats: int) -> dict:

@@ -21,3 +21,22 @@ def benchmark_script():
     finally:
         if added:
             sys.path.remove(BENCHMARKS)
+
+
+@pytest.fixture(scope="module")
+def sc():
+    """benchmarks/seed_claims.py loaded afresh for each test module (its ``_claims`` state is the
+    module's own)."""
+    import importlib.util
+
+    path = Path(BENCHMARKS) / "seed_claims.py"
+    spec = importlib.util.spec_from_file_location("_seed_claims_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def rows(sc):
+    """The seed-claims table's rows (``seed_claims.collect()``)."""
+    return sc.collect()

@@ -27,16 +27,6 @@ def _load(name, path):
     return mod
 
 
-@pytest.fixture(scope="module")
-def sc():
-    return _load("_seed_claims_under_test", ROOT / "benchmarks" / "seed_claims.py")
-
-
-@pytest.fixture(scope="module")
-def rows(sc):
-    return sc.collect()
-
-
 def _doc(name):
     with open(RESULTS / name, encoding="utf-8") as f:
         return json.load(f)

@@ -9,7 +9,6 @@
   script docstring says "fixed before the run" for a rule written after it.
 """
 
-import importlib.util
 import json
 import re
 import shutil
@@ -20,23 +19,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
-
-
-def _load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-@pytest.fixture(scope="module")
-def sc():
-    return _load("_seed_claims_honest_under_test", ROOT / "benchmarks" / "seed_claims.py")
-
-
-@pytest.fixture(scope="module")
-def rows(sc):
-    return sc.collect()
 
 
 def _doc(name):
