@@ -233,9 +233,16 @@ def distinct_relus(net: torch.nn.Module) -> torch.nn.Module:
 def _torchvision_case(tv, arch: str, label: str, n: int, methods: tuple, layer: str | None) -> Case:
     torch.manual_seed(0)
     model = getattr(tv.models, arch)(weights=None).eval()
+    note = f"torchvision {arch}, weights=None (random, seed 0)"
+    head = getattr(getattr(model, "heads", None), "head", None)
+    if isinstance(head, torch.nn.Linear):
+        # torchvision's ViT starts its classification head at zero: every output, and every
+        # attribution, would be 0 and the value check empty. A random head as any other layer.
+        with torch.no_grad():
+            head.weight.normal_(0.0, head.in_features ** -0.5)
+        note += "; classification head re-drawn from N(0, 1/768) (torchvision initialises it to zero)"
     x = torch.randn(n, 3, 224, 224, generator=torch.Generator().manual_seed(0))
-    return Case(f"{label} ({n} x 3x224x224)", model, x, methods, layer,
-                note=f"torchvision {arch}, weights=None (random, seed 0)")
+    return Case(f"{label} ({n} x 3x224x224)", model, x, methods, layer, note=note)
 
 
 def cases(quick: bool) -> list[Case]:
