@@ -266,7 +266,8 @@ def merge_earlier(path: Path, rows: list[dict], meta: dict, ran: list[str]) -> t
     when = earlier.get("run", {}).get("date", "an earlier run")
     kept = [dict(r, run=r.get("run", when)) for r in earlier.get("rows", []) if r["section"] not in ran]
     sections = {k: v for k, v in earlier.get("run", {}).get("sections", {}).items() if k not in ran}
-    sections = {k: (v if "earlier run" in v else f"{v}, in the run of {when}") for k, v in sections.items()}
+    sections = {k: (v if ("earlier run" in v or "in the run of" in v) else f"{v}, in the run of {when}")
+                for k, v in sections.items()}
     meta = dict(meta, sections={**sections, **meta["sections"]})
     order = {name: i for i, name in enumerate(SECTIONS)}
     return sorted(kept + rows, key=lambda r: order.get(r["section"], len(order))), meta
