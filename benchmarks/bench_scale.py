@@ -21,6 +21,7 @@ and the model-call floor: the method's number of forward/backward passes times o
 pass, measured. A ratio over 1.0 is flagged in the table; the row's note says where the gap is.
 
 Usage: .venv/bin/python benchmarks/bench_scale.py [--sections vision,text,trees] [--quick] [--out DIR] [--resume]
+[--repeats N]
 ``--resume``: the vision rows an interrupted run saved (``results/.bench_scale.partial.jsonl``, one
 row per line, written as each is measured) are kept, not measured again; ``--compose-partial``
 writes the results from those rows alone (the sections' status says the run stopped early).
@@ -93,12 +94,14 @@ def _peer_versions() -> dict:
     return versions
 
 
-def run_sections(names, quick: bool, log=print, partial: Path | None = None) -> tuple[list[dict], dict]:
+def run_sections(names, quick: bool, log=print, partial: Path | None = None,
+                 repeats: int | None = None) -> tuple[list[dict], dict]:
     """Run the named sections; returns their rows and ``{section: "ran" | "skipped: why"}``.
 
     ``partial``: a JSON-lines file of rows measured by an interrupted run of the same sections;
     a section that takes ``done=`` and ``save=`` (vision) skips the rows found there and appends
-    each new row to it as soon as it is measured."""
+    each new row to it as soon as it is measured. ``repeats``: the timed rounds of the sections
+    whose ``Settings`` has a ``repeats`` field (None: their default)."""
     import inspect
     import json
 
@@ -124,8 +127,15 @@ def run_sections(names, quick: bool, log=print, partial: Path | None = None) -> 
         log(f"section {name}", flush=True)
         start = time.perf_counter()
         try:
+            kwargs = {}
+            if repeats is not None and hasattr(module, "Settings") and "settings" in inspect.signature(module.run).parameters:
+                import dataclasses
+
+                kwargs["settings"] = dataclasses.replace(module.QUICK if quick else module.Settings(), repeats=repeats)
             if "save" in inspect.signature(module.run).parameters:
-                got = module.run(quick, done=done.get(name), save=save)
+                got = module.run(quick, done=done.get(name), save=save, **kwargs)
+            elif kwargs:
+                got = module.run(quick, **kwargs)
             else:
                 got = module.run(quick)
         except ImportError as err:  # a peer library or model not installed here
@@ -205,6 +215,8 @@ def main(argv=None) -> int:
                         help="keep the rows an interrupted run saved (results/.bench_scale.partial.jsonl)")
     parser.add_argument("--compose-partial", action="store_true",
                         help="write the results from the rows an interrupted run saved, measuring nothing")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed rounds after the warm-up, for the sections that take it (default: theirs)")
     args = parser.parse_args(argv)
     names = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = sorted(set(names) - set(SECTIONS))
@@ -224,7 +236,7 @@ def main(argv=None) -> int:
         status = {n: f"stopped before the end: {sum(r['section'] == n for r in rows)} rows measured"
                   for n in names}
     else:
-        rows, status = run_sections(names, args.quick, partial=partial)
+        rows, status = run_sections(names, args.quick, partial=partial, repeats=args.repeats)
     meta = {"sections": status, "quick": args.quick, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load_before": load_before, "load_after": load_average(),
             "seconds": time.perf_counter() - start}
     rows = annotate(ordered(rows))

@@ -24,11 +24,12 @@ values are those of the serial path.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 from featurelens._optional import torch
 
-from .._batching import chunks
+from .._batching import DEFAULT_CHUNK_ELEMENTS, chunks
 from .._budgets import check_memory, format_count
 from .._validation import as_numpy, check_executor, check_int, executor_param
 from ._base import Explainer, Requires, register
@@ -138,12 +139,19 @@ class Occlusion(Explainer):
 
     def masks(self, input_shape: tuple[int, ...], labels=None) -> np.ndarray:
         """The occlusion masks over one input, ``(n_windows, *input_shape)`` bool (``labels``: the
-        groups of one row, for per-image groups)."""
+        groups of one row, for per-image groups). The explainer itself makes them a few windows
+        at a time (:class:`WindowMasks`), never all at once."""
+        masks = self._window_masks(tuple(input_shape), labels)
+        return masks.take(np.arange(masks.n_windows))
+
+    def _window_masks(self, input_shape: tuple[int, ...], labels=None) -> "WindowMasks":
+        """The windows (or groups) over one input as a :class:`WindowMasks`; the window and the
+        strides are checked against ``input_shape`` here."""
         ndim = len(input_shape)
         if labels is None and self.groups is not None:
             labels = self.grouping.shared(tuple(input_shape))
         if labels is not None:
-            return labels[None] == np.unique(labels).reshape(-1, *([1] * ndim))
+            return WindowMasks(input_shape, labels=np.asarray(labels))
         window = _as_shape(1 if self.window is None else self.window, ndim, "window")
         strides = window if self.strides is None else _as_shape(self.strides, ndim, "strides")
         for axis, (size, w, s) in enumerate(zip(input_shape, window, strides)):
@@ -155,30 +163,33 @@ class Occlusion(Explainer):
                 )
         starts = [np.arange(math.ceil((size - w) / s) + 1) * s for size, w, s in zip(input_shape, window, strides)]
         grids = np.stack(np.meshgrid(*starts, indexing="ij"), axis=-1).reshape(-1, ndim)
-        index = np.indices(input_shape)  # (ndim, *input_shape)
-        masks = np.ones((grids.shape[0], *input_shape), dtype=bool)
-        for axis in range(ndim):
-            lo = grids[:, axis].reshape(-1, *([1] * ndim))
-            masks &= (index[axis][None] >= lo) & (index[axis][None] < lo + window[axis])
-        return masks
+        return WindowMasks(input_shape, starts=grids, window=window)
 
     def _attribute(self, x, target, outputs=None, baseline=None):
         labels = self._sample_groups
         if isinstance(labels, list):  # per-image groups: each row its own masks
-            base = self._resolve_baseline(x, baseline)
+            base = self._shared_baseline(x, baseline)
             parts = [self._occlude(x[i : i + 1], target[i : i + 1], None if outputs is None else outputs[i : i + 1],
-                                   base[i : i + 1], self.masks(tuple(x.shape[1:]), labels[i // self._row_repeat]))
+                                   base[i : i + 1], self._window_masks(tuple(x.shape[1:]), labels[i // self._row_repeat]))
                      for i in range(x.shape[0])]
             cat = np.concatenate if isinstance(x, np.ndarray) else torch.cat
             return cat([v for v, _ in parts]), {"n_windows": [e["n_windows"] for _, e in parts]}
-        return self._occlude(x, target, outputs, self._resolve_baseline(x, baseline), self.masks(tuple(x.shape[1:])))
+        return self._occlude(x, target, outputs, self._shared_baseline(x, baseline), self._window_masks(tuple(x.shape[1:])))
 
-    def _occlude(self, x, target, outputs, base, masks_np):
-        """The occlusion values of the rows ``x`` for the masks ``masks_np`` (numpy bool)."""
+    def _shared_baseline(self, x, baseline=None):
+        """The baseline of this call shaped like ``x``; a number (or None, zeros) as one row
+        broadcast over the batch rather than a filled copy of it (the occluded rows only read it)."""
+        given = getattr(self, "baseline", None) if baseline is None else baseline
+        if x.shape[0] > 1 and (given is None or isinstance(given, numbers.Real)):
+            one = self._resolve_baseline(x[:1], baseline)
+            return one.expand_as(x) if not isinstance(x, np.ndarray) else np.broadcast_to(one, x.shape)
+        return self._resolve_baseline(x, baseline)
+
+    def _occlude(self, x, target, outputs, base, masks: "WindowMasks"):
+        """The occlusion values of the rows ``x`` for the windows ``masks``."""
         if isinstance(x, np.ndarray):  # a numpy model (numpy mode): the same windows in numpy
-            return self._attribute_array(x, target, outputs, base, masks_np)
-        masks = torch.as_tensor(masks_np, device=x.device)
-        n, n_windows = x.shape[0], masks.shape[0]
+            return self._attribute_array(x, target, outputs, base, masks)
+        n, n_windows = x.shape[0], masks.n_windows
         f_x = outputs if outputs is not None else self.model.predict(x)
         start_values = f_x.gather(1, target[:, None]).squeeze(1)
         rows = self.model.chunk_rows(x, forward_only=True)
@@ -187,24 +198,20 @@ class Occlusion(Explainer):
             # float64: the drops are differences of nearby outputs, and each element's mean sums many.
             drops = torch.empty(n * n_windows, dtype=torch.float64, device=x.device)
             for part in chunks(n * n_windows, rows):
-                drops[part] = task.drops(torch.arange(part.start, part.stop, device=x.device))
+                drops[part] = task.drops(torch.arange(part.start, part.stop, device=x.device), part=part)
         else:
             # The same chunks on the executor's workers; the rows are counted here, not there.
             pairs = np.arange(n * n_windows, dtype=np.int64)[:, None]
             drops = torch.as_tensor(np.asarray(self.executor(task, pairs, rows), dtype=np.float64), device=x.device)
             self.model.count_calls(n * n_windows)
         drops = drops.reshape(n, n_windows)
-        m = masks.reshape(n_windows, -1).to(drops.dtype)
-        # Mean drop over the windows covering each element (0 where none does: cannot happen with
-        # the strides allowed above).
-        counts = m.sum(0).clamp_min(1)
-        values = (drops @ m) / counts
+        values = _mean_drop(drops, masks, x.device)
         return values.to(x.dtype).reshape(x.shape), {"n_windows": int(n_windows)}
 
 
     def _attribute_array(self, x: np.ndarray, target: np.ndarray, outputs, base, masks):
         """:meth:`_occlude` for numpy rows of a numpy model: the same chunks and sums."""
-        n, n_windows = x.shape[0], masks.shape[0]
+        n, n_windows = x.shape[0], masks.n_windows
         f_x = outputs if outputs is not None else self.model.predict(x)
         start_values = np.asarray(f_x)[np.arange(n), target]
         rows = self.model.chunk_rows(x, forward_only=True)
@@ -212,16 +219,110 @@ class Occlusion(Explainer):
         if self.executor is None:
             drops = np.empty(n * n_windows, dtype=np.float64)
             for part in chunks(n * n_windows, rows):
-                drops[part] = task.drops(np.arange(part.start, part.stop))
+                drops[part] = task.drops(np.arange(part.start, part.stop), part=part)
         else:
             pairs = np.arange(n * n_windows, dtype=np.int64)[:, None]
             drops = np.asarray(self.executor(task, pairs, rows), dtype=np.float64)
             self.model.count_calls(n * n_windows)
         drops = drops.reshape(n, n_windows)
-        m = masks.reshape(n_windows, -1).astype(np.float64)
-        counts = np.maximum(m.sum(0), 1)
-        values = (drops @ m) / counts
+        values = _mean_drop(drops, masks, None)
         return values.astype(x.dtype).reshape(x.shape), {"n_windows": int(n_windows)}
+
+
+def _mean_drop(drops, masks: "WindowMasks", device):
+    """Each element's mean drop over the windows covering it: ``(drops @ M) / counts``, with
+    ``drops`` (n, windows) float64 (numpy, or torch on ``device``), ``M`` the (windows, elements)
+    masks and counts the windows covering each element (at least 1; none cannot happen with the
+    strides allowed). The masks are made a block of windows at a time (about
+    :data:`~featurelens._batching.DEFAULT_CHUNK_ELEMENTS` elements each), never all at once: on a
+    224 x 224 image with 49 windows they would be 7 MB as bool, 59 MB as float64."""
+    n_windows, n_elements = masks.n_windows, math.prod(masks.shape)
+    if device is None:
+        values, counts = np.zeros((drops.shape[0], n_elements)), np.zeros(n_elements)
+    else:
+        values = torch.zeros((drops.shape[0], n_elements), dtype=torch.float64, device=device)
+        counts = torch.zeros(n_elements, dtype=torch.float64, device=device)
+    block = max(1, DEFAULT_CHUNK_ELEMENTS // max(n_elements, 1))
+    for part in chunks(n_windows, block):
+        if device is None:
+            m = masks.take(np.arange(part.start, part.stop)).reshape(-1, n_elements).astype(np.float64)
+        else:
+            m = masks.take(torch.arange(part.start, part.stop, device=device), device).reshape(-1, n_elements)
+            m = m.to(torch.float64)
+        values += drops[:, part] @ m
+        counts += m.sum(0)
+    counts[counts < 1] = 1
+    return values / counts
+
+
+class WindowMasks:
+    """The occlusion masks over one input shape, made for a few windows at a time.
+
+    Either sliding windows (``starts``: (n_windows, ndim) first index of each window per axis,
+    ``window``: its extent per axis; a window at the border is cut by it) or groups (``labels``:
+    an int array shaped like the input; window k is the k-th distinct label, in sorted order).
+
+    Parameters
+    ----------
+    shape : tuple of int
+        One input's shape.
+    starts : ndarray of int, (n_windows, len(shape)), optional
+        The windows' first indices.
+    window : tuple of int, optional
+        The windows' extent per axis (with ``starts``).
+    labels : ndarray of int, optional
+        The groups, instead of windows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = WindowMasks((4,), starts=np.array([[0], [2]]), window=(2,))
+    >>> m.take(np.array([1])).astype(int).tolist()
+    [[0, 0, 1, 1]]
+    """
+
+    def __init__(self, shape, starts=None, window=None, labels=None):
+        self.shape = tuple(int(s) for s in shape)
+        self.starts, self.window, self.labels = starts, window, labels
+        if labels is not None:
+            self.label_values = np.unique(labels)
+            self.n_windows = int(self.label_values.size)
+        else:
+            self.n_windows = int(starts.shape[0])
+        self._on_device = {}  # torch copies of the arrays, per device
+
+    def _tensors(self, device):
+        key = str(device)
+        if key not in self._on_device:
+            if self.labels is not None:
+                self._on_device[key] = (torch.as_tensor(self.labels, device=device),
+                                        torch.as_tensor(self.label_values, device=device))
+            else:
+                self._on_device[key] = (torch.as_tensor(self.starts, device=device),)
+        return self._on_device[key]
+
+    def take(self, index, device=None):
+        """The masks of the windows ``index`` (a numpy int array, or a torch one with ``device``):
+        ``(len(index), *shape)`` bool, numpy or torch alike."""
+        ndim = len(self.shape)
+        if device is None:
+            if self.labels is not None:
+                return self.labels[None] == self.label_values[index].reshape(-1, *([1] * ndim))
+            starts, arange = self.starts, np.arange
+        else:
+            tensors = self._tensors(device)
+            if self.labels is not None:
+                labels, values = tensors
+                return labels[None] == values[index].reshape(-1, *([1] * ndim))
+            starts, arange = tensors[0], (lambda size: torch.arange(size, device=device))
+        out = None
+        for axis, size in enumerate(self.shape):
+            lo = starts[index, axis][:, None]
+            pos = arange(size)[None]
+            inside = (pos >= lo) & (pos < lo + self.window[axis])  # (k, size)
+            inside = inside.reshape(-1, *([1] * axis), size, *([1] * (ndim - axis - 1)))
+            out = inside if out is None else out & inside
+        return out
 
 
 class _OcclusionChunk:
@@ -233,16 +334,24 @@ class _OcclusionChunk:
     def __init__(self, model, x, base, masks, target, start_values):
         self.model, self.x, self.base, self.masks = model, x, base, masks
         self.target, self.start_values = target, start_values
-        self.n_windows = masks.shape[0]
+        self.n_windows = masks.n_windows
 
-    def drops(self, index, count: bool = True):
+    def drops(self, index, count: bool = True, part: slice | None = None):
+        """The drops of the flat (sample, window) indices ``index``; ``part``: the same indices as
+        a slice, when they are one (the serial loop), so that a chunk within one sample reads that
+        sample's row and baseline by broadcasting rather than copying them once per window."""
         sample, window = index // self.n_windows, index % self.n_windows
+        if part is not None and part.start // self.n_windows == (part.stop - 1) // self.n_windows:
+            one = part.start // self.n_windows
+            x_rows, base_rows = self.x[one : one + 1], self.base[one : one + 1]
+        else:
+            x_rows, base_rows = self.x[sample], self.base[sample]
         if isinstance(self.x, np.ndarray):  # numpy mode
-            occluded = np.where(self.masks[window], self.base[sample], self.x[sample])
+            occluded = np.where(self.masks.take(window), base_rows, x_rows)
             out = self.model.forward(occluded, count=count)
             picked = out[np.arange(out.shape[0]), self.target[sample]].astype(np.float64)
             return self.start_values[sample].astype(np.float64) - picked
-        occluded = torch.where(self.masks[window], self.base[sample], self.x[sample])
+        occluded = torch.where(self.masks.take(window, self.x.device), base_rows, x_rows)
         with torch.no_grad():  # grad mode is per thread: set here, where the pass runs
             out = self.model.forward(occluded, count=count)
         picked = out.gather(1, self.target[sample][:, None]).squeeze(1).double()

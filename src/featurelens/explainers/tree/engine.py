@@ -98,8 +98,12 @@ def _compiled(ens: Ensemble, packed, x, bg, pairs: bool):
     base = ens.offset.copy()
     P = packed.feature.shape[0]
     scale = 1.0 / bg.shape[0]
+    if not pairs:  # one path at a time: no masks of all paths held (numba_interventional)
+        reach = numba_interventional.interventional_values_fused(packed, x, bg, scale, out)
+        base += (reach * scale) @ packed.value
+        return out, base
     reach = np.zeros(P)
-    kernel = numba_interventional.interventional_pairs if pairs else numba_interventional.interventional_values
+    kernel = numba_interventional.interventional_pairs
     # paths in blocks, each block's masks computed once (rows and background split only when huge)
     path_blocks, x_blocks, bg_blocks = _interventional_blocks(n, bg.shape[0], P)
     x = np.ascontiguousarray(x)
@@ -266,9 +270,10 @@ def interaction_values(ens: Ensemble, x: np.ndarray, bg: np.ndarray | None, batc
     them instead of computing them again)."""
     n, d, K = x.shape[0], ens.n_features, ens.n_out
     packed = _packed(ens)
-    pairs = np.zeros((n, d * d, K))
     if packed is not None:
         pairs = _compiled(ens, packed, x, bg, pairs=True)[0].reshape(n, d * d, K)
+    else:
+        pairs = np.zeros((n, d * d, K))
     for paths in ens.paths if packed is None else ():
         depth = paths.feature.shape[1]
         nodes, weights = _gauss_legendre(depth)
@@ -289,7 +294,8 @@ def interaction_values(ens: Ensemble, x: np.ndarray, bg: np.ndarray | None, batc
                 _path_pair(np.repeat(o, R, axis=0), np.tile(qb, (m, 1, 1)), paths, nodes, weights,
                            d, part)
                 pairs[start : start + m] += part.reshape(m, R, d * d, K).mean(axis=1)
-    values = pairs.reshape(n, d, d, K) / 2.0
+    values = pairs.reshape(n, d, d, K)
+    values /= 2.0  # in place: the pair sums are this call's own array
     if shap is not None and ens.tree_columns is None:  # the tree columns are the input's
         phi, base = shap
     else:

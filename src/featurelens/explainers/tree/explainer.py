@@ -340,10 +340,11 @@ class TreeShap(Explainer):
             through = getattr(self.model.function, "__name__", "")
             if len(getattr(est, "classes_", ())) == 2 and through != "decision_function":
                 sign = np.where(t == 1, 1.0, -1.0)  # the margin is class 1's log-odds
-                values = values * sign[:, None]
+                if (sign < 0).any():  # class 1 everywhere (the usual call): no copy of the values
+                    values = values * sign[:, None]
                 # the probability of class 0 is 1 - p1: its base is 1 - base
                 base = base * sign + (np.where(t == 1, 0.0, 1.0) if self._mode == "probability" else 0.0)
-                if inter is not None:
+                if inter is not None and (sign < 0).any():
                     inter = inter * sign[:, None, None]
         return values, base, inter
 

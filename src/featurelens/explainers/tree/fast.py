@@ -49,7 +49,9 @@ def _numbers(ex, x):
     if isinstance(x, np.ndarray):
         if x.dtype not in (np.float64, np.float32):
             return None
-        data = np.array(x, copy=True)
+        # Column-major: the compiled kernels read the rows transposed (d, n), which is then this
+        # copy's own memory rather than a second copy of the rows.
+        data = np.array(x, copy=True, order="F")
     elif type(x).__module__.split(".")[0] == "pandas" and getattr(x, "ndim", 0) == 2:
         columns = x.columns.tolist()
         fitted = ex.model.feature_names
@@ -107,7 +109,7 @@ def fast_explanation(ex, x, target, feature_names, args, kwargs):
     data, columns = got
     n, d = data.shape
     names = ex._feature_names(feature_names, columns, (d,))
-    rows = ex._rows(data if data.dtype == np.float64 else data.astype(np.float64), "x")
+    rows = ex._rows(data, "x")  # float32 rows stay float32 (prepare_rows)
     t = resolve_target(target, n, n_model_outputs(ex), "target")
     step = 256 if ex.model.auto_batch else int(ex.model.batch_size)
     values, base, inter = ex._compute(rows, ex.background, step)

@@ -18,8 +18,17 @@ by its count. For a row's mask xm only the masks that hold every element the row
 full & ~xm``) keep the path alive; the background-only elements are then exactly ``need``, so the
 negative terms of a path are one sum, scattered once per path and row.
 
-As the path-dependent kernels, each has a serial and a parallel form around one compiled row body,
-chosen by the amount of work (:data:`.numba_kernels.PARALLEL_MIN_WORK`), and is cached on disk.
+Values (:func:`interventional_values_fused`) go one path at a time: the background's masks of
+the path are made, sorted into their distinct values and used by every row before the next path,
+so the memory is one path's background masks per thread whatever the ensemble's size (a 500-tree
+booster of depth 8 has 127,500 paths: holding the masks of all of them for 1,000 background rows
+would take 2 GB). The parallel form splits the paths between the threads, each adding into its own
+output. Interaction indices (:func:`interventional_pairs`) take the masks of a block of paths
+(:func:`satisfied_masks`, :func:`background_masks`), split by rows, since a per-thread copy of
+their (n, d, d) output would cost more than the masks.
+
+Each has a serial and a parallel form, chosen by the amount of work
+(:data:`.numba_kernels.PARALLEL_MIN_WORK`), and is cached on disk.
 """
 
 from __future__ import annotations
@@ -28,14 +37,36 @@ import math
 
 import numpy as np
 
-from .numba_kernels import HAVE_NUMBA, Packed, _run, njit
+from .numba_kernels import _KERNEL_LOCK, HAVE_NUMBA, Packed, _parallel, _run, njit
 
 if HAVE_NUMBA:
     from numba import prange
 
-__all__ = ["satisfied_masks", "background_masks", "interventional_values", "interventional_pairs"]
+__all__ = ["satisfied_masks", "background_masks", "interventional_values_fused", "interventional_pairs"]
 
 if HAVE_NUMBA:
+
+    @njit(cache=True, inline="always")
+    def _mask_of(X, r, p, feature, lower, upper, nan_ok, length, cat_row, cat_table, cat_count):
+        """The bit mask of row ``r`` of ``X`` on path ``p``: bit j set where it satisfies element j."""
+        m = np.uint64(0)
+        for j in range(length[p]):
+            v = X[r, feature[p, j]]
+            if v != v:
+                ok = nan_ok[p, j]
+            else:
+                row = cat_row[p, j]
+                if row >= 0:
+                    n_cat = cat_count[row]
+                    code = n_cat
+                    if v >= 0.0 and v < n_cat and v == math.floor(v):
+                        code = int(v)
+                    ok = cat_table[row, code]
+                else:
+                    ok = lower[p, j] < v and v <= upper[p, j]
+            if ok:
+                m |= np.uint64(1) << np.uint64(j)
+        return m
 
     @njit(cache=True)
     def _masks(X, feature, lower, upper, nan_ok, length, cat_row, cat_table, cat_count):
@@ -45,24 +76,7 @@ if HAVE_NUMBA:
         out = np.zeros((n, P), dtype=np.uint64)
         for r in range(n):
             for p in range(P):
-                m = np.uint64(0)
-                for j in range(length[p]):
-                    v = X[r, feature[p, j]]
-                    if v != v:
-                        ok = nan_ok[p, j]
-                    else:
-                        row = cat_row[p, j]
-                        if row >= 0:
-                            n_cat = cat_count[row]
-                            code = n_cat
-                            if v >= 0.0 and v < n_cat and v == math.floor(v):
-                                code = int(v)
-                            ok = cat_table[row, code]
-                        else:
-                            ok = lower[p, j] < v and v <= upper[p, j]
-                    if ok:
-                        m |= np.uint64(1) << np.uint64(j)
-                out[r, p] = m
+                out[r, p] = _mask_of(X, r, p, feature, lower, upper, nan_ok, length, cat_row, cat_table, cat_count)
         return out
 
     @njit(cache=True)
@@ -95,74 +109,112 @@ if HAVE_NUMBA:
             c += 1
         return c
 
-    @njit(cache=True)
-    def _iv_row(x_masks, r, vals, cnt, num, feature, length, full, value, beta, scale, out, acc):
-        """Single-reference Shapley values of row ``r`` summed over the background (its distinct
-        masks per path, ``vals``/``cnt``/``num``), times ``scale``, with the buffer ``acc`` (D,).
+    @njit(cache=True, inline="always")
+    def _iv_path(xm, p, r, vals, cnt, num, feature, length, full, value, beta, scale, out, acc):
+        """Add row ``r``'s single-reference Shapley values on path ``p`` (its mask ``xm``), summed
+        over the background's distinct masks of that path (the first ``num`` of ``vals``/``cnt``),
+        times ``scale``, into ``out``; ``acc`` a buffer of the path's length.
 
         A background mask ``u`` keeps the path alive for the row's mask ``xm`` when it holds every
         element the row fails (``need``); then the background-only elements are exactly ``need``
         (nb of them) and the row-only ones ``xm & ~u`` (na): each of the former gets
         ``-v B(na, nb - 1)``, each of the latter ``+v B(na - 1, nb)`` (B the Beta table).
         """
-        P = x_masks.shape[1]
         K = value.shape[1]
-        for p in range(P):
-            L = length[p]
-            xm = x_masks[r, p]
-            need = full[p] & ~xm
-            nb = _popcount(need)
-            for j in range(L):
-                acc[j] = 0.0
-            neg = 0.0
-            alive = False
-            for i in range(num[p]):
-                u = vals[p, i]
-                if (u & need) != need:  # an element neither satisfies: the leaf is unreachable
-                    continue
-                alive = True
-                only_x = xm & ~u
-                na = _popcount(only_x)
-                c = cnt[p, i]
-                if nb > 0:
-                    neg += c * beta[na, nb - 1]
-                if na > 0:
-                    cx = c * beta[na - 1, nb]
-                    for j in range(L):
-                        if (only_x >> np.uint64(j)) & np.uint64(1):
-                            acc[j] += cx
-            if not alive:
+        L = length[p]
+        need = full[p] & ~xm
+        nb = _popcount(need)
+        for j in range(L):
+            acc[j] = 0.0
+        neg = 0.0
+        alive = False
+        for i in range(num):
+            u = vals[i]
+            if (u & need) != need:  # an element neither satisfies: the leaf is unreachable
                 continue
-            for j in range(L):
-                bit = np.uint64(1) << np.uint64(j)
-                if need & bit:
-                    c = -neg * scale
-                elif xm & bit:
-                    c = acc[j] * scale
-                    if c == 0.0:
-                        continue
-                else:
+            alive = True
+            only_x = xm & ~u
+            na = _popcount(only_x)
+            c = cnt[i]
+            if nb > 0:
+                neg += c * beta[na, nb - 1]
+            if na > 0:
+                cx = c * beta[na - 1, nb]
+                for j in range(L):
+                    if (only_x >> np.uint64(j)) & np.uint64(1):
+                        acc[j] += cx
+        if not alive:
+            return
+        for j in range(L):
+            bit = np.uint64(1) << np.uint64(j)
+            if need & bit:
+                c = -neg * scale
+            elif xm & bit:
+                c = acc[j] * scale
+                if c == 0.0:
                     continue
-                f = feature[p, j]
-                for k in range(K):
-                    out[r, f, k] += c * value[p, k]
+            else:
+                continue
+            f = feature[p, j]
+            for k in range(K):
+                out[r, f, k] += c * value[p, k]
 
     @njit(cache=True)
-    def _iv_serial(x_masks, vals, cnt, num, feature, length, full, value, beta, scale, out):
-        acc = np.empty(max(1, feature.shape[1]))
-        for r in range(x_masks.shape[0]):
-            _iv_row(x_masks, r, vals, cnt, num, feature, length, full, value, beta, scale, out, acc)
+    def _ivf_paths(p0, p1, X, B, feature, lower, upper, nan_ok, length, cat_row, cat_table, cat_count, full, value,
+                   beta, scale, out, reach, bm, cnt, acc):
+        """The paths ``p0 .. p1 - 1`` one at a time: the background rows' masks of the path
+        (``bm``, sorted in place into its distinct masks and their counts ``cnt``, and the number
+        of rows reaching its leaf into ``reach``), then every row's :func:`_iv_path`. Memory: the
+        buffers only (the background's R masks), whatever the number of paths."""
+        n = X.shape[0]
+        R = B.shape[0]
+        for p in range(p0, p1):
+            for b in range(R):
+                bm[b] = _mask_of(B, b, p, feature, lower, upper, nan_ok, length, cat_row, cat_table, cat_count)
+            bm.sort()
+            num = 0
+            hits = 0
+            fp = full[p]
+            for b in range(R):
+                m = bm[b]
+                if m == fp:
+                    hits += 1
+                if num > 0 and m == bm[num - 1]:
+                    cnt[num - 1] += 1.0
+                else:
+                    bm[num] = m  # num <= b: the distinct masks overwrite the sorted ones behind
+                    cnt[num] = 1.0
+                    num += 1
+            reach[p] = hits
+            for r in range(n):
+                xm = _mask_of(X, r, p, feature, lower, upper, nan_ok, length, cat_row, cat_table, cat_count)
+                _iv_path(xm, p, r, bm, cnt, num, feature, length, full, value, beta, scale, out, acc)
+
+    @njit(cache=True)
+    def _ivf_serial(X, B, feature, lower, upper, nan_ok, length, cat_row, cat_table, cat_count, full, value, beta,
+                    scale, out, reach):
+        R = B.shape[0]
+        _ivf_paths(0, feature.shape[0], X, B, feature, lower, upper, nan_ok, length, cat_row, cat_table, cat_count,
+                   full, value, beta, scale, out, reach, np.empty(R, dtype=np.uint64), np.empty(R),
+                   np.empty(max(1, feature.shape[1])))
 
     @njit(cache=True, parallel=True)
-    def _iv_parallel(x_masks, vals, cnt, num, feature, length, full, value, beta, scale, out):
-        for r in prange(x_masks.shape[0]):
-            acc = np.empty(max(1, feature.shape[1]))
-            _iv_row(x_masks, r, vals, cnt, num, feature, length, full, value, beta, scale, out, acc)
+    def _ivf_parallel(X, B, feature, lower, upper, nan_ok, length, cat_row, cat_table, cat_count, full, value, beta,
+                      scale, outs, reach):
+        """The paths split into ``outs.shape[0]`` contiguous parts, each adding into its own
+        output (no two threads write one element; the caller sums them)."""
+        T = outs.shape[0]
+        P = feature.shape[0]
+        R = B.shape[0]
+        for t in prange(T):
+            _ivf_paths(t * P // T, (t + 1) * P // T, X, B, feature, lower, upper, nan_ok, length, cat_row, cat_table,
+                       cat_count, full, value, beta, scale, outs[t], reach, np.empty(R, dtype=np.uint64),
+                       np.empty(R), np.empty(max(1, feature.shape[1])))
 
     @njit(cache=True)
     def _ip_row(x_masks, r, vals, cnt, num, feature, length, full, value, beta, scale, out, sign, pos, acc2):
         """Single-reference interaction indices of row ``r`` (both orders) summed over the
-        background (distinct masks per path, as :func:`_iv_row`), times ``scale``, with the buffers
+        background (distinct masks per path, as :func:`_iv_path`), times ``scale``, with the buffers
         ``sign``, ``pos`` (D,) and ``acc2`` (D, D)."""
         P = x_masks.shape[1]
         K = value.shape[1]
@@ -258,14 +310,30 @@ def _path_args(packed: Packed, paths: slice):
     return packed.feature[paths], packed.length[paths], packed.full[paths], packed.value[paths]
 
 
-def interventional_values(packed: Packed, x_masks: np.ndarray, bg, scale: float, out: np.ndarray,
-                          paths: slice = slice(None)) -> None:
-    """Add ``scale`` times the single-reference TreeSHAP values of the rows of ``x_masks`` summed
-    over the background ``bg`` (masks from :func:`satisfied_masks` and :func:`background_masks`,
-    for the same paths ``paths``) into ``out`` (n, d, K)."""
-    vals, cnt, num = bg
-    _run(_iv_serial, _iv_parallel, x_masks.shape[0] * int(num.sum()) * 2, x_masks, vals, cnt, num,
-         *_path_args(packed, paths), packed.beta, float(scale), out)
+def interventional_values_fused(packed: Packed, x: np.ndarray, bg: np.ndarray, scale: float,
+                                out: np.ndarray) -> np.ndarray:
+    """Add ``scale`` times the single-reference TreeSHAP values of the rows ``x`` (n, d) summed
+    over the background rows ``bg`` (R, d) into ``out`` (n, d, K), one path at a time: neither
+    the rows' nor the background's masks of all paths are ever held (memory: the background's
+    masks of one path per thread, and one more output per thread when parallel). Returns the
+    number of background rows reaching each path's leaf (P,)."""
+    x = np.ascontiguousarray(x)
+    bg = np.ascontiguousarray(bg)
+    P = packed.feature.shape[0]
+    reach = np.zeros(P, dtype=np.int64)
+    args = (x, bg, packed.feature, packed.lower, packed.upper, packed.nan_ok, packed.length, packed.cat_row,
+            packed.cat_table, packed.cat_count, packed.full, packed.value, packed.beta, float(scale))
+    work = (x.shape[0] + bg.shape[0]) * packed.elements
+    if not _parallel(work) or P < 2:
+        _ivf_serial(*args, out, reach)
+        return reach
+    import numba
+
+    outs = np.zeros((min(numba.get_num_threads(), P), *out.shape))
+    with _KERNEL_LOCK:
+        _ivf_parallel(*args, outs, reach)
+    out += outs.sum(axis=0)
+    return reach
 
 
 def interventional_pairs(packed: Packed, x_masks: np.ndarray, bg, scale: float, out: np.ndarray,

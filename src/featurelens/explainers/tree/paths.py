@@ -347,7 +347,8 @@ def frame_rows(frame, name, ens: Ensemble) -> np.ndarray:
 
 
 def prepare_rows(X, name, ens: Ensemble, allow_empty=False):
-    """``X`` (array-like or DataFrame, (n, d) or (d,)) as the float64 rows ``ens`` compares: run
+    """``X`` (array-like or DataFrame, (n, d) or (d,)) as the rows ``ens`` compares (float64, or
+    float32 as given when no value map applies): run
     through the model's own preprocessing (``ens.preprocess``) and :func:`frame_rows` where they
     apply, checked (numbers, ``d`` columns, at least one row unless ``allow_empty``, no inf, NaN
     only where the library routes it), float32-rounded where the library compares in float32 and
@@ -363,7 +364,10 @@ def prepare_rows(X, name, ens: Ensemble, allow_empty=False):
     arr = as_numpy(X, name)
     if arr.dtype.kind not in "fiub":
         raise TypeError(f"{name} must be a numeric array; got dtype {arr.dtype}")
-    arr = np.asarray(arr, dtype=np.float64)
+    # float32 rows stay float32 (half the memory of a float64 copy; the kernels compare them
+    # with the float64 thresholds after an exact promotion), unless a value map must read them.
+    keep32 = arr.dtype == np.float32 and ens.input_map is None
+    arr = np.asarray(arr, dtype=np.float32 if keep32 else np.float64)
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[1] != ens.n_features:
@@ -377,7 +381,7 @@ def prepare_rows(X, name, ens: Ensemble, allow_empty=False):
         raise ValueError(f"{name} contains inf values; expected finite numbers")
     if np.isnan(arr).any() and not ens.allow_nan:
         raise ValueError(f"{name} contains NaN values; expected finite numbers ({ens.nan_reason})")
-    if ens.float32:
+    if ens.float32 and arr.dtype != np.float32:  # float32 rows are already what it compares
         arr = arr.astype(np.float32).astype(np.float64)
     if ens.input_map is not None:
         arr = ens.input_map(arr)
